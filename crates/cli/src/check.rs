@@ -1,0 +1,254 @@
+//! `fusebench check`: parse, validate and run each fusion on the CPU reference.
+
+use crate::{exit, files};
+use comfy_table::{presets::NOTHING, Table};
+use fusebench_ir::{recipe::check_recipes, Fusion};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Repro scripts (.py), fusions in JSON form (.json), or directories of them.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Machine-readable output: one JSON document with a report per fusion.
+    #[arg(long)]
+    json: bool,
+    /// Seed for the generated inputs.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Treat disagreements between a script's inputs and its definition as failures.
+    #[arg(long)]
+    strict: bool,
+}
+
+#[derive(Serialize)]
+struct TensorInfo {
+    name: String,
+    dtype: String,
+    shape: Vec<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strides: Option<Vec<i64>>,
+}
+
+#[derive(Serialize)]
+struct OutputInfo {
+    #[serde(flatten)]
+    tensor: TensorInfo,
+    mean: f64,
+    abs_max: f64,
+    nan: usize,
+    inf: usize,
+}
+
+#[derive(Serialize, Default)]
+struct Report {
+    file: String,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    syntax: Option<fusebench_ir::Syntax>,
+    ops: usize,
+    inputs: Vec<TensorInfo>,
+    outputs: Vec<OutputInfo>,
+    /// Where the script's own inputs disagree with its definition.
+    input_issues: Vec<String>,
+    /// What input generation did differently from the script, and why.
+    input_notes: Vec<String>,
+    parse_ms: f64,
+    inputs_ms: f64,
+    cpu_ms: f64,
+}
+
+#[derive(Serialize)]
+struct Summary {
+    fusebench_check: u32,
+    seed: u64,
+    fusions: usize,
+    ok: usize,
+    failed: usize,
+    total_cpu_ms: f64,
+    reports: Vec<Report>,
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let paths = match crate::paths_arg(&a.paths) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(ExitCode::from(exit::USAGE));
+        }
+    };
+    let mut reports = Vec::new();
+    for p in &paths {
+        let r = check_one(p, a.seed, a.strict);
+        if !a.json {
+            print_report(&r);
+        }
+        reports.push(r);
+    }
+    let failed = reports.iter().filter(|r| !r.ok).count();
+    let summary = Summary {
+        fusebench_check: 1,
+        seed: a.seed,
+        fusions: reports.len(),
+        ok: reports.len() - failed,
+        failed,
+        total_cpu_ms: reports.iter().map(|r| r.parse_ms + r.inputs_ms + r.cpu_ms).sum(),
+        reports,
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!(
+            "{} fusions: {} ok, {} failed; {:.2} s in all (parse + inputs + CPU run)",
+            summary.fusions,
+            summary.ok,
+            summary.failed,
+            summary.total_cpu_ms / 1e3
+        );
+    }
+    Ok(ExitCode::from(if failed == 0 { exit::OK } else { exit::FAILED }))
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn check_one(path: &Path, seed: u64, strict: bool) -> Report {
+    let mut r = Report { file: path.display().to_string(), ..Default::default() };
+    let t = Instant::now();
+    let f = match files::load(path) {
+        Ok(f) => f,
+        Err(e) => {
+            r.error = Some(format!("{e:#}"));
+            return r;
+        }
+    };
+    r.parse_ms = ms(t);
+    r.syntax = Some(f.script.syntax);
+    r.ops = f.op_count();
+    if let Some(rec) = &f.recipe {
+        r.input_issues = check_recipes(&f, rec).into_iter().map(|i| i.message).collect();
+    }
+    let t = Instant::now();
+    let generated = match fusebench_reference::generate_inputs(&f, seed) {
+        Ok(g) => g,
+        Err(e) => {
+            r.error = Some(format!("generating inputs: {e}"));
+            return r;
+        }
+    };
+    r.inputs_ms = ms(t);
+    r.input_notes = generated.notes.clone();
+    r.inputs = input_infos(&f, &generated.args);
+    let t = Instant::now();
+    match fusebench_reference::run(&f, &generated.args) {
+        Ok(outs) => {
+            r.cpu_ms = ms(t);
+            r.outputs = f
+                .outputs
+                .iter()
+                .zip(&outs)
+                .map(|(&v, t)| {
+                    let s = fusebench_reference::stats(t);
+                    OutputInfo {
+                        tensor: TensorInfo {
+                            name: f.value(v).name.clone(),
+                            dtype: t.dtype().torch_name().into(),
+                            shape: t.shape().to_vec(),
+                            strides: None,
+                        },
+                        mean: s.mean,
+                        abs_max: s.abs_max,
+                        nan: s.nan_count,
+                        inf: s.inf_count,
+                    }
+                })
+                .collect();
+            r.ok = !(strict && !r.input_issues.is_empty());
+            if !r.ok {
+                r.error = Some("the script's inputs disagree with its definition (--strict)".into());
+            }
+        }
+        Err(e) => r.error = Some(format!("CPU reference: {e}")),
+    }
+    r
+}
+
+fn input_infos(f: &Fusion, args: &[fusebench_reference::Arg]) -> Vec<TensorInfo> {
+    f.inputs
+        .iter()
+        .zip(args)
+        .map(|(&v, a)| {
+            let val = f.value(v);
+            match a {
+                fusebench_reference::Arg::Tensor(t) => TensorInfo {
+                    name: val.name.clone(),
+                    dtype: t.dtype().torch_name().into(),
+                    shape: t.shape().to_vec(),
+                    strides: Some(t.strides().to_vec()),
+                },
+                fusebench_reference::Arg::Scalar(_) => {
+                    TensorInfo { name: val.name.clone(), dtype: val.dtype.torch_name().into(), shape: vec![], strides: None }
+                }
+            }
+        })
+        .collect()
+}
+
+fn print_report(r: &Report) {
+    let status = if r.ok { "ok" } else { "FAILED" };
+    let syntax = match r.syntax {
+        Some(fusebench_ir::Syntax::Legacy) => "legacy syntax",
+        Some(fusebench_ir::Syntax::Direct) => "direct syntax",
+        None => "not parsed",
+    };
+    println!("== {}  {status}  ({syntax}, {} ops, inputs {:.1} ms, CPU {:.1} ms)", r.file, r.ops, r.inputs_ms, r.cpu_ms);
+    if let Some(e) = &r.error {
+        for line in e.lines() {
+            println!("   {line}");
+        }
+    }
+    if !r.inputs.is_empty() {
+        let mut t = Table::new();
+        t.load_preset(NOTHING);
+        t.set_header(vec!["input", "dtype", "shape", "strides"]);
+        for i in &r.inputs {
+            t.add_row(vec![
+                i.name.clone(),
+                i.dtype.clone(),
+                format!("{:?}", i.shape),
+                i.strides.as_ref().map_or("scalar".into(), |s| format!("{s:?}")),
+            ]);
+        }
+        println!("{t}");
+    }
+    if !r.outputs.is_empty() {
+        let mut t = Table::new();
+        t.load_preset(NOTHING);
+        t.set_header(vec!["output", "dtype", "shape", "mean", "abs-max", "NaN", "Inf"]);
+        for o in &r.outputs {
+            t.add_row(vec![
+                o.tensor.name.clone(),
+                o.tensor.dtype.clone(),
+                format!("{:?}", o.tensor.shape),
+                format!("{:.6e}", o.mean),
+                format!("{:.6e}", o.abs_max),
+                o.nan.to_string(),
+                o.inf.to_string(),
+            ]);
+        }
+        println!("{t}");
+    }
+    for i in &r.input_issues {
+        println!("   ! {i}");
+    }
+    for n in &r.input_notes {
+        println!("   note: {n}");
+    }
+    println!();
+}
