@@ -1,0 +1,131 @@
+//! How each dtype lives in generated CUDA C: storage type in memory, register
+//! type in arithmetic, loads, stores, conversions and literals.
+
+use fusebench_ir::{DType, Literal};
+
+/// Element type in global memory.
+pub fn storage(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "unsigned char",
+        DType::Int32 => "int",
+        DType::Int | DType::Index => "long long",
+        DType::Half => "fb_f16",
+        DType::BFloat16 => "fb_bf16",
+        DType::Float => "float",
+        DType::Double => "double",
+    }
+}
+
+/// Type of a value in registers. Reduced floats compute in float, holding
+/// only values their own format can represent.
+pub fn reg(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "bool",
+        DType::Int32 => "int",
+        DType::Int | DType::Index => "long long",
+        DType::Half | DType::BFloat16 | DType::Float => "float",
+        DType::Double => "double",
+    }
+}
+
+/// Register value from a storage element expression.
+pub fn from_storage(d: DType, e: &str) -> String {
+    match d {
+        DType::Bool => format!("({e} != 0)"),
+        DType::Half => format!("fb_h2f({e})"),
+        DType::BFloat16 => format!("fb_bf2f({e})"),
+        _ => e.to_string(),
+    }
+}
+
+/// Storage element from a register value.
+pub fn to_storage(d: DType, e: &str) -> String {
+    match d {
+        DType::Bool => format!("(unsigned char)({e})"),
+        DType::Half => format!("fb_f2h({e})"),
+        DType::BFloat16 => format!("fb_f2bf({e})"),
+        _ => e.to_string(),
+    }
+}
+
+/// Converts a register value of dtype `from` to dtype `to` with C cast
+/// semantics and a single rounding to `to`.
+pub fn convert(from: DType, to: DType, e: &str) -> String {
+    if from == to || (reg(from) == reg(to) && !to.is_reduced_float()) {
+        return e.to_string();
+    }
+    if from.is_reduced_float() && to.is_reduced_float() {
+        // bf16 -> f16 or back: one rounding from an exact float.
+        return round_reduced(to, e);
+    }
+    match to {
+        DType::Bool => format!("({e} != 0)"),
+        DType::Half | DType::BFloat16 if from == DType::Double => {
+            let f = format!("fb_d2f_odd({e})");
+            round_reduced(to, &f)
+        }
+        DType::Half | DType::BFloat16 => round_reduced(to, &format!("(float)({e})")),
+        _ => format!("({})({e})", reg(to)),
+    }
+}
+
+/// Rounds a float holding any value to the nearest value of a reduced type.
+pub fn round_reduced(d: DType, e: &str) -> String {
+    match d {
+        DType::BFloat16 => format!("fb_rbf({e})"),
+        DType::Half => format!("fb_rh({e})"),
+        _ => e.to_string(),
+    }
+}
+
+/// A constant of dtype `d` as a C expression of its register type.
+pub fn literal(d: DType, v: Literal) -> String {
+    let v = v.cast(d);
+    match d {
+        DType::Bool => if v.as_bool() { "true" } else { "false" }.into(),
+        DType::Int32 => format!("{}", v.as_i64().unwrap_or(0)),
+        DType::Int | DType::Index => format!("{}LL", v.as_i64().unwrap_or(0)),
+        DType::Half | DType::BFloat16 | DType::Float => {
+            let x = v.as_f64() as f32;
+            if x.is_nan() {
+                "__uint_as_float(0x7fffffffu)".into()
+            } else if x.is_infinite() {
+                if x > 0.0 { "__uint_as_float(0x7f800000u)" } else { "__uint_as_float(0xff800000u)" }.into()
+            } else {
+                format!("{x:e}f")
+            }
+        }
+        DType::Double => {
+            let x = v.as_f64();
+            if x.is_nan() {
+                "__longlong_as_double(0x7ff8000000000000LL)".into()
+            } else if x.is_infinite() {
+                if x > 0.0 { "__longlong_as_double(0x7ff0000000000000LL)" } else { "__longlong_as_double(0xfff0000000000000LL)" }
+                    .into()
+            } else {
+                format!("{x:e}")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_read_back_exactly() {
+        assert_eq!(literal(DType::Float, Literal::Float(0.1)), "1e-1f");
+        assert_eq!(literal(DType::Double, Literal::Float(1e-5)), "1e-5");
+        assert_eq!(literal(DType::Int, Literal::Int(-3)), "-3LL");
+        assert!(literal(DType::Float, Literal::Float(f64::INFINITY)).contains("0x7f800000"));
+    }
+
+    #[test]
+    fn conversions() {
+        assert_eq!(convert(DType::Float, DType::BFloat16, "x"), "fb_rbf((float)(x))");
+        assert_eq!(convert(DType::BFloat16, DType::Float, "x"), "x");
+        assert_eq!(convert(DType::Float, DType::Int, "x"), "(long long)(x)");
+        assert_eq!(convert(DType::Double, DType::BFloat16, "x"), "fb_rbf(fb_d2f_odd(x))");
+    }
+}

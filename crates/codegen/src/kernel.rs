@@ -1,0 +1,145 @@
+//! Pieces every kernel shares: its parameter list, the buffers a lowering
+//! reads, wide stores, and the signature line.
+
+use crate::ctype;
+use crate::ix::Ix;
+use crate::lower::{Buffer, Lowerer};
+use crate::plan::KernelArg;
+use fusebench_ir::{recipe::row_major_strides, DType, Fusion, ValueDef, ValueId};
+use std::collections::HashMap;
+
+/// A reduction result stored in a temporary buffer by an earlier kernel.
+#[derive(Clone, Debug)]
+pub struct Stored {
+    pub temp: usize,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+/// What every kernel of one fusion can read.
+pub struct Context<'f> {
+    pub f: &'f Fusion,
+    /// Strides and offset of each tensor input (by input position), as given at run time.
+    pub layouts: Vec<Option<(Vec<i64>, i64)>>,
+    pub stored: HashMap<ValueId, Stored>,
+    pub temps: Vec<crate::plan::Temp>,
+    pub idx_type: &'static str,
+    pub sm_count: u32,
+}
+
+/// A kernel's parameters, in order, with their C declarations.
+#[derive(Default)]
+pub struct Params {
+    pub args: Vec<KernelArg>,
+    pub decls: Vec<String>,
+}
+
+impl Params {
+    pub fn push(&mut self, arg: KernelArg, decl: String) {
+        self.args.push(arg);
+        self.decls.push(decl);
+    }
+}
+
+impl<'f> Context<'f> {
+    /// A lowerer that can read every input, scalar input and stored result,
+    /// with the parameters that makes the kernel take.
+    pub fn lowerer(&self) -> (Lowerer<'f>, Params) {
+        let f = self.f;
+        let mut lw = Lowerer::new(f, self.idx_type);
+        let mut p = Params::default();
+        for (pos, &v) in f.inputs.iter().enumerate() {
+            let val = f.value(v);
+            match &val.def {
+                ValueDef::TensorInput(_) => {
+                    let name = format!("in{pos}");
+                    let (strides, offset) = self.layouts[pos]
+                        .clone()
+                        .unwrap_or_else(|| (row_major_strides(val.shape.as_ref().unwrap()), 0));
+                    lw.buffers.insert(v, Buffer { param: name.clone(), dtype: val.dtype, strides, offset });
+                    p.push(KernelArg::Input(pos), format!("const {}* __restrict__ {name}", ctype::storage(val.dtype)));
+                }
+                _ => {
+                    let name = format!("s{pos}");
+                    lw.scalar_params.insert(v, format!("(({}){name})", ctype::reg(val.dtype)));
+                    p.push(KernelArg::Scalar(pos), format!("double {name}"));
+                }
+            }
+        }
+        let mut stored: Vec<_> = self.stored.iter().collect();
+        stored.sort_by_key(|(v, _)| **v);
+        for (&v, s) in stored {
+            let name = format!("tmp{}", s.temp);
+            lw.buffers.insert(v, Buffer { param: name, dtype: s.dtype, strides: row_major_strides(&s.shape), offset: 0 });
+        }
+        for t in 0..self.temps.len() {
+            p.push(KernelArg::Temp(t), format!("{}* tmp{t}", ctype::storage(self.temps[t].dtype)));
+        }
+        (lw, p)
+    }
+
+    pub fn add_temp(&mut self, dtype: DType, elements: usize, what: String) -> usize {
+        self.temps.push(crate::plan::Temp { dtype, elements, what });
+        self.temps.len() - 1
+    }
+}
+
+/// The `extern "C" __global__` line of a kernel.
+pub fn signature(name: &str, block: u32, params: &Params) -> String {
+    format!("extern \"C\" __global__ void __launch_bounds__({block}) {name}({})", params.decls.join(", "))
+}
+
+/// Stores `width` elements of array `src` (storage type of `d`) to
+/// `dst[at]`, using 16-byte (or narrower) words where the size allows.
+pub fn wide_store(lw: &mut Lowerer, d: DType, dst: &str, at: &Ix, src: &str, width: usize) {
+    let bytes = d.size_bytes() * width;
+    let word = match bytes {
+        b if b >= 16 && b % 16 == 0 => Some(("uint4", 16)),
+        8 => Some(("uint2", 8)),
+        4 => Some(("unsigned int", 4)),
+        2 => Some(("unsigned short", 2)),
+        _ => None,
+    };
+    match word {
+        Some((w, wb)) if width > 1 => {
+            let per = wb / d.size_bytes();
+            for c in 0..bytes / wb {
+                let off = at.clone().add(Ix::c((c * per) as i64));
+                lw.line(&format!(
+                    "*reinterpret_cast<{w}*>(&{dst}[{off}]) = *reinterpret_cast<const {w}*>(&{src}[{}]);",
+                    c * per
+                ));
+            }
+        }
+        _ => {
+            for k in 0..width {
+                let off = at.clone().add(Ix::c(k as i64));
+                lw.line(&format!("{dst}[{off}] = {src}[{k}];"));
+            }
+        }
+    }
+}
+
+/// Elements per thread along the innermost dim: as many as make a 16-byte
+/// access of the narrowest type involved, and divide the innermost extent.
+pub fn vector_width(inner: usize, dtypes: impl Iterator<Item = DType>) -> usize {
+    let min = dtypes.map(|d| d.size_bytes()).min().unwrap_or(4);
+    let mut v = (16 / min).min(8);
+    while v > 1 && inner % v != 0 {
+        v /= 2;
+    }
+    v
+}
+
+/// Accumulator type of a reduction into dtype `d`.
+pub fn acc_dtype(d: DType) -> DType {
+    match d {
+        DType::Double => DType::Double,
+        DType::Int | DType::Int32 | DType::Index | DType::Bool => DType::Int,
+        _ => DType::Float,
+    }
+}
+
+pub fn round_up(x: usize, m: usize) -> usize {
+    x.div_ceil(m) * m
+}

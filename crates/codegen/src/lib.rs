@@ -1,0 +1,25 @@
+//! The GPU engine's compiler half: segments a fusion into kernels, schedules
+//! each (pointwise, inner persistent, outer reduction) and writes CUDA C for
+//! it. Everything here is plain Rust; `fusebench-runtime` compiles and runs it.
+//!
+//! The chain: `segment` decides kernels -> a schedule (`pointwise`,
+//! `persistent`, `outer`) lays out threads -> `lower` writes each value at a
+//! symbolic index (`ix`, `view`) -> `ctype` spells it in C.
+
+pub mod alias;
+pub mod ctype;
+pub mod error;
+pub mod ix;
+pub mod kernel;
+pub mod lower;
+pub mod outer;
+pub mod persistent;
+pub mod plan;
+pub mod pointwise;
+pub mod reduction;
+pub mod segment;
+pub mod view;
+
+pub use error::CodegenError;
+pub use plan::{Kernel, KernelArg, OutputSource, Plan, Schedule};
+pub use segment::{plan, Device};

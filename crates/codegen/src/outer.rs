@@ -1,0 +1,131 @@
+//! The outer-reduction schedule (the backward passes' sums over batch x
+//! sequence): a thread per result element, consecutive threads on consecutive
+//! columns so loads coalesce; the reduced extent is split over blocks, whose
+//! partial results a second kernel combines. Stores the result in a temporary
+//! buffer that later kernels read.
+
+use crate::error::CodegenError;
+use crate::ix::Ix;
+use crate::kernel::{signature, Context, Stored};
+use crate::plan::{Kernel, Schedule};
+use crate::reduction::{self, Combine, Kind, Reduction};
+use crate::{ctype, view};
+use fusebench_ir::{Literal, ValueId};
+
+const BLOCK: u32 = 128;
+
+/// Appends the kernels that compute `r` and records where its outputs are stored.
+pub fn build(cx: &mut Context, name: &str, r: &Reduction, out: &mut Vec<(String, Kernel)>) -> Result<(), CodegenError> {
+    let f = cx.f;
+    let xs = f.value(r.x).shape.clone().unwrap();
+    let kept: Vec<usize> = (0..xs.len()).filter(|d| !r.dims.contains(d)).map(|d| xs[d]).collect();
+    let red: Vec<usize> = r.dims.iter().map(|&d| xs[d]).collect();
+    let o: usize = kept.iter().product();
+    let k: usize = red.iter().product();
+    let acc = r.acc(f);
+    let blocks_x = o.div_ceil(BLOCK as usize).max(1);
+    let want = (cx.sm_count as usize * 4).div_ceil(blocks_x);
+    let splits = want.clamp(1, (k / 16).max(1));
+    let chunk = k.div_ceil(splits).max(1);
+    let splits = k.div_ceil(chunk).max(1);
+    let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
+
+    for pass in 0..r.passes() {
+        let partial = cx.add_temp(acc, splits * o, format!("partials of {}", f.value(r.outputs[0]).name));
+        let combine_op = match &r.kind {
+            Kind::Plain(c) => c.clone(),
+            _ => Combine::Sum,
+        };
+        // Partial kernel.
+        let (mut lw, params) = cx.lowerer();
+        let it = lw.idx_type;
+        lw.line(&format!("const {it} o = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"));
+        lw.line(&format!("if (o >= {o}) return;"));
+        let kept_idx = view::delinearize(Ix::var("o"), &kept);
+        let mean = if pass == 1 {
+            let mv = mean_value(r);
+            let oi = view::delinearize(Ix::var("o"), &out_shape);
+            let m = lw.value_at(mv, &oi)?;
+            Some(ctype::convert(f.value(mv).dtype, acc, &m))
+        } else {
+            None
+        };
+        lw.line(&format!("{} a = {};", ctype::reg(acc), reduction::init(&combine_op, acc)));
+        lw.line(&format!("const {it} r0 = ({it})blockIdx.y * {chunk};"));
+        lw.line(&format!("const {it} r1 = r0 + {chunk} < {k} ? r0 + {chunk} : {k};"));
+        lw.open(&format!("for ({it} r = r0; r < r1; ++r) {{"));
+        let red_idx = view::delinearize(Ix::var("r"), &red);
+        let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());
+        let x_idx: Vec<Ix> = (0..xs.len()).map(|d| if r.dims.contains(&d) { ri.next() } else { ki.next() }.unwrap().clone()).collect();
+        let xv = lw.value_at(r.x, &x_idx)?;
+        let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+        let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+        match &mean {
+            None => lw.line(&reduction::step(&combine_op, acc, "a", &xv)),
+            Some(m) => lw.line(&format!("{{ const {t} dv = {xv} - {m}; a += dv * dv; }}", t = ctype::reg(acc))),
+        }
+        lw.close("}");
+        lw.line(&format!("tmp{partial}[({it})blockIdx.y * {o} + o] = a;"));
+        let pname = format!("{name}_p{pass}");
+        let src = format!("{} {{\n{}}}\n", signature(&pname, BLOCK, &params), lw.code);
+        out.push((
+            src,
+            Kernel {
+                name: pname,
+                schedule: Schedule::OuterPartial,
+                grid: [blocks_x as u32, splits as u32, 1],
+                block: [BLOCK, 1, 1],
+                args: params.args,
+                summary: format!("outer reduction of {} over {k} in {splits} splits: {o} results", f.value(r.x).name),
+            },
+        ));
+
+        // Combine kernel: the result of this pass, in the output's dtype.
+        let (target, what) = match (&r.kind, pass) {
+            (Kind::Plain(_), _) => (r.outputs[0], "result"),
+            (Kind::Welford, 0) => (r.outputs[0], "mean"),
+            (Kind::Welford, _) => (r.outputs[1], "M2"),
+            (Kind::VarMean { .. }, 0) => (r.outputs[1], "mean"),
+            (Kind::VarMean { .. }, _) => (r.outputs[0], "variance"),
+        };
+        let d = f.value(target).dtype;
+        let result = cx.add_temp(d, o, format!("{what} of {}", f.value(r.outputs[0]).name));
+        let (mut lw, params) = cx.lowerer();
+        lw.line(&format!("const {it} o = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"));
+        lw.line(&format!("if (o >= {o}) return;"));
+        lw.line(&format!("{} a = {};", ctype::reg(acc), reduction::init(&combine_op, acc)));
+        lw.line(&format!("for (int s = 0; s < {splits}; ++s) {}", reduction::step(&combine_op, acc, "a", &format!("tmp{partial}[({it})s * {o} + o]"))));
+        let value = match (&r.kind, pass) {
+            (Kind::Plain(_), _) | (Kind::Welford, 1) => "a".to_string(),
+            (_, 0) => format!("a / {}", ctype::literal(acc, Literal::Int(k as i64))),
+            (Kind::VarMean { correction }, _) => {
+                format!("a / {}", ctype::literal(acc, Literal::Int((k as i64 - correction).max(0))))
+            }
+            (Kind::Welford, _) => unreachable!(),
+        };
+        let stored = ctype::to_storage(d, &ctype::convert(acc, d, &value));
+        lw.line(&format!("tmp{result}[o] = {stored};"));
+        let cname = format!("{name}_c{pass}");
+        let src = format!("{} {{\n{}}}\n", signature(&cname, BLOCK, &params), lw.code);
+        out.push((
+            src,
+            Kernel {
+                name: cname,
+                schedule: Schedule::OuterCombine,
+                grid: [blocks_x as u32, 1, 1],
+                block: [BLOCK, 1, 1],
+                args: params.args,
+                summary: format!("combines {splits} partials into the {what} of {}", f.value(r.outputs[0]).name),
+            },
+        ));
+        cx.stored.insert(target, Stored { temp: result, dtype: d, shape: out_shape.clone() });
+    }
+    Ok(())
+}
+
+fn mean_value(r: &Reduction) -> ValueId {
+    match r.kind {
+        Kind::Welford => r.outputs[0],
+        _ => r.outputs[1],
+    }
+}

@@ -1,0 +1,258 @@
+//! The inner-persistent schedule (normalizations: RMSNorm, LayerNorm,
+//! softmax): one block per row. Each pass walks the row once to accumulate the
+//! reductions whose inputs are ready, reduces across the block, and holds the
+//! results in registers; a last pass writes the row's outputs. Rows are short
+//! enough that passes after the first re-read them from L1/L2, not DRAM.
+
+use crate::error::CodegenError;
+use crate::ix::Ix;
+use crate::kernel::{round_up, signature, vector_width, wide_store, Context};
+use crate::lower::{Held, Lanes, Lowerer};
+use crate::plan::{Kernel, KernelArg, Schedule};
+use crate::reduction::{self, Combine, Kind, Reduction};
+use crate::{ctype, view};
+use fusebench_ir::{DType, Fusion, ValueDef, ValueId};
+use std::collections::HashSet;
+
+/// Where a row-sized result goes.
+#[derive(Clone, Copy, Debug)]
+pub enum RowTarget {
+    Output(usize),
+    Temp(usize),
+}
+
+pub struct Spec<'a> {
+    pub rows_shape: &'a [usize],
+    pub inner_shape: &'a [usize],
+    pub reductions: &'a [Reduction],
+    /// Outputs of shape rows ++ inner: (value, output position).
+    pub full: &'a [(ValueId, usize)],
+    /// Values with one element per row.
+    pub per_row: &'a [(ValueId, RowTarget)],
+}
+
+const MAX_BLOCK: usize = 512;
+
+/// Reductions of `set` that `v` depends on.
+pub fn depends_on(f: &Fusion, v: ValueId, set: &[Reduction]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![v];
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) {
+            continue;
+        }
+        if let ValueDef::Node { node, .. } = f.value(x).def {
+            if let Some(i) = set.iter().position(|r| r.node == node) {
+                if !out.contains(&i) {
+                    out.push(i);
+                }
+                continue;
+            }
+            stack.extend(f.nodes[node].op.operands());
+        }
+    }
+    out
+}
+
+pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
+    let f = cx.f;
+    let reds = spec.reductions;
+    let (mut lw, mut params) = cx.lowerer();
+    for &(v, pos) in spec.full {
+        params.push(KernelArg::Output(pos), format!("{}* __restrict__ out{pos}", ctype::storage(f.value(v).dtype)));
+    }
+    for &(v, t) in spec.per_row {
+        if let RowTarget::Output(pos) = t {
+            params.push(KernelArg::Output(pos), format!("{}* __restrict__ out{pos}", ctype::storage(f.value(v).dtype)));
+        }
+    }
+    // Passes: a reduction starts once every reduction it reads is complete.
+    let mut first = vec![0usize; reds.len()];
+    for i in 0..reds.len() {
+        let deps = depends_on(f, reds[i].x, reds);
+        if deps.iter().any(|&d| d >= i) {
+            return Err(CodegenError::NoFit("reductions are not in dependency order".into()));
+        }
+        first[i] = deps.iter().map(|&d| first[d] + reds[d].passes()).max().unwrap_or(0);
+    }
+    let passes = (0..reds.len()).map(|i| first[i] + reds[i].passes()).max().unwrap_or(0);
+
+    let rows: usize = spec.rows_shape.iter().product();
+    let n: usize = spec.inner_shape.iter().product();
+    let last = *spec.inner_shape.last().unwrap_or(&1);
+    let dtypes = reds
+        .iter()
+        .map(|r| f.value(r.x).dtype)
+        .chain(spec.full.iter().map(|&(v, _)| f.value(v).dtype))
+        .chain(f.inputs.iter().map(|&i| f.value(i).dtype).filter(|d| d.size_bytes() > 1));
+    let width = vector_width(last, dtypes);
+    let block = round_up(n.div_ceil(width), 32).clamp(32, MAX_BLOCK);
+    let it = lw.idx_type;
+    lw.line("__shared__ float fb_sf[32];");
+    lw.line("__shared__ double fb_sd[32];");
+    lw.line("__shared__ long long fb_si[32];");
+    lw.line(&format!("const {it} row = blockIdx.x;"));
+    let row_idx = view::delinearize(Ix::var("row"), spec.rows_shape);
+    let mut means: Vec<Option<String>> = vec![None; reds.len()];
+
+    for pass in 0..passes {
+        let active: Vec<usize> = (0..reds.len()).filter(|&i| first[i] == pass || (reds[i].passes() == 2 && first[i] + 1 == pass)).collect();
+        let mut accs = Vec::new();
+        for &i in &active {
+            let acc = reds[i].acc(f);
+            let a = lw.fresh("a");
+            let init = match &reds[i].kind {
+                Kind::Plain(c) => reduction::init(c, acc),
+                _ => reduction::init(&Combine::Sum, acc),
+            };
+            lw.line(&format!("{} {a} = {init};", ctype::reg(acc)));
+            accs.push(a);
+        }
+        open_row_loop(&mut lw, spec.inner_shape, width, block);
+        for k in 0..width {
+            let idx = lane_index(&mut lw, &row_idx, spec.inner_shape, width, k);
+            for (j, &i) in active.iter().enumerate() {
+                let r = &reds[i];
+                let acc = r.acc(f);
+                let xv = lw.value_at(r.x, &idx)?;
+                let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+                let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+                let stmt = match (&r.kind, first[i] == pass) {
+                    (Kind::Plain(c), _) => reduction::step(c, acc, &accs[j], &xv),
+                    (_, true) => reduction::step(&Combine::Sum, acc, &accs[j], &xv),
+                    (_, false) => {
+                        let m = means[i].clone().expect("mean pass ran first");
+                        format!("{{ const {t} dv = {xv} - {m}; {} += dv * dv; }}", accs[j], t = ctype::reg(acc))
+                    }
+                };
+                lw.line(&stmt);
+            }
+        }
+        lw.lanes = None;
+        lw.close("}");
+        for (j, &i) in active.iter().enumerate() {
+            let r = &reds[i];
+            let acc = r.acc(f);
+            let c = match &r.kind {
+                Kind::Plain(c) => c.clone(),
+                _ => Combine::Sum,
+            };
+            lw.line(&format!("{a} = {}({a}, {});", reduction::block_fn(&c, acc), reduction::smem_name(acc), a = accs[j]));
+            let held_idx = |v: ValueId| view::delinearize(Ix::var("row"), f.value(v).shape.as_deref().unwrap_or(&[]));
+            let count = r.count(f);
+            match (&r.kind, first[i] == pass) {
+                (Kind::Plain(_), _) => {
+                    let out = r.outputs[0];
+                    let d = f.value(out).dtype;
+                    let e = bind(&mut lw, d, ctype::convert(acc, d, &accs[j]));
+                    lw.held.insert(out, Held { expr: e, index: held_idx(out) });
+                }
+                (kind, true) => {
+                    let m = bind(&mut lw, acc, format!("{} / ({})", accs[j], ctype::literal(acc, fusebench_ir::Literal::Int(count as i64))));
+                    means[i] = Some(m.clone());
+                    let mean_out = if *kind == Kind::Welford { r.outputs[0] } else { r.outputs[1] };
+                    let d = f.value(mean_out).dtype;
+                    lw.held.insert(mean_out, Held { expr: ctype::convert(acc, d, &m), index: held_idx(mean_out) });
+                }
+                (kind, false) => {
+                    let (out, e) = match kind {
+                        Kind::Welford => (r.outputs[1], accs[j].clone()),
+                        Kind::VarMean { correction } => {
+                            let denom = (count as i64 - correction).max(0);
+                            (r.outputs[0], format!("{} / ({})", accs[j], ctype::literal(acc, fusebench_ir::Literal::Int(denom))))
+                        }
+                        Kind::Plain(_) => unreachable!(),
+                    };
+                    let d = f.value(out).dtype;
+                    let e = bind(&mut lw, d, ctype::convert(acc, d, &e));
+                    lw.held.insert(out, Held { expr: e, index: held_idx(out) });
+                }
+            }
+        }
+    }
+
+    if !spec.full.is_empty() {
+        let mut arrays = Vec::new();
+        open_row_loop(&mut lw, spec.inner_shape, width, block);
+        for &(v, _) in spec.full {
+            let a = lw.fresh("o");
+            lw.line(&format!("__align__(16) {} {a}[{width}];", ctype::storage(f.value(v).dtype)));
+            arrays.push(a);
+        }
+        for k in 0..width {
+            let idx = lane_index(&mut lw, &row_idx, spec.inner_shape, width, k);
+            for (j, &(v, _)) in spec.full.iter().enumerate() {
+                let e = lw.value_at(v, &idx)?;
+                let st = ctype::to_storage(f.value(v).dtype, &e);
+                lw.line(&format!("{}[{k}] = {st};", arrays[j]));
+            }
+        }
+        lw.lanes = None;
+        for (j, &(v, pos)) in spec.full.iter().enumerate() {
+            let at = Ix::var("row").mul(n as i64).add(Ix::var("ii"));
+            wide_store(&mut lw, f.value(v).dtype, &format!("out{pos}"), &at, &arrays[j], width);
+        }
+        lw.close("}");
+    }
+    if !spec.per_row.is_empty() {
+        lw.open("if (threadIdx.x == 0) {");
+        for &(v, t) in spec.per_row {
+            let shape = f.value(v).shape.clone().unwrap_or_default();
+            let idx = view::delinearize(Ix::var("row"), &shape);
+            let e = lw.value_at(v, &idx)?;
+            let dst = match t {
+                RowTarget::Output(pos) => format!("out{pos}"),
+                RowTarget::Temp(t) => format!("tmp{t}"),
+            };
+            let st = ctype::to_storage(if let RowTarget::Temp(t) = t { cx.temps[t].dtype } else { f.value(v).dtype }, &e);
+            lw.line(&format!("{dst}[row] = {st};"));
+        }
+        lw.close("}");
+    }
+    let src = format!("{} {{\n{}}}\n", signature(name, block as u32, &params), lw.code);
+    let what: Vec<String> = reds.iter().map(|r| f.value(r.outputs[0]).name.clone()).collect();
+    let kernel = Kernel {
+        name: name.into(),
+        schedule: Schedule::InnerPersistent,
+        grid: [rows.max(1) as u32, 1, 1],
+        block: [block as u32, 1, 1],
+        args: params.args,
+        summary: format!(
+            "inner persistent: {rows} rows of {n}, {width} elements per thread, {passes} passes, reductions {}",
+            what.join(", ")
+        ),
+    };
+    Ok((src, kernel))
+}
+
+fn bind(lw: &mut Lowerer, d: DType, e: String) -> String {
+    let name = lw.fresh("h");
+    lw.line(&format!("const {} {name} = {e};", ctype::reg(d)));
+    name
+}
+
+fn open_row_loop(lw: &mut Lowerer, inner: &[usize], width: usize, block: usize) {
+    let it = lw.idx_type;
+    let n: usize = inner.iter().product();
+    lw.open(&format!("for ({it} ii = threadIdx.x * {width}; ii < {n}; ii += {}) {{", block * width));
+    if inner.len() > 1 {
+        let last = inner[inner.len() - 1];
+        lw.line(&format!("const {it} q = ii / {last};"));
+        lw.line(&format!("const {it} jj = ii % {last};"));
+    }
+    lw.allow_vector_loads_here();
+}
+
+fn lane_index(lw: &mut Lowerer, row_idx: &[Ix], inner: &[usize], width: usize, k: usize) -> Vec<Ix> {
+    let var = if inner.len() > 1 { "jj" } else { "ii" };
+    lw.lanes = Some(Lanes { var: var.into(), width, lane: k });
+    let mut idx = row_idx.to_vec();
+    if inner.len() > 1 {
+        idx.extend(view::delinearize(Ix::var("q"), &inner[..inner.len() - 1]));
+    }
+    if !inner.is_empty() {
+        idx.push(Ix::var(var).add(Ix::c(k as i64)));
+    }
+    idx
+}

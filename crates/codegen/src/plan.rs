@@ -1,0 +1,88 @@
+//! What the engine runs: kernels with their launch shapes and arguments, the
+//! temporary buffers between them, and where each fusion output comes from.
+
+use fusebench_ir::DType;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Schedule {
+    /// Elementwise over one output shape, a vector of elements per thread.
+    Pointwise,
+    /// One block per row: reductions over the row kept on chip, then the row's outputs.
+    InnerPersistent,
+    /// Partial reductions over outer dims, a thread per output element.
+    OuterPartial,
+    /// Sums the partials of an outer reduction.
+    OuterCombine,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "index", rename_all = "snake_case")]
+pub enum KernelArg {
+    /// Tensor input `i` of the fusion (position among its inputs).
+    Input(usize),
+    /// Scalar input `i` of the fusion, passed as a double.
+    Scalar(usize),
+    /// Fusion output `i`.
+    Output(usize),
+    /// Temporary buffer `i`.
+    Temp(usize),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Kernel {
+    pub name: String,
+    pub schedule: Schedule,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub args: Vec<KernelArg>,
+    /// What it computes, for people.
+    pub summary: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Temp {
+    pub dtype: DType,
+    pub elements: usize,
+    pub what: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OutputSource {
+    /// Written by a kernel into its own dense buffer.
+    Written,
+    /// A view of tensor input `input` (no kernel touches it).
+    InputView { input: usize, strides: Vec<i64>, offset: i64 },
+    /// A view of fusion output `output`.
+    OutputView { output: usize, strides: Vec<i64>, offset: i64 },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OutputPlan {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub source: OutputSource,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Plan {
+    /// One CUDA C translation unit holding every kernel.
+    pub source: String,
+    /// Kernels in launch order.
+    pub kernels: Vec<Kernel>,
+    pub temps: Vec<Temp>,
+    pub outputs: Vec<OutputPlan>,
+}
+
+impl Plan {
+    /// Bytes the kernels must move at least: inputs they read once and outputs they write.
+    pub fn written_bytes(&self) -> usize {
+        self.outputs
+            .iter()
+            .filter(|o| matches!(o.source, OutputSource::Written))
+            .map(|o| o.shape.iter().product::<usize>() * o.dtype.size_bytes())
+            .sum()
+    }
+}

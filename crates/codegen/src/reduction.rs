@@ -1,0 +1,134 @@
+//! A reduction node seen the way schedules need it: what it reads, over which
+//! dims, how it combines, and the C for its accumulator.
+
+use crate::ctype;
+use crate::kernel::acc_dtype;
+use fusebench_ir::{infer, DType, Fusion, Literal, Op, ReduceOp, ValueId};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Combine {
+    Sum,
+    Max,
+    Min,
+}
+
+#[derive(Clone, Debug)]
+pub struct Reduction {
+    pub node: usize,
+    pub x: ValueId,
+    /// Normalized, sorted reduced dims of `x`.
+    pub dims: Vec<usize>,
+    /// Sum/max/min: one output. Welford: mean, M2, count. VarMean: var, mean.
+    pub outputs: Vec<ValueId>,
+    pub kind: Kind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    Plain(Combine),
+    Welford,
+    VarMean { correction: i64 },
+}
+
+impl Reduction {
+    pub fn of(f: &Fusion, node: usize) -> Option<Reduction> {
+        let n = &f.nodes[node];
+        let (x, dims, kind) = match &n.op {
+            Op::Reduce { kind, x, dims, .. } => (
+                *x,
+                dims,
+                Kind::Plain(match kind {
+                    ReduceOp::Sum => Combine::Sum,
+                    ReduceOp::Max => Combine::Max,
+                    ReduceOp::Min => Combine::Min,
+                }),
+            ),
+            Op::Welford { x, dims } => (*x, dims, Kind::Welford),
+            Op::VarMean { x, dims, correction, .. } => (*x, dims, Kind::VarMean { correction: *correction }),
+            _ => return None,
+        };
+        let rank = f.value(x).rank();
+        let dims = infer::norm_dims("reduction", dims, rank).expect("validated");
+        Some(Reduction { node, x, dims, outputs: n.outputs.clone(), kind })
+    }
+
+    /// Elements combined into each result.
+    pub fn count(&self, f: &Fusion) -> usize {
+        let s = f.value(self.x).shape.as_ref().unwrap();
+        self.dims.iter().map(|&d| s[d]).product()
+    }
+
+    /// Whether the reduced dims are the trailing dims of the input.
+    pub fn is_inner(&self, f: &Fusion) -> bool {
+        let rank = f.value(self.x).rank();
+        !self.dims.is_empty() && self.dims.iter().enumerate().all(|(k, &d)| d == rank - self.dims.len() + k)
+    }
+
+    /// The dtype values are converted to before combining.
+    pub fn value_dtype(&self, f: &Fusion) -> DType {
+        match self.kind {
+            Kind::Plain(_) => f.value(self.outputs[0]).dtype,
+            _ => f.value(self.outputs[0]).dtype,
+        }
+    }
+
+    /// Accumulator dtype.
+    pub fn acc(&self, f: &Fusion) -> DType {
+        acc_dtype(self.value_dtype(f))
+    }
+
+    /// Passes over the data: mean-based statistics need the mean first.
+    pub fn passes(&self) -> usize {
+        match self.kind {
+            Kind::Plain(_) => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// Identity of a combine in accumulator type `acc`.
+pub fn init(c: &Combine, acc: DType) -> String {
+    match (c, acc) {
+        (Combine::Sum, d) => ctype::literal(d, Literal::Int(0)),
+        (Combine::Max, DType::Int) => "(-9223372036854775807LL - 1)".into(),
+        (Combine::Min, DType::Int) => "9223372036854775807LL".into(),
+        (Combine::Max, d) => ctype::literal(d, Literal::Float(f64::NEG_INFINITY)),
+        (Combine::Min, d) => ctype::literal(d, Literal::Float(f64::INFINITY)),
+    }
+}
+
+/// `acc = acc (op) v`.
+pub fn step(c: &Combine, acc: DType, a: &str, v: &str) -> String {
+    let suffix = suffix(acc);
+    match c {
+        Combine::Sum => format!("{a} += {v};"),
+        Combine::Max => format!("{a} = fb_max{suffix}({a}, {v});"),
+        Combine::Min => format!("{a} = fb_min{suffix}({a}, {v});"),
+    }
+}
+
+/// Name of the block-wide reduction helper in the prelude.
+pub fn block_fn(c: &Combine, acc: DType) -> String {
+    let op = match c {
+        Combine::Sum => "sum",
+        Combine::Max => "max",
+        Combine::Min => "min",
+    };
+    format!("fb_block_{op}_{}", suffix(acc))
+}
+
+pub fn smem_name(acc: DType) -> &'static str {
+    match acc {
+        DType::Double => "fb_sd",
+        DType::Int => "fb_si",
+        _ => "fb_sf",
+    }
+}
+
+fn suffix(acc: DType) -> &'static str {
+    match acc {
+        DType::Double => "d",
+        DType::Int => "i",
+        _ => "f",
+    }
+}

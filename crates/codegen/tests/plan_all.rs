@@ -1,0 +1,49 @@
+//! Every corpus and golden fusion gets a plan: kernels for every written
+//! output, launch shapes within limits, and CUDA C that names every kernel.
+
+use fusebench_codegen::{plan, Device, OutputSource};
+use std::path::PathBuf;
+
+fn shared() -> Option<PathBuf> {
+    let p = std::env::var_os("FUSEBENCH_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")));
+    p.join("corpus").is_dir().then_some(p)
+}
+
+fn scripts(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "py")).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_fusion_plans() {
+    let Some(shared) = shared() else {
+        eprintln!("skipped: ../shared (corpus, golden) not found; set FUSEBENCH_SHARED");
+        return;
+    };
+    let mut report = String::new();
+    for dir in ["corpus", "golden"] {
+        for path in scripts(&shared.join(dir)) {
+            let f = fusebench_frontend::parse_file(&path).unwrap();
+            let layouts: Vec<_> = match &f.recipe {
+                Some(r) => r.iter().map(|r| r.strides().map(|s| (s, 0))).collect(),
+                None => vec![None; f.inputs.len()],
+            };
+            let p = plan(&f, &layouts, Device::default()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            for k in &p.kernels {
+                assert!(p.source.contains(&format!(" {}(", k.name)), "{}: kernel {} missing from source", path.display(), k.name);
+                assert!(k.block[0] >= 32 && k.block[0] <= 1024);
+                assert!(k.grid[0] >= 1);
+            }
+            let written = p.outputs.iter().filter(|o| matches!(o.source, OutputSource::Written)).count();
+            assert!(written == 0 || !p.kernels.is_empty());
+            report.push_str(&format!("{}: {} kernels, {} of {} outputs written\n", path.file_name().unwrap().to_string_lossy(), p.kernels.len(), written, p.outputs.len()));
+            for k in &p.kernels {
+                report.push_str(&format!("    {} {:?} grid {:?} block {:?}: {}\n", k.name, k.schedule, k.grid, k.block, k.summary));
+            }
+        }
+    }
+    eprintln!("{report}");
+}
