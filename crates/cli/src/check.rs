@@ -22,6 +22,17 @@ pub struct Args {
     /// Treat disagreements between a script's inputs and its definition as failures.
     #[arg(long)]
     strict: bool,
+    /// Also run each fusion on this device and compare every output with the CPU reference.
+    #[arg(long, value_enum, default_value = "cpu")]
+    device: DeviceArg,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
+pub enum DeviceArg {
+    /// The CPU reference only.
+    Cpu,
+    /// The GPU engine, checked against the CPU reference.
+    Gpu,
 }
 
 #[derive(Serialize)]
@@ -61,6 +72,8 @@ struct Report {
     parse_ms: f64,
     inputs_ms: f64,
     cpu_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu: Option<crate::gpu::GpuCheck>,
 }
 
 #[derive(Serialize)]
@@ -82,9 +95,31 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(exit::USAGE));
         }
     };
+    let engine = match a.device {
+        DeviceArg::Cpu => None,
+        DeviceArg::Gpu => match fusebench_engine::Engine::new() {
+            Ok(e) => Some(e),
+            Err(e) => {
+                eprintln!("error: --device gpu: {e}");
+                return Ok(ExitCode::from(exit::USAGE));
+            }
+        },
+    };
+    if engine.is_some() && !a.json {
+        for d in [fusebench_ir::DType::BFloat16, fusebench_ir::DType::Half, fusebench_ir::DType::Float, fusebench_ir::DType::Double, fusebench_ir::DType::Int] {
+            println!("tolerance {}", fusebench_reference::compare::Tolerance::describe(d));
+        }
+        println!();
+    }
     let mut reports = Vec::new();
     for p in &paths {
-        let r = check_one(p, a.seed, a.strict);
+        // A bug in fusebench must not hide the results of the other fusions.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_one(p, a.seed, a.strict, engine.as_ref())))
+            .unwrap_or_else(|e| Report {
+                file: p.display().to_string(),
+                error: Some(format!("internal error (a bug in fusebench, please report it): {}", crate::panic_message(&e))),
+                ..Default::default()
+            });
         if !a.json {
             print_report(&r);
         }
@@ -118,7 +153,7 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
-fn check_one(path: &Path, seed: u64, strict: bool) -> Report {
+fn check_one(path: &Path, seed: u64, strict: bool, engine: Option<&fusebench_engine::Engine>) -> Report {
     let mut r = Report { file: path.display().to_string(), ..Default::default() };
     let t = Instant::now();
     let f = match files::load(path) {
@@ -144,9 +179,9 @@ fn check_one(path: &Path, seed: u64, strict: bool) -> Report {
     };
     r.inputs_ms = ms(t);
     r.input_notes = generated.notes.clone();
-    r.inputs = input_infos(&f, &generated.args);
+    r.inputs = input_infos(&f, &generated.inputs);
     let t = Instant::now();
-    match fusebench_reference::run(&f, &generated.args) {
+    match fusebench_reference::run(&f, &generated.inputs) {
         Ok(outs) => {
             r.cpu_ms = ms(t);
             r.outputs = f
@@ -172,6 +207,21 @@ fn check_one(path: &Path, seed: u64, strict: bool) -> Report {
             r.ok = !(strict && !r.input_issues.is_empty());
             if !r.ok {
                 r.error = Some("the script's inputs disagree with its definition (--strict)".into());
+            }
+            if let Some(engine) = engine {
+                match crate::gpu::check(engine, &f, &generated.inputs, &outs) {
+                    Ok(g) => {
+                        if !g.ok {
+                            r.ok = false;
+                            r.error = Some("GPU outputs differ from the CPU reference".into());
+                        }
+                        r.gpu = Some(g);
+                    }
+                    Err(e) => {
+                        r.ok = false;
+                        r.error = Some(format!("GPU: {e:#}"));
+                    }
+                }
             }
         }
         Err(e) => r.error = Some(format!("CPU reference: {e}")),
@@ -243,6 +293,29 @@ fn print_report(r: &Report) {
             ]);
         }
         println!("{t}");
+    }
+    if let Some(g) = &r.gpu {
+        println!(
+            "   GPU: {} kernels, compile {:.1} ms{}: {}",
+            g.kernels,
+            g.compile_ms,
+            if g.from_cache { " (cached)" } else { "" },
+            if g.ok { "every output matches the CPU reference" } else { "MISMATCH" }
+        );
+        for (o, c) in r.outputs.iter().zip(&g.outputs) {
+            let status = if c.ok { "ok" } else { "MISMATCH" };
+            let mut line = format!(
+                "     {:<6} {status:<8} max abs err {:.3e}, max rel err {:.3e}, {} of {} outside tolerance",
+                o.tensor.name, c.max_abs_err, c.max_rel_err, c.mismatches, c.elements
+            );
+            if let Some(p) = &c.problem {
+                line.push_str(&format!(" ({p})"));
+            }
+            if let Some((idx, got, want)) = &c.first_mismatch {
+                line.push_str(&format!("; first at {idx:?}: {got} vs {want}"));
+            }
+            println!("{line}");
+        }
     }
     for i in &r.input_issues {
         println!("   ! {i}");

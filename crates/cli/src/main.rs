@@ -1,7 +1,10 @@
 //! `fusebench`: read nvFuser repro scripts, run them, and report.
 
+mod bench;
 mod check;
+mod emit;
 mod files;
+mod gpu;
 mod print;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +24,10 @@ enum Command {
     Check(check::Args),
     /// Print a fusion back as a repro script, or as fusebench's JSON form.
     Print(print::Args),
+    /// Print the GPU engine's plan for a fusion: kernels, launch shapes, CUDA C.
+    Emit(emit::Args),
+    /// Time each fusion's kernels on the GPU with a cold L2, beside nvFuser and a copy of the same bytes.
+    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +35,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(a) => check::run(a),
         Command::Print(a) => print::run(a),
+        Command::Emit(a) => emit::run(a),
+        Command::Bench(a) => bench::run(a),
     };
     match result {
         Ok(code) => code,
@@ -50,4 +59,9 @@ pub mod exit {
 
 pub(crate) fn paths_arg(p: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     files::collect(p)
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(e: &Box<dyn std::any::Any + Send>) -> String {
+    e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "unknown panic".into())
 }

@@ -17,6 +17,7 @@ pub mod persistent;
 pub mod plan;
 pub mod pointwise;
 pub mod reduction;
+pub mod rowwise;
 pub mod segment;
 pub mod view;
 

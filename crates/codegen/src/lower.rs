@@ -7,7 +7,8 @@ use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::view;
 use fusebench_ir::infer::{self, common_dtype};
-use fusebench_ir::{BinaryOp, DType, Fusion, Op, UnaryOp, ValueDef, ValueId};
+use crate::reduction;
+use fusebench_ir::{BinaryOp, DType, Fusion, Op, ReduceOp, UnaryOp, ValueDef, ValueId};
 use std::collections::HashMap;
 
 /// A tensor the kernel reads from global memory.
@@ -44,7 +45,8 @@ pub struct Lowerer<'f> {
     scopes: Vec<HashMap<(ValueId, Vec<Ix>), String>>,
     next: usize,
     pub buffers: HashMap<ValueId, Buffer>,
-    pub held: HashMap<ValueId, Held>,
+    /// Values held in registers, each valid at one index.
+    pub held: HashMap<ValueId, Vec<Held>>,
     pub scalar_params: HashMap<ValueId, String>,
     pub lanes: Option<Lanes>,
     vector_loads: HashMap<(ValueId, Ix), String>,
@@ -101,6 +103,11 @@ impl<'f> Lowerer<'f> {
         self.vector_loads.clear();
     }
 
+    /// Makes `v` available in a register at `h.index`.
+    pub fn hold(&mut self, v: ValueId, h: Held) {
+        self.held.entry(v).or_default().push(h);
+    }
+
     pub fn fresh(&mut self, prefix: &str) -> String {
         self.next += 1;
         format!("{prefix}{}", self.next)
@@ -145,18 +152,17 @@ impl<'f> Lowerer<'f> {
         if let Some(n) = self.lookup(&key) {
             return Ok(n);
         }
-        if let Some(h) = self.held.get(&v) {
-            let h = h.clone();
-            let want: Vec<Ix> = h.index.clone();
-            if !idx.iter().zip(&want).all(|(a, b)| a == b || self.shape(v).is_empty()) {
-                return Err(CodegenError::NoFit(format!(
-                    "{} is held for index {:?} but read at {:?}",
-                    val.name,
-                    want.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
-                    idx.iter().map(|i| i.to_string()).collect::<Vec<_>>()
-                )));
+        if let Some(hs) = self.held.get(&v) {
+            let scalar = self.shape(v).is_empty();
+            if let Some(h) = hs.iter().find(|h| scalar || h.index == idx) {
+                return Ok(h.expr.clone());
             }
-            return Ok(h.expr);
+            return Err(CodegenError::NoFit(format!(
+                "{} is held for {:?} but read at {:?}",
+                val.name,
+                hs.iter().map(|h| h.index.iter().map(|i| i.to_string()).collect::<Vec<_>>()).collect::<Vec<_>>(),
+                idx.iter().map(|i| i.to_string()).collect::<Vec<_>>()
+            )));
         }
         if let Some(b) = self.buffers.get(&v).cloned() {
             return Ok(self.load(v, &b, idx));
@@ -213,7 +219,7 @@ impl<'f> Lowerer<'f> {
                     8 => "uint2",
                     _ => "uint4",
                 };
-                self.line(&format!("{st} {a}[{}];", l.width));
+                self.line(&format!("__align__(16) {st} {a}[{}];", l.width));
                 let at = Ix::var(l.var.clone()).add(base.clone());
                 self.line(&format!(
                     "*reinterpret_cast<{word}*>({a}) = __ldg(reinterpret_cast<const {word}*>(&{}[{at}]));",
@@ -356,6 +362,9 @@ impl<'f> Lowerer<'f> {
                 let n: usize = dims.iter().map(|&d| xs[d]).product();
                 return Ok(ctype::literal(d, fusebench_ir::Literal::Int(n as i64)));
             }
+            Op::Reduce { x, dims, kind, .. } if reduction::Reduction::of(f, node_of(f, v)).is_some_and(|r| r.inline(f)) => {
+                return self.lower_inline_reduction(v, *x, dims, *kind, idx);
+            }
             Op::Reduce { .. } | Op::Welford { .. } | Op::VarMean { .. } => {
                 return Err(CodegenError::NoFit(format!(
                     "reduction result {} is neither computed in this kernel nor stored by an earlier one",
@@ -364,6 +373,49 @@ impl<'f> Lowerer<'f> {
             }
         };
         Ok(self.bind(v, idx, expr))
+    }
+
+    /// A small reduction computed where it is read: a loop over the reduced
+    /// elements, accumulating in the reduction's accumulator type.
+    fn lower_inline_reduction(&mut self, v: ValueId, x: ValueId, dims: &[i64], kind: ReduceOp, idx: &[Ix]) -> Result<String, CodegenError> {
+        let f = self.f;
+        let xs = self.shape(x).to_vec();
+        let rd = infer::norm_dims("reduce", dims, xs.len()).expect("validated");
+        let d = f.value(v).dtype;
+        let acc = crate::kernel::acc_dtype(d);
+        let combine = match kind {
+            ReduceOp::Sum => reduction::Combine::Sum,
+            ReduceOp::Max => reduction::Combine::Max,
+            ReduceOp::Min => reduction::Combine::Min,
+        };
+        let a = self.fresh("a");
+        self.line(&format!("{} {a} = {};", ctype::reg(acc), reduction::init(&combine, acc)));
+        let red_shape: Vec<usize> = rd.iter().map(|&dd| xs[dd]).collect();
+        let count: usize = red_shape.iter().product();
+        let r = self.fresh("r");
+        self.open(&format!("for (int {r} = 0; {r} < {count}; ++{r}) {{"));
+        let red_idx = view::delinearize(Ix::var(r.clone()), &red_shape);
+        let keep = idx.len() == xs.len();
+        let mut kept = idx.iter();
+        let mut ri = red_idx.into_iter();
+        let j: Vec<Ix> = (0..xs.len())
+            .map(|dd| {
+                if rd.contains(&dd) {
+                    if keep {
+                        kept.next();
+                    }
+                    ri.next().unwrap()
+                } else {
+                    kept.next().unwrap().clone()
+                }
+            })
+            .collect();
+        let xv = self.value_at(x, &j)?;
+        let xv = ctype::convert(f.value(x).dtype, d, &xv);
+        let xv = ctype::convert(d, acc, &xv);
+        self.line(&reduction::step(&combine, acc, &a, &xv));
+        self.close("}");
+        Ok(self.bind(v, idx, ctype::convert(acc, d, &a)))
     }
 
     fn declare(&mut self, v: ValueId) -> (String, &'static str) {
@@ -535,5 +587,12 @@ pub fn binary(kind: BinaryOp, c: DType, a: &str, b: &str) -> String {
         BinaryOp::Le => format!("({a} <= {b})"),
         BinaryOp::Gt => format!("({a} > {b})"),
         BinaryOp::Ge => format!("({a} >= {b})"),
+    }
+}
+
+fn node_of(f: &Fusion, v: ValueId) -> usize {
+    match f.value(v).def {
+        ValueDef::Node { node, .. } => node,
+        _ => unreachable!("an op output"),
     }
 }

@@ -80,45 +80,7 @@ pub fn build(cx: &mut Context, name: &str, r: &Reduction, out: &mut Vec<(String,
             },
         ));
 
-        // Combine kernel: the result of this pass, in the output's dtype.
-        let (target, what) = match (&r.kind, pass) {
-            (Kind::Plain(_), _) => (r.outputs[0], "result"),
-            (Kind::Welford, 0) => (r.outputs[0], "mean"),
-            (Kind::Welford, _) => (r.outputs[1], "M2"),
-            (Kind::VarMean { .. }, 0) => (r.outputs[1], "mean"),
-            (Kind::VarMean { .. }, _) => (r.outputs[0], "variance"),
-        };
-        let d = f.value(target).dtype;
-        let result = cx.add_temp(d, o, format!("{what} of {}", f.value(r.outputs[0]).name));
-        let (mut lw, params) = cx.lowerer();
-        lw.line(&format!("const {it} o = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"));
-        lw.line(&format!("if (o >= {o}) return;"));
-        lw.line(&format!("{} a = {};", ctype::reg(acc), reduction::init(&combine_op, acc)));
-        lw.line(&format!("for (int s = 0; s < {splits}; ++s) {}", reduction::step(&combine_op, acc, "a", &format!("tmp{partial}[({it})s * {o} + o]"))));
-        let value = match (&r.kind, pass) {
-            (Kind::Plain(_), _) | (Kind::Welford, 1) => "a".to_string(),
-            (_, 0) => format!("a / {}", ctype::literal(acc, Literal::Int(k as i64))),
-            (Kind::VarMean { correction }, _) => {
-                format!("a / {}", ctype::literal(acc, Literal::Int((k as i64 - correction).max(0))))
-            }
-            (Kind::Welford, _) => unreachable!(),
-        };
-        let stored = ctype::to_storage(d, &ctype::convert(acc, d, &value));
-        lw.line(&format!("tmp{result}[o] = {stored};"));
-        let cname = format!("{name}_c{pass}");
-        let src = format!("{} {{\n{}}}\n", signature(&cname, BLOCK, &params), lw.code);
-        out.push((
-            src,
-            Kernel {
-                name: cname,
-                schedule: Schedule::OuterCombine,
-                grid: [blocks_x as u32, 1, 1],
-                block: [BLOCK, 1, 1],
-                args: params.args,
-                summary: format!("combines {splits} partials into the {what} of {}", f.value(r.outputs[0]).name),
-            },
-        ));
-        cx.stored.insert(target, Stored { temp: result, dtype: d, shape: out_shape.clone() });
+        combine(cx, name, r, pass, partial, splits, out);
     }
     Ok(())
 }
@@ -128,4 +90,59 @@ fn mean_value(r: &Reduction) -> ValueId {
         Kind::Welford => r.outputs[0],
         _ => r.outputs[1],
     }
+}
+
+/// Appends the kernel that sums `splits` partial results of pass `pass` of
+/// `r` (stored `[splits, results]` in temp `partial`) and stores the result.
+pub fn combine(cx: &mut Context, name: &str, r: &Reduction, pass: usize, partial: usize, splits: usize, out: &mut Vec<(String, Kernel)>) {
+    let f = cx.f;
+    let o: usize = f.value(r.outputs[0]).numel();
+    let k = r.count(f);
+    let acc = r.acc(f);
+    let blocks_x = o.div_ceil(BLOCK as usize).max(1);
+    let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
+    let combine_op = match &r.kind {
+        Kind::Plain(c) => c.clone(),
+        _ => Combine::Sum,
+    };
+    let it = cx.idx_type;
+    // Combine kernel: the result of this pass, in the output's dtype.
+let (target, what) = match (&r.kind, pass) {
+    (Kind::Plain(_), _) => (r.outputs[0], "result"),
+    (Kind::Welford, 0) => (r.outputs[0], "mean"),
+    (Kind::Welford, _) => (r.outputs[1], "M2"),
+    (Kind::VarMean { .. }, 0) => (r.outputs[1], "mean"),
+    (Kind::VarMean { .. }, _) => (r.outputs[0], "variance"),
+};
+let d = f.value(target).dtype;
+let result = cx.add_temp(d, o, format!("{what} of {}", f.value(r.outputs[0]).name));
+let (mut lw, params) = cx.lowerer();
+lw.line(&format!("const {it} o = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"));
+lw.line(&format!("if (o >= {o}) return;"));
+lw.line(&format!("{} a = {};", ctype::reg(acc), reduction::init(&combine_op, acc)));
+lw.line(&format!("for (int s = 0; s < {splits}; ++s) {}", reduction::step(&combine_op, acc, "a", &format!("tmp{partial}[({it})s * {o} + o]"))));
+let value = match (&r.kind, pass) {
+    (Kind::Plain(_), _) | (Kind::Welford, 1) => "a".to_string(),
+    (_, 0) => format!("a / {}", ctype::literal(acc, Literal::Int(k as i64))),
+    (Kind::VarMean { correction }, _) => {
+    format!("a / {}", ctype::literal(acc, Literal::Int((k as i64 - correction).max(0))))
+    }
+    (Kind::Welford, _) => unreachable!(),
+};
+let stored = ctype::to_storage(d, &ctype::convert(acc, d, &value));
+lw.line(&format!("tmp{result}[o] = {stored};"));
+let cname = format!("{name}_c{pass}");
+let src = format!("{} {{\n{}}}\n", signature(&cname, BLOCK, &params), lw.code);
+out.push((
+    src,
+    Kernel {
+    name: cname,
+    schedule: Schedule::OuterCombine,
+    grid: [blocks_x as u32, 1, 1],
+    block: [BLOCK, 1, 1],
+    args: params.args,
+    summary: format!("combines {splits} partials into the {what} of {}", f.value(r.outputs[0]).name),
+    },
+));
+    cx.stored.insert(target, Stored { temp: result, dtype: d, shape: out_shape });
 }

@@ -146,14 +146,14 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
                     let out = r.outputs[0];
                     let d = f.value(out).dtype;
                     let e = bind(&mut lw, d, ctype::convert(acc, d, &accs[j]));
-                    lw.held.insert(out, Held { expr: e, index: held_idx(out) });
+                    lw.hold(out, Held { expr: e, index: held_idx(out) });
                 }
                 (kind, true) => {
                     let m = bind(&mut lw, acc, format!("{} / ({})", accs[j], ctype::literal(acc, fusebench_ir::Literal::Int(count as i64))));
                     means[i] = Some(m.clone());
                     let mean_out = if *kind == Kind::Welford { r.outputs[0] } else { r.outputs[1] };
                     let d = f.value(mean_out).dtype;
-                    lw.held.insert(mean_out, Held { expr: ctype::convert(acc, d, &m), index: held_idx(mean_out) });
+                    lw.hold(mean_out, Held { expr: ctype::convert(acc, d, &m), index: held_idx(mean_out) });
                 }
                 (kind, false) => {
                     let (out, e) = match kind {
@@ -166,7 +166,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
                     };
                     let d = f.value(out).dtype;
                     let e = bind(&mut lw, d, ctype::convert(acc, d, &e));
-                    lw.held.insert(out, Held { expr: e, index: held_idx(out) });
+                    lw.hold(out, Held { expr: e, index: held_idx(out) });
                 }
             }
         }

@@ -5,6 +5,9 @@ use crate::ctype;
 use crate::kernel::acc_dtype;
 use fusebench_ir::{infer, DType, Fusion, Literal, Op, ReduceOp, ValueId};
 
+/// Largest reduced extent computed inline.
+pub const INLINE_MAX: usize = 16;
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Combine {
     Sum,
@@ -75,6 +78,12 @@ impl Reduction {
     /// Accumulator dtype.
     pub fn acc(&self, f: &Fusion) -> DType {
         acc_dtype(self.value_dtype(f))
+    }
+
+    /// Small plain reductions are computed where they are read, in a loop,
+    /// instead of by a kernel of their own.
+    pub fn inline(&self, f: &Fusion) -> bool {
+        matches!(self.kind, Kind::Plain(_)) && self.count(f) <= INLINE_MAX
     }
 
     /// Passes over the data: mean-based statistics need the mean first.

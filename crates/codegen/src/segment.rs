@@ -16,12 +16,15 @@ use std::collections::{BTreeSet, HashMap};
 #[derive(Clone, Copy, Debug)]
 pub struct Device {
     pub sm_count: u32,
+    /// Row blocks per multiprocessor for kernels that also sum over rows:
+    /// more blocks hide more latency but write more partial sums.
+    pub row_blocks_per_sm: u32,
 }
 
 impl Default for Device {
     /// An H200's count, for planning without a device at hand.
     fn default() -> Self {
-        Device { sm_count: 132 }
+        Device { sm_count: 132, row_blocks_per_sm: 2 }
     }
 }
 
@@ -29,7 +32,7 @@ impl Default for Device {
 /// tensor input, by input position; `None` means dense row-major).
 pub fn plan(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], dev: Device) -> Result<Plan, CodegenError> {
     let outputs = resolve_outputs(f, layouts);
-    let all_reds: Vec<Reduction> = (0..f.nodes.len()).filter_map(|n| Reduction::of(f, n)).collect();
+    let all_reds: Vec<Reduction> = (0..f.nodes.len()).filter_map(|n| Reduction::of(f, n)).filter(|r| !r.inline(f)).collect();
     // Written outputs grouped by shape, in order of first appearance.
     let mut groups: Vec<(Vec<usize>, Vec<(ValueId, usize)>)> = Vec::new();
     for (pos, o) in outputs.iter().enumerate() {
@@ -115,20 +118,109 @@ fn try_plan(
         true
     });
     for &gi in &pointwise_groups {
-        store.extend(closure(f, groups[gi].1.iter().map(|o| o.0), all_reds));
+        store.extend(direct(f, groups[gi].1.iter().map(|o| o.0), all_reds));
     }
-    // Whatever a stored reduction reads must be stored too.
+
+    // Row-wise kernels: normalizations whose row fits one block, and sums
+    // over rows attached to the kernel that already walks their domain.
+    let dtypes: Vec<fusebench_ir::DType> = f.values.iter().filter(|v| v.is_tensor()).map(|v| v.dtype).collect();
+    let width = |last: usize| crate::kernel::vector_width(last, dtypes.iter().copied());
+    struct Rowwise {
+        rows: usize,
+        cols: usize,
+        last: usize,
+        inner: Vec<usize>,
+        outer: Vec<usize>,
+        full: Vec<(ValueId, usize)>,
+        per_row: Vec<(ValueId, usize)>,
+        name: String,
+    }
+    let mut rowwise: Vec<Rowwise> = Vec::new();
+    let mut loop_norms = Vec::new();
+    for nm in norms {
+        let cols: usize = nm.inner.iter().product();
+        let last = *nm.inner.last().unwrap_or(&1);
+        if crate::rowwise::shape(cols, width(last), true).is_some() {
+            rowwise.push(Rowwise {
+                rows: nm.rows.iter().product(),
+                cols,
+                last,
+                inner: nm.reds.clone(),
+                outer: vec![],
+                full: groups[nm.group].1.clone(),
+                per_row: nm.per_row.clone(),
+                name: format!("fb_n{}", nm.group),
+            });
+        } else {
+            loop_norms.push(nm);
+        }
+    }
+    let splits = |shape: &[usize], cols: usize, last: usize| -> Option<usize> {
+        let numel: usize = shape.iter().product();
+        let mut p = 1usize;
+        for &e in shape.iter().rev() {
+            if p == cols {
+                break;
+            }
+            p *= e;
+        }
+        (p == cols && shape.last() == Some(&last) && numel % cols == 0).then(|| numel / cols)
+    };
+    let mut standalone: Vec<usize> = Vec::new();
+    for &r in &store {
+        let red = &all_reds[r];
+        let xs = f.value(red.x).shape.clone().unwrap();
+        let k0 = red.dims.len();
+        let leading = red.dims.iter().enumerate().all(|(i, &d)| i == d);
+        if red.is_inner(f) || !matches!(red.kind, crate::reduction::Kind::Plain(_)) || !leading || k0 == xs.len() {
+            standalone.push(r);
+            continue;
+        }
+        let rows: usize = xs[..k0].iter().product();
+        let cols: usize = xs[k0..].iter().product();
+        let last = *xs.last().unwrap();
+        if let Some(rw) = rowwise.iter_mut().find(|rw| rw.rows == rows && rw.cols == cols && rw.last == last) {
+            rw.outer.push(r);
+            continue;
+        }
+        if let Some(rw) = rowwise.iter_mut().find(|rw| rw.inner.is_empty() && rw.rows == rows && rw.cols == cols && rw.last == last) {
+            rw.outer.push(r);
+            continue;
+        }
+        if crate::rowwise::shape(cols, width(last), false).is_none() {
+            standalone.push(r);
+            continue;
+        }
+        // A pointwise group over the same rows x columns joins it.
+        let gi = pointwise_groups.iter().position(|&gi| splits(&groups[gi].0, cols, last) == Some(rows));
+        let full = match gi {
+            Some(i) => groups[pointwise_groups.remove(i)].1.clone(),
+            None => vec![],
+        };
+        rowwise.push(Rowwise { rows, cols, last, inner: vec![], outer: vec![r], full, per_row: vec![], name: format!("fb_w{}", red.node) });
+    }
+
+    // Whatever a stored reduction reads must be stored first, except what the
+    // kernel that computes it holds on chip.
+    let mut standalone: BTreeSet<usize> = standalone.into_iter().collect();
     loop {
-        let more: BTreeSet<usize> =
-            store.iter().flat_map(|&r| closure(f, std::iter::once(all_reds[r].x), all_reds)).filter(|r| !store.contains(r)).collect();
+        let mut more = BTreeSet::new();
+        for &r in &standalone {
+            more.extend(direct(f, std::iter::once(all_reds[r].x), all_reds));
+        }
+        for rw in &rowwise {
+            for &r in &rw.outer {
+                more.extend(direct(f, std::iter::once(all_reds[r].x), all_reds).into_iter().filter(|d| !rw.inner.contains(d)));
+            }
+        }
+        more.retain(|r| !standalone.contains(r) && !rowwise.iter().any(|rw| rw.outer.contains(r)));
         if more.is_empty() {
             break;
         }
-        store.extend(more);
+        standalone.extend(more);
     }
-
     let mut kernels: Vec<(String, Kernel)> = Vec::new();
-    for &r in &store {
+    for &r in &standalone {
         let red = &all_reds[r];
         let name = format!("fb_r{}", red.node);
         if red.is_inner(f) {
@@ -160,7 +252,47 @@ fn try_plan(
             outer::build(&mut cx, &name, red, &mut kernels).map_err(|e| (e, None))?;
         }
     }
-    for nm in &norms {
+    for rw in &rowwise {
+        let w = width(rw.last);
+        let whole = !rw.inner.is_empty() || !rw.per_row.is_empty();
+        let (_, tiles) = crate::rowwise::shape(rw.cols, w, whole).expect("checked when grouped");
+        let row_blocks = if rw.outer.is_empty() {
+            rw.rows
+        } else {
+            rw.rows.min(((dev.sm_count * dev.row_blocks_per_sm) as usize / tiles).max(1))
+        };
+        let outer: Vec<(Reduction, usize)> = rw
+            .outer
+            .iter()
+            .map(|&r| {
+                let red = all_reds[r].clone();
+                let t = cx.add_temp(red.acc(f), row_blocks * rw.cols, format!("row-block partials of {}", f.value(red.outputs[0]).name));
+                (red, t)
+            })
+            .collect();
+        let inner: Vec<Reduction> = rw.inner.iter().map(|&r| all_reds[r].clone()).collect();
+        let per_row: Vec<(ValueId, RowTarget)> = rw.per_row.iter().map(|&(v, p)| (v, RowTarget::Output(p))).collect();
+        let spec = crate::rowwise::Spec {
+            rows: rw.rows,
+            cols: rw.cols,
+            last: rw.last,
+            width: w,
+            inner: &inner,
+            outer: &outer,
+            full: &rw.full,
+            per_row: &per_row,
+            row_blocks,
+        };
+        match crate::rowwise::build(&cx, &rw.name, &spec) {
+            Ok(k) => kernels.push(k),
+            Err(e @ CodegenError::NoFit(_)) => return Err((e, Some(rw.inner.iter().chain(&rw.outer).copied().collect()))),
+            Err(e) => return Err((e, None)),
+        }
+        for (red, t) in &outer {
+            outer::combine(&mut cx, &format!("{}_{}", rw.name, red.node), red, 0, *t, row_blocks, &mut kernels);
+        }
+    }
+    for nm in &loop_norms {
         let (_, outs) = &groups[nm.group];
         let reds: Vec<Reduction> = nm.reds.iter().map(|&r| all_reds[r].clone()).collect();
         let per_row: Vec<(ValueId, RowTarget)> = nm.per_row.iter().map(|&(v, p)| (v, RowTarget::Output(p))).collect();
@@ -190,6 +322,17 @@ fn is_count(f: &Fusion, r: &Reduction, v: ValueId) -> bool {
 
 /// Indices (into `all`) of the reductions the values read, directly or through other reductions.
 fn closure(f: &Fusion, values: impl Iterator<Item = ValueId>, all: &[Reduction]) -> Vec<usize> {
+    reach(f, values, all, true)
+}
+
+/// Reductions the values read without going through another reduction.
+fn direct(f: &Fusion, values: impl Iterator<Item = ValueId>, all: &[Reduction]) -> Vec<usize> {
+    reach(f, values, all, false)
+}
+
+/// Reductions small enough to be computed inline where they are read
+/// (`lower` loops over them) are looked through, not counted.
+fn reach(f: &Fusion, values: impl Iterator<Item = ValueId>, all: &[Reduction], through: bool) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
     let mut stack: Vec<ValueId> = values.collect();
     let mut seen = std::collections::HashSet::new();
@@ -198,9 +341,12 @@ fn closure(f: &Fusion, values: impl Iterator<Item = ValueId>, all: &[Reduction])
             continue;
         }
         if let ValueDef::Node { node, .. } = f.value(v).def {
-            if let Some(i) = all.iter().position(|r| r.node == node) {
+            if let Some(i) = all.iter().position(|r| r.node == node && !r.inline(f)) {
                 if !out.contains(&i) {
                     out.push(i);
+                }
+                if !through {
+                    continue;
                 }
             }
             stack.extend(f.nodes[node].op.operands());
@@ -226,69 +372,49 @@ fn max_extent(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> u64 {
     values.max(inputs) * 8
 }
 
-/// Decides, per output, whether a kernel writes it or it is a view.
+/// Decides, per output, whether a kernel writes it or it is a view. Outputs
+/// that are views of one value (through reshape, permute, broadcast, ...)
+/// share one written buffer: the output closest to that value is written and
+/// the others are views of it; views of an input write nothing.
 fn resolve_outputs(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> Vec<OutputPlan> {
-    let mut plans: Vec<OutputPlan> = Vec::new();
+    let chains: Vec<(Vec<usize>, ValueId)> = f.outputs.iter().map(|&v| alias::view_chain(f, v, |_| false)).collect();
+    // The values along an output's chain, from the output down to its root.
+    let values_on = |p: usize| -> Vec<ValueId> {
+        let mut vals = vec![f.outputs[p]];
+        for &n in &chains[p].0 {
+            vals.push(f.nodes[n].op.operands()[0]);
+        }
+        vals
+    };
+    let mut plans = Vec::new();
     for (pos, &v) in f.outputs.iter().enumerate() {
         let val = f.value(v);
         let shape = val.shape.clone().unwrap_or_default();
+        let (chain, root) = &chains[pos];
         let mut source = OutputSource::Written;
-        if let Some(first) = f.outputs[..pos].iter().position(|&o| o == v) {
-            source = view_of_output(&plans, first, &[], f).unwrap_or(OutputSource::Written);
+        if matches!(f.value(*root).def, ValueDef::TensorInput(_)) {
+            let ipos = f.inputs.iter().position(|i| i == root).unwrap();
+            let (st, off) = layouts[ipos].clone().unwrap_or_else(|| (alias::dense(f.value(*root).shape.as_ref().unwrap()), 0));
+            if let Some((strides, offset)) = alias::through(f, chain, st, off) {
+                source = OutputSource::InputView { input: ipos, strides, offset };
+            }
         } else {
-            let is_input = |x: ValueId| matches!(f.value(x).def, ValueDef::TensorInput(_));
-            let other_output = |x: ValueId| f.outputs.iter().position(|&o| o == x);
-            let (chain, end) = alias::view_chain(f, v, |x| is_input(x) || other_output(x).is_some());
-            if end != v || is_input(v) {
-                if is_input(end) {
-                    let ipos = f.inputs.iter().position(|&i| i == end).unwrap();
-                    let (st, off) = layouts[ipos].clone().unwrap_or_else(|| (alias::dense(f.value(end).shape.as_ref().unwrap()), 0));
-                    if let Some((strides, offset)) = alias::through(f, &chain, st, off) {
-                        source = OutputSource::InputView { input: ipos, strides, offset };
-                    }
-                } else if let Some(q) = other_output(end) {
-                    // Only outputs already resolved can be the base of a view.
-                    if q < pos {
-                        if let Some(s) = view_of_output(&plans, q, &chain, f) {
-                            source = s;
-                        }
+            // The base: the output with this root whose chain is shortest (first on ties).
+            let base = (0..f.outputs.len())
+                .filter(|&q| chains[q].1 == *root)
+                .min_by_key(|&q| (chains[q].0.len(), q))
+                .unwrap();
+            if base != pos {
+                let mine = values_on(pos);
+                if let Some(k) = mine.iter().position(|&x| x == f.outputs[base]) {
+                    let dense = alias::dense(f.value(f.outputs[base]).shape.as_ref().unwrap());
+                    if let Some((strides, offset)) = alias::through(f, &chain[..k], dense, 0) {
+                        source = OutputSource::OutputView { output: base, strides, offset };
                     }
                 }
             }
         }
         plans.push(OutputPlan { dtype: val.dtype, shape, source });
     }
-    // A view of a later output: resolve in a second sweep, now that it is planned.
-    for pos in 0..plans.len() {
-        if !matches!(plans[pos].source, OutputSource::Written) {
-            continue;
-        }
-        let v = f.outputs[pos];
-        let other_output = |x: ValueId| f.outputs.iter().position(|&o| o == x);
-        let (chain, end) = alias::view_chain(f, v, |x| other_output(x).is_some());
-        if end == v {
-            continue;
-        }
-        if let Some(q) = other_output(end) {
-            if q != pos && !matches!(plans[q].source, OutputSource::OutputView { output, .. } if output == pos) {
-                if let Some(s) = view_of_output(&plans, q, &chain, f) {
-                    plans[pos].source = s;
-                }
-            }
-        }
-    }
     plans
-}
-
-fn view_of_output(plans: &[OutputPlan], q: usize, chain: &[usize], f: &Fusion) -> Option<OutputSource> {
-    let (base, strides, offset) = match &plans[q].source {
-        OutputSource::Written => (q, alias::dense(&plans[q].shape), 0),
-        OutputSource::OutputView { output, strides, offset } => (*output, strides.clone(), *offset),
-        OutputSource::InputView { input, strides, offset } => {
-            let (s, o) = alias::through(f, chain, strides.clone(), *offset)?;
-            return Some(OutputSource::InputView { input: *input, strides: s, offset: o });
-        }
-    };
-    let (s, o) = alias::through(f, chain, strides, offset)?;
-    Some(OutputSource::OutputView { output: base, strides: s, offset: o })
 }

@@ -2,7 +2,7 @@
 //! derived from its operands here, and nowhere else.
 
 use crate::dtype::promote_types;
-use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp};
+use crate::op::{Op, ReduceOp, UnaryOp};
 use crate::scalar::{fold_binary, fold_unary};
 use crate::{DType, IrError, Literal, Node, Value, ValueDef, ValueId};
 
@@ -105,6 +105,11 @@ pub fn broadcast_shapes(op: &str, shapes: &[&[usize]]) -> Result<Vec<usize>, IrE
     Ok(out)
 }
 
+/// Number of elements, if it is below 2^63: every extent then fits in i64.
+fn checked_numel(s: &[usize]) -> Option<usize> {
+    s.iter().try_fold(1usize, |a, &e| a.checked_mul(e)).filter(|&n| n <= i64::MAX as usize)
+}
+
 /// Normalizes a possibly negative dim against `rank`.
 pub fn norm_dim(op: &str, d: i64, rank: usize) -> Result<usize, IrError> {
     let r = rank as i64;
@@ -170,7 +175,8 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
                 UnaryOp::Neg => common_dtype(&[xv], false, true),
                 _ => common_dtype(&[xv], kind.promotes_int_to_float(), true),
             };
-            let compute = if xv.dtype == DType::Index { DType::Int } else { compute };
+            // Only ops that keep integers (neg, abs) see Index here; the rest promoted it to Float.
+            let compute = if compute == DType::Index { DType::Int } else { compute };
             let constant = xv.constant.map(|c| fold_unary(*kind, c, compute, compute));
             vec![OutType { dtype: compute, shape: xv.shape.clone(), constant }]
         }
@@ -295,17 +301,22 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
         }
         Op::Reshape { x, new_shape } => {
             let (xv, s) = tensor(g, name, "input", *x)?;
-            let numel: usize = s.iter().product();
+            let numel = checked_numel(s)
+                .ok_or_else(|| IrError::op(name, format!("input of shape {s:?} has 2^63 elements or more")))?;
             let holes = new_shape.iter().filter(|&&e| e == -1).count();
             if holes > 1 {
                 return Err(IrError::op(name, format!("new_shape {new_shape:?} has more than one -1")));
             }
-            let known: usize = new_shape.iter().filter(|&&e| e != -1).map(|&e| e.max(0) as usize).product();
+            let known = new_shape.iter().filter(|&&e| e != -1).try_fold(1usize, |a, &e| a.checked_mul(e.max(0) as usize));
             let out: Vec<usize> = new_shape
                 .iter()
-                .map(|&e| if e == -1 { if known == 0 { 0 } else { numel / known } } else { e.max(0) as usize })
+                .map(|&e| match (e, known) {
+                    (-1, Some(k)) if k != 0 => numel / k,
+                    (-1, _) => 0,
+                    _ => e.max(0) as usize,
+                })
                 .collect();
-            if new_shape.iter().any(|&e| e < -1) || out.iter().product::<usize>() != numel {
+            if new_shape.iter().any(|&e| e < -1) || known.is_none() || checked_numel(&out) != Some(numel) {
                 return Err(IrError::op(name, format!("cannot reshape {s:?} ({numel} elements) to {new_shape:?}")));
             }
             vec![OutType::tensor(xv.dtype, out)]
@@ -346,7 +357,10 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             }
             let mut out = Vec::with_capacity(s.len());
             for (d, &e) in s.iter().enumerate() {
-                let ext = e as i64 + w[d].0 + w[d].1;
+                let ext = e as i128 + w[d].0 as i128 + w[d].1 as i128;
+                if ext > i64::MAX as i128 {
+                    return Err(IrError::op(name, format!("pad widths {:?} make dim {d} of extent {e} too large", w[d])));
+                }
                 if ext < 0 {
                     return Err(IrError::op(name, format!("pad widths {:?} make dim {d} of extent {e} negative", w[d])));
                 }
@@ -375,7 +389,10 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
                     return Err(IrError::op(name, format!("input {} of shape {s:?} does not match {:?} outside dim {d}", v.name, ts[0].1)));
                 }
                 if !manual_padding {
-                    out[d] += s[d];
+                    out[d] = out[d]
+                        .checked_add(s[d])
+                        .filter(|&n| n <= i64::MAX as usize)
+                        .ok_or_else(|| IrError::op(name, format!("the joined extent of dim {d} is too large")))?;
                 }
             }
             vec![OutType::tensor(dtype, out)]
@@ -472,7 +489,7 @@ pub fn slice_bounds(
         } else if a < 0 || b > e || a > b {
             return Err(IrError::op(op, format!("dim {d}: [{a}, {b}) is not within [0, {e}] (manual_normalization=True)")));
         }
-        shape.push(((b - a + step - 1) / step) as usize);
+        shape.push(((b - a) / step + ((b - a) % step != 0) as i64) as usize);
         starts.push(a as usize);
         steps.push(step as usize);
     }

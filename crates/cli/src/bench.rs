@@ -1,0 +1,202 @@
+//! `fusebench bench`: cold-L2 kernel time of each fusion on the GPU, beside
+//! nvFuser's time from the corpus index and a copy of the same bytes.
+
+use crate::{exit, files};
+use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
+use fusebench_engine::{copy_ceiling, Engine};
+use fusebench_reference::Arg;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Repro scripts (.py), fusions in JSON form (.json), or directories of them.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Timed samples per fusion (after 3 warm-up runs).
+    #[arg(long, default_value_t = 30)]
+    samples: usize,
+    /// Seed for the generated inputs.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+    /// Also print each kernel: time, launch shape, registers and spills.
+    #[arg(long)]
+    kernels: bool,
+}
+
+#[derive(Serialize)]
+struct KernelRow {
+    name: String,
+    us: f64,
+    grid: [u32; 3],
+    block: [u32; 3],
+    registers: u32,
+    spill_bytes: u32,
+    summary: String,
+}
+
+#[derive(Serialize)]
+struct Row {
+    file: String,
+    kernels: Vec<KernelRow>,
+    ours_us: f64,
+    ours_min_us: f64,
+    nvfuser_cold_us: Option<f64>,
+    /// nvFuser's time over ours: above 1 means fusebench is faster.
+    speedup: Option<f64>,
+    bytes: usize,
+    gbps: f64,
+    copy_us: f64,
+    pct_of_copy: f64,
+    method: String,
+}
+
+/// nvFuser's cold time per file name, from an `index.json` beside the scripts.
+fn nvfuser_times(paths: &[PathBuf]) -> HashMap<String, f64> {
+    let mut out = HashMap::new();
+    let dirs: std::collections::BTreeSet<PathBuf> =
+        paths.iter().filter_map(|p| p.parent().map(Path::to_path_buf)).collect();
+    for d in dirs {
+        let Ok(text) = std::fs::read_to_string(d.join("index.json")) else { continue };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        for f in v["fusions"].as_array().into_iter().flatten() {
+            if let (Some(name), Some(t)) = (f["file"].as_str(), f["nvfuser_cold_us"].as_f64()) {
+                out.insert(name.to_string(), t);
+            }
+        }
+    }
+    out
+}
+
+/// Bytes the fusion must move: every element its inputs address, read once,
+/// and every output a kernel writes.
+fn bytes_moved(f: &fusebench_ir::Fusion, inputs: &[Arg], plan: &fusebench_codegen::Plan) -> usize {
+    let read: usize = inputs
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => {
+                t.shape().iter().zip(t.strides()).filter(|(_, &s)| s != 0).map(|(&e, _)| e).product::<usize>() * t.dtype().size_bytes()
+            }
+            Arg::Scalar(_) => 0,
+        })
+        .sum();
+    let _ = f;
+    read + plan.written_bytes()
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let paths = match crate::paths_arg(&a.paths) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(ExitCode::from(exit::USAGE));
+        }
+    };
+    let engine = match Engine::new() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: fusebench bench needs a GPU: {e}");
+            return Ok(ExitCode::from(exit::USAGE));
+        }
+    };
+    let nvf = nvfuser_times(&paths);
+    let info = engine.gpu.info().clone();
+    let mut rows = Vec::new();
+    let mut failed = 0;
+    for p in &paths {
+        let res = (|| -> anyhow::Result<Row> {
+            let f = files::load(p)?;
+            let g = fusebench_reference::generate_inputs(&f, a.seed)?;
+            let prep = engine.prepare(&f, &g.inputs)?;
+            let t = prep.time_cold(3, a.samples)?;
+            let bytes = bytes_moved(&f, &g.inputs, &prep.plan);
+            let copy_us = copy_ceiling(&engine.gpu, bytes, 10)?;
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let nv = nvf.get(&name).copied();
+            Ok(Row {
+                file: name,
+                kernels: prep
+                    .plan
+                    .kernels
+                    .iter()
+                    .zip(&prep.kernels)
+                    .zip(&t.per_kernel_us)
+                    .map(|((pk, k), &us)| KernelRow {
+                        name: pk.name.clone(),
+                        us,
+                        grid: pk.grid,
+                        block: pk.block,
+                        registers: k.attributes().registers_per_thread as u32,
+                        spill_bytes: k.attributes().local_bytes_per_thread as u32,
+                        summary: pk.summary.clone(),
+                    })
+                    .collect(),
+                ours_us: t.total_us,
+                ours_min_us: t.min_total_us,
+                nvfuser_cold_us: nv,
+                speedup: nv.map(|n| n / t.total_us),
+                bytes,
+                gbps: bytes as f64 / t.total_us / 1e3,
+                copy_us,
+                pct_of_copy: 100.0 * copy_us / t.total_us,
+                method: t.method.to_string(),
+            })
+        })();
+        match res {
+            Ok(r) => {
+                if !a.json {
+                    eprintln!("{}: {:.2} us", r.file, r.ours_us);
+                }
+                rows.push(r)
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("{}: FAILED: {e:#}", p.display());
+            }
+        }
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "gpu": info, "rows": rows }))?);
+    } else {
+        let mut t = Table::new();
+        t.load_preset(UTF8_BORDERS_ONLY);
+        t.set_header(vec!["fusion", "kernels", "ours us", "nvFuser us", "nvF/ours", "MB", "GB/s", "copy us", "% of copy"]);
+        for r in &rows {
+            t.add_row(vec![
+                r.file.clone(),
+                r.kernels.len().to_string(),
+                format!("{:.2}", r.ours_us),
+                r.nvfuser_cold_us.map_or("-".into(), |v| format!("{v:.2}")),
+                r.speedup.map_or("-".into(), |v| format!("{v:.2}")),
+                format!("{:.1}", r.bytes as f64 / 1e6),
+                format!("{:.0}", r.gbps),
+                format!("{:.2}", r.copy_us),
+                format!("{:.0}%", r.pct_of_copy),
+            ]);
+        }
+        println!("{} ({}, {} SMs, L2 {} MiB), cold L2, median of {} samples", info.name, info.arch, info.sm_count, info.l2_cache_bytes >> 20, a.samples);
+        println!("{t}");
+        if a.kernels {
+            for r in &rows {
+                println!("{}", r.file);
+                for k in &r.kernels {
+                    println!(
+                        "  {:<14} {:>8.2} us  grid {:?} block {:?}  {} regs, {} B spilled  {}",
+                        k.name, k.us, k.grid, k.block, k.registers, k.spill_bytes, k.summary
+                    );
+                }
+            }
+        }
+        let sp: Vec<f64> = rows.iter().filter_map(|r| r.speedup).collect();
+        if !sp.is_empty() {
+            let geo = (sp.iter().map(|x| x.ln()).sum::<f64>() / sp.len() as f64).exp();
+            let worst = sp.iter().cloned().fold(f64::INFINITY, f64::min);
+            println!("geometric mean of nvFuser/ours over {} fusions: {geo:.3}; lowest {worst:.3}", sp.len());
+        }
+    }
+    Ok(ExitCode::from(if failed == 0 { exit::OK } else { exit::FAILED }))
+}

@@ -1,0 +1,66 @@
+//! `fusebench emit`: the GPU plan of a fusion — kernels, launch shapes, CUDA C.
+
+use crate::files;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A repro script (.py) or a fusion in JSON form (.json).
+    file: PathBuf,
+    /// Print the generated CUDA C after the kernel list.
+    #[arg(long)]
+    cuda: bool,
+    /// Print the whole plan as JSON instead.
+    #[arg(long)]
+    json: bool,
+    /// Multiprocessor count to plan for (the H200's by default; the GPU's own when `bench` or `check --device gpu` plan).
+    #[arg(long, default_value_t = 132)]
+    sms: u32,
+}
+
+/// Input layouts a fusion would run with: the script's own recipe where it
+/// has one, else dense layouts that satisfy the definition.
+pub fn layouts(f: &fusebench_ir::Fusion) -> Vec<Option<(Vec<i64>, i64)>> {
+    f.inputs
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if let Some(r) = f.recipe.as_ref().and_then(|r| r.get(i)) {
+                return r.strides().map(|s| (s, 0));
+            }
+            match &f.value(v).def {
+                fusebench_ir::ValueDef::TensorInput(d) => Some((d.dense_strides(f.value(v).shape.as_ref().unwrap()), 0)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let f = files::load(&a.file)?;
+    let plan = fusebench_codegen::plan(&f, &layouts(&f), fusebench_codegen::Device { sm_count: a.sms, ..Default::default() })?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&plan)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{}: {} kernels", a.file.display(), plan.kernels.len());
+    for k in &plan.kernels {
+        println!("  {}  grid {:?} block {:?}  {:?}", k.name, k.grid, k.block, k.schedule);
+        println!("      {}", k.summary);
+    }
+    for (i, o) in plan.outputs.iter().enumerate() {
+        let name = &f.value(f.outputs[i]).name;
+        match &o.source {
+            fusebench_codegen::OutputSource::Written => println!("  output {i} ({name}) {:?} {}: written", o.shape, o.dtype),
+            other => println!("  output {i} ({name}) {:?} {}: {:?}", o.shape, o.dtype, other),
+        }
+    }
+    for (i, t) in plan.temps.iter().enumerate() {
+        println!("  temp {i}: {} x {} ({})", t.elements, t.dtype, t.what);
+    }
+    if a.cuda {
+        println!("\n{}", plan.source);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,299 @@
+//! The row-wise schedule: a fusion seen as rows x columns, each thread owning
+//! one vector of columns for every row its block visits. Values a thread
+//! loads stay in its registers across the passes of a row (an RMSNorm reads x
+//! from DRAM once), and sums over rows (the backward passes' weight
+//! gradients) accumulate per thread across rows, leaving one partial per
+//! block for a combine kernel. Covers normalizations whose row fits one block
+//! (inner persistent), their backward passes with column sums (inner-outer),
+//! and pointwise work with column sums (columns tiled over blocks).
+
+use crate::error::CodegenError;
+use crate::ix::Ix;
+use crate::kernel::{signature, wide_store, Context};
+use crate::lower::{Held, Lanes, Lowerer};
+use crate::persistent::{depends_on, RowTarget};
+use crate::plan::{Kernel, KernelArg, Schedule};
+use crate::reduction::{self, Combine, Kind, Reduction};
+use crate::{ctype, view};
+use fusebench_ir::{DType, Literal, ValueId};
+
+pub struct Spec<'a> {
+    pub rows: usize,
+    pub cols: usize,
+    /// Innermost extent shared by every shape in the kernel.
+    pub last: usize,
+    pub width: usize,
+    /// Reductions over the columns of each row.
+    pub inner: &'a [Reduction],
+    /// Sums over all rows, each with the temp its per-block partials go to.
+    pub outer: &'a [(Reduction, usize)],
+    /// Outputs over rows x columns: (value, output position).
+    pub full: &'a [(ValueId, usize)],
+    pub per_row: &'a [(ValueId, RowTarget)],
+    /// Blocks along the rows.
+    pub row_blocks: usize,
+}
+
+/// Threads per block and column tiles for a row of `cols` in vectors of
+/// `width`, or None when no whole number of warps covers it.
+pub fn shape(cols: usize, width: usize, whole_row: bool) -> Option<(usize, usize)> {
+    if cols % width != 0 {
+        return None;
+    }
+    let per_row = cols / width;
+    if whole_row {
+        return (per_row % 32 == 0 && per_row <= 1024).then_some((per_row, 1));
+    }
+    [256, 128, 64, 32].into_iter().find(|b| per_row % b == 0).map(|b| (b, per_row / b))
+}
+
+/// Where in a shape of `rows x cols` elements the element (row, lane) lies.
+fn index_of(shape: &[usize], cols: usize, last: usize, row: &str, lane: usize) -> Result<Vec<Ix>, CodegenError> {
+    let mut k0 = shape.len();
+    let mut p = 1usize;
+    while k0 > 0 && p < cols {
+        k0 -= 1;
+        p *= shape[k0];
+    }
+    if p != cols || shape.last().copied().unwrap_or(1) != last && cols > 1 {
+        return Err(CodegenError::NoFit(format!("shape {shape:?} does not split into rows x {cols} with innermost {last}")));
+    }
+    let mut idx = view::delinearize(Ix::var(row), &shape[..k0]);
+    let inner = &shape[k0..];
+    if !inner.is_empty() {
+        idx.extend(view::delinearize(Ix::var("q"), &inner[..inner.len() - 1]));
+        idx.push(Ix::var("jj").add(Ix::c(lane as i64)));
+    }
+    Ok(idx)
+}
+
+/// Rows each block iteration handles at once: independent rows keep more
+/// loads in flight per thread, which is what hides DRAM latency when few
+/// blocks walk many rows.
+fn unroll(spec: &Spec) -> usize {
+    let want = if spec.inner.is_empty() { 4 } else { 2 };
+    [want, 2, 1].into_iter().find(|&u| spec.rows % u == 0 && spec.rows / u >= spec.row_blocks).unwrap_or(1)
+}
+
+pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
+    let f = cx.f;
+    let w = spec.width;
+    let whole_row = !spec.inner.is_empty() || !spec.per_row.is_empty();
+    let (block, tiles) = shape(spec.cols, w, whole_row)
+        .ok_or_else(|| CodegenError::NoFit(format!("a row of {} does not fit whole warps of {w}-wide vectors", spec.cols)))?;
+    let (mut lw, mut params) = cx.lowerer();
+    for &(v, pos) in spec.full {
+        params.push(KernelArg::Output(pos), format!("{}* __restrict__ out{pos}", ctype::storage(f.value(v).dtype)));
+    }
+    for &(v, t) in spec.per_row {
+        if let RowTarget::Output(pos) = t {
+            params.push(KernelArg::Output(pos), format!("{}* __restrict__ out{pos}", ctype::storage(f.value(v).dtype)));
+        }
+    }
+    let it = lw.idx_type;
+    let reds = spec.inner;
+    let mut first = vec![0usize; reds.len()];
+    for i in 0..reds.len() {
+        let deps = depends_on(f, reds[i].x, reds);
+        if deps.iter().any(|&d| d >= i) {
+            return Err(CodegenError::NoFit("reductions are not in dependency order".into()));
+        }
+        first[i] = deps.iter().map(|&d| first[d] + reds[d].passes()).max().unwrap_or(0);
+    }
+    let passes = (0..reds.len()).map(|i| first[i] + reds[i].passes()).max().unwrap_or(0);
+    let u_rows = unroll(spec);
+    if !reds.is_empty() {
+        lw.line("__shared__ float fb_sf[32];");
+        lw.line("__shared__ double fb_sd[32];");
+        lw.line("__shared__ long long fb_si[32];");
+    }
+    lw.line(&format!("const {it} ii = (({it})blockIdx.y * {block} + threadIdx.x) * {w};"));
+    lw.line(&format!("const {it} q = ii / {};", spec.last));
+    lw.line(&format!("const {it} jj = ii % {};", spec.last));
+    // Sums over rows, one accumulator per lane.
+    let mut oaccs: Vec<Vec<String>> = Vec::new();
+    for (r, _) in spec.outer {
+        let acc = r.acc(f);
+        let c = match &r.kind {
+            Kind::Plain(c) => c.clone(),
+            _ => return Err(CodegenError::NoFit("only plain sums, maxima and minima accumulate over rows".into())),
+        };
+        let names: Vec<String> = (0..w).map(|_| lw.fresh("s")).collect();
+        for n in &names {
+            lw.line(&format!("{} {n} = {};", ctype::reg(acc), reduction::init(&c, acc)));
+        }
+        oaccs.push(names);
+    }
+    lw.open(&format!(
+        "for ({it} row = ({it})blockIdx.x * {u_rows}; row < {}; row += ({it})gridDim.x * {u_rows}) {{",
+        spec.rows
+    ));
+    let row_vars: Vec<String> = (0..u_rows).map(|u| format!("row{u}")).collect();
+    for (u, rv) in row_vars.iter().enumerate() {
+        lw.line(&format!("const {it} {rv} = row + {u};"));
+    }
+    lw.allow_vector_loads_here();
+    let lanes = |lw: &mut Lowerer, k: usize| lw.lanes = Some(Lanes { var: "jj".into(), width: w, lane: k });
+    let mut means: Vec<Vec<Option<String>>> = vec![vec![None; u_rows]; reds.len()];
+    for pass in 0..passes {
+        let active: Vec<usize> = (0..reds.len()).filter(|&i| first[i] == pass || (reds[i].passes() == 2 && first[i] + 1 == pass)).collect();
+        // accs[j][u]: accumulator of active reduction j for row u.
+        let mut accs: Vec<Vec<String>> = Vec::new();
+        for &i in &active {
+            let acc = reds[i].acc(f);
+            let init = match &reds[i].kind {
+                Kind::Plain(c) => reduction::init(c, acc),
+                _ => reduction::init(&Combine::Sum, acc),
+            };
+            let mut per_row = Vec::new();
+            for _ in 0..u_rows {
+                let a = lw.fresh("a");
+                lw.line(&format!("{} {a} = {init};", ctype::reg(acc)));
+                per_row.push(a);
+            }
+            accs.push(per_row);
+        }
+        for (u, rv) in row_vars.iter().enumerate() {
+            for k in 0..w {
+                lanes(&mut lw, k);
+                for (j, &i) in active.iter().enumerate() {
+                    let r = &reds[i];
+                    let acc = r.acc(f);
+                    let idx = index_of(f.value(r.x).shape.as_ref().unwrap(), spec.cols, spec.last, rv, k)?;
+                    let xv = lw.value_at(r.x, &idx)?;
+                    let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+                    let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+                    let stmt = match (&r.kind, first[i] == pass) {
+                        (Kind::Plain(c), _) => reduction::step(c, acc, &accs[j][u], &xv),
+                        (_, true) => reduction::step(&Combine::Sum, acc, &accs[j][u], &xv),
+                        (_, false) => {
+                            let m = means[i][u].clone().expect("mean pass ran first");
+                            format!("{{ const {t} dv = {xv} - {m}; {} += dv * dv; }}", accs[j][u], t = ctype::reg(acc))
+                        }
+                    };
+                    lw.line(&stmt);
+                }
+            }
+        }
+        lw.lanes = None;
+        for (j, &i) in active.iter().enumerate() {
+            let r = &reds[i];
+            let acc = r.acc(f);
+            let c = match &r.kind {
+                Kind::Plain(c) => c.clone(),
+                _ => Combine::Sum,
+            };
+            let count = r.count(f);
+            for (u, rv) in row_vars.iter().enumerate() {
+                let a = &accs[j][u];
+                lw.line(&format!("{a} = {}({a}, {});", reduction::block_fn(&c, acc), reduction::smem_name(acc)));
+                let held_idx = |v: ValueId| view::delinearize(Ix::var(rv.clone()), f.value(v).shape.as_deref().unwrap_or(&[]));
+                let bind = |lw: &mut Lowerer, d: DType, e: String| {
+                    let name = lw.fresh("h");
+                    lw.line(&format!("const {} {name} = {e};", ctype::reg(d)));
+                    name
+                };
+                match (&r.kind, first[i] == pass) {
+                    (Kind::Plain(_), _) => {
+                        let out = r.outputs[0];
+                        let d = f.value(out).dtype;
+                        let e = bind(&mut lw, d, ctype::convert(acc, d, a));
+                        lw.hold(out, Held { expr: e, index: held_idx(out) });
+                    }
+                    (kind, true) => {
+                        let m = bind(&mut lw, acc, format!("{a} / ({})", ctype::literal(acc, Literal::Int(count as i64))));
+                        means[i][u] = Some(m.clone());
+                        let mean_out = if *kind == Kind::Welford { r.outputs[0] } else { r.outputs[1] };
+                        let d = f.value(mean_out).dtype;
+                        lw.hold(mean_out, Held { expr: ctype::convert(acc, d, &m), index: held_idx(mean_out) });
+                    }
+                    (kind, false) => {
+                        let (out, e) = match kind {
+                            Kind::Welford => (r.outputs[1], a.clone()),
+                            Kind::VarMean { correction } => {
+                                let denom = (count as i64 - correction).max(0);
+                                (r.outputs[0], format!("{a} / ({})", ctype::literal(acc, Literal::Int(denom))))
+                            }
+                            Kind::Plain(_) => unreachable!(),
+                        };
+                        let d = f.value(out).dtype;
+                        let e = bind(&mut lw, d, ctype::convert(acc, d, &e));
+                        lw.hold(out, Held { expr: e, index: held_idx(out) });
+                    }
+                }
+            }
+        }
+    }
+    // The rows' outputs and their contributions to the column sums.
+    for rv in &row_vars {
+        let mut arrays = Vec::new();
+        for &(v, _) in spec.full {
+            let a = lw.fresh("o");
+            lw.line(&format!("__align__(16) {} {a}[{w}];", ctype::storage(f.value(v).dtype)));
+            arrays.push(a);
+        }
+        for k in 0..w {
+            lanes(&mut lw, k);
+            for (j, &(v, _)) in spec.full.iter().enumerate() {
+                let idx = index_of(f.value(v).shape.as_ref().unwrap(), spec.cols, spec.last, rv, k)?;
+                let e = lw.value_at(v, &idx)?;
+                let st = ctype::to_storage(f.value(v).dtype, &e);
+                lw.line(&format!("{}[{k}] = {st};", arrays[j]));
+            }
+            for (j, (r, _)) in spec.outer.iter().enumerate() {
+                let acc = r.acc(f);
+                let idx = index_of(f.value(r.x).shape.as_ref().unwrap(), spec.cols, spec.last, rv, k)?;
+                let xv = lw.value_at(r.x, &idx)?;
+                let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+                let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+                let Kind::Plain(c) = &r.kind else { unreachable!() };
+                lw.line(&reduction::step(c, acc, &oaccs[j][k], &xv));
+            }
+        }
+        lw.lanes = None;
+        for (j, &(v, pos)) in spec.full.iter().enumerate() {
+            let at = Ix::var(rv.clone()).mul(spec.cols as i64).add(Ix::var("ii"));
+            wide_store(&mut lw, f.value(v).dtype, &format!("out{pos}"), &at, &arrays[j], w);
+        }
+    }
+    if !spec.per_row.is_empty() {
+        lw.open("if (threadIdx.x == 0) {");
+        for rv in &row_vars {
+            for &(v, t) in spec.per_row {
+                let shape = f.value(v).shape.clone().unwrap_or_default();
+                let idx = view::delinearize(Ix::var(rv.clone()), &shape);
+                let e = lw.value_at(v, &idx)?;
+                let (dst, d) = match t {
+                    RowTarget::Output(pos) => (format!("out{pos}"), f.value(v).dtype),
+                    RowTarget::Temp(t) => (format!("tmp{t}"), cx.temps[t].dtype),
+                };
+                lw.line(&format!("{dst}[{rv}] = {};", ctype::to_storage(d, &e)));
+            }
+        }
+        lw.close("}");
+    }
+    lw.close("}");
+    for (j, (_, temp)) in spec.outer.iter().enumerate() {
+        for k in 0..w {
+            lw.line(&format!("tmp{temp}[({it})blockIdx.x * {} + ii + {k}] = {};", spec.cols, oaccs[j][k]));
+        }
+    }
+    let src = format!("{} {{\n{}}}\n", signature(name, block as u32, &params), lw.code);
+    let mut what: Vec<String> = reds.iter().map(|r| f.value(r.outputs[0]).name.clone()).collect();
+    what.extend(spec.outer.iter().map(|(r, _)| format!("{} (over rows)", f.value(r.outputs[0]).name)));
+    let kernel = Kernel {
+        name: name.into(),
+        schedule: if reds.is_empty() { Schedule::Pointwise } else { Schedule::InnerPersistent },
+        grid: [spec.row_blocks as u32, tiles as u32, 1],
+        block: [block as u32, 1, 1],
+        args: params.args,
+        summary: format!(
+            "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread, reductions [{}]",
+            spec.rows,
+            spec.cols,
+            spec.row_blocks,
+            what.join(", ")
+        ),
+    };
+    Ok((src, kernel))
+}

@@ -1,0 +1,15 @@
+use thiserror::Error;
+
+#[derive(Error, Debug)]
+pub enum EngineError {
+    #[error("no GPU: {0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Codegen(#[from] fusebench_codegen::CodegenError),
+    #[error(transparent)]
+    Runtime(#[from] fusebench_runtime::RuntimeError),
+    #[error("{0}")]
+    Tensor(#[from] fusebench_reference::ExecError),
+    #[error("inputs: {0}")]
+    Inputs(String),
+}

@@ -1,0 +1,12 @@
+//! The GPU engine: a fusion and its inputs in, kernels planned by
+//! `fusebench-codegen`, compiled and launched through `fusebench-runtime`,
+//! outputs back as reference tensors so they compare with the CPU directly.
+
+mod error;
+mod prepared;
+mod time;
+mod transfer;
+
+pub use error::EngineError;
+pub use prepared::{Engine, Prepared};
+pub use time::{copy_ceiling, KernelTimes};

@@ -1,0 +1,182 @@
+//! A fusion made ready to run: planned for its inputs' layouts, compiled,
+//! inputs on the device, outputs and temporaries allocated.
+
+use crate::error::EngineError;
+use crate::transfer::{buffer_bytes, layout};
+use fusebench_codegen::{plan, Device, KernelArg as PlanArg, OutputSource, Plan};
+use fusebench_ir::{DType, Fusion, Literal};
+use fusebench_reference::{Arg, Tensor};
+use fusebench_runtime::{CompiledModule, DeviceBuffer, Gpu, Kernel, KernelArg};
+use std::sync::Arc;
+
+pub struct Engine {
+    pub gpu: Gpu,
+}
+
+impl Engine {
+    /// The first GPU, or why there is none (never a panic).
+    pub fn new() -> Result<Engine, EngineError> {
+        if let Err(e) = fusebench_runtime::probe() {
+            return Err(EngineError::Unavailable(e.to_string()));
+        }
+        Ok(Engine { gpu: Gpu::new(0)? })
+    }
+
+    pub fn device(&self) -> Device {
+        // The environment variable is for tuning experiments; the default is the measured choice.
+        let row_blocks_per_sm = std::env::var("FUSEBENCH_ROW_BLOCKS_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(Device::default().row_blocks_per_sm);
+        Device { sm_count: self.gpu.info().sm_count, row_blocks_per_sm }
+    }
+
+    /// Plans, compiles, uploads inputs and allocates outputs.
+    pub fn prepare(&self, f: &Fusion, inputs: &[Arg]) -> Result<Prepared, EngineError> {
+        if inputs.len() != f.inputs.len() {
+            return Err(EngineError::Inputs(format!("{} inputs for a fusion of {}", inputs.len(), f.inputs.len())));
+        }
+        let layouts: Vec<Option<(Vec<i64>, i64)>> = inputs
+            .iter()
+            .map(|a| match a {
+                Arg::Tensor(t) => Some(layout(t)),
+                Arg::Scalar(_) => None,
+            })
+            .collect();
+        let plan = plan(f, &layouts, self.device())?;
+        let names: Vec<&str> = plan.kernels.iter().map(|k| k.name.as_str()).collect();
+        let module = self.gpu.compile(&plan.source, &names)?;
+        let kernels = plan.kernels.iter().map(|k| module.function(&k.name)).collect::<Result<Vec<_>, _>>()?;
+        let mut dev_inputs = Vec::new();
+        for a in inputs {
+            dev_inputs.push(match a {
+                Arg::Tensor(t) => Some(self.gpu.alloc_from(&buffer_bytes(t.buffer()))?),
+                Arg::Scalar(_) => None,
+            });
+        }
+        let mut outputs = Vec::new();
+        for o in &plan.outputs {
+            outputs.push(match o.source {
+                OutputSource::Written => Some(self.gpu.alloc(o.shape.iter().product::<usize>() * o.dtype.size_bytes())?),
+                _ => None,
+            });
+        }
+        let temps =
+            plan.temps.iter().map(|t| self.gpu.alloc(t.elements * t.dtype.size_bytes())).collect::<Result<Vec<_>, _>>()?;
+        Ok(Prepared {
+            gpu: self.gpu.clone(),
+            plan,
+            module,
+            kernels,
+            inputs: dev_inputs,
+            scalars: inputs
+                .iter()
+                .map(|a| match a {
+                    Arg::Scalar(l) => Some(*l),
+                    _ => None,
+                })
+                .collect(),
+            outputs,
+            temps,
+        })
+    }
+}
+
+pub struct Prepared {
+    pub gpu: Gpu,
+    pub plan: Plan,
+    pub module: Arc<CompiledModule>,
+    pub kernels: Vec<Kernel>,
+    inputs: Vec<Option<DeviceBuffer>>,
+    scalars: Vec<Option<Literal>>,
+    outputs: Vec<Option<DeviceBuffer>>,
+    temps: Vec<DeviceBuffer>,
+}
+
+impl Prepared {
+    /// Fills every written output and temporary with 0xFF bytes (NaN for
+    /// floats), so that an element no kernel wrote cannot pass a comparison.
+    pub fn poison(&self) -> Result<(), EngineError> {
+        for b in self.outputs.iter().flatten().chain(&self.temps) {
+            b.fill(0xFF)?;
+        }
+        Ok(())
+    }
+
+    fn args(&self, k: usize) -> Vec<KernelArg> {
+        self.plan.kernels[k]
+            .args
+            .iter()
+            .map(|a| match *a {
+                PlanArg::Input(i) => self.inputs[i].as_ref().expect("tensor input").arg(),
+                PlanArg::Scalar(i) => KernelArg::F64(self.scalars[i].expect("scalar input").as_f64()),
+                PlanArg::Output(i) => self.outputs[i].as_ref().expect("written output").arg(),
+                PlanArg::Temp(i) => self.temps[i].arg(),
+            })
+            .collect()
+    }
+
+    /// Enqueues kernel `k`.
+    pub fn launch(&self, k: usize) -> Result<(), EngineError> {
+        let pk = &self.plan.kernels[k];
+        let g = pk.grid;
+        let b = pk.block;
+        self.gpu.launch(&self.kernels[k], (g[0], g[1], g[2]), (b[0], b[1], b[2]), 0, &self.args(k))?;
+        Ok(())
+    }
+
+    /// Enqueues every kernel in order.
+    pub fn launch_all(&self) -> Result<(), EngineError> {
+        for k in 0..self.kernels.len() {
+            self.launch(k)?;
+        }
+        Ok(())
+    }
+
+    /// Poisons the outputs, runs every kernel and waits.
+    pub fn run(&self) -> Result<(), EngineError> {
+        self.poison()?;
+        self.launch_all()?;
+        self.gpu.synchronize()?;
+        Ok(())
+    }
+
+    /// Copies the outputs back; views of inputs or of other outputs come back
+    /// as views, as the plan says they are.
+    pub fn outputs(&self, f: &Fusion, inputs: &[Arg]) -> Result<Vec<Tensor>, EngineError> {
+        let mut out: Vec<Option<Tensor>> = vec![None; self.plan.outputs.len()];
+        for (i, o) in self.plan.outputs.iter().enumerate() {
+            if let (OutputSource::Written, Some(b)) = (&o.source, &self.outputs[i]) {
+                let bytes = b.download()?;
+                out[i] = Some(Tensor::from_le_bytes(o.dtype, &o.shape, &bytes)?);
+            }
+        }
+        for (i, o) in self.plan.outputs.iter().enumerate() {
+            let view = |base: &Tensor, strides: &[i64], offset: i64| {
+                Tensor::new(o.dtype, o.shape.clone(), strides.to_vec(), offset as usize, base.buffer_arc().clone())
+            };
+            match &o.source {
+                OutputSource::Written => {}
+                OutputSource::InputView { input, strides, offset } => {
+                    let Arg::Tensor(t) = &inputs[*input] else { unreachable!("planned as a tensor") };
+                    out[i] = Some(view(t, strides, *offset)?);
+                }
+                OutputSource::OutputView { output, strides, offset } => {
+                    let base = out[*output].clone().expect("base output downloaded first");
+                    out[i] = Some(view(&base, strides, *offset)?);
+                }
+            }
+        }
+        let index32 = f.index_is_32bit();
+        Ok(out
+            .into_iter()
+            .map(|t| {
+                let t = t.expect("every output resolved");
+                // Report Index as nvFuser and the reference do.
+                if t.dtype() == DType::Index && index32 {
+                    let v = t.to_i64_vec();
+                    Tensor::from_i64s(DType::Int32, t.shape(), &v).unwrap_or(t)
+                } else {
+                    t
+                }
+            })
+            .collect())
+    }
+}

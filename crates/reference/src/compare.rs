@@ -1,0 +1,182 @@
+//! Comparing a result with the reference, with a tolerance stated per dtype.
+//! Integers, booleans and exact ops must match exactly; floats within a few
+//! units of their own rounding, relative to the element or, for elements far
+//! smaller than the output's largest, to that largest value (sums that cancel
+//! keep the absolute error of their largest terms).
+
+use crate::Tensor;
+use fusebench_ir::DType;
+use serde::Serialize;
+
+/// |got - want| <= rtol * |want| + atol * max|want|.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Tolerance {
+    pub rtol: f64,
+    pub atol: f64,
+}
+
+impl Tolerance {
+    /// The tolerance fusebench states for outputs of `d`.
+    pub fn for_dtype(d: DType) -> Tolerance {
+        match d {
+            DType::Bool | DType::Int | DType::Int32 | DType::Index => Tolerance {
+                rtol: 0.0,
+                atol: 0.0,
+            },
+            // Two units in the last place of each format.
+            DType::BFloat16 => Tolerance {
+                rtol: 2.0 * 2f64.powi(-8),
+                atol: 2.0 * 2f64.powi(-8) * 0.1,
+            },
+            DType::Half => Tolerance {
+                rtol: 2.0 * 2f64.powi(-11),
+                atol: 2.0 * 2f64.powi(-11) * 0.1,
+            },
+            DType::Float => Tolerance {
+                rtol: 1e-5,
+                atol: 1e-6,
+            },
+            DType::Double => Tolerance {
+                rtol: 1e-12,
+                atol: 1e-13,
+            },
+        }
+    }
+
+    pub fn describe(d: DType) -> String {
+        let t = Tolerance::for_dtype(d);
+        if t.rtol == 0.0 {
+            format!("{}: exact", d.torch_name())
+        } else {
+            format!(
+                "{}: |diff| <= {:.1e}*|ref| + {:.1e}*max|ref|",
+                d.torch_name(),
+                t.rtol,
+                t.atol
+            )
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub ok: bool,
+    pub elements: usize,
+    pub mismatches: usize,
+    pub max_abs_err: f64,
+    /// Largest error relative to the element's own magnitude (over nonzero elements).
+    pub max_rel_err: f64,
+    pub ref_abs_max: f64,
+    pub tolerance: Tolerance,
+    /// The first mismatch: logical index, value, reference value.
+    pub first_mismatch: Option<(Vec<usize>, f64, f64)>,
+    /// Set when shapes or dtypes differ; nothing else is compared then.
+    pub problem: Option<String>,
+}
+
+/// Compares `got` with the reference `want` using `want`'s dtype tolerance.
+pub fn compare(got: &Tensor, want: &Tensor) -> Comparison {
+    let d = want.dtype();
+    let tol = Tolerance::for_dtype(d);
+    let mut c = Comparison {
+        ok: false,
+        elements: want.numel(),
+        mismatches: 0,
+        max_abs_err: 0.0,
+        max_rel_err: 0.0,
+        ref_abs_max: 0.0,
+        tolerance: tol,
+        first_mismatch: None,
+        problem: None,
+    };
+    if got.shape() != want.shape() {
+        c.problem = Some(format!(
+            "shape {:?}, expected {:?}",
+            got.shape(),
+            want.shape()
+        ));
+        return c;
+    }
+    let same_kind = |a: DType, b: DType| a == b || (a.is_integral() && b.is_integral());
+    if !same_kind(got.dtype(), d) {
+        c.problem = Some(format!("dtype {}, expected {}", got.dtype(), d));
+        return c;
+    }
+    let exact = tol.rtol == 0.0;
+    let (g, w) = if exact {
+        (
+            got.to_i64_vec()
+                .into_iter()
+                .map(|x| x as f64)
+                .collect::<Vec<_>>(),
+            want.to_i64_vec()
+                .into_iter()
+                .map(|x| x as f64)
+                .collect::<Vec<_>>(),
+        )
+    } else {
+        (got.to_f64_vec(), want.to_f64_vec())
+    };
+    c.ref_abs_max = w
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold(0.0f64, |m, x| m.max(x.abs()));
+    let slack = tol.atol * c.ref_abs_max;
+    for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
+        let bad = if b.is_nan() || a.is_nan() {
+            !(a.is_nan() && b.is_nan())
+        } else if b.is_infinite() || a.is_infinite() {
+            a != b
+        } else {
+            let e = (a - b).abs();
+            c.max_abs_err = c.max_abs_err.max(e);
+            if b != 0.0 {
+                c.max_rel_err = c.max_rel_err.max(e / b.abs());
+            }
+            e > tol.rtol * b.abs() + slack
+        };
+        if bad {
+            c.mismatches += 1;
+            if c.first_mismatch.is_none() {
+                c.first_mismatch = Some((unravel(i, want.shape()), a, b));
+            }
+        }
+    }
+    c.ok = c.mismatches == 0;
+    c
+}
+
+fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        idx[d] = i % shape[d].max(1);
+        i /= shape[d].max(1);
+    }
+    idx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerances_catch_what_they_should() {
+        let want = Tensor::from_f64s(DType::Float, &[3], &[1.0, -2.0, 100.0]).unwrap();
+        let close = Tensor::from_f64s(DType::Float, &[3], &[1.000001, -2.0, 100.0]).unwrap();
+        assert!(compare(&close, &want).ok);
+        let off = Tensor::from_f64s(DType::Float, &[3], &[1.01, -2.0, 100.0]).unwrap();
+        let c = compare(&off, &want);
+        assert!(!c.ok);
+        assert_eq!(c.first_mismatch.unwrap().0, vec![0]);
+        let nan = Tensor::from_f64s(DType::Float, &[3], &[f64::NAN, -2.0, 100.0]).unwrap();
+        assert!(
+            !compare(&nan, &want).ok,
+            "a NaN (an unwritten, poisoned element) never passes"
+        );
+        let ints = Tensor::from_i64s(DType::Int, &[2], &[1, 2]).unwrap();
+        let ints2 = Tensor::from_i64s(DType::Int, &[2], &[1, 3]).unwrap();
+        assert!(!compare(&ints2, &ints).ok);
+        let wrong_shape = Tensor::from_f64s(DType::Float, &[1, 3], &[1.0, -2.0, 100.0]).unwrap();
+        assert!(compare(&wrong_shape, &want).problem.is_some());
+    }
+}

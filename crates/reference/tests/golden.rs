@@ -1,0 +1,160 @@
+//! Every golden case of shared/golden: nvFuser's own repro script, its exact
+//! inputs and nvFuser's outputs (run on an H200). The reference must match
+//! exactly where the math is exact and within rounding of the dtype
+//! elsewhere. Skipped when shared/golden is not beside the repository.
+
+use fusebench_ir::DType;
+use fusebench_reference::{run, Arg, Buffer, Tensor};
+use safetensors::{Dtype, SafeTensors};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn golden_dir() -> Option<PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/golden");
+    d.join("manifest.json").exists().then_some(d)
+}
+
+fn dtype_of(d: Dtype) -> DType {
+    match d {
+        Dtype::BOOL => DType::Bool,
+        Dtype::I32 => DType::Int32,
+        Dtype::I64 => DType::Int,
+        Dtype::F16 => DType::Half,
+        Dtype::BF16 => DType::BFloat16,
+        Dtype::F32 => DType::Float,
+        Dtype::F64 => DType::Double,
+        other => panic!("dtype {other:?}"),
+    }
+}
+
+fn load(st: &SafeTensors, name: &str) -> Tensor {
+    let v = st.tensor(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    Tensor::from_le_bytes(dtype_of(v.dtype()), v.shape(), v.data()).unwrap()
+}
+
+/// The same logical values laid out with `strides` (possibly 0 or permuted).
+fn with_strides(t: &Tensor, strides: &[i64]) -> Tensor {
+    let shape = t.shape().to_vec();
+    if shape.contains(&0) {
+        return t.clone();
+    }
+    let reach = shape
+        .iter()
+        .zip(strides)
+        .map(|(&e, &s)| (e as i64 - 1) * s)
+        .sum::<i64>() as usize
+        + 1;
+    let vals = t.to_f64_vec();
+    let ivals = t.to_i64_vec();
+    let mut idx = vec![0usize; shape.len()];
+    let mut fstore = vec![0f64; reach];
+    let mut istore = vec![0i64; reach];
+    for k in 0..vals.len() {
+        let off: i64 = idx.iter().zip(strides).map(|(&i, &s)| i as i64 * s).sum();
+        fstore[off as usize] = vals[k];
+        istore[off as usize] = ivals[k];
+        for d in (0..shape.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    let dense = if t.dtype().is_float() {
+        Tensor::from_f64s(t.dtype(), &[reach], &fstore).unwrap()
+    } else {
+        Tensor::from_i64s(t.dtype(), &[reach], &istore).unwrap()
+    };
+    let buf: Arc<Buffer> = dense.buffer_arc().clone();
+    Tensor::new(t.dtype(), shape, strides.to_vec(), 0, buf).unwrap()
+}
+
+/// (relative, absolute) tolerance for comparing floats of a dtype.
+fn tolerance(d: DType) -> (f64, f64) {
+    match d {
+        DType::BFloat16 => (1.6e-2, 1e-2),
+        DType::Half => (2e-3, 1e-3),
+        DType::Float => (2e-5, 1e-5),
+        DType::Double => (1e-12, 1e-12),
+        _ => (0.0, 0.0),
+    }
+}
+
+#[test]
+fn golden_cases_match_nvfuser() {
+    let Some(dir) = golden_dir() else {
+        eprintln!("shared/golden not found; skipping");
+        return;
+    };
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let mut report = vec![];
+    let mut failures = vec![];
+    for (case, info) in manifest.as_object().unwrap() {
+        let f = fusebench_frontend::parse_file(&dir.join(format!("{case}.py")))
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        let bytes = std::fs::read(dir.join(format!("{case}.safetensors"))).unwrap();
+        let st = SafeTensors::deserialize(&bytes).unwrap();
+        let inputs: Vec<Arg> = info["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let t = load(&st, &format!("in{i}"));
+                let strides: Vec<i64> = spec["stride"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s.as_i64().unwrap())
+                    .collect();
+                Arg::Tensor(with_strides(&t, &strides))
+            })
+            .collect();
+        let outs = run(&f, &inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let n_out = info["outputs"].as_array().unwrap().len();
+        assert_eq!(outs.len(), n_out, "{case}: output count");
+        for (k, got) in outs.iter().enumerate() {
+            let want = load(&st, &format!("out{k}"));
+            let gd = got.dtype();
+            if want.dtype() != gd || want.shape() != got.shape() {
+                failures.push(format!(
+                    "{case} out{k}: got {gd}{:?}, nvFuser {}{:?}",
+                    got.shape(),
+                    want.dtype(),
+                    want.shape()
+                ));
+                continue;
+            }
+            let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+            let (rtol, atol) = tolerance(gd);
+            let mut exact = 0;
+            let mut worst = (0.0f64, 0usize);
+            for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
+                if a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()) || a == b {
+                    exact += 1;
+                    continue;
+                }
+                let err = (a - b).abs() / (atol + rtol * b.abs());
+                if err.is_nan() || err > worst.0 {
+                    worst = (if err.is_nan() { f64::INFINITY } else { err }, i);
+                }
+            }
+            report.push(format!(
+                "{case} out{k} {gd}: {exact}/{} exact, worst {:.3} of tolerance",
+                g.len(),
+                worst.0
+            ));
+            if worst.0 > 1.0 {
+                let i = worst.1;
+                failures.push(format!(
+                    "{case} out{k}: element {i} is {} where nvFuser gives {}",
+                    g[i], w[i]
+                ));
+            }
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

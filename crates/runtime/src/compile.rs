@@ -1,0 +1,488 @@
+//! Source to loaded module: NVRTC for the device's own architecture, through the disk cache.
+//!
+//! The NVRTC calls are made at cudarc's `result`/`sys` level because the safe level returns
+//! PTX only and drops the log of a successful compile, and both are wanted here.
+
+use std::ffi::{c_char, CString};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::CudaModule;
+use cudarc::nvrtc::{result as nr, sys as nsys, Ptx};
+use serde::{Deserialize, Serialize};
+
+use crate::arch::ImageKind;
+use crate::cache::{cache_key, CacheKeyParts};
+use crate::error::{guard, DriverContext, RuntimeError};
+use crate::gpu::Gpu;
+use crate::launch::{Kernel, KernelAttributes};
+
+/// Always passed. No `--use_fast_math`: results are compared bit for bit with a CPU
+/// reference, which needs IEEE division, square root and denormals.
+pub const BASE_OPTIONS: &[&str] = &["-default-device", "--std=c++17", "-lineinfo"];
+
+/// Options that would trade IEEE semantics for speed.
+const FORBIDDEN_OPTIONS: &[&str] = &[
+    "--use_fast_math",
+    "-use_fast_math",
+    "--use-fast-math",
+    "-use-fast-math",
+    "--ftz=true",
+    "-ftz=true",
+    "--prec-div=false",
+    "-prec-div=false",
+    "--prec-sqrt=false",
+    "-prec-sqrt=false",
+];
+
+/// The name NVRTC uses in its diagnostics ("fusebench_kernel.cu(12): error: ...").
+const PROGRAM_NAME: &str = "fusebench_kernel.cu";
+
+/// The full option list for `arch`, refusing anything that breaks IEEE semantics.
+pub fn build_options(arch: &str, extra: &[&str]) -> Result<Vec<String>, RuntimeError> {
+    if let Some(bad) = extra.iter().find(|o| FORBIDDEN_OPTIONS.contains(&o.trim())) {
+        return Err(RuntimeError::Invalid(format!(
+            "NVRTC option `{bad}` is not allowed: kernels must keep exact IEEE semantics"
+        )));
+    }
+    let mut opts = vec![format!("--gpu-architecture={arch}")];
+    opts.extend(BASE_OPTIONS.iter().map(|s| s.to_string()));
+    opts.extend(extra.iter().map(|s| s.to_string()));
+    Ok(opts)
+}
+
+/// Per-kernel resource usage read back from the driver, and how the module came to be.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModuleInfo {
+    pub arch: String,
+    pub image: ImageKind,
+    pub image_bytes: usize,
+    pub from_cache: bool,
+    /// Time spent in NVRTC; 0 when the image came from the cache.
+    pub compile_ms: f64,
+    /// Cache read (if any) plus cuModuleLoadData.
+    pub load_ms: f64,
+    /// The whole `compile` call.
+    pub total_ms: f64,
+    /// NVRTC's log (warnings); empty for a cache hit.
+    pub log: String,
+    pub options: Vec<String>,
+    pub cache_key: String,
+    pub cache_path: Option<PathBuf>,
+    /// Why the cache was not used or not written, when that happened.
+    pub cache_note: Option<String>,
+    pub kernels: Vec<KernelAttributes>,
+}
+
+pub struct CompiledModule {
+    module: Arc<CudaModule>,
+    gpu: Gpu,
+    kernels: Vec<Kernel>,
+    pub info: ModuleInfo,
+}
+
+impl std::fmt::Debug for CompiledModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledModule")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CompiledModule {
+    /// A kernel by its (extern "C") name; those named at compile time are already loaded.
+    pub fn function(&self, name: &str) -> Result<Kernel, RuntimeError> {
+        if let Some(k) = self.kernels.iter().find(|k| k.name() == name) {
+            return Ok(k.clone());
+        }
+        Kernel::load(&self.gpu, &self.module, name)
+    }
+
+    pub fn kernels(&self) -> &[Kernel] {
+        &self.kernels
+    }
+
+    pub fn from_cache(&self) -> bool {
+        self.info.from_cache
+    }
+
+    pub fn compile_ms(&self) -> f64 {
+        self.info.compile_ms
+    }
+}
+
+impl Gpu {
+    /// Compiles `source` for this device (or loads the cached image) and loads the named
+    /// kernels, which must be `extern "C"`. The source must not `#include` anything: NVRTC has
+    /// no CUDA headers here.
+    pub fn compile(
+        &self,
+        source: &str,
+        kernel_names: &[&str],
+    ) -> Result<Arc<CompiledModule>, RuntimeError> {
+        self.compile_with_options(source, kernel_names, &[])
+    }
+
+    /// As `compile`, with extra NVRTC options (e.g. "--maxrregcount=64"); they are part of the
+    /// cache key.
+    pub fn compile_with_options(
+        &self,
+        source: &str,
+        kernel_names: &[&str],
+        extra_options: &[&str],
+    ) -> Result<Arc<CompiledModule>, RuntimeError> {
+        guard("compiling a kernel module", || {
+            self.compile_inner(source, kernel_names, extra_options)
+        })
+    }
+
+    fn compile_inner(
+        &self,
+        source: &str,
+        kernel_names: &[&str],
+        extra_options: &[&str],
+    ) -> Result<Arc<CompiledModule>, RuntimeError> {
+        let t0 = Instant::now();
+        let target = self.target();
+        let info = self.info();
+        let options = build_options(target.arch, extra_options)?;
+        let key = cache_key(&CacheKeyParts {
+            source,
+            arch: target.arch,
+            driver_version: info.driver_version,
+            nvrtc_version: info.nvrtc_version,
+            options: &options,
+        });
+        let cache = self.cache();
+        let mut note = cache
+            .dir()
+            .is_none()
+            .then(|| "kernel cache disabled".to_string());
+
+        if let Some(hit) = cache.load(&key) {
+            match self.load_image(&hit.bytes) {
+                Ok(module) => {
+                    let load_ms = ms_since(t0);
+                    let parts = Parts {
+                        key,
+                        options,
+                        log: String::new(),
+                        note,
+                        compile_ms: 0.0,
+                        load_ms,
+                    };
+                    return self.finish(
+                        module,
+                        kernel_names,
+                        hit.kind,
+                        hit.bytes.len(),
+                        Some(hit.path),
+                        true,
+                        parts,
+                        t0,
+                    );
+                }
+                Err(e) => {
+                    cache.remove(&key);
+                    note = Some(format!(
+                        "cached image {} did not load ({e}); recompiled",
+                        hit.path.display()
+                    ));
+                }
+            }
+        }
+
+        let out = nvrtc_compile(source, &options, target.image)?;
+        let path = if cache.dir().is_some() {
+            match cache.store(&key, out.kind, &out.image) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    note = Some(format!("image not cached: {e}"));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let t_load = Instant::now();
+        let module = self.load_image(&out.image)?;
+        let parts = Parts {
+            key,
+            options,
+            log: out.log,
+            note,
+            compile_ms: out.ms,
+            load_ms: ms_since(t_load),
+        };
+        self.finish(
+            module,
+            kernel_names,
+            out.kind,
+            out.image.len(),
+            path,
+            false,
+            parts,
+            t0,
+        )
+    }
+
+    fn load_image(&self, image: &[u8]) -> Result<Arc<CudaModule>, RuntimeError> {
+        let ctx = self.cuda_context();
+        ctx.bind_to_thread()
+            .ctx(|| "binding the CUDA context".into())?;
+        // PTX must reach cuModuleLoadData NUL-terminated; a CUBIN is passed as is.
+        let mut bytes = image.to_vec();
+        if !bytes.starts_with(b"\x7fELF") && bytes.last() != Some(&0) {
+            bytes.push(0);
+        }
+        ctx.load_module(Ptx::from_binary(bytes))
+            .ctx(|| "loading the module (cuModuleLoadData)".into())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        module: Arc<CudaModule>,
+        kernel_names: &[&str],
+        kind: ImageKind,
+        image_bytes: usize,
+        cache_path: Option<PathBuf>,
+        from_cache: bool,
+        parts: Parts,
+        t0: Instant,
+    ) -> Result<Arc<CompiledModule>, RuntimeError> {
+        let kernels = kernel_names
+            .iter()
+            .map(|n| Kernel::load(self, &module, n))
+            .collect::<Result<Vec<_>, _>>()?;
+        let info = ModuleInfo {
+            arch: self.target().arch.to_string(),
+            image: kind,
+            image_bytes,
+            from_cache,
+            compile_ms: parts.compile_ms,
+            load_ms: parts.load_ms,
+            total_ms: ms_since(t0),
+            log: parts.log,
+            options: parts.options,
+            cache_key: parts.key,
+            cache_path,
+            cache_note: parts.note,
+            kernels: kernels.iter().map(|k| k.attributes().clone()).collect(),
+        };
+        Ok(Arc::new(CompiledModule {
+            module,
+            gpu: self.clone(),
+            kernels,
+            info,
+        }))
+    }
+}
+
+struct Parts {
+    key: String,
+    options: Vec<String>,
+    log: String,
+    note: Option<String>,
+    compile_ms: f64,
+    load_ms: f64,
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+pub(crate) struct NvrtcOutput {
+    pub image: Vec<u8>,
+    pub kind: ImageKind,
+    pub log: String,
+    pub ms: f64,
+}
+
+/// Destroys the program on every path out of `nvrtc_compile`.
+struct Program(nsys::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by nvrtcCreateProgram and destroyed only here.
+        let _ = unsafe { nr::destroy_program(self.0) };
+    }
+}
+
+/// One NVRTC run. Asks for a CUBIN when `want` is Cubin and falls back to PTX if NVRTC cannot
+/// give one. The library must have been checked to load.
+pub(crate) fn nvrtc_compile(
+    source: &str,
+    options: &[String],
+    want: ImageKind,
+) -> Result<NvrtcOutput, RuntimeError> {
+    let t0 = Instant::now();
+    let src = CString::new(source)
+        .map_err(|_| RuntimeError::Invalid("kernel source contains a NUL byte".into()))?;
+    let name = CString::new(PROGRAM_NAME).expect("static name has no NUL");
+    let prog = Program(
+        nr::create_program(&src, Some(name.as_c_str())).ctx(|| "nvrtcCreateProgram".into())?,
+    );
+    // SAFETY: `prog` is live until `Program` drops at the end of this function.
+    let compiled = unsafe { nr::compile_program(prog.0, options) };
+    let log = program_log(&prog);
+    if let Err(e) = compiled {
+        let log = if log.trim().is_empty() {
+            format!("{:?} (NVRTC gave no log)", e.0)
+        } else {
+            log
+        };
+        return Err(RuntimeError::Compile {
+            source_excerpt: source_excerpt(source, &log),
+            log,
+        });
+    }
+    let (image, kind) = match (want, cubin(&prog)) {
+        (ImageKind::Cubin, Some(c)) => (c, ImageKind::Cubin),
+        _ => {
+            // SAFETY: `prog` compiled successfully above.
+            let ptx = unsafe { nr::get_ptx(prog.0) }.ctx(|| "nvrtcGetPTX".into())?;
+            let mut bytes: Vec<u8> = ptx.into_iter().map(|c| c as u8).collect();
+            if bytes.last() != Some(&0) {
+                bytes.push(0);
+            }
+            (bytes, ImageKind::Ptx)
+        }
+    };
+    Ok(NvrtcOutput {
+        image,
+        kind,
+        log,
+        ms: ms_since(t0),
+    })
+}
+
+fn cubin(prog: &Program) -> Option<Vec<u8>> {
+    let mut size = 0usize;
+    // SAFETY: `prog` is a compiled program; the buffer has the size NVRTC reported.
+    unsafe {
+        nsys::nvrtcGetCUBINSize(prog.0, &mut size).result().ok()?;
+        if size == 0 {
+            return None;
+        }
+        let mut buf = vec![0u8; size];
+        nsys::nvrtcGetCUBIN(prog.0, buf.as_mut_ptr() as *mut c_char)
+            .result()
+            .ok()?;
+        Some(buf)
+    }
+}
+
+fn program_log(prog: &Program) -> String {
+    // SAFETY: `prog` is live.
+    match unsafe { nr::get_program_log(prog.0) } {
+        Ok(raw) => {
+            let bytes: Vec<u8> = raw
+                .into_iter()
+                .take_while(|c| *c != 0)
+                .map(|c| c as u8)
+                .collect();
+            String::from_utf8_lossy(&bytes).trim_end().to_string()
+        }
+        Err(e) => format!("(could not read the NVRTC log: {:?})", e.0),
+    }
+}
+
+/// The source lines around the first error the log points at, numbered, so a failure in a
+/// generated kernel can be read without the whole file. Falls back to the first lines.
+pub fn source_excerpt(source: &str, log: &str) -> String {
+    const CONTEXT: usize = 3;
+    let lines: Vec<&str> = source.lines().collect();
+    let first_error = log
+        .lines()
+        .find_map(error_line)
+        .filter(|n| *n >= 1 && *n <= lines.len());
+    let (from, to, mark) = match first_error {
+        Some(n) => (
+            n.saturating_sub(CONTEXT + 1),
+            (n + CONTEXT).min(lines.len()),
+            Some(n),
+        ),
+        None => (0, lines.len().min(20), None),
+    };
+    (from..to)
+        .map(|i| {
+            let arrow = if mark == Some(i + 1) { ">>" } else { "  " };
+            format!("{arrow}{:5} | {}", i + 1, lines[i])
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The line number in "fusebench_kernel.cu(12): error: ...".
+fn error_line(log_line: &str) -> Option<usize> {
+    let rest = log_line.strip_prefix(PROGRAM_NAME)?.strip_prefix('(')?;
+    let (num, tail) = rest.split_once(')')?;
+    tail.trim_start_matches(':')
+        .trim_start()
+        .starts_with("error")
+        .then_some(())?;
+    num.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_for_the_device_arch() {
+        let o = build_options("sm_90", &[]).unwrap();
+        assert_eq!(
+            o,
+            vec![
+                "--gpu-architecture=sm_90",
+                "-default-device",
+                "--std=c++17",
+                "-lineinfo"
+            ]
+        );
+        let o = build_options("sm_90", &["--maxrregcount=64"]).unwrap();
+        assert_eq!(o.last().unwrap(), "--maxrregcount=64");
+    }
+
+    #[test]
+    fn fast_math_is_refused() {
+        for bad in [
+            "--use_fast_math",
+            "-use_fast_math",
+            "--ftz=true",
+            "--prec-div=false",
+        ] {
+            let e = build_options("sm_90", &[bad]).unwrap_err();
+            assert!(e.to_string().contains("IEEE"), "{e}");
+        }
+    }
+
+    #[test]
+    fn excerpt_points_at_the_first_error() {
+        let src = (1..=20)
+            .map(|i| format!("line{i};"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let log = "fusebench_kernel.cu(9): warning #177-D: unused\n\
+                   fusebench_kernel.cu(12): error: identifier \"x\" is undefined\n\
+                   fusebench_kernel.cu(15): error: another\n2 errors detected";
+        let ex = source_excerpt(&src, log);
+        assert!(ex.contains(">>   12 | line12;"), "{ex}");
+        assert!(ex.contains("    9 | line9;"), "{ex}");
+        assert!(ex.contains("   15 | line15;"), "{ex}");
+        assert!(!ex.contains("line16"), "{ex}");
+        // No line reference: the start of the source.
+        let ex = source_excerpt(&src, "internal error");
+        assert!(ex.starts_with("      1 | line1;"), "{ex}");
+        assert_eq!(ex.lines().count(), 20);
+    }
+
+    #[test]
+    fn error_lines_are_parsed() {
+        assert_eq!(error_line("fusebench_kernel.cu(3): error: x"), Some(3));
+        assert_eq!(error_line("fusebench_kernel.cu(3): warning: x"), None);
+        assert_eq!(error_line("other.cu(3): error: x"), None);
+    }
+}

@@ -1,0 +1,37 @@
+//! fusebench's GPU runtime: the thin layer the engine launches generated kernels through.
+//!
+//! - [`probe`] says whether a GPU can be used here, and why not, without ever panicking.
+//! - [`Gpu`] owns a context and one stream; everything it does is ordered on that stream.
+//! - [`Gpu::compile`] runs NVRTC for the device's own architecture, through a disk cache.
+//! - [`DeviceBuffer`] is untyped device memory; [`Gpu::flush_l2`] evicts L2 before a cold run.
+//! - [`Gpu::launch`] enqueues a kernel with a run-time argument list; [`Gpu::time_ms`] times
+//!   enqueued work with CUDA events.
+//!
+//! Kernel cache location: `$FUSEBENCH_CACHE_DIR`, else `$XDG_CACHE_HOME/fusebench/kernels`, else
+//! `~/.cache/fusebench/kernels`; `FUSEBENCH_NO_KERNEL_CACHE=1` turns it off.
+//!
+//! Built on cudarc with dynamic loading: the binary starts on machines without CUDA, and
+//! every entry point checks for the libraries before calling into them.
+
+mod arch;
+mod cache;
+mod compile;
+mod device;
+mod error;
+mod gpu;
+mod launch;
+mod memory;
+
+pub use arch::{choose_target, compute_arch, sm_arch, ImageKind, Target};
+pub use cache::{
+    cache_key, default_cache_dir, CacheKeyParts, CachedImage, KernelCache, CACHE_FORMAT,
+};
+pub use compile::{build_options, source_excerpt, CompiledModule, ModuleInfo, BASE_OPTIONS};
+pub use device::{probe, probe_ordinal, Availability, DeviceInfo, Unavailable};
+pub use error::RuntimeError;
+pub use gpu::Gpu;
+pub use launch::{check_launch, Kernel, KernelArg, KernelAttributes, DEFAULT_DYNAMIC_SMEM_LIMIT};
+pub use memory::DeviceBuffer;
+
+/// cudarc, for callers that need what this crate does not wrap (CUPTI).
+pub use cudarc;
