@@ -258,7 +258,13 @@ impl<'f> Lowerer<'f> {
                 let bv = self.value_at(*b, &bi)?;
                 let av = ctype::convert(f.value(*a).dtype, c, &av);
                 let bv = ctype::convert(f.value(*b).dtype, c, &bv);
-                let e = binary(*kind, c, &av, &bv);
+                let e = match (kind, f.value(*b).constant) {
+                    // Small constant powers as products, as nvFuser does: exact and cheap.
+                    (BinaryOp::Pow, Some(p)) if !c.is_integral() && p.as_f64() == 2.0 => format!("({av} * {av})"),
+                    (BinaryOp::Pow, Some(p)) if !c.is_integral() && p.as_f64() == 3.0 => format!("({av} * {av} * {av})"),
+                    (BinaryOp::Pow, Some(p)) if !c.is_integral() && p.as_f64() == 1.0 => av.clone(),
+                    _ => binary(*kind, c, &av, &bv),
+                };
                 if kind.is_comparison() {
                     e
                 } else {

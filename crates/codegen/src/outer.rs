@@ -146,3 +146,64 @@ out.push((
 ));
     cx.stored.insert(target, Stored { temp: result, dtype: d, shape: out_shape });
 }
+
+/// One kernel that combines the per-block partials `[splits, cols]` of
+/// several plain reductions over the same columns: 32 columns per block, 8
+/// threads down the partials of each, then a sum across those 8.
+pub fn combine_many(cx: &mut Context, name: &str, reds: &[(Reduction, usize)], splits: usize, cols: usize) -> Result<(String, Kernel), CodegenError> {
+    let f = cx.f;
+    let mut results = Vec::new();
+    for (r, _) in reds {
+        let out = r.outputs[0];
+        let d = f.value(out).dtype;
+        let t = cx.add_temp(d, cols, format!("result of {}", f.value(out).name));
+        results.push(t);
+    }
+    let (mut lw, params) = cx.lowerer();
+    let it = lw.idx_type;
+    lw.line(&format!("const {it} c = ({it})blockIdx.x * 32 + threadIdx.x;"));
+    lw.line("const bool live = c < COLS;".replace("COLS", &cols.to_string()).as_str());
+    for (j, (r, partial)) in reds.iter().enumerate() {
+        let acc = r.acc(f);
+        let Kind::Plain(op) = &r.kind else { return Err(CodegenError::NoFit("combine_many takes plain reductions".into())) };
+        let ty = ctype::reg(acc);
+        let smem = format!("sm{j}");
+        lw.line(&format!("__shared__ {ty} {smem}[8][33];"));
+        lw.line(&format!("{ty} a{j} = {};", reduction::init(op, acc)));
+        lw.line(&format!(
+            "if (live) for (int p = threadIdx.y; p < {splits}; p += 8) {}",
+            reduction::step(op, acc, &format!("a{j}"), &format!("tmp{partial}[({it})p * {cols} + c]"))
+        ));
+        lw.line(&format!("{smem}[threadIdx.y][threadIdx.x] = a{j};"));
+    }
+    lw.line("__syncthreads();");
+    lw.open("if (threadIdx.y == 0 && live) {");
+    for (j, (r, _)) in reds.iter().enumerate() {
+        let acc = r.acc(f);
+        let Kind::Plain(op) = &r.kind else { unreachable!() };
+        for y in 1..8 {
+            lw.line(&reduction::step(op, acc, &format!("a{j}"), &format!("sm{j}[{y}][threadIdx.x]")));
+        }
+        let d = f.value(r.outputs[0]).dtype;
+        lw.line(&format!("tmp{}[c] = {};", results[j], ctype::to_storage(d, &ctype::convert(acc, d, &format!("a{j}")))));
+    }
+    lw.close("}");
+    let src = format!("{} {{\n{}}}\n", signature(name, 256, &params), lw.code);
+    for ((r, _), &t) in reds.iter().zip(&results) {
+        let out = r.outputs[0];
+        let val = f.value(out);
+        cx.stored.insert(out, Stored { temp: t, dtype: val.dtype, shape: val.shape.clone().unwrap() });
+    }
+    let names: Vec<String> = reds.iter().map(|(r, _)| f.value(r.outputs[0]).name.clone()).collect();
+    Ok((
+        src,
+        Kernel {
+            name: name.into(),
+            schedule: Schedule::OuterCombine,
+            grid: [cols.div_ceil(32) as u32, 1, 1],
+            block: [32, 8, 1],
+            args: params.args,
+            summary: format!("combines {splits} partials of {} over {cols} columns", names.join(", ")),
+        },
+    ))
+}

@@ -30,7 +30,7 @@ pub struct Spec<'a> {
     /// Outputs over rows x columns: (value, output position).
     pub full: &'a [(ValueId, usize)],
     pub per_row: &'a [(ValueId, RowTarget)],
-    /// Blocks along the rows.
+    /// Blocks along the rows; 0 for one block per group of unrolled rows.
     pub row_blocks: usize,
 }
 
@@ -44,7 +44,7 @@ pub fn shape(cols: usize, width: usize, whole_row: bool) -> Option<(usize, usize
     if whole_row {
         return (per_row % 32 == 0 && per_row <= 1024).then_some((per_row, 1));
     }
-    [256, 128, 64, 32].into_iter().find(|b| per_row % b == 0).map(|b| (b, per_row / b))
+    (1..=8).rev().map(|w| w * 32).find(|b| per_row % b == 0).map(|b| (b, per_row / b))
 }
 
 /// Where in a shape of `rows x cols` elements the element (row, lane) lies.
@@ -71,8 +71,7 @@ fn index_of(shape: &[usize], cols: usize, last: usize, row: &str, lane: usize) -
 /// loads in flight per thread, which is what hides DRAM latency when few
 /// blocks walk many rows.
 fn unroll(spec: &Spec) -> usize {
-    let want = if spec.inner.is_empty() { 4 } else { 2 };
-    [want, 2, 1].into_iter().find(|&u| spec.rows % u == 0 && spec.rows / u >= spec.row_blocks).unwrap_or(1)
+    [2, 1].into_iter().find(|&u| spec.rows % u == 0 && spec.rows / u >= spec.row_blocks).unwrap_or(1)
 }
 
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
@@ -102,6 +101,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     }
     let passes = (0..reds.len()).map(|i| first[i] + reds[i].passes()).max().unwrap_or(0);
     let u_rows = unroll(spec);
+    let row_blocks = if spec.row_blocks == 0 { spec.rows / u_rows } else { spec.row_blocks };
     if !reds.is_empty() {
         lw.line("__shared__ float fb_sf[32];");
         lw.line("__shared__ double fb_sd[32];");
@@ -284,14 +284,14 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let kernel = Kernel {
         name: name.into(),
         schedule: if reds.is_empty() { Schedule::Pointwise } else { Schedule::InnerPersistent },
-        grid: [spec.row_blocks as u32, tiles as u32, 1],
+        grid: [row_blocks as u32, tiles as u32, 1],
         block: [block as u32, 1, 1],
         args: params.args,
         summary: format!(
             "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread, reductions [{}]",
             spec.rows,
             spec.cols,
-            spec.row_blocks,
+            row_blocks,
             what.join(", ")
         ),
     };

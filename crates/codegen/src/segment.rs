@@ -256,8 +256,12 @@ fn try_plan(
         let w = width(rw.last);
         let whole = !rw.inner.is_empty() || !rw.per_row.is_empty();
         let (_, tiles) = crate::rowwise::shape(rw.cols, w, whole).expect("checked when grouped");
+        // Without sums over rows, each block takes a few rows and leaves; with
+        // them, a fixed number of blocks walk all rows (fewer partials).
         let row_blocks = if rw.outer.is_empty() {
-            rw.rows
+            0
+        } else if rw.inner.is_empty() {
+            rw.rows.min(((dev.sm_count * 8) as usize / tiles).max(1))
         } else {
             rw.rows.min(((dev.sm_count * dev.row_blocks_per_sm) as usize / tiles).max(1))
         };
@@ -266,7 +270,7 @@ fn try_plan(
             .iter()
             .map(|&r| {
                 let red = all_reds[r].clone();
-                let t = cx.add_temp(red.acc(f), row_blocks * rw.cols, format!("row-block partials of {}", f.value(red.outputs[0]).name));
+                let t = cx.add_temp(red.acc(f), row_blocks.max(1) * rw.cols, format!("row-block partials of {}", f.value(red.outputs[0]).name));
                 (red, t)
             })
             .collect();
@@ -288,8 +292,8 @@ fn try_plan(
             Err(e @ CodegenError::NoFit(_)) => return Err((e, Some(rw.inner.iter().chain(&rw.outer).copied().collect()))),
             Err(e) => return Err((e, None)),
         }
-        for (red, t) in &outer {
-            outer::combine(&mut cx, &format!("{}_{}", rw.name, red.node), red, 0, *t, row_blocks, &mut kernels);
+        if !outer.is_empty() {
+            kernels.push(outer::combine_many(&mut cx, &format!("{}_c", rw.name), &outer, row_blocks, rw.cols).map_err(|e| (e, None))?);
         }
     }
     for nm in &loop_norms {

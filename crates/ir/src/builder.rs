@@ -67,6 +67,9 @@ impl FusionBuilder {
                 })
             })
             .collect::<Result<_, _>>()?;
+        if extents.iter().try_fold(1i64, |a, &e| a.checked_mul(e as i64)).is_none() {
+            return Err(IrError::def(what, format!("shape {shape:?} has more elements than a 64-bit index can count")));
+        }
         if contiguity.len() != rank {
             return Err(IrError::def(what, format!("contiguity has {} entries for shape {shape:?}", contiguity.len())));
         }

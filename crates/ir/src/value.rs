@@ -131,7 +131,13 @@ impl Serialize for Literal {
             Literal::Int(i) => LiteralRepr::Int(i),
             Literal::Float(x) if x.is_finite() => LiteralRepr::Float(FloatRepr::Num(x)),
             Literal::Float(x) => LiteralRepr::Float(FloatRepr::Text(
-                if x.is_nan() { "nan" } else if x > 0.0 { "inf" } else { "-inf" }.into(),
+                match (x.is_nan(), x.is_sign_negative()) {
+                    (true, false) => "nan",
+                    (true, true) => "-nan",
+                    (false, false) => "inf",
+                    (false, true) => "-inf",
+                }
+                .into(),
             )),
         };
         r.serialize(s)
@@ -146,6 +152,7 @@ impl<'de> Deserialize<'de> for Literal {
             LiteralRepr::Float(FloatRepr::Num(x)) => Literal::Float(x),
             LiteralRepr::Float(FloatRepr::Text(t)) => Literal::Float(match t.as_str() {
                 "nan" => f64::NAN,
+                "-nan" => -f64::NAN,
                 "inf" => f64::INFINITY,
                 "-inf" => f64::NEG_INFINITY,
                 other => {
@@ -306,7 +313,9 @@ impl Value {
     pub fn rank(&self) -> usize {
         self.shape.as_ref().map_or(0, |s| s.len())
     }
+    /// Element count; saturates instead of overflowing (the builder rejects
+    /// shapes that large, but a value built by hand may not be checked).
     pub fn numel(&self) -> usize {
-        self.shape.as_ref().map_or(1, |s| s.iter().product())
+        self.shape.as_ref().map_or(1, |s| s.iter().fold(1usize, |a, &e| a.saturating_mul(e)))
     }
 }
