@@ -49,9 +49,19 @@ pub struct Lowerer<'f> {
     pub held: HashMap<ValueId, Vec<Held>>,
     pub scalar_params: HashMap<ValueId, String>,
     pub lanes: Option<Lanes>,
-    vector_loads: HashMap<(ValueId, Ix), String>,
+    /// Wide loads done so far: (buffer, offset of lane 0, branch path) -> array.
+    vector_loads: HashMap<(ValueId, Ix, Vec<(ValueId, usize)>), String>,
     /// Scope depth at which vector loads are allowed (unconditional code).
     vector_depth: usize,
+    /// The lane-uniform branches (cat/pad value, branch) the code being
+    /// written is in: every lane of a thread takes the same branch there, so
+    /// a wide load in lane 0's branch serves the other lanes' same branch.
+    branch_path: Vec<(ValueId, usize)>,
+    /// Where declarations of such loads' arrays go: before the outermost
+    /// uniform branch, in unconditional code.
+    hoist_at: Option<usize>,
+    /// Non-uniform branches enclosing the current code (no wide loads there).
+    scopes_block_vectors: usize,
     pub idx_type: &'static str,
 }
 
@@ -73,6 +83,9 @@ impl<'f> Lowerer<'f> {
             lanes: None,
             vector_loads: HashMap::new(),
             vector_depth: 1,
+            branch_path: Vec::new(),
+            hoist_at: None,
+            scopes_block_vectors: 0,
             idx_type,
         }
     }
@@ -181,7 +194,7 @@ impl<'f> Lowerer<'f> {
     fn load(&mut self, v: ValueId, b: &Buffer, idx: &[Ix]) -> String {
         let off = Self::offset(b, idx);
         if let Some(l) = self.lanes.clone() {
-            if self.scopes.len() == self.vector_depth {
+            if self.scopes_block_vectors == 0 && self.scopes.len() == self.vector_depth + self.branch_path.len() {
                 if let Some(e) = self.vector_load(v, b, &off, &l) {
                     self.remember((v, idx.to_vec()), e.clone());
                     return e;
@@ -196,8 +209,9 @@ impl<'f> Lowerer<'f> {
     /// A load whose lanes read consecutive aligned elements becomes one wide
     /// load shared by every lane.
     fn vector_load(&mut self, v: ValueId, b: &Buffer, off: &Ix, l: &Lanes) -> Option<String> {
-        let size = b.dtype.size_bytes() * l.width;
-        if l.width < 2 || !(size == 4 || size == 8 || size == 16) || b.dtype == DType::Bool {
+        let elem = b.dtype.size_bytes();
+        let size = elem * l.width;
+        if l.width < 2 || !(size == 4 || size == 8 || size % 16 == 0) || b.dtype == DType::Bool {
             return None;
         }
         let (coef, rest) = off.linear_in(&l.var)?;
@@ -208,28 +222,85 @@ impl<'f> Lowerer<'f> {
         if !base.multiple_of(l.width as i64, &[]) {
             return None;
         }
-        let key = (v, base.clone());
+        let key = (v, base.clone(), self.branch_path.clone());
         let arr = match self.vector_loads.get(&key) {
             Some(a) => a.clone(),
             None => {
                 let a = self.fresh("w");
                 let st = ctype::storage(b.dtype);
-                let word = match size {
-                    4 => "unsigned int",
-                    8 => "uint2",
-                    _ => "uint4",
+                let (word, wbytes) = match size {
+                    4 => ("unsigned int", 4),
+                    8 => ("uint2", 8),
+                    _ => ("uint4", 16),
                 };
-                self.line(&format!("__align__(16) {st} {a}[{}];", l.width));
-                let at = Ix::var(l.var.clone()).add(base.clone());
-                self.line(&format!(
-                    "*reinterpret_cast<{word}*>({a}) = __ldg(reinterpret_cast<const {word}*>(&{}[{at}]));",
-                    b.param
-                ));
+                let decl = format!("__align__(16) {st} {a}[{}];", l.width);
+                match (self.branch_path.is_empty(), self.hoist_at) {
+                    (false, Some(at)) => {
+                        let pad = "    ".repeat(self.vector_depth);
+                        self.code.insert_str(at, &format!("{pad}{decl}\n"));
+                    }
+                    _ => self.line(&decl),
+                }
+                let per = wbytes / elem;
+                for c in 0..(size / wbytes) {
+                    let at = Ix::var(l.var.clone()).add(base.clone()).add(Ix::c((c * per) as i64));
+                    self.line(&format!(
+                        "*reinterpret_cast<{word}*>(&{a}[{}]) = __ldg(reinterpret_cast<const {word}*>(&{}[{at}]));",
+                        c * per,
+                        b.param
+                    ));
+                }
                 self.vector_loads.insert(key, a.clone());
                 a
             }
         };
         Some(ctype::from_storage(b.dtype, &format!("{arr}[{}]", l.lane)))
+    }
+
+    /// Whether comparing `i` with the constants `bounds` gives the same answer
+    /// for every lane of a thread: `i` is the lane index (a multiple of the
+    /// width plus the lane) and every bound is a multiple of the width.
+    fn lane_uniform(&self, i: &Ix, bounds: &[i64]) -> bool {
+        let Some(l) = &self.lanes else { return true };
+        if !i.uses(&l.var) {
+            return true;
+        }
+        let w = l.width as i64;
+        match i.linear_in(&l.var) {
+            Some((1, rest)) => rest.add(Ix::c(-(l.lane as i64))).multiple_of(w, &[]) && bounds.iter().all(|b| b % w == 0),
+            _ => false,
+        }
+    }
+
+    /// Opens branch `k` of the value `v`'s if-chain; in a lane-uniform chain,
+    /// loads inside may be wide.
+    fn open_branch(&mut self, header: &str, v: ValueId, k: usize, uniform: bool) {
+        if uniform && self.lanes.is_some() && self.scopes.len() == self.vector_depth + self.branch_path.len() {
+            self.open(header);
+            self.branch_path.push((v, k));
+        } else {
+            self.open(header);
+            self.branch_path.push((v, usize::MAX));
+            // A branch that is not uniform ends the wide loads below it.
+            self.scopes_block_vectors += 1;
+        }
+    }
+
+    fn close_branch(&mut self, s: &str) {
+        if self.branch_path.pop().is_some_and(|(_, k)| k == usize::MAX) {
+            self.scopes_block_vectors -= 1;
+        }
+        self.close(s);
+    }
+
+    /// Marks where hoisted array declarations go, if this is the outermost branch.
+    fn mark_hoist(&mut self) -> bool {
+        if self.branch_path.is_empty() && self.scopes.len() == self.vector_depth {
+            self.hoist_at = Some(self.code.len());
+            true
+        } else {
+            false
+        }
     }
 
     fn lower_op(&mut self, v: ValueId, op: &Op, out_index: usize, idx: &[Ix]) -> Result<String, CodegenError> {
@@ -467,12 +538,16 @@ impl<'f> Lowerer<'f> {
         if conds.is_empty() {
             return self.value_at(x, &j);
         }
+        let uniform = w.iter().enumerate().all(|(dim, &(before, _))| {
+            (w[dim] == (0, 0)) || self.lane_uniform(&idx[dim], &[before, before + xs[dim] as i64])
+        });
+        self.mark_hoist();
         let (name, _) = self.declare(v);
-        self.open(&format!("if ({}) {{", conds.join(" && ")));
+        self.open_branch(&format!("if ({}) {{", conds.join(" && ")), v, 0, uniform);
         let inner = self.value_at(x, &j)?;
         let inner = ctype::convert(f.value(x).dtype, d, &inner);
         self.line(&format!("{name} = {inner};"));
-        self.close("}");
+        self.close_branch("}");
         self.line(&format!("else {{ {name} = {pad_value}; }}"));
         self.remember((v, idx.to_vec()), name.clone());
         Ok(name)
@@ -500,6 +575,9 @@ impl<'f> Lowerer<'f> {
                 s = e;
             }
         }
+        let bounds: Vec<i64> = parts.iter().flat_map(|&(_, s, e)| [s, e]).collect();
+        let uniform = self.lane_uniform(&idx[dd], &bounds);
+        self.mark_hoist();
         let (name, _) = self.declare(v);
         for (k, &(src, s, e)) in parts.iter().enumerate() {
             let mut conds = Vec::new();
@@ -508,20 +586,20 @@ impl<'f> Lowerer<'f> {
             }
             conds.push(format!("{} < {e}", idx[dd]));
             let kw = if k == 0 { "if" } else { "else if" };
-            self.open(&format!("{kw} ({}) {{", conds.join(" && ")));
+            self.open_branch(&format!("{kw} ({}) {{", conds.join(" && ")), v, k, uniform);
             let mut j = idx.to_vec();
             j[dd] = idx[dd].clone().add(Ix::c(-s));
             let e = self.value_at(src, &j)?;
             let e = ctype::convert(f.value(src).dtype, d, &e);
             self.line(&format!("{name} = {e};"));
-            self.close("}");
+            self.close_branch("}");
         }
-        self.open("else {");
+        self.open_branch("else {", v, parts.len(), uniform);
         // Positions no input owns (a manual cat with gaps) read the first input, as the reference does.
         let first = self.value_at(xs[0], idx)?;
         let first = ctype::convert(f.value(xs[0]).dtype, d, &first);
         self.line(&format!("{name} = {first};"));
-        self.close("}");
+        self.close_branch("}");
         self.remember((v, idx.to_vec()), name.clone());
         Ok(name)
     }

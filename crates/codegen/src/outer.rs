@@ -148,9 +148,18 @@ out.push((
 }
 
 /// One kernel that combines the per-block partials `[splits, cols]` of
-/// several plain reductions over the same columns: 32 columns per block, 8
-/// threads down the partials of each, then a sum across those 8.
-pub fn combine_many(cx: &mut Context, name: &str, reds: &[(Reduction, usize)], splits: usize, cols: usize) -> Result<(String, Kernel), CodegenError> {
+/// several plain reductions over the same columns (32 columns per block, 32
+/// threads down the partials of each, then a sum across those), and writes
+/// the outputs that only need those results per column (`epilogue`, e.g. the
+/// cast of a weight gradient to bf16), so they need no kernel of their own.
+pub fn combine_many(
+    cx: &mut Context,
+    name: &str,
+    reds: &[(Reduction, usize)],
+    splits: usize,
+    cols: usize,
+    epilogue: &[(ValueId, usize)],
+) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
     let mut results = Vec::new();
     for (r, _) in reds {
@@ -159,19 +168,23 @@ pub fn combine_many(cx: &mut Context, name: &str, reds: &[(Reduction, usize)], s
         let t = cx.add_temp(d, cols, format!("result of {}", f.value(out).name));
         results.push(t);
     }
-    let (mut lw, params) = cx.lowerer();
+    let (mut lw, mut params) = cx.lowerer();
+    for &(v, pos) in epilogue {
+        params.push(crate::plan::KernelArg::Output(pos), format!("{}* __restrict__ out{pos}", ctype::storage(f.value(v).dtype)));
+    }
     let it = lw.idx_type;
     lw.line(&format!("const {it} c = ({it})blockIdx.x * 32 + threadIdx.x;"));
-    lw.line("const bool live = c < COLS;".replace("COLS", &cols.to_string()).as_str());
+    lw.line(&format!("const bool live = c < {cols};"));
     for (j, (r, partial)) in reds.iter().enumerate() {
         let acc = r.acc(f);
         let Kind::Plain(op) = &r.kind else { return Err(CodegenError::NoFit("combine_many takes plain reductions".into())) };
         let ty = ctype::reg(acc);
         let smem = format!("sm{j}");
-        lw.line(&format!("__shared__ {ty} {smem}[8][33];"));
+        lw.line(&format!("__shared__ {ty} {smem}[32][33];"));
         lw.line(&format!("{ty} a{j} = {};", reduction::init(op, acc)));
+        lw.line("#pragma unroll 4");
         lw.line(&format!(
-            "if (live) for (int p = threadIdx.y; p < {splits}; p += 8) {}",
+            "for (int p = threadIdx.y; p < {splits}; p += 32) if (live) {}",
             reduction::step(op, acc, &format!("a{j}"), &format!("tmp{partial}[({it})p * {cols} + c]"))
         ));
         lw.line(&format!("{smem}[threadIdx.y][threadIdx.x] = a{j};"));
@@ -181,29 +194,38 @@ pub fn combine_many(cx: &mut Context, name: &str, reds: &[(Reduction, usize)], s
     for (j, (r, _)) in reds.iter().enumerate() {
         let acc = r.acc(f);
         let Kind::Plain(op) = &r.kind else { unreachable!() };
-        for y in 1..8 {
-            lw.line(&reduction::step(op, acc, &format!("a{j}"), &format!("sm{j}[{y}][threadIdx.x]")));
-        }
-        let d = f.value(r.outputs[0]).dtype;
-        lw.line(&format!("tmp{}[c] = {};", results[j], ctype::to_storage(d, &ctype::convert(acc, d, &format!("a{j}")))));
+        lw.line(&format!("for (int y = 1; y < 32; ++y) {}", reduction::step(op, acc, &format!("a{j}"), &format!("sm{j}[y][threadIdx.x]"))));
+        let out = r.outputs[0];
+        let d = f.value(out).dtype;
+        let h = lw.fresh("h");
+        lw.line(&format!("const {} {h} = {};", ctype::reg(d), ctype::convert(acc, d, &format!("a{j}"))));
+        lw.line(&format!("tmp{}[c] = {};", results[j], ctype::to_storage(d, &h)));
+        let index = view::delinearize(Ix::var("c"), f.value(out).shape.as_deref().unwrap_or(&[]));
+        lw.hold(out, crate::lower::Held { expr: h, index });
+    }
+    for &(v, pos) in epilogue {
+        let idx = view::delinearize(Ix::var("c"), f.value(v).shape.as_deref().unwrap_or(&[]));
+        let e = lw.value_at(v, &idx)?;
+        lw.line(&format!("out{pos}[c] = {};", ctype::to_storage(f.value(v).dtype, &e)));
     }
     lw.close("}");
-    let src = format!("{} {{\n{}}}\n", signature(name, 256, &params), lw.code);
+    let src = format!("{} {{\n{}}}\n", signature(name, 1024, &params), lw.code);
     for ((r, _), &t) in reds.iter().zip(&results) {
         let out = r.outputs[0];
         let val = f.value(out);
         cx.stored.insert(out, Stored { temp: t, dtype: val.dtype, shape: val.shape.clone().unwrap() });
     }
     let names: Vec<String> = reds.iter().map(|(r, _)| f.value(r.outputs[0]).name.clone()).collect();
+    let epi: Vec<String> = epilogue.iter().map(|&(v, _)| f.value(v).name.clone()).collect();
     Ok((
         src,
         Kernel {
             name: name.into(),
             schedule: Schedule::OuterCombine,
             grid: [cols.div_ceil(32) as u32, 1, 1],
-            block: [32, 8, 1],
+            block: [32, 32, 1],
             args: params.args,
-            summary: format!("combines {splits} partials of {} over {cols} columns", names.join(", ")),
+            summary: format!("combines {splits} partials of {} over {cols} columns; writes [{}]", names.join(", "), epi.join(", ")),
         },
     ))
 }

@@ -293,7 +293,21 @@ fn try_plan(
             Err(e) => return Err((e, None)),
         }
         if !outer.is_empty() {
-            kernels.push(outer::combine_many(&mut cx, &format!("{}_c", rw.name), &outer, row_blocks, rw.cols).map_err(|e| (e, None))?);
+            // Pointwise groups with one element per column that read only
+            // these sums (and inputs) are written by the combine kernel.
+            let mut epilogue = Vec::new();
+            pointwise_groups.retain(|&gi| {
+                let (shape, outs) = &groups[gi];
+                let reads = direct(f, outs.iter().map(|o| o.0), all_reds);
+                let fits = shape.iter().product::<usize>() == rw.cols && !reads.is_empty() && reads.iter().all(|r| rw.outer.contains(r));
+                if fits {
+                    epilogue.extend(outs.iter().copied());
+                }
+                !fits
+            });
+            kernels.push(
+                outer::combine_many(&mut cx, &format!("{}_c", rw.name), &outer, row_blocks, rw.cols, &epilogue).map_err(|e| (e, None))?,
+            );
         }
     }
     for nm in &loop_norms {
