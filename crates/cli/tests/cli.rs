@@ -1,0 +1,132 @@
+//! The `fusebench` command as a user runs it: exit codes, messages, JSON.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fusebench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fusebench"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .output()
+        .expect("fusebench runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn fixture(name: &str) -> String {
+    format!("crates/cli/tests/fixtures/{name}")
+}
+
+fn shared_corpus() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    p.is_dir().then_some(p)
+}
+
+#[test]
+fn check_examples_is_ok() {
+    let o = fusebench(&["check", "examples/"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("4 fusions: 4 ok, 0 failed"), "{t}");
+    assert!(t.contains("abs-max") && t.contains("legacy syntax") && t.contains("direct syntax"), "{t}");
+}
+
+#[test]
+fn check_json_reports_every_output() {
+    let o = fusebench(&["check", "--json", "examples/seed_rmsnorm_legacy.py"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    let r = &v["reports"][0];
+    assert_eq!(r["ok"], true);
+    assert_eq!(r["ops"], 14);
+    assert_eq!(r["outputs"].as_array().unwrap().len(), 2);
+    assert_eq!(r["outputs"][1]["shape"], serde_json::json!([4, 1024, 4096]));
+    assert_eq!(r["outputs"][1]["nan"], 0);
+    assert!(r["outputs"][1]["abs_max"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn a_missing_file_is_a_usage_error() {
+    let o = fusebench(&["check", "no/such/file.py"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("no/such/file.py: no such file or directory"), "{}", text(&o));
+    let o = fusebench(&["check", "--frobnicate", "examples/"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn an_unknown_op_fails_with_its_location_and_what_is_supported() {
+    let o = fusebench(&["check", &fixture("unknown_op.py")]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("unknown_op.py:5:"), "{t}");
+    assert!(t.contains("softplus"), "{t}");
+    assert!(t.contains("supported") && t.contains("index_select"), "{t}");
+}
+
+#[test]
+fn zero_dim_tensors_run() {
+    let o = fusebench(&["check", &fixture("zero_dim.py")]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("[]"), "{t}");
+}
+
+#[test]
+fn invalid_gather_indices_of_a_script_are_reported() {
+    let Some(corpus) = shared_corpus() else {
+        eprintln!("skipped: ../shared/corpus not found");
+        return;
+    };
+    let f = corpus.join("000_Llama-3.2-1B_fw_nvFusion0.py");
+    let o = fusebench(&["check", f.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("would give invalid indices"), "{t}");
+    assert!(t.contains("[0, 128256)"), "{t}");
+}
+
+#[test]
+fn printed_scripts_and_json_read_back() {
+    let dir = std::env::temp_dir().join(format!("fusebench-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (args, name) in [(vec!["print"], "again.py"), (vec!["print", "--json"], "again.json"), (vec!["print", "--syntax", "direct"], "direct.py")] {
+        let mut a = args.clone();
+        a.push("examples/seed_rmsnorm_legacy.py");
+        let o = fusebench(&a);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let path = dir.join(name);
+        std::fs::write(&path, &o.stdout).unwrap();
+        let c = fusebench(&["check", "--json", path.to_str().unwrap()]);
+        let v: serde_json::Value = serde_json::from_slice(&c.stdout).expect("valid JSON");
+        assert_eq!(v["reports"][0]["ok"], true, "{name}: {}", text(&c));
+        assert_eq!(v["reports"][0]["ops"], 14, "{name}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn gpu_commands_say_clearly_when_there_is_no_gpu() {
+    if fusebench_runtime::probe().is_ok() {
+        eprintln!("skipped: a GPU is present");
+        return;
+    }
+    for args in [vec!["check", "--device", "gpu", "examples/"], vec!["bench", "examples/"]] {
+        let o = fusebench(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert!(t.contains("no GPU") || t.contains("needs a GPU"), "{t}");
+        assert!(!t.contains("panicked"), "{t}");
+    }
+}
+
+#[test]
+fn emit_plans_without_a_gpu() {
+    let o = fusebench(&["emit", "--cuda", "examples/seed_rmsnorm_legacy.py"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("extern \"C\" __global__"), "{t}");
+    assert!(t.contains("grid"), "{t}");
+}
