@@ -31,6 +31,8 @@ pub fn apply(f: &Fusion, node: usize, strides: &[i64], offset: i64) -> Option<(V
             }
             (out, offset)
         }
+        // A cast to the dtype a value already has moves nothing.
+        Op::Cast { x, dtype } if f.value(*x).dtype == *dtype => (strides.to_vec(), offset),
         Op::Expand { shape, .. } => (
             xs.iter().zip(shape).zip(strides).map(|((&e, &w), &s)| if e == 1 && w != 1 { 0 } else { s }).collect(),
             offset,
@@ -71,6 +73,10 @@ pub fn view_chain(f: &Fusion, v: ValueId, stop: impl Fn(ValueId) -> bool) -> (Ve
             | Op::BroadcastInDim { x, .. }
             | Op::Expand { x, .. }
             | Op::Reshape { x, .. } => {
+                chain.push(node);
+                cur = *x;
+            }
+            Op::Cast { x, dtype } if f.value(*x).dtype == *dtype => {
                 chain.push(node);
                 cur = *x;
             }

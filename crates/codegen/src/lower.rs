@@ -469,29 +469,30 @@ impl<'f> Lowerer<'f> {
         self.line(&format!("{} {a} = {};", ctype::reg(acc), reduction::init(&combine, acc)));
         let red_shape: Vec<usize> = rd.iter().map(|&dd| xs[dd]).collect();
         let count: usize = red_shape.iter().product();
-        let r = self.fresh("r");
-        self.open(&format!("for (int {r} = 0; {r} < {count}; ++{r}) {{"));
-        let red_idx = view::delinearize(Ix::var(r.clone()), &red_shape);
+        // Unrolled in the source (count is at most INLINE_MAX), so the loads
+        // stay in straight-line code where they can be wide.
         let keep = idx.len() == xs.len();
-        let mut kept = idx.iter();
-        let mut ri = red_idx.into_iter();
-        let j: Vec<Ix> = (0..xs.len())
-            .map(|dd| {
-                if rd.contains(&dd) {
-                    if keep {
-                        kept.next();
+        for r in 0..count {
+            let red_idx = view::delinearize(Ix::c(r as i64), &red_shape);
+            let mut kept = idx.iter();
+            let mut ri = red_idx.into_iter();
+            let j: Vec<Ix> = (0..xs.len())
+                .map(|dd| {
+                    if rd.contains(&dd) {
+                        if keep {
+                            kept.next();
+                        }
+                        ri.next().unwrap()
+                    } else {
+                        kept.next().unwrap().clone()
                     }
-                    ri.next().unwrap()
-                } else {
-                    kept.next().unwrap().clone()
-                }
-            })
-            .collect();
-        let xv = self.value_at(x, &j)?;
-        let xv = ctype::convert(f.value(x).dtype, d, &xv);
-        let xv = ctype::convert(d, acc, &xv);
-        self.line(&reduction::step(&combine, acc, &a, &xv));
-        self.close("}");
+                })
+                .collect();
+            let xv = self.value_at(x, &j)?;
+            let xv = ctype::convert(f.value(x).dtype, d, &xv);
+            let xv = ctype::convert(d, acc, &xv);
+            self.line(&reduction::step(&combine, acc, &a, &xv));
+        }
         Ok(self.bind(v, idx, ctype::convert(acc, d, &a)))
     }
 

@@ -261,7 +261,8 @@ fn try_plan(
         let row_blocks = if rw.outer.is_empty() {
             0
         } else if rw.inner.is_empty() {
-            rw.rows.min(((dev.sm_count * 8) as usize / tiles).max(1))
+            // Each block walks at least 8 rows, so the partials stay small.
+            (rw.rows / 8).max(1).min(((dev.sm_count * 8) as usize / tiles).max(1))
         } else {
             rw.rows.min(((dev.sm_count * dev.row_blocks_per_sm) as usize / tiles).max(1))
         };
