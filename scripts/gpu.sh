@@ -2,6 +2,7 @@
 # Builds, checks and times on a GPU machine in one call.
 #   here:  scripts/gpu.sh stage        (release build + copy of ../shared into .gpu/, both git-ignored)
 #   there: scripts/gpu.sh run [ARGS]   (what the device runs; writes logs to $OUT when set)
+#          scripts/gpu.sh peer [ARGS]  (nvFuser and fusebench side by side; carry .peer too)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,8 +32,23 @@ run)
     echo "== bench corpus (cold L2)"
     $bin bench $shared/corpus "$@" 2>"$out/bench-stderr.txt" | tee "$out/bench.txt"
     ;;
+peer)
+    # nvFuser and fusebench side by side in one run: needs .peer (../shared/tools/nvfuser-peer/prepare.sh .peer) carried too.
+    shift || true
+    mkdir -p "$out"
+    echo "== compile: first run, then cached"
+    rm -rf "${XDG_CACHE_HOME:-$HOME/.cache}/fusebench"
+    for i in 1 2; do
+        $bin check --device gpu --json $shared/corpus >"$out/check-$i.json" 2>/dev/null
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['reports']; c=[x['gpu']['compile_ms'] for x in r]; h=sum(x['gpu']['from_cache'] for x in r); print(f'run $i: compile ms min {min(c):.1f} median {sorted(c)[len(c)//2]:.1f} max {max(c):.1f}; {h} of {len(c)} from cache')" "$out/check-$i.json"
+    done
+    source .peer/activate.sh
+    python3 bench/nvfuser_peer.py $shared/corpus "$@" --out "$out/nvfuser.json" 2>"$out/peer-stderr.txt"
+    tail -3 "$out/peer-stderr.txt"
+    $bin bench $shared/corpus --nvfuser "$out/nvfuser.json" "$@" 2>"$out/bench-stderr.txt" | tee "$out/bench-side-by-side.txt"
+    ;;
 *)
-    echo "usage: scripts/gpu.sh stage|run [bench args]" >&2
+    echo "usage: scripts/gpu.sh stage|run|peer [bench args]" >&2
     exit 2
     ;;
 esac

@@ -26,6 +26,10 @@ pub struct Args {
     /// Also print each kernel: time, launch shape, registers and spills.
     #[arg(long)]
     kernels: bool,
+    /// nvFuser's times from this JSON (written by bench/nvfuser_peer.py in the same run) instead of
+    /// an index.json beside the scripts.
+    #[arg(long)]
+    nvfuser: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -55,13 +59,20 @@ struct Row {
     method: String,
 }
 
-/// nvFuser's cold time per file name, from an `index.json` beside the scripts.
-fn nvfuser_times(paths: &[PathBuf]) -> HashMap<String, f64> {
+/// nvFuser's cold time per file name, from `given` or else an `index.json` beside the scripts.
+fn nvfuser_times(paths: &[PathBuf], given: Option<&Path>) -> HashMap<String, f64> {
     let mut out = HashMap::new();
-    let dirs: std::collections::BTreeSet<PathBuf> =
-        paths.iter().filter_map(|p| p.parent().map(Path::to_path_buf)).collect();
-    for d in dirs {
-        let Ok(text) = std::fs::read_to_string(d.join("index.json")) else { continue };
+    let files: Vec<PathBuf> = match given {
+        Some(g) => vec![g.to_path_buf()],
+        None => paths
+            .iter()
+            .filter_map(|p| p.parent().map(|d| d.join("index.json")))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+    };
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
         let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
         for f in v["fusions"].as_array().into_iter().flatten() {
             if let (Some(name), Some(t)) = (f["file"].as_str(), f["nvfuser_cold_us"].as_f64()) {
@@ -103,7 +114,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(exit::USAGE));
         }
     };
-    let nvf = nvfuser_times(&paths);
+    let nvf = nvfuser_times(&paths, a.nvfuser.as_deref());
     let info = engine.gpu.info().clone();
     let mut rows = Vec::new();
     let mut failed = 0;

@@ -74,7 +74,19 @@ fn unroll(spec: &Spec) -> usize {
     [2, 1].into_iter().find(|&u| spec.rows % u == 0 && spec.rows / u >= spec.row_blocks).unwrap_or(1)
 }
 
+/// Kernel source lines above which unrolling rows costs more compile time
+/// (NVRTC grows faster than linearly with straight-line code) than it gains.
+const UNROLLED_LINES_MAX: usize = 1500;
+
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
+    let first = build_unrolled(cx, name, spec, unroll(spec))?;
+    if first.0.lines().count() > UNROLLED_LINES_MAX && unroll(spec) > 1 {
+        return build_unrolled(cx, name, spec, 1);
+    }
+    Ok(first)
+}
+
+fn build_unrolled(cx: &Context, name: &str, spec: &Spec, u_rows: usize) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
     let w = spec.width;
     let whole_row = !spec.inner.is_empty() || !spec.per_row.is_empty();
@@ -100,7 +112,6 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         first[i] = deps.iter().map(|&d| first[d] + reds[d].passes()).max().unwrap_or(0);
     }
     let passes = (0..reds.len()).map(|i| first[i] + reds[i].passes()).max().unwrap_or(0);
-    let u_rows = unroll(spec);
     let row_blocks = if spec.row_blocks == 0 { spec.rows / u_rows } else { spec.row_blocks };
     if !reds.is_empty() {
         lw.line("__shared__ float fb_sf[32];");
