@@ -19,12 +19,16 @@ pub struct Device {
     /// Row blocks per multiprocessor for kernels that also sum over rows:
     /// more blocks hide more latency but write more partial sums.
     pub row_blocks_per_sm: u32,
+    /// Blocks per multiprocessor for normalizations without sums over rows;
+    /// 0 gives every pair of rows its own block. Fewer, longer-lived blocks
+    /// overlap one row's stores with the next row's loads.
+    pub norm_blocks_per_sm: u32,
 }
 
 impl Default for Device {
     /// An H200's count, for planning without a device at hand.
     fn default() -> Self {
-        Device { sm_count: 132, row_blocks_per_sm: 2 }
+        Device { sm_count: 132, row_blocks_per_sm: 2, norm_blocks_per_sm: 0 }
     }
 }
 
@@ -259,7 +263,11 @@ fn try_plan(
         // Without sums over rows, each block takes a few rows and leaves; with
         // them, a fixed number of blocks walk all rows (fewer partials).
         let row_blocks = if rw.outer.is_empty() {
-            0
+            if dev.norm_blocks_per_sm == 0 {
+                0
+            } else {
+                (rw.rows / 2).max(1).min((dev.sm_count * dev.norm_blocks_per_sm) as usize)
+            }
         } else if rw.inner.is_empty() {
             // Each block walks at least 8 rows, so the partials stay small.
             (rw.rows / 8).max(1).min(((dev.sm_count * 8) as usize / tiles).max(1))

@@ -25,7 +25,8 @@ impl Engine {
     pub fn device(&self) -> Device {
         // The environment variable is for tuning experiments; the default is the measured choice.
         let row_blocks_per_sm = std::env::var("FUSEBENCH_ROW_BLOCKS_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(Device::default().row_blocks_per_sm);
-        Device { sm_count: self.gpu.info().sm_count, row_blocks_per_sm }
+        let norm_blocks_per_sm = std::env::var("FUSEBENCH_NORM_BLOCKS_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(Device::default().norm_blocks_per_sm);
+        Device { sm_count: self.gpu.info().sm_count, row_blocks_per_sm, norm_blocks_per_sm }
     }
 
     /// Plans, compiles, uploads inputs and allocates outputs.
