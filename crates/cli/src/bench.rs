@@ -72,8 +72,12 @@ fn nvfuser_times(paths: &[PathBuf], given: Option<&Path>) -> HashMap<String, f64
             .collect(),
     };
     for file in files {
-        let Ok(text) = std::fs::read_to_string(&file) else { continue };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
         for f in v["fusions"].as_array().into_iter().flatten() {
             if let (Some(name), Some(t)) = (f["file"].as_str(), f["nvfuser_cold_us"].as_f64()) {
                 out.insert(name.to_string(), t);
@@ -90,7 +94,13 @@ fn bytes_moved(f: &fusebench_ir::Fusion, inputs: &[Arg], plan: &fusebench_codege
         .iter()
         .map(|a| match a {
             Arg::Tensor(t) => {
-                t.shape().iter().zip(t.strides()).filter(|(_, &s)| s != 0).map(|(&e, _)| e).product::<usize>() * t.dtype().size_bytes()
+                t.shape()
+                    .iter()
+                    .zip(t.strides())
+                    .filter(|(_, &s)| s != 0)
+                    .map(|(&e, _)| e)
+                    .product::<usize>()
+                    * t.dtype().size_bytes()
             }
             Arg::Scalar(_) => 0,
         })
@@ -126,7 +136,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             let t = prep.time_cold(3, a.samples)?;
             let bytes = bytes_moved(&f, &g.inputs, &prep.plan);
             let copy_us = copy_ceiling(&engine.gpu, bytes, 10)?;
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let nv = nvf.get(&name).copied();
             Ok(Row {
                 file: name,
@@ -171,11 +184,24 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "gpu": info, "rows": rows }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "gpu": info, "rows": rows }))?
+        );
     } else {
         let mut t = Table::new();
         t.load_preset(UTF8_BORDERS_ONLY);
-        t.set_header(vec!["fusion", "kernels", "ours us", "nvFuser us", "nvF/ours", "MB", "GB/s", "copy us", "% of copy"]);
+        t.set_header(vec![
+            "fusion",
+            "kernels",
+            "ours us",
+            "nvFuser us",
+            "nvF/ours",
+            "MB",
+            "GB/s",
+            "copy us",
+            "% of copy",
+        ]);
         for r in &rows {
             t.add_row(vec![
                 r.file.clone(),
@@ -189,7 +215,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 format!("{:.0}%", r.pct_of_copy),
             ]);
         }
-        println!("{} ({}, {} SMs, L2 {} MiB), cold L2, median of {} samples", info.name, info.arch, info.sm_count, info.l2_cache_bytes >> 20, a.samples);
+        println!(
+            "{} ({}, {} SMs, L2 {} MiB), cold L2, median of {} samples",
+            info.name,
+            info.arch,
+            info.sm_count,
+            info.l2_cache_bytes >> 20,
+            a.samples
+        );
         println!("{t}");
         if a.kernels {
             for r in &rows {
@@ -206,8 +239,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         if !sp.is_empty() {
             let geo = (sp.iter().map(|x| x.ln()).sum::<f64>() / sp.len() as f64).exp();
             let worst = sp.iter().cloned().fold(f64::INFINITY, f64::min);
-            println!("geometric mean of nvFuser/ours over {} fusions: {geo:.3}; lowest {worst:.3}", sp.len());
+            println!(
+                "geometric mean of nvFuser/ours over {} fusions: {geo:.3}; lowest {worst:.3}",
+                sp.len()
+            );
         }
     }
-    Ok(ExitCode::from(if failed == 0 { exit::OK } else { exit::FAILED }))
+    Ok(ExitCode::from(if failed == 0 {
+        exit::OK
+    } else {
+        exit::FAILED
+    }))
 }

@@ -106,20 +106,34 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         },
     };
     if engine.is_some() && !a.json {
-        for d in [fusebench_ir::DType::BFloat16, fusebench_ir::DType::Half, fusebench_ir::DType::Float, fusebench_ir::DType::Double, fusebench_ir::DType::Int] {
-            println!("tolerance {}", fusebench_reference::compare::Tolerance::describe(d));
+        for d in [
+            fusebench_ir::DType::BFloat16,
+            fusebench_ir::DType::Half,
+            fusebench_ir::DType::Float,
+            fusebench_ir::DType::Double,
+            fusebench_ir::DType::Int,
+        ] {
+            println!(
+                "tolerance {}",
+                fusebench_reference::compare::Tolerance::describe(d)
+            );
         }
         println!();
     }
     let mut reports = Vec::new();
     for p in &paths {
         // A bug in fusebench must not hide the results of the other fusions.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_one(p, a.seed, a.strict, engine.as_ref())))
-            .unwrap_or_else(|e| Report {
-                file: p.display().to_string(),
-                error: Some(format!("internal error (a bug in fusebench, please report it): {}", crate::panic_message(&e))),
-                ..Default::default()
-            });
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check_one(p, a.seed, a.strict, engine.as_ref())
+        }))
+        .unwrap_or_else(|e| Report {
+            file: p.display().to_string(),
+            error: Some(format!(
+                "internal error (a bug in fusebench, please report it): {}",
+                crate::panic_message(&e)
+            )),
+            ..Default::default()
+        });
         if !a.json {
             print_report(&r);
         }
@@ -132,7 +146,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         fusions: reports.len(),
         ok: reports.len() - failed,
         failed,
-        total_cpu_ms: reports.iter().map(|r| r.parse_ms + r.inputs_ms + r.cpu_ms).sum(),
+        total_cpu_ms: reports
+            .iter()
+            .map(|r| r.parse_ms + r.inputs_ms + r.cpu_ms)
+            .sum(),
         reports,
     };
     if a.json {
@@ -146,15 +163,27 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             summary.total_cpu_ms / 1e3
         );
     }
-    Ok(ExitCode::from(if failed == 0 { exit::OK } else { exit::FAILED }))
+    Ok(ExitCode::from(if failed == 0 {
+        exit::OK
+    } else {
+        exit::FAILED
+    }))
 }
 
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
-fn check_one(path: &Path, seed: u64, strict: bool, engine: Option<&fusebench_engine::Engine>) -> Report {
-    let mut r = Report { file: path.display().to_string(), ..Default::default() };
+fn check_one(
+    path: &Path,
+    seed: u64,
+    strict: bool,
+    engine: Option<&fusebench_engine::Engine>,
+) -> Report {
+    let mut r = Report {
+        file: path.display().to_string(),
+        ..Default::default()
+    };
     let t = Instant::now();
     let f = match files::load(path) {
         Ok(f) => f,
@@ -167,7 +196,10 @@ fn check_one(path: &Path, seed: u64, strict: bool, engine: Option<&fusebench_eng
     r.syntax = Some(f.script.syntax);
     r.ops = f.op_count();
     if let Some(rec) = &f.recipe {
-        r.input_issues = check_recipes(&f, rec).into_iter().map(|i| i.message).collect();
+        r.input_issues = check_recipes(&f, rec)
+            .into_iter()
+            .map(|i| i.message)
+            .collect();
     }
     let t = Instant::now();
     let generated = match fusebench_reference::generate_inputs(&f, seed) {
@@ -206,7 +238,8 @@ fn check_one(path: &Path, seed: u64, strict: bool, engine: Option<&fusebench_eng
                 .collect();
             r.ok = !(strict && !r.input_issues.is_empty());
             if !r.ok {
-                r.error = Some("the script's inputs disagree with its definition (--strict)".into());
+                r.error =
+                    Some("the script's inputs disagree with its definition (--strict)".into());
             }
             if let Some(engine) = engine {
                 match crate::gpu::check(engine, &f, &generated.inputs, &outs) {
@@ -242,9 +275,12 @@ fn input_infos(f: &Fusion, args: &[fusebench_reference::Arg]) -> Vec<TensorInfo>
                     shape: t.shape().to_vec(),
                     strides: Some(t.strides().to_vec()),
                 },
-                fusebench_reference::Arg::Scalar(_) => {
-                    TensorInfo { name: val.name.clone(), dtype: val.dtype.torch_name().into(), shape: vec![], strides: None }
-                }
+                fusebench_reference::Arg::Scalar(_) => TensorInfo {
+                    name: val.name.clone(),
+                    dtype: val.dtype.torch_name().into(),
+                    shape: vec![],
+                    strides: None,
+                },
             }
         })
         .collect()
@@ -257,7 +293,10 @@ fn print_report(r: &Report) {
         Some(fusebench_ir::Syntax::Direct) => "direct syntax",
         None => "not parsed",
     };
-    println!("== {}  {status}  ({syntax}, {} ops, inputs {:.1} ms, CPU {:.1} ms)", r.file, r.ops, r.inputs_ms, r.cpu_ms);
+    println!(
+        "== {}  {status}  ({syntax}, {} ops, inputs {:.1} ms, CPU {:.1} ms)",
+        r.file, r.ops, r.inputs_ms, r.cpu_ms
+    );
     if let Some(e) = &r.error {
         for line in e.lines() {
             println!("   {line}");
@@ -272,7 +311,9 @@ fn print_report(r: &Report) {
                 i.name.clone(),
                 i.dtype.clone(),
                 format!("{:?}", i.shape),
-                i.strides.as_ref().map_or("scalar".into(), |s| format!("{s:?}")),
+                i.strides
+                    .as_ref()
+                    .map_or("scalar".into(), |s| format!("{s:?}")),
             ]);
         }
         println!("{t}");
@@ -280,7 +321,9 @@ fn print_report(r: &Report) {
     if !r.outputs.is_empty() {
         let mut t = Table::new();
         t.load_preset(NOTHING);
-        t.set_header(vec!["output", "dtype", "shape", "mean", "abs-max", "NaN", "Inf"]);
+        t.set_header(vec![
+            "output", "dtype", "shape", "mean", "abs-max", "NaN", "Inf",
+        ]);
         for o in &r.outputs {
             t.add_row(vec![
                 o.tensor.name.clone(),
@@ -300,7 +343,11 @@ fn print_report(r: &Report) {
             g.kernels,
             g.compile_ms,
             if g.from_cache { " (cached)" } else { "" },
-            if g.ok { "every output matches the CPU reference" } else { "MISMATCH" }
+            if g.ok {
+                "every output matches the CPU reference"
+            } else {
+                "MISMATCH"
+            }
         );
         for (o, c) in r.outputs.iter().zip(&g.outputs) {
             let status = if c.ok { "ok" } else { "MISMATCH" };

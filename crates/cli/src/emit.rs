@@ -30,7 +30,9 @@ pub fn layouts(f: &fusebench_ir::Fusion) -> Vec<Option<(Vec<i64>, i64)>> {
                 return r.strides().map(|s| (s, 0));
             }
             match &f.value(v).def {
-                fusebench_ir::ValueDef::TensorInput(d) => Some((d.dense_strides(f.value(v).shape.as_ref().unwrap()), 0)),
+                fusebench_ir::ValueDef::TensorInput(d) => {
+                    Some((d.dense_strides(f.value(v).shape.as_ref().unwrap()), 0))
+                }
                 _ => None,
             }
         })
@@ -39,21 +41,36 @@ pub fn layouts(f: &fusebench_ir::Fusion) -> Vec<Option<(Vec<i64>, i64)>> {
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let f = files::load(&a.file)?;
-    let plan = fusebench_codegen::plan(&f, &layouts(&f), fusebench_codegen::Device { sm_count: a.sms, ..Default::default() })?;
+    let plan = fusebench_codegen::plan(
+        &f,
+        &layouts(&f),
+        fusebench_codegen::Device {
+            sm_count: a.sms,
+            ..Default::default()
+        },
+    )?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(ExitCode::SUCCESS);
     }
     println!("{}: {} kernels", a.file.display(), plan.kernels.len());
     for k in &plan.kernels {
-        println!("  {}  grid {:?} block {:?}  {:?}", k.name, k.grid, k.block, k.schedule);
+        println!(
+            "  {}  grid {:?} block {:?}  {:?}",
+            k.name, k.grid, k.block, k.schedule
+        );
         println!("      {}", k.summary);
     }
     for (i, o) in plan.outputs.iter().enumerate() {
         let name = &f.value(f.outputs[i]).name;
         match &o.source {
-            fusebench_codegen::OutputSource::Written => println!("  output {i} ({name}) {:?} {}: written", o.shape, o.dtype),
-            other => println!("  output {i} ({name}) {:?} {}: {:?}", o.shape, o.dtype, other),
+            fusebench_codegen::OutputSource::Written => {
+                println!("  output {i} ({name}) {:?} {}: written", o.shape, o.dtype)
+            }
+            other => println!(
+                "  output {i} ({name}) {:?} {}: {:?}",
+                o.shape, o.dtype, other
+            ),
         }
     }
     for (i, t) in plan.temps.iter().enumerate() {

@@ -15,7 +15,12 @@ pub struct GpuCheck {
 }
 
 /// Runs `f` on the GPU (outputs poisoned first) and compares every output with `cpu`.
-pub fn check(engine: &Engine, f: &Fusion, inputs: &[Arg], cpu: &[Tensor]) -> anyhow::Result<GpuCheck> {
+pub fn check(
+    engine: &Engine,
+    f: &Fusion,
+    inputs: &[Arg],
+    cpu: &[Tensor],
+) -> anyhow::Result<GpuCheck> {
     let p = engine.prepare(f, inputs)?;
     p.run()?;
     let outs = p.outputs(f, inputs)?;

@@ -12,7 +12,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "fusebench", version, about = "How fast is this fused kernel, really?")]
+#[command(
+    name = "fusebench",
+    version,
+    about = "How fast is this fused kernel, really?"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -63,5 +67,8 @@ pub(crate) fn paths_arg(p: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 
 /// The message of a caught panic.
 pub(crate) fn panic_message(e: &Box<dyn std::any::Any + Send>) -> String {
-    e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "unknown panic".into())
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
 }

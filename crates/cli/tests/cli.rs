@@ -12,7 +12,11 @@ fn fusebench(args: &[&str]) -> Output {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 fn fixture(name: &str) -> String {
@@ -30,7 +34,10 @@ fn check_examples_is_ok() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(t.contains("4 fusions: 4 ok, 0 failed"), "{t}");
-    assert!(t.contains("abs-max") && t.contains("legacy syntax") && t.contains("direct syntax"), "{t}");
+    assert!(
+        t.contains("abs-max") && t.contains("legacy syntax") && t.contains("direct syntax"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -51,7 +58,11 @@ fn check_json_reports_every_output() {
 fn a_missing_file_is_a_usage_error() {
     let o = fusebench(&["check", "no/such/file.py"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("no/such/file.py: no such file or directory"), "{}", text(&o));
+    assert!(
+        text(&o).contains("no/such/file.py: no such file or directory"),
+        "{}",
+        text(&o)
+    );
     let o = fusebench(&["check", "--frobnicate", "examples/"]);
     assert_eq!(o.status.code(), Some(2));
 }
@@ -92,7 +103,11 @@ fn invalid_gather_indices_of_a_script_are_reported() {
 fn printed_scripts_and_json_read_back() {
     let dir = std::env::temp_dir().join(format!("fusebench-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (args, name) in [(vec!["print"], "again.py"), (vec!["print", "--json"], "again.json"), (vec!["print", "--syntax", "direct"], "direct.py")] {
+    for (args, name) in [
+        (vec!["print"], "again.py"),
+        (vec!["print", "--json"], "again.json"),
+        (vec!["print", "--syntax", "direct"], "direct.py"),
+    ] {
         let mut a = args.clone();
         a.push("examples/seed_rmsnorm_legacy.py");
         let o = fusebench(&a);
@@ -113,7 +128,10 @@ fn gpu_commands_say_clearly_when_there_is_no_gpu() {
         eprintln!("skipped: a GPU is present");
         return;
     }
-    for args in [vec!["check", "--device", "gpu", "examples/"], vec!["bench", "examples/"]] {
+    for args in [
+        vec!["check", "--device", "gpu", "examples/"],
+        vec!["bench", "examples/"],
+    ] {
         let o = fusebench(&args);
         let t = text(&o);
         assert_eq!(o.status.code(), Some(2), "{t}");

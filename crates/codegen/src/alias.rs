@@ -13,17 +13,40 @@ pub fn apply(f: &Fusion, node: usize, strides: &[i64], offset: i64) -> Option<(V
     Some(match op {
         Op::Permute { dims, .. } => {
             let n = xs.len();
-            (dims.iter().map(|&d| infer::norm_dim("permute", d, n).ok().map(|d| strides[d])).collect::<Option<Vec<_>>>()?, offset)
+            (
+                dims.iter()
+                    .map(|&d| infer::norm_dim("permute", d, n).ok().map(|d| strides[d]))
+                    .collect::<Option<Vec<_>>>()?,
+                offset,
+            )
         }
         Op::Squeeze { dims, .. } => {
             let sq = infer::norm_dims("squeeze", dims, xs.len()).ok()?;
-            ((0..xs.len()).filter(|d| !sq.contains(d)).map(|d| strides[d]).collect(), offset)
+            (
+                (0..xs.len())
+                    .filter(|d| !sq.contains(d))
+                    .map(|d| strides[d])
+                    .collect(),
+                offset,
+            )
         }
-        Op::Broadcast { is_broadcast_dim, .. } => {
+        Op::Broadcast {
+            is_broadcast_dim, ..
+        } => {
             let mut it = strides.iter();
-            (is_broadcast_dim.iter().map(|&b| if b { 0 } else { *it.next().unwrap() }).collect(), offset)
+            (
+                is_broadcast_dim
+                    .iter()
+                    .map(|&b| if b { 0 } else { *it.next().unwrap() })
+                    .collect(),
+                offset,
+            )
         }
-        Op::BroadcastInDim { shape, broadcast_dims, .. } => {
+        Op::BroadcastInDim {
+            shape,
+            broadcast_dims,
+            ..
+        } => {
             let mut out = vec![0i64; shape.len()];
             for (i, &bd) in broadcast_dims.iter().enumerate() {
                 let od = infer::norm_dim("broadcast_in_dim", bd, shape.len()).ok()?;
@@ -34,7 +57,11 @@ pub fn apply(f: &Fusion, node: usize, strides: &[i64], offset: i64) -> Option<(V
         // A cast to the dtype a value already has moves nothing.
         Op::Cast { x, dtype } if f.value(*x).dtype == *dtype => (strides.to_vec(), offset),
         Op::Expand { shape, .. } => (
-            xs.iter().zip(shape).zip(strides).map(|((&e, &w), &s)| if e == 1 && w != 1 { 0 } else { s }).collect(),
+            xs.iter()
+                .zip(shape)
+                .zip(strides)
+                .map(|((&e, &w), &s)| if e == 1 && w != 1 { 0 } else { s })
+                .collect(),
             offset,
         ),
         Op::Reshape { .. } => {
@@ -65,7 +92,9 @@ pub fn view_chain(f: &Fusion, v: ValueId, stop: impl Fn(ValueId) -> bool) -> (Ve
         if cur != v && stop(cur) {
             return (chain, cur);
         }
-        let ValueDef::Node { node, .. } = f.value(cur).def else { return (chain, cur) };
+        let ValueDef::Node { node, .. } = f.value(cur).def else {
+            return (chain, cur);
+        };
         match &f.nodes[node].op {
             Op::Permute { x, .. }
             | Op::Squeeze { x, .. }
@@ -86,7 +115,12 @@ pub fn view_chain(f: &Fusion, v: ValueId, stop: impl Fn(ValueId) -> bool) -> (Ve
 }
 
 /// Strides of `v` seen through `chain` (innermost view first) from a base layout.
-pub fn through(f: &Fusion, chain: &[usize], strides: Vec<i64>, offset: i64) -> Option<(Vec<i64>, i64)> {
+pub fn through(
+    f: &Fusion,
+    chain: &[usize],
+    strides: Vec<i64>,
+    offset: i64,
+) -> Option<(Vec<i64>, i64)> {
     let mut cur = (strides, offset);
     for &node in chain.iter().rev() {
         cur = apply(f, node, &cur.0, cur.1)?;

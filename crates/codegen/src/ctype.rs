@@ -90,7 +90,12 @@ pub fn literal(d: DType, v: Literal) -> String {
             if x.is_nan() {
                 "__uint_as_float(0x7fffffffu)".into()
             } else if x.is_infinite() {
-                if x > 0.0 { "__uint_as_float(0x7f800000u)" } else { "__uint_as_float(0xff800000u)" }.into()
+                if x > 0.0 {
+                    "__uint_as_float(0x7f800000u)"
+                } else {
+                    "__uint_as_float(0xff800000u)"
+                }
+                .into()
             } else {
                 format!("{x:e}f")
             }
@@ -100,8 +105,12 @@ pub fn literal(d: DType, v: Literal) -> String {
             if x.is_nan() {
                 "__longlong_as_double(0x7ff8000000000000LL)".into()
             } else if x.is_infinite() {
-                if x > 0.0 { "__longlong_as_double(0x7ff0000000000000LL)" } else { "__longlong_as_double(0xfff0000000000000LL)" }
-                    .into()
+                if x > 0.0 {
+                    "__longlong_as_double(0x7ff0000000000000LL)"
+                } else {
+                    "__longlong_as_double(0xfff0000000000000LL)"
+                }
+                .into()
             } else {
                 format!("{x:e}")
             }
@@ -123,9 +132,15 @@ mod tests {
 
     #[test]
     fn conversions() {
-        assert_eq!(convert(DType::Float, DType::BFloat16, "x"), "fb_rbf((float)(x))");
+        assert_eq!(
+            convert(DType::Float, DType::BFloat16, "x"),
+            "fb_rbf((float)(x))"
+        );
         assert_eq!(convert(DType::BFloat16, DType::Float, "x"), "x");
         assert_eq!(convert(DType::Float, DType::Int, "x"), "(long long)(x)");
-        assert_eq!(convert(DType::Double, DType::BFloat16, "x"), "fb_rbf(fb_d2f_odd(x))");
+        assert_eq!(
+            convert(DType::Double, DType::BFloat16, "x"),
+            "fb_rbf(fb_d2f_odd(x))"
+        );
     }
 }

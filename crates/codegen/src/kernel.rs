@@ -56,12 +56,24 @@ impl<'f> Context<'f> {
                     let (strides, offset) = self.layouts[pos]
                         .clone()
                         .unwrap_or_else(|| (row_major_strides(val.shape.as_ref().unwrap()), 0));
-                    lw.buffers.insert(v, Buffer { param: name.clone(), dtype: val.dtype, strides, offset });
-                    p.push(KernelArg::Input(pos), format!("const {}* __restrict__ {name}", ctype::storage(val.dtype)));
+                    lw.buffers.insert(
+                        v,
+                        Buffer {
+                            param: name.clone(),
+                            dtype: val.dtype,
+                            strides,
+                            offset,
+                        },
+                    );
+                    p.push(
+                        KernelArg::Input(pos),
+                        format!("const {}* __restrict__ {name}", ctype::storage(val.dtype)),
+                    );
                 }
                 _ => {
                     let name = format!("s{pos}");
-                    lw.scalar_params.insert(v, format!("(({}){name})", ctype::reg(val.dtype)));
+                    lw.scalar_params
+                        .insert(v, format!("(({}){name})", ctype::reg(val.dtype)));
                     p.push(KernelArg::Scalar(pos), format!("double {name}"));
                 }
             }
@@ -70,23 +82,41 @@ impl<'f> Context<'f> {
         stored.sort_by_key(|(v, _)| **v);
         for (&v, s) in stored {
             let name = format!("tmp{}", s.temp);
-            lw.buffers.insert(v, Buffer { param: name, dtype: s.dtype, strides: row_major_strides(&s.shape), offset: 0 });
+            lw.buffers.insert(
+                v,
+                Buffer {
+                    param: name,
+                    dtype: s.dtype,
+                    strides: row_major_strides(&s.shape),
+                    offset: 0,
+                },
+            );
         }
         for t in 0..self.temps.len() {
-            p.push(KernelArg::Temp(t), format!("{}* tmp{t}", ctype::storage(self.temps[t].dtype)));
+            p.push(
+                KernelArg::Temp(t),
+                format!("{}* tmp{t}", ctype::storage(self.temps[t].dtype)),
+            );
         }
         (lw, p)
     }
 
     pub fn add_temp(&mut self, dtype: DType, elements: usize, what: String) -> usize {
-        self.temps.push(crate::plan::Temp { dtype, elements, what });
+        self.temps.push(crate::plan::Temp {
+            dtype,
+            elements,
+            what,
+        });
         self.temps.len() - 1
     }
 }
 
 /// The `extern "C" __global__` line of a kernel.
 pub fn signature(name: &str, block: u32, params: &Params) -> String {
-    format!("extern \"C\" __global__ void __launch_bounds__({block}) {name}({})", params.decls.join(", "))
+    format!(
+        "extern \"C\" __global__ void __launch_bounds__({block}) {name}({})",
+        params.decls.join(", ")
+    )
 }
 
 /// Stores `width` elements of array `src` (storage type of `d`) to

@@ -5,9 +5,9 @@
 use crate::ctype;
 use crate::error::CodegenError;
 use crate::ix::Ix;
+use crate::reduction;
 use crate::view;
 use fusebench_ir::infer::{self, common_dtype};
-use crate::reduction;
 use fusebench_ir::{BinaryOp, DType, Fusion, Op, ReduceOp, UnaryOp, ValueDef, ValueId};
 use std::collections::HashMap;
 
@@ -149,7 +149,9 @@ impl<'f> Lowerer<'f> {
 
     /// Offset expression of element `idx` of a buffer.
     pub fn offset(b: &Buffer, idx: &[Ix]) -> Ix {
-        idx.iter().zip(&b.strides).fold(Ix::c(b.offset), |acc, (i, &s)| acc.add(i.clone().mul(s)))
+        idx.iter()
+            .zip(&b.strides)
+            .fold(Ix::c(b.offset), |acc, (i, &s)| acc.add(i.clone().mul(s)))
     }
 
     /// The value of `v` at `idx`, as a C expression of its register type.
@@ -173,7 +175,9 @@ impl<'f> Lowerer<'f> {
             return Err(CodegenError::NoFit(format!(
                 "{} is held for {:?} but read at {:?}",
                 val.name,
-                hs.iter().map(|h| h.index.iter().map(|i| i.to_string()).collect::<Vec<_>>()).collect::<Vec<_>>(),
+                hs.iter()
+                    .map(|h| h.index.iter().map(|i| i.to_string()).collect::<Vec<_>>())
+                    .collect::<Vec<_>>(),
                 idx.iter().map(|i| i.to_string()).collect::<Vec<_>>()
             )));
         }
@@ -185,16 +189,26 @@ impl<'f> Lowerer<'f> {
                 let op = self.f.nodes[*node].op.clone();
                 self.lower_op(v, &op, *index, idx)
             }
-            ValueDef::TensorInput(_) => Err(unsupported(format!("input {} has no buffer in this kernel", val.name))),
-            ValueDef::ScalarInput => Err(unsupported(format!("scalar input {} has no parameter", val.name))),
-            ValueDef::DefineScalar | ValueDef::Literal => Err(unsupported(format!("scalar {} has no value", val.name))),
+            ValueDef::TensorInput(_) => Err(unsupported(format!(
+                "input {} has no buffer in this kernel",
+                val.name
+            ))),
+            ValueDef::ScalarInput => Err(unsupported(format!(
+                "scalar input {} has no parameter",
+                val.name
+            ))),
+            ValueDef::DefineScalar | ValueDef::Literal => {
+                Err(unsupported(format!("scalar {} has no value", val.name)))
+            }
         }
     }
 
     fn load(&mut self, v: ValueId, b: &Buffer, idx: &[Ix]) -> String {
         let off = Self::offset(b, idx);
         if let Some(l) = self.lanes.clone() {
-            if self.scopes_block_vectors == 0 && self.scopes.len() == self.vector_depth + self.branch_path.len() {
+            if self.scopes_block_vectors == 0
+                && self.scopes.len() == self.vector_depth + self.branch_path.len()
+            {
                 if let Some(e) = self.vector_load(v, b, &off, &l) {
                     self.remember((v, idx.to_vec()), e.clone());
                     return e;
@@ -202,7 +216,11 @@ impl<'f> Lowerer<'f> {
             }
         }
         let e = ctype::from_storage(b.dtype, &format!("__ldg(&{}[{off}])", b.param));
-        let e = if b.dtype == DType::Bool { format!("({}[{off}] != 0)", b.param) } else { e };
+        let e = if b.dtype == DType::Bool {
+            format!("({}[{off}] != 0)", b.param)
+        } else {
+            e
+        };
         self.bind(v, idx, e)
     }
 
@@ -243,7 +261,9 @@ impl<'f> Lowerer<'f> {
                 }
                 let per = wbytes / elem;
                 for c in 0..(size / wbytes) {
-                    let at = Ix::var(l.var.clone()).add(base.clone()).add(Ix::c((c * per) as i64));
+                    let at = Ix::var(l.var.clone())
+                        .add(base.clone())
+                        .add(Ix::c((c * per) as i64));
                     self.line(&format!(
                         "*reinterpret_cast<{word}*>(&{a}[{}]) = __ldg(reinterpret_cast<const {word}*>(&{}[{at}]));",
                         c * per,
@@ -267,7 +287,10 @@ impl<'f> Lowerer<'f> {
         }
         let w = l.width as i64;
         match i.linear_in(&l.var) {
-            Some((1, rest)) => rest.add(Ix::c(-(l.lane as i64))).multiple_of(w, &[]) && bounds.iter().all(|b| b % w == 0),
+            Some((1, rest)) => {
+                rest.add(Ix::c(-(l.lane as i64))).multiple_of(w, &[])
+                    && bounds.iter().all(|b| b % w == 0)
+            }
             _ => false,
         }
     }
@@ -275,7 +298,10 @@ impl<'f> Lowerer<'f> {
     /// Opens branch `k` of the value `v`'s if-chain; in a lane-uniform chain,
     /// loads inside may be wide.
     fn open_branch(&mut self, header: &str, v: ValueId, k: usize, uniform: bool) {
-        if uniform && self.lanes.is_some() && self.scopes.len() == self.vector_depth + self.branch_path.len() {
+        if uniform
+            && self.lanes.is_some()
+            && self.scopes.len() == self.vector_depth + self.branch_path.len()
+        {
             self.open(header);
             self.branch_path.push((v, k));
         } else {
@@ -303,7 +329,13 @@ impl<'f> Lowerer<'f> {
         }
     }
 
-    fn lower_op(&mut self, v: ValueId, op: &Op, out_index: usize, idx: &[Ix]) -> Result<String, CodegenError> {
+    fn lower_op(
+        &mut self,
+        v: ValueId,
+        op: &Op,
+        out_index: usize,
+        idx: &[Ix],
+    ) -> Result<String, CodegenError> {
         let f = self.f;
         let d = f.value(v).dtype;
         let out_shape: Vec<usize> = self.shape(v).to_vec();
@@ -331,8 +363,12 @@ impl<'f> Lowerer<'f> {
                 let bv = ctype::convert(f.value(*b).dtype, c, &bv);
                 let e = match (kind, f.value(*b).constant) {
                     // Small constant powers as products, as nvFuser does: exact and cheap.
-                    (BinaryOp::Pow, Some(p)) if !c.is_integral() && p.as_f64() == 2.0 => format!("({av} * {av})"),
-                    (BinaryOp::Pow, Some(p)) if !c.is_integral() && p.as_f64() == 3.0 => format!("({av} * {av} * {av})"),
+                    (BinaryOp::Pow, Some(p)) if !c.is_integral() && p.as_f64() == 2.0 => {
+                        format!("({av} * {av})")
+                    }
+                    (BinaryOp::Pow, Some(p)) if !c.is_integral() && p.as_f64() == 3.0 => {
+                        format!("({av} * {av} * {av})")
+                    }
                     (BinaryOp::Pow, Some(p)) if !c.is_integral() && p.as_f64() == 1.0 => av.clone(),
                     _ => binary(*kind, c, &av, &bv),
                 };
@@ -343,7 +379,11 @@ impl<'f> Lowerer<'f> {
                 }
             }
             Op::Where { cond, a, b } => {
-                let (ci, ai, bi) = (operand_idx(self, *cond), operand_idx(self, *a), operand_idx(self, *b));
+                let (ci, ai, bi) = (
+                    operand_idx(self, *cond),
+                    operand_idx(self, *a),
+                    operand_idx(self, *b),
+                );
                 let cv = self.value_at(*cond, &ci)?;
                 let av = self.value_at(*a, &ai)?;
                 let bv = self.value_at(*b, &bi)?;
@@ -360,11 +400,21 @@ impl<'f> Lowerer<'f> {
                 let fv = self.value_at(*fill, &[])?;
                 ctype::convert(f.value(*fill).dtype, d, &fv)
             }
-            Op::Broadcast { x, is_broadcast_dim } => {
-                let j: Vec<Ix> = idx.iter().zip(is_broadcast_dim).filter(|(_, b)| !**b).map(|(i, _)| i.clone()).collect();
+            Op::Broadcast {
+                x,
+                is_broadcast_dim,
+            } => {
+                let j: Vec<Ix> = idx
+                    .iter()
+                    .zip(is_broadcast_dim)
+                    .filter(|(_, b)| !**b)
+                    .map(|(i, _)| i.clone())
+                    .collect();
                 return self.value_at(*x, &j);
             }
-            Op::BroadcastInDim { x, broadcast_dims, .. } => {
+            Op::BroadcastInDim {
+                x, broadcast_dims, ..
+            } => {
                 let xs = self.shape(*x);
                 let n = out_shape.len();
                 let j = broadcast_dims
@@ -383,7 +433,11 @@ impl<'f> Lowerer<'f> {
             }
             Op::Expand { x, .. } => {
                 let xs = self.shape(*x);
-                let j = xs.iter().zip(idx).map(|(&e, i)| if e == 1 { Ix::c(0) } else { i.clone() }).collect::<Vec<_>>();
+                let j = xs
+                    .iter()
+                    .zip(idx)
+                    .map(|(&e, i)| if e == 1 { Ix::c(0) } else { i.clone() })
+                    .collect::<Vec<_>>();
                 return self.value_at(*x, &j);
             }
             Op::Reshape { x, .. } => {
@@ -402,12 +456,33 @@ impl<'f> Lowerer<'f> {
                 let xs = self.shape(*x);
                 let sq = infer::norm_dims("squeeze", dims, xs.len()).expect("validated");
                 let mut it = idx.iter();
-                let j = (0..xs.len()).map(|d| if sq.contains(&d) { Ix::c(0) } else { it.next().unwrap().clone() }).collect::<Vec<_>>();
+                let j = (0..xs.len())
+                    .map(|d| {
+                        if sq.contains(&d) {
+                            Ix::c(0)
+                        } else {
+                            it.next().unwrap().clone()
+                        }
+                    })
+                    .collect::<Vec<_>>();
                 return self.value_at(*x, &j);
             }
-            Op::Slice { x, start, end, strides, manual_normalization } => {
-                let (_, starts, steps) =
-                    infer::slice_bounds("slice", self.shape(*x), start, end, strides, *manual_normalization).expect("validated");
+            Op::Slice {
+                x,
+                start,
+                end,
+                strides,
+                manual_normalization,
+            } => {
+                let (_, starts, steps) = infer::slice_bounds(
+                    "slice",
+                    self.shape(*x),
+                    start,
+                    end,
+                    strides,
+                    *manual_normalization,
+                )
+                .expect("validated");
                 let j = idx
                     .iter()
                     .enumerate()
@@ -416,7 +491,11 @@ impl<'f> Lowerer<'f> {
                 return self.value_at(*x, &j);
             }
             Op::Pad { x, widths, value } => return self.lower_pad(v, *x, widths, *value, idx),
-            Op::Cat { xs, dim, manual_padding } => return self.lower_cat(v, xs, *dim, *manual_padding, idx),
+            Op::Cat {
+                xs,
+                dim,
+                manual_padding,
+            } => return self.lower_cat(v, xs, *dim, *manual_padding, idx),
             Op::IndexSelect { x, index, dim } => {
                 let xs = self.shape(*x);
                 let d = infer::norm_dim("index_select", *dim, xs.len()).expect("validated");
@@ -424,11 +503,16 @@ impl<'f> Lowerer<'f> {
                 let ii: Vec<Ix> = if is.len() == 1 {
                     vec![idx[d].clone()]
                 } else {
-                    (0..is.len()).map(|k| if k == d { idx[d].clone() } else { Ix::c(0) }).collect()
+                    (0..is.len())
+                        .map(|k| if k == d { idx[d].clone() } else { Ix::c(0) })
+                        .collect()
                 };
                 let iv = self.value_at(*index, &ii)?;
                 let g = self.fresh("g");
-                self.line(&format!("const {} {g} = ({})({iv});", self.idx_type, self.idx_type));
+                self.line(&format!(
+                    "const {} {g} = ({})({iv});",
+                    self.idx_type, self.idx_type
+                ));
                 let mut j = idx.to_vec();
                 j[d] = Ix::var(g);
                 return self.value_at(*x, &j);
@@ -439,7 +523,9 @@ impl<'f> Lowerer<'f> {
                 let n: usize = dims.iter().map(|&d| xs[d]).product();
                 return Ok(ctype::literal(d, fusebench_ir::Literal::Int(n as i64)));
             }
-            Op::Reduce { x, dims, kind, .. } if reduction::Reduction::of(f, node_of(f, v)).is_some_and(|r| r.inline(f)) => {
+            Op::Reduce { x, dims, kind, .. }
+                if reduction::Reduction::of(f, node_of(f, v)).is_some_and(|r| r.inline(f)) =>
+            {
                 return self.lower_inline_reduction(v, *x, dims, *kind, idx);
             }
             Op::Reduce { .. } | Op::Welford { .. } | Op::VarMean { .. } => {
@@ -454,7 +540,14 @@ impl<'f> Lowerer<'f> {
 
     /// A small reduction computed where it is read: a loop over the reduced
     /// elements, accumulating in the reduction's accumulator type.
-    fn lower_inline_reduction(&mut self, v: ValueId, x: ValueId, dims: &[i64], kind: ReduceOp, idx: &[Ix]) -> Result<String, CodegenError> {
+    fn lower_inline_reduction(
+        &mut self,
+        v: ValueId,
+        x: ValueId,
+        dims: &[i64],
+        kind: ReduceOp,
+        idx: &[Ix],
+    ) -> Result<String, CodegenError> {
         let f = self.f;
         let xs = self.shape(x).to_vec();
         let rd = infer::norm_dims("reduce", dims, xs.len()).expect("validated");
@@ -466,7 +559,11 @@ impl<'f> Lowerer<'f> {
             ReduceOp::Min => reduction::Combine::Min,
         };
         let a = self.fresh("a");
-        self.line(&format!("{} {a} = {};", ctype::reg(acc), reduction::init(&combine, acc)));
+        self.line(&format!(
+            "{} {a} = {};",
+            ctype::reg(acc),
+            reduction::init(&combine, acc)
+        ));
         let red_shape: Vec<usize> = rd.iter().map(|&dd| xs[dd]).collect();
         let count: usize = red_shape.iter().product();
         // Unrolled in the source (count is at most INLINE_MAX), so the loads
@@ -513,7 +610,8 @@ impl<'f> Lowerer<'f> {
     ) -> Result<String, CodegenError> {
         let f = self.f;
         let xs = self.shape(x).to_vec();
-        let w = infer::pad_widths(&f.graph(), "pad", widths, xs.len()).map_err(|e| unsupported(e.to_string()))?;
+        let w = infer::pad_widths(&f.graph(), "pad", widths, xs.len())
+            .map_err(|e| unsupported(e.to_string()))?;
         let d = f.value(v).dtype;
         let pad_value = match value {
             Some(pv) => {
@@ -554,7 +652,14 @@ impl<'f> Lowerer<'f> {
         Ok(name)
     }
 
-    fn lower_cat(&mut self, v: ValueId, xs: &[ValueId], dim: i64, manual: bool, idx: &[Ix]) -> Result<String, CodegenError> {
+    fn lower_cat(
+        &mut self,
+        v: ValueId,
+        xs: &[ValueId],
+        dim: i64,
+        manual: bool,
+        idx: &[Ix],
+    ) -> Result<String, CodegenError> {
         let f = self.f;
         let d = f.value(v).dtype;
         let n = idx.len();
@@ -562,10 +667,15 @@ impl<'f> Lowerer<'f> {
         // (source value, first position it owns, end, shift of index)
         let mut parts: Vec<(ValueId, i64, i64)> = Vec::new();
         if manual {
-            let ranges = infer::cat_owner_ranges(&f.graph(), "cat", xs, dd).map_err(|e| unsupported(e.to_string()))?;
+            let ranges = infer::cat_owner_ranges(&f.graph(), "cat", xs, dd)
+                .map_err(|e| unsupported(e.to_string()))?;
             for (&x, (s, e)) in xs.iter().zip(ranges) {
-                let Some(node) = f.producer(x) else { unreachable!("validated") };
-                let Op::Pad { x: src, .. } = &node.op else { unreachable!("validated") };
+                let Some(node) = f.producer(x) else {
+                    unreachable!("validated")
+                };
+                let Op::Pad { x: src, .. } = &node.op else {
+                    unreachable!("validated")
+                };
                 parts.push((*src, s as i64, e as i64));
             }
         } else {

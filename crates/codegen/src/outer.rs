@@ -15,10 +15,18 @@ use fusebench_ir::{Literal, ValueId};
 const BLOCK: u32 = 128;
 
 /// Appends the kernels that compute `r` and records where its outputs are stored.
-pub fn build(cx: &mut Context, name: &str, r: &Reduction, out: &mut Vec<(String, Kernel)>) -> Result<(), CodegenError> {
+pub fn build(
+    cx: &mut Context,
+    name: &str,
+    r: &Reduction,
+    out: &mut Vec<(String, Kernel)>,
+) -> Result<(), CodegenError> {
     let f = cx.f;
     let xs = f.value(r.x).shape.clone().unwrap();
-    let kept: Vec<usize> = (0..xs.len()).filter(|d| !r.dims.contains(d)).map(|d| xs[d]).collect();
+    let kept: Vec<usize> = (0..xs.len())
+        .filter(|d| !r.dims.contains(d))
+        .map(|d| xs[d])
+        .collect();
     let red: Vec<usize> = r.dims.iter().map(|&d| xs[d]).collect();
     let o: usize = kept.iter().product();
     let k: usize = red.iter().product();
@@ -31,7 +39,11 @@ pub fn build(cx: &mut Context, name: &str, r: &Reduction, out: &mut Vec<(String,
     let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
 
     for pass in 0..r.passes() {
-        let partial = cx.add_temp(acc, splits * o, format!("partials of {}", f.value(r.outputs[0]).name));
+        let partial = cx.add_temp(
+            acc,
+            splits * o,
+            format!("partials of {}", f.value(r.outputs[0]).name),
+        );
         let combine_op = match &r.kind {
             Kind::Plain(c) => c.clone(),
             _ => Combine::Sum,
@@ -39,7 +51,9 @@ pub fn build(cx: &mut Context, name: &str, r: &Reduction, out: &mut Vec<(String,
         // Partial kernel.
         let (mut lw, params) = cx.lowerer();
         let it = lw.idx_type;
-        lw.line(&format!("const {it} o = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"));
+        lw.line(&format!(
+            "const {it} o = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"
+        ));
         lw.line(&format!("if (o >= {o}) return;"));
         let kept_idx = view::delinearize(Ix::var("o"), &kept);
         let mean = if pass == 1 {
@@ -50,19 +64,38 @@ pub fn build(cx: &mut Context, name: &str, r: &Reduction, out: &mut Vec<(String,
         } else {
             None
         };
-        lw.line(&format!("{} a = {};", ctype::reg(acc), reduction::init(&combine_op, acc)));
+        lw.line(&format!(
+            "{} a = {};",
+            ctype::reg(acc),
+            reduction::init(&combine_op, acc)
+        ));
         lw.line(&format!("const {it} r0 = ({it})blockIdx.y * {chunk};"));
-        lw.line(&format!("const {it} r1 = r0 + {chunk} < {k} ? r0 + {chunk} : {k};"));
+        lw.line(&format!(
+            "const {it} r1 = r0 + {chunk} < {k} ? r0 + {chunk} : {k};"
+        ));
         lw.open(&format!("for ({it} r = r0; r < r1; ++r) {{"));
         let red_idx = view::delinearize(Ix::var("r"), &red);
         let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());
-        let x_idx: Vec<Ix> = (0..xs.len()).map(|d| if r.dims.contains(&d) { ri.next() } else { ki.next() }.unwrap().clone()).collect();
+        let x_idx: Vec<Ix> = (0..xs.len())
+            .map(|d| {
+                if r.dims.contains(&d) {
+                    ri.next()
+                } else {
+                    ki.next()
+                }
+                .unwrap()
+                .clone()
+            })
+            .collect();
         let xv = lw.value_at(r.x, &x_idx)?;
         let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
         let xv = ctype::convert(r.value_dtype(f), acc, &xv);
         match &mean {
             None => lw.line(&reduction::step(&combine_op, acc, "a", &xv)),
-            Some(m) => lw.line(&format!("{{ const {t} dv = {xv} - {m}; a += dv * dv; }}", t = ctype::reg(acc))),
+            Some(m) => lw.line(&format!(
+                "{{ const {t} dv = {xv} - {m}; a += dv * dv; }}",
+                t = ctype::reg(acc)
+            )),
         }
         lw.close("}");
         lw.line(&format!("tmp{partial}[({it})blockIdx.y * {o} + o] = a;"));
@@ -76,7 +109,10 @@ pub fn build(cx: &mut Context, name: &str, r: &Reduction, out: &mut Vec<(String,
                 grid: [blocks_x as u32, splits as u32, 1],
                 block: [BLOCK, 1, 1],
                 args: params.args,
-                summary: format!("outer reduction of {} over {k} in {splits} splits: {o} results", f.value(r.x).name),
+                summary: format!(
+                    "outer reduction of {} over {k} in {splits} splits: {o} results",
+                    f.value(r.x).name
+                ),
             },
         ));
 
@@ -94,7 +130,15 @@ fn mean_value(r: &Reduction) -> ValueId {
 
 /// Appends the kernel that sums `splits` partial results of pass `pass` of
 /// `r` (stored `[splits, results]` in temp `partial`) and stores the result.
-pub fn combine(cx: &mut Context, name: &str, r: &Reduction, pass: usize, partial: usize, splits: usize, out: &mut Vec<(String, Kernel)>) {
+pub fn combine(
+    cx: &mut Context,
+    name: &str,
+    r: &Reduction,
+    pass: usize,
+    partial: usize,
+    splits: usize,
+    out: &mut Vec<(String, Kernel)>,
+) {
     let f = cx.f;
     let o: usize = f.value(r.outputs[0]).numel();
     let k = r.count(f);
@@ -107,44 +151,71 @@ pub fn combine(cx: &mut Context, name: &str, r: &Reduction, pass: usize, partial
     };
     let it = cx.idx_type;
     // Combine kernel: the result of this pass, in the output's dtype.
-let (target, what) = match (&r.kind, pass) {
-    (Kind::Plain(_), _) => (r.outputs[0], "result"),
-    (Kind::Welford, 0) => (r.outputs[0], "mean"),
-    (Kind::Welford, _) => (r.outputs[1], "M2"),
-    (Kind::VarMean { .. }, 0) => (r.outputs[1], "mean"),
-    (Kind::VarMean { .. }, _) => (r.outputs[0], "variance"),
-};
-let d = f.value(target).dtype;
-let result = cx.add_temp(d, o, format!("{what} of {}", f.value(r.outputs[0]).name));
-let (mut lw, params) = cx.lowerer();
-lw.line(&format!("const {it} o = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"));
-lw.line(&format!("if (o >= {o}) return;"));
-lw.line(&format!("{} a = {};", ctype::reg(acc), reduction::init(&combine_op, acc)));
-lw.line(&format!("for (int s = 0; s < {splits}; ++s) {}", reduction::step(&combine_op, acc, "a", &format!("tmp{partial}[({it})s * {o} + o]"))));
-let value = match (&r.kind, pass) {
-    (Kind::Plain(_), _) | (Kind::Welford, 1) => "a".to_string(),
-    (_, 0) => format!("a / {}", ctype::literal(acc, Literal::Int(k as i64))),
-    (Kind::VarMean { correction }, _) => {
-    format!("a / {}", ctype::literal(acc, Literal::Int((k as i64 - correction).max(0))))
-    }
-    (Kind::Welford, _) => unreachable!(),
-};
-let stored = ctype::to_storage(d, &ctype::convert(acc, d, &value));
-lw.line(&format!("tmp{result}[o] = {stored};"));
-let cname = format!("{name}_c{pass}");
-let src = format!("{} {{\n{}}}\n", signature(&cname, BLOCK, &params), lw.code);
-out.push((
-    src,
-    Kernel {
-    name: cname,
-    schedule: Schedule::OuterCombine,
-    grid: [blocks_x as u32, 1, 1],
-    block: [BLOCK, 1, 1],
-    args: params.args,
-    summary: format!("combines {splits} partials into the {what} of {}", f.value(r.outputs[0]).name),
-    },
-));
-    cx.stored.insert(target, Stored { temp: result, dtype: d, shape: out_shape });
+    let (target, what) = match (&r.kind, pass) {
+        (Kind::Plain(_), _) => (r.outputs[0], "result"),
+        (Kind::Welford, 0) => (r.outputs[0], "mean"),
+        (Kind::Welford, _) => (r.outputs[1], "M2"),
+        (Kind::VarMean { .. }, 0) => (r.outputs[1], "mean"),
+        (Kind::VarMean { .. }, _) => (r.outputs[0], "variance"),
+    };
+    let d = f.value(target).dtype;
+    let result = cx.add_temp(d, o, format!("{what} of {}", f.value(r.outputs[0]).name));
+    let (mut lw, params) = cx.lowerer();
+    lw.line(&format!(
+        "const {it} o = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"
+    ));
+    lw.line(&format!("if (o >= {o}) return;"));
+    lw.line(&format!(
+        "{} a = {};",
+        ctype::reg(acc),
+        reduction::init(&combine_op, acc)
+    ));
+    lw.line(&format!(
+        "for (int s = 0; s < {splits}; ++s) {}",
+        reduction::step(
+            &combine_op,
+            acc,
+            "a",
+            &format!("tmp{partial}[({it})s * {o} + o]")
+        )
+    ));
+    let value = match (&r.kind, pass) {
+        (Kind::Plain(_), _) | (Kind::Welford, 1) => "a".to_string(),
+        (_, 0) => format!("a / {}", ctype::literal(acc, Literal::Int(k as i64))),
+        (Kind::VarMean { correction }, _) => {
+            format!(
+                "a / {}",
+                ctype::literal(acc, Literal::Int((k as i64 - correction).max(0)))
+            )
+        }
+        (Kind::Welford, _) => unreachable!(),
+    };
+    let stored = ctype::to_storage(d, &ctype::convert(acc, d, &value));
+    lw.line(&format!("tmp{result}[o] = {stored};"));
+    let cname = format!("{name}_c{pass}");
+    let src = format!("{} {{\n{}}}\n", signature(&cname, BLOCK, &params), lw.code);
+    out.push((
+        src,
+        Kernel {
+            name: cname,
+            schedule: Schedule::OuterCombine,
+            grid: [blocks_x as u32, 1, 1],
+            block: [BLOCK, 1, 1],
+            args: params.args,
+            summary: format!(
+                "combines {splits} partials into the {what} of {}",
+                f.value(r.outputs[0]).name
+            ),
+        },
+    ));
+    cx.stored.insert(
+        target,
+        Stored {
+            temp: result,
+            dtype: d,
+            shape: out_shape,
+        },
+    );
 }
 
 /// One kernel that combines the per-block partials `[splits, cols]` of
@@ -170,14 +241,26 @@ pub fn combine_many(
     }
     let (mut lw, mut params) = cx.lowerer();
     for &(v, pos) in epilogue {
-        params.push(crate::plan::KernelArg::Output(pos), format!("{}* __restrict__ out{pos}", ctype::storage(f.value(v).dtype)));
+        params.push(
+            crate::plan::KernelArg::Output(pos),
+            format!(
+                "{}* __restrict__ out{pos}",
+                ctype::storage(f.value(v).dtype)
+            ),
+        );
     }
     let it = lw.idx_type;
-    lw.line(&format!("const {it} c = ({it})blockIdx.x * 32 + threadIdx.x;"));
+    lw.line(&format!(
+        "const {it} c = ({it})blockIdx.x * 32 + threadIdx.x;"
+    ));
     lw.line(&format!("const bool live = c < {cols};"));
     for (j, (r, partial)) in reds.iter().enumerate() {
         let acc = r.acc(f);
-        let Kind::Plain(op) = &r.kind else { return Err(CodegenError::NoFit("combine_many takes plain reductions".into())) };
+        let Kind::Plain(op) = &r.kind else {
+            return Err(CodegenError::NoFit(
+                "combine_many takes plain reductions".into(),
+            ));
+        };
         let ty = ctype::reg(acc);
         let smem = format!("sm{j}");
         lw.line(&format!("__shared__ {ty} {smem}[32][33];"));
@@ -185,7 +268,12 @@ pub fn combine_many(
         lw.line("#pragma unroll 4");
         lw.line(&format!(
             "for (int p = threadIdx.y; p < {splits}; p += 32) if (live) {}",
-            reduction::step(op, acc, &format!("a{j}"), &format!("tmp{partial}[({it})p * {cols} + c]"))
+            reduction::step(
+                op,
+                acc,
+                &format!("a{j}"),
+                &format!("tmp{partial}[({it})p * {cols} + c]")
+            )
         ));
         lw.line(&format!("{smem}[threadIdx.y][threadIdx.x] = a{j};"));
     }
@@ -193,30 +281,59 @@ pub fn combine_many(
     lw.open("if (threadIdx.y == 0 && live) {");
     for (j, (r, _)) in reds.iter().enumerate() {
         let acc = r.acc(f);
-        let Kind::Plain(op) = &r.kind else { unreachable!() };
-        lw.line(&format!("for (int y = 1; y < 32; ++y) {}", reduction::step(op, acc, &format!("a{j}"), &format!("sm{j}[y][threadIdx.x]"))));
+        let Kind::Plain(op) = &r.kind else {
+            unreachable!()
+        };
+        lw.line(&format!(
+            "for (int y = 1; y < 32; ++y) {}",
+            reduction::step(op, acc, &format!("a{j}"), &format!("sm{j}[y][threadIdx.x]"))
+        ));
         let out = r.outputs[0];
         let d = f.value(out).dtype;
         let h = lw.fresh("h");
-        lw.line(&format!("const {} {h} = {};", ctype::reg(d), ctype::convert(acc, d, &format!("a{j}"))));
-        lw.line(&format!("tmp{}[c] = {};", results[j], ctype::to_storage(d, &h)));
+        lw.line(&format!(
+            "const {} {h} = {};",
+            ctype::reg(d),
+            ctype::convert(acc, d, &format!("a{j}"))
+        ));
+        lw.line(&format!(
+            "tmp{}[c] = {};",
+            results[j],
+            ctype::to_storage(d, &h)
+        ));
         let index = view::delinearize(Ix::var("c"), f.value(out).shape.as_deref().unwrap_or(&[]));
         lw.hold(out, crate::lower::Held { expr: h, index });
     }
     for &(v, pos) in epilogue {
         let idx = view::delinearize(Ix::var("c"), f.value(v).shape.as_deref().unwrap_or(&[]));
         let e = lw.value_at(v, &idx)?;
-        lw.line(&format!("out{pos}[c] = {};", ctype::to_storage(f.value(v).dtype, &e)));
+        lw.line(&format!(
+            "out{pos}[c] = {};",
+            ctype::to_storage(f.value(v).dtype, &e)
+        ));
     }
     lw.close("}");
     let src = format!("{} {{\n{}}}\n", signature(name, 1024, &params), lw.code);
     for ((r, _), &t) in reds.iter().zip(&results) {
         let out = r.outputs[0];
         let val = f.value(out);
-        cx.stored.insert(out, Stored { temp: t, dtype: val.dtype, shape: val.shape.clone().unwrap() });
+        cx.stored.insert(
+            out,
+            Stored {
+                temp: t,
+                dtype: val.dtype,
+                shape: val.shape.clone().unwrap(),
+            },
+        );
     }
-    let names: Vec<String> = reds.iter().map(|(r, _)| f.value(r.outputs[0]).name.clone()).collect();
-    let epi: Vec<String> = epilogue.iter().map(|&(v, _)| f.value(v).name.clone()).collect();
+    let names: Vec<String> = reds
+        .iter()
+        .map(|(r, _)| f.value(r.outputs[0]).name.clone())
+        .collect();
+    let epi: Vec<String> = epilogue
+        .iter()
+        .map(|&(v, _)| f.value(v).name.clone())
+        .collect();
     Ok((
         src,
         Kernel {
@@ -225,7 +342,11 @@ pub fn combine_many(
             grid: [cols.div_ceil(32) as u32, 1, 1],
             block: [32, 32, 1],
             args: params.args,
-            summary: format!("combines {splits} partials of {} over {cols} columns; writes [{}]", names.join(", "), epi.join(", ")),
+            summary: format!(
+                "combines {splits} partials of {} over {cols} columns; writes [{}]",
+                names.join(", "),
+                epi.join(", ")
+            ),
         },
     ))
 }

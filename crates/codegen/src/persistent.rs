@@ -60,11 +60,23 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let reds = spec.reductions;
     let (mut lw, mut params) = cx.lowerer();
     for &(v, pos) in spec.full {
-        params.push(KernelArg::Output(pos), format!("{}* __restrict__ out{pos}", ctype::storage(f.value(v).dtype)));
+        params.push(
+            KernelArg::Output(pos),
+            format!(
+                "{}* __restrict__ out{pos}",
+                ctype::storage(f.value(v).dtype)
+            ),
+        );
     }
     for &(v, t) in spec.per_row {
         if let RowTarget::Output(pos) = t {
-            params.push(KernelArg::Output(pos), format!("{}* __restrict__ out{pos}", ctype::storage(f.value(v).dtype)));
+            params.push(
+                KernelArg::Output(pos),
+                format!(
+                    "{}* __restrict__ out{pos}",
+                    ctype::storage(f.value(v).dtype)
+                ),
+            );
         }
     }
     // Passes: a reduction starts once every reduction it reads is complete.
@@ -72,11 +84,20 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     for i in 0..reds.len() {
         let deps = depends_on(f, reds[i].x, reds);
         if deps.iter().any(|&d| d >= i) {
-            return Err(CodegenError::NoFit("reductions are not in dependency order".into()));
+            return Err(CodegenError::NoFit(
+                "reductions are not in dependency order".into(),
+            ));
         }
-        first[i] = deps.iter().map(|&d| first[d] + reds[d].passes()).max().unwrap_or(0);
+        first[i] = deps
+            .iter()
+            .map(|&d| first[d] + reds[d].passes())
+            .max()
+            .unwrap_or(0);
     }
-    let passes = (0..reds.len()).map(|i| first[i] + reds[i].passes()).max().unwrap_or(0);
+    let passes = (0..reds.len())
+        .map(|i| first[i] + reds[i].passes())
+        .max()
+        .unwrap_or(0);
 
     let rows: usize = spec.rows_shape.iter().product();
     let n: usize = spec.inner_shape.iter().product();
@@ -85,7 +106,12 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         .iter()
         .map(|r| f.value(r.x).dtype)
         .chain(spec.full.iter().map(|&(v, _)| f.value(v).dtype))
-        .chain(f.inputs.iter().map(|&i| f.value(i).dtype).filter(|d| d.size_bytes() > 1));
+        .chain(
+            f.inputs
+                .iter()
+                .map(|&i| f.value(i).dtype)
+                .filter(|d| d.size_bytes() > 1),
+        );
     let width = vector_width(last, dtypes);
     let block = round_up(n.div_ceil(width), 32).clamp(32, MAX_BLOCK);
     let it = lw.idx_type;
@@ -97,7 +123,9 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let mut means: Vec<Option<String>> = vec![None; reds.len()];
 
     for pass in 0..passes {
-        let active: Vec<usize> = (0..reds.len()).filter(|&i| first[i] == pass || (reds[i].passes() == 2 && first[i] + 1 == pass)).collect();
+        let active: Vec<usize> = (0..reds.len())
+            .filter(|&i| first[i] == pass || (reds[i].passes() == 2 && first[i] + 1 == pass))
+            .collect();
         let mut accs = Vec::new();
         for &i in &active {
             let acc = reds[i].acc(f);
@@ -123,7 +151,11 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
                     (_, true) => reduction::step(&Combine::Sum, acc, &accs[j], &xv),
                     (_, false) => {
                         let m = means[i].clone().expect("mean pass ran first");
-                        format!("{{ const {t} dv = {xv} - {m}; {} += dv * dv; }}", accs[j], t = ctype::reg(acc))
+                        format!(
+                            "{{ const {t} dv = {xv} - {m}; {} += dv * dv; }}",
+                            accs[j],
+                            t = ctype::reg(acc)
+                        )
                     }
                 };
                 lw.line(&stmt);
@@ -138,35 +170,79 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
                 Kind::Plain(c) => c.clone(),
                 _ => Combine::Sum,
             };
-            lw.line(&format!("{a} = {}({a}, {});", reduction::block_fn(&c, acc), reduction::smem_name(acc), a = accs[j]));
-            let held_idx = |v: ValueId| view::delinearize(Ix::var("row"), f.value(v).shape.as_deref().unwrap_or(&[]));
+            lw.line(&format!(
+                "{a} = {}({a}, {});",
+                reduction::block_fn(&c, acc),
+                reduction::smem_name(acc),
+                a = accs[j]
+            ));
+            let held_idx = |v: ValueId| {
+                view::delinearize(Ix::var("row"), f.value(v).shape.as_deref().unwrap_or(&[]))
+            };
             let count = r.count(f);
             match (&r.kind, first[i] == pass) {
                 (Kind::Plain(_), _) => {
                     let out = r.outputs[0];
                     let d = f.value(out).dtype;
                     let e = bind(&mut lw, d, ctype::convert(acc, d, &accs[j]));
-                    lw.hold(out, Held { expr: e, index: held_idx(out) });
+                    lw.hold(
+                        out,
+                        Held {
+                            expr: e,
+                            index: held_idx(out),
+                        },
+                    );
                 }
                 (kind, true) => {
-                    let m = bind(&mut lw, acc, format!("{} / ({})", accs[j], ctype::literal(acc, fusebench_ir::Literal::Int(count as i64))));
+                    let m = bind(
+                        &mut lw,
+                        acc,
+                        format!(
+                            "{} / ({})",
+                            accs[j],
+                            ctype::literal(acc, fusebench_ir::Literal::Int(count as i64))
+                        ),
+                    );
                     means[i] = Some(m.clone());
-                    let mean_out = if *kind == Kind::Welford { r.outputs[0] } else { r.outputs[1] };
+                    let mean_out = if *kind == Kind::Welford {
+                        r.outputs[0]
+                    } else {
+                        r.outputs[1]
+                    };
                     let d = f.value(mean_out).dtype;
-                    lw.hold(mean_out, Held { expr: ctype::convert(acc, d, &m), index: held_idx(mean_out) });
+                    lw.hold(
+                        mean_out,
+                        Held {
+                            expr: ctype::convert(acc, d, &m),
+                            index: held_idx(mean_out),
+                        },
+                    );
                 }
                 (kind, false) => {
                     let (out, e) = match kind {
                         Kind::Welford => (r.outputs[1], accs[j].clone()),
                         Kind::VarMean { correction } => {
                             let denom = (count as i64 - correction).max(0);
-                            (r.outputs[0], format!("{} / ({})", accs[j], ctype::literal(acc, fusebench_ir::Literal::Int(denom))))
+                            (
+                                r.outputs[0],
+                                format!(
+                                    "{} / ({})",
+                                    accs[j],
+                                    ctype::literal(acc, fusebench_ir::Literal::Int(denom))
+                                ),
+                            )
                         }
                         Kind::Plain(_) => unreachable!(),
                     };
                     let d = f.value(out).dtype;
                     let e = bind(&mut lw, d, ctype::convert(acc, d, &e));
-                    lw.hold(out, Held { expr: e, index: held_idx(out) });
+                    lw.hold(
+                        out,
+                        Held {
+                            expr: e,
+                            index: held_idx(out),
+                        },
+                    );
                 }
             }
         }
@@ -177,7 +253,10 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         open_row_loop(&mut lw, spec.inner_shape, width, block);
         for &(v, _) in spec.full {
             let a = lw.fresh("o");
-            lw.line(&format!("__align__(16) {} {a}[{width}];", ctype::storage(f.value(v).dtype)));
+            lw.line(&format!(
+                "__align__(16) {} {a}[{width}];",
+                ctype::storage(f.value(v).dtype)
+            ));
             arrays.push(a);
         }
         for k in 0..width {
@@ -191,7 +270,14 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         lw.lanes = None;
         for (j, &(v, pos)) in spec.full.iter().enumerate() {
             let at = Ix::var("row").mul(n as i64).add(Ix::var("ii"));
-            wide_store(&mut lw, f.value(v).dtype, &format!("out{pos}"), &at, &arrays[j], width);
+            wide_store(
+                &mut lw,
+                f.value(v).dtype,
+                &format!("out{pos}"),
+                &at,
+                &arrays[j],
+                width,
+            );
         }
         lw.close("}");
     }
@@ -205,13 +291,27 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
                 RowTarget::Output(pos) => format!("out{pos}"),
                 RowTarget::Temp(t) => format!("tmp{t}"),
             };
-            let st = ctype::to_storage(if let RowTarget::Temp(t) = t { cx.temps[t].dtype } else { f.value(v).dtype }, &e);
+            let st = ctype::to_storage(
+                if let RowTarget::Temp(t) = t {
+                    cx.temps[t].dtype
+                } else {
+                    f.value(v).dtype
+                },
+                &e,
+            );
             lw.line(&format!("{dst}[row] = {st};"));
         }
         lw.close("}");
     }
-    let src = format!("{} {{\n{}}}\n", signature(name, block as u32, &params), lw.code);
-    let what: Vec<String> = reds.iter().map(|r| f.value(r.outputs[0]).name.clone()).collect();
+    let src = format!(
+        "{} {{\n{}}}\n",
+        signature(name, block as u32, &params),
+        lw.code
+    );
+    let what: Vec<String> = reds
+        .iter()
+        .map(|r| f.value(r.outputs[0]).name.clone())
+        .collect();
     let kernel = Kernel {
         name: name.into(),
         schedule: Schedule::InnerPersistent,
@@ -235,7 +335,10 @@ fn bind(lw: &mut Lowerer, d: DType, e: String) -> String {
 fn open_row_loop(lw: &mut Lowerer, inner: &[usize], width: usize, block: usize) {
     let it = lw.idx_type;
     let n: usize = inner.iter().product();
-    lw.open(&format!("for ({it} ii = threadIdx.x * {width}; ii < {n}; ii += {}) {{", block * width));
+    lw.open(&format!(
+        "for ({it} ii = threadIdx.x * {width}; ii < {n}; ii += {}) {{",
+        block * width
+    ));
     if inner.len() > 1 {
         let last = inner[inner.len() - 1];
         lw.line(&format!("const {it} q = ii / {last};"));
@@ -244,9 +347,19 @@ fn open_row_loop(lw: &mut Lowerer, inner: &[usize], width: usize, block: usize) 
     lw.allow_vector_loads_here();
 }
 
-fn lane_index(lw: &mut Lowerer, row_idx: &[Ix], inner: &[usize], width: usize, k: usize) -> Vec<Ix> {
+fn lane_index(
+    lw: &mut Lowerer,
+    row_idx: &[Ix],
+    inner: &[usize],
+    width: usize,
+    k: usize,
+) -> Vec<Ix> {
     let var = if inner.len() > 1 { "jj" } else { "ii" };
-    lw.lanes = Some(Lanes { var: var.into(), width, lane: k });
+    lw.lanes = Some(Lanes {
+        var: var.into(),
+        width,
+        lane: k,
+    });
     let mut idx = row_idx.to_vec();
     if inner.len() > 1 {
         idx.extend(view::delinearize(Ix::var("q"), &inner[..inner.len() - 1]));

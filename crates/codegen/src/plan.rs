@@ -54,9 +54,17 @@ pub enum OutputSource {
     /// Written by a kernel into its own dense buffer.
     Written,
     /// A view of tensor input `input` (no kernel touches it).
-    InputView { input: usize, strides: Vec<i64>, offset: i64 },
+    InputView {
+        input: usize,
+        strides: Vec<i64>,
+        offset: i64,
+    },
     /// A view of fusion output `output`.
-    OutputView { output: usize, strides: Vec<i64>, offset: i64 },
+    OutputView {
+        output: usize,
+        strides: Vec<i64>,
+        offset: i64,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -11,27 +11,50 @@ use fusebench_ir::ValueId;
 pub const BLOCK: u32 = 128;
 
 /// `outputs`: (value, position among the fusion's outputs), all of `shape`.
-pub fn build(cx: &Context, name: &str, shape: &[usize], outputs: &[(ValueId, usize)]) -> Result<(String, Kernel), CodegenError> {
+pub fn build(
+    cx: &Context,
+    name: &str,
+    shape: &[usize],
+    outputs: &[(ValueId, usize)],
+) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
     let (mut lw, mut params) = cx.lowerer();
     for &(v, pos) in outputs {
         let d = f.value(v).dtype;
-        params.push(KernelArg::Output(pos), format!("{}* __restrict__ out{pos}", ctype::storage(d)));
+        params.push(
+            KernelArg::Output(pos),
+            format!("{}* __restrict__ out{pos}", ctype::storage(d)),
+        );
     }
     let n = shape.len();
     let last = if n == 0 { 1 } else { shape[n - 1] };
     let numel: usize = shape.iter().product();
-    let input_dtypes = f.inputs.iter().map(|&i| f.value(i).dtype).filter(|d| d.size_bytes() > 1);
-    let width = vector_width(last, outputs.iter().map(|&(v, _)| f.value(v).dtype).chain(input_dtypes));
+    let input_dtypes = f
+        .inputs
+        .iter()
+        .map(|&i| f.value(i).dtype)
+        .filter(|d| d.size_bytes() > 1);
+    let width = vector_width(
+        last,
+        outputs
+            .iter()
+            .map(|&(v, _)| f.value(v).dtype)
+            .chain(input_dtypes),
+    );
     let vectors = numel / width;
     let it = lw.idx_type;
-    lw.line(&format!("const {it} t = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"));
+    lw.line(&format!(
+        "const {it} t = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"
+    ));
     lw.line(&format!("if (t >= {vectors}) return;"));
     let per_row = (last / width) as i64;
     let mut idx: Vec<Ix> = Vec::new();
     if n > 0 {
         let t = Ix::var("t");
-        lw.line(&format!("const {it} ii = {};", t.clone().rem(per_row, None).mul(width as i64)));
+        lw.line(&format!(
+            "const {it} ii = {};",
+            t.clone().rem(per_row, None).mul(width as i64)
+        ));
         lw.line(&format!("const {it} r = {};", t.div(per_row, None)));
         idx = view::delinearize(Ix::var("r"), &shape[..n - 1]);
     }
@@ -39,12 +62,19 @@ pub fn build(cx: &Context, name: &str, shape: &[usize], outputs: &[(ValueId, usi
     let mut arrays = Vec::new();
     for &(v, _) in outputs {
         let a = lw.fresh("o");
-        lw.line(&format!("__align__(16) {} {a}[{width}];", ctype::storage(f.value(v).dtype)));
+        lw.line(&format!(
+            "__align__(16) {} {a}[{width}];",
+            ctype::storage(f.value(v).dtype)
+        ));
         arrays.push(a);
     }
     for k in 0..width {
         if n > 0 {
-            lw.lanes = Some(crate::lower::Lanes { var: "ii".into(), width, lane: k });
+            lw.lanes = Some(crate::lower::Lanes {
+                var: "ii".into(),
+                width,
+                lane: k,
+            });
         }
         let mut lane_idx = idx.clone();
         if n > 0 {
@@ -59,18 +89,31 @@ pub fn build(cx: &Context, name: &str, shape: &[usize], outputs: &[(ValueId, usi
     lw.lanes = None;
     for (j, &(v, pos)) in outputs.iter().enumerate() {
         let at = Ix::var("t").mul(width as i64);
-        wide_store(&mut lw, f.value(v).dtype, &format!("out{pos}"), &at, &arrays[j], width);
+        wide_store(
+            &mut lw,
+            f.value(v).dtype,
+            &format!("out{pos}"),
+            &at,
+            &arrays[j],
+            width,
+        );
     }
     let src = format!("{} {{\n{}}}\n", signature(name, BLOCK, &params), lw.code);
     let grid = (vectors as u64).div_ceil(BLOCK as u64).max(1) as u32;
-    let names: Vec<String> = outputs.iter().map(|&(v, _)| f.value(v).name.clone()).collect();
+    let names: Vec<String> = outputs
+        .iter()
+        .map(|&(v, _)| f.value(v).name.clone())
+        .collect();
     let kernel = Kernel {
         name: name.into(),
         schedule: Schedule::Pointwise,
         grid: [grid, 1, 1],
         block: [BLOCK, 1, 1],
         args: params.args,
-        summary: format!("pointwise over {shape:?}, {width} elements per thread: {}", names.join(", ")),
+        summary: format!(
+            "pointwise over {shape:?}, {width} elements per thread: {}",
+            names.join(", ")
+        ),
     };
     Ok((src, kernel))
 }

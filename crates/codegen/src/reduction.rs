@@ -47,12 +47,29 @@ impl Reduction {
                 }),
             ),
             Op::Welford { x, dims } => (*x, dims, Kind::Welford),
-            Op::VarMean { x, dims, correction, .. } => (*x, dims, Kind::VarMean { correction: *correction }),
+            Op::VarMean {
+                x,
+                dims,
+                correction,
+                ..
+            } => (
+                *x,
+                dims,
+                Kind::VarMean {
+                    correction: *correction,
+                },
+            ),
             _ => return None,
         };
         let rank = f.value(x).rank();
         let dims = infer::norm_dims("reduction", dims, rank).expect("validated");
-        Some(Reduction { node, x, dims, outputs: n.outputs.clone(), kind })
+        Some(Reduction {
+            node,
+            x,
+            dims,
+            outputs: n.outputs.clone(),
+            kind,
+        })
     }
 
     /// Elements combined into each result.
@@ -64,7 +81,12 @@ impl Reduction {
     /// Whether the reduced dims are the trailing dims of the input.
     pub fn is_inner(&self, f: &Fusion) -> bool {
         let rank = f.value(self.x).rank();
-        !self.dims.is_empty() && self.dims.iter().enumerate().all(|(k, &d)| d == rank - self.dims.len() + k)
+        !self.dims.is_empty()
+            && self
+                .dims
+                .iter()
+                .enumerate()
+                .all(|(k, &d)| d == rank - self.dims.len() + k)
     }
 
     /// The dtype values are converted to before combining.

@@ -44,11 +44,21 @@ pub fn shape(cols: usize, width: usize, whole_row: bool) -> Option<(usize, usize
     if whole_row {
         return (per_row % 32 == 0 && per_row <= 1024).then_some((per_row, 1));
     }
-    (1..=8).rev().map(|w| w * 32).find(|b| per_row % b == 0).map(|b| (b, per_row / b))
+    (1..=8)
+        .rev()
+        .map(|w| w * 32)
+        .find(|b| per_row % b == 0)
+        .map(|b| (b, per_row / b))
 }
 
 /// Where in a shape of `rows x cols` elements the element (row, lane) lies.
-fn index_of(shape: &[usize], cols: usize, last: usize, row: &str, lane: usize) -> Result<Vec<Ix>, CodegenError> {
+fn index_of(
+    shape: &[usize],
+    cols: usize,
+    last: usize,
+    row: &str,
+    lane: usize,
+) -> Result<Vec<Ix>, CodegenError> {
     let mut k0 = shape.len();
     let mut p = 1usize;
     while k0 > 0 && p < cols {
@@ -56,7 +66,9 @@ fn index_of(shape: &[usize], cols: usize, last: usize, row: &str, lane: usize) -
         p *= shape[k0];
     }
     if p != cols || shape.last().copied().unwrap_or(1) != last && cols > 1 {
-        return Err(CodegenError::NoFit(format!("shape {shape:?} does not split into rows x {cols} with innermost {last}")));
+        return Err(CodegenError::NoFit(format!(
+            "shape {shape:?} does not split into rows x {cols} with innermost {last}"
+        )));
     }
     let mut idx = view::delinearize(Ix::var(row), &shape[..k0]);
     let inner = &shape[k0..];
@@ -71,7 +83,10 @@ fn index_of(shape: &[usize], cols: usize, last: usize, row: &str, lane: usize) -
 /// loads in flight per thread, which is what hides DRAM latency when few
 /// blocks walk many rows.
 fn unroll(spec: &Spec) -> usize {
-    [2, 1].into_iter().find(|&u| spec.rows % u == 0 && spec.rows / u >= spec.row_blocks).unwrap_or(1)
+    [2, 1]
+        .into_iter()
+        .find(|&u| spec.rows % u == 0 && spec.rows / u >= spec.row_blocks)
+        .unwrap_or(1)
 }
 
 /// Kernel source lines above which unrolling rows costs more compile time
@@ -86,19 +101,40 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     Ok(first)
 }
 
-fn build_unrolled(cx: &Context, name: &str, spec: &Spec, u_rows: usize) -> Result<(String, Kernel), CodegenError> {
+fn build_unrolled(
+    cx: &Context,
+    name: &str,
+    spec: &Spec,
+    u_rows: usize,
+) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
     let w = spec.width;
     let whole_row = !spec.inner.is_empty() || !spec.per_row.is_empty();
-    let (block, tiles) = shape(spec.cols, w, whole_row)
-        .ok_or_else(|| CodegenError::NoFit(format!("a row of {} does not fit whole warps of {w}-wide vectors", spec.cols)))?;
+    let (block, tiles) = shape(spec.cols, w, whole_row).ok_or_else(|| {
+        CodegenError::NoFit(format!(
+            "a row of {} does not fit whole warps of {w}-wide vectors",
+            spec.cols
+        ))
+    })?;
     let (mut lw, mut params) = cx.lowerer();
     for &(v, pos) in spec.full {
-        params.push(KernelArg::Output(pos), format!("{}* __restrict__ out{pos}", ctype::storage(f.value(v).dtype)));
+        params.push(
+            KernelArg::Output(pos),
+            format!(
+                "{}* __restrict__ out{pos}",
+                ctype::storage(f.value(v).dtype)
+            ),
+        );
     }
     for &(v, t) in spec.per_row {
         if let RowTarget::Output(pos) = t {
-            params.push(KernelArg::Output(pos), format!("{}* __restrict__ out{pos}", ctype::storage(f.value(v).dtype)));
+            params.push(
+                KernelArg::Output(pos),
+                format!(
+                    "{}* __restrict__ out{pos}",
+                    ctype::storage(f.value(v).dtype)
+                ),
+            );
         }
     }
     let it = lw.idx_type;
@@ -107,18 +143,33 @@ fn build_unrolled(cx: &Context, name: &str, spec: &Spec, u_rows: usize) -> Resul
     for i in 0..reds.len() {
         let deps = depends_on(f, reds[i].x, reds);
         if deps.iter().any(|&d| d >= i) {
-            return Err(CodegenError::NoFit("reductions are not in dependency order".into()));
+            return Err(CodegenError::NoFit(
+                "reductions are not in dependency order".into(),
+            ));
         }
-        first[i] = deps.iter().map(|&d| first[d] + reds[d].passes()).max().unwrap_or(0);
+        first[i] = deps
+            .iter()
+            .map(|&d| first[d] + reds[d].passes())
+            .max()
+            .unwrap_or(0);
     }
-    let passes = (0..reds.len()).map(|i| first[i] + reds[i].passes()).max().unwrap_or(0);
-    let row_blocks = if spec.row_blocks == 0 { spec.rows / u_rows } else { spec.row_blocks };
+    let passes = (0..reds.len())
+        .map(|i| first[i] + reds[i].passes())
+        .max()
+        .unwrap_or(0);
+    let row_blocks = if spec.row_blocks == 0 {
+        spec.rows / u_rows
+    } else {
+        spec.row_blocks
+    };
     if !reds.is_empty() {
         lw.line("__shared__ float fb_sf[32];");
         lw.line("__shared__ double fb_sd[32];");
         lw.line("__shared__ long long fb_si[32];");
     }
-    lw.line(&format!("const {it} ii = (({it})blockIdx.y * {block} + threadIdx.x) * {w};"));
+    lw.line(&format!(
+        "const {it} ii = (({it})blockIdx.y * {block} + threadIdx.x) * {w};"
+    ));
     lw.line(&format!("const {it} q = ii / {};", spec.last));
     lw.line(&format!("const {it} jj = ii % {};", spec.last));
     // Sums over rows, one accumulator per lane.
@@ -127,11 +178,19 @@ fn build_unrolled(cx: &Context, name: &str, spec: &Spec, u_rows: usize) -> Resul
         let acc = r.acc(f);
         let c = match &r.kind {
             Kind::Plain(c) => c.clone(),
-            _ => return Err(CodegenError::NoFit("only plain sums, maxima and minima accumulate over rows".into())),
+            _ => {
+                return Err(CodegenError::NoFit(
+                    "only plain sums, maxima and minima accumulate over rows".into(),
+                ))
+            }
         };
         let names: Vec<String> = (0..w).map(|_| lw.fresh("s")).collect();
         for n in &names {
-            lw.line(&format!("{} {n} = {};", ctype::reg(acc), reduction::init(&c, acc)));
+            lw.line(&format!(
+                "{} {n} = {};",
+                ctype::reg(acc),
+                reduction::init(&c, acc)
+            ));
         }
         oaccs.push(names);
     }
@@ -144,10 +203,18 @@ fn build_unrolled(cx: &Context, name: &str, spec: &Spec, u_rows: usize) -> Resul
         lw.line(&format!("const {it} {rv} = row + {u};"));
     }
     lw.allow_vector_loads_here();
-    let lanes = |lw: &mut Lowerer, k: usize| lw.lanes = Some(Lanes { var: "jj".into(), width: w, lane: k });
+    let lanes = |lw: &mut Lowerer, k: usize| {
+        lw.lanes = Some(Lanes {
+            var: "jj".into(),
+            width: w,
+            lane: k,
+        })
+    };
     let mut means: Vec<Vec<Option<String>>> = vec![vec![None; u_rows]; reds.len()];
     for pass in 0..passes {
-        let active: Vec<usize> = (0..reds.len()).filter(|&i| first[i] == pass || (reds[i].passes() == 2 && first[i] + 1 == pass)).collect();
+        let active: Vec<usize> = (0..reds.len())
+            .filter(|&i| first[i] == pass || (reds[i].passes() == 2 && first[i] + 1 == pass))
+            .collect();
         // accs[j][u]: accumulator of active reduction j for row u.
         let mut accs: Vec<Vec<String>> = Vec::new();
         for &i in &active {
@@ -170,7 +237,13 @@ fn build_unrolled(cx: &Context, name: &str, spec: &Spec, u_rows: usize) -> Resul
                 for (j, &i) in active.iter().enumerate() {
                     let r = &reds[i];
                     let acc = r.acc(f);
-                    let idx = index_of(f.value(r.x).shape.as_ref().unwrap(), spec.cols, spec.last, rv, k)?;
+                    let idx = index_of(
+                        f.value(r.x).shape.as_ref().unwrap(),
+                        spec.cols,
+                        spec.last,
+                        rv,
+                        k,
+                    )?;
                     let xv = lw.value_at(r.x, &idx)?;
                     let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
                     let xv = ctype::convert(r.value_dtype(f), acc, &xv);
@@ -179,7 +252,11 @@ fn build_unrolled(cx: &Context, name: &str, spec: &Spec, u_rows: usize) -> Resul
                         (_, true) => reduction::step(&Combine::Sum, acc, &accs[j][u], &xv),
                         (_, false) => {
                             let m = means[i][u].clone().expect("mean pass ran first");
-                            format!("{{ const {t} dv = {xv} - {m}; {} += dv * dv; }}", accs[j][u], t = ctype::reg(acc))
+                            format!(
+                                "{{ const {t} dv = {xv} - {m}; {} += dv * dv; }}",
+                                accs[j][u],
+                                t = ctype::reg(acc)
+                            )
                         }
                     };
                     lw.line(&stmt);
@@ -197,8 +274,17 @@ fn build_unrolled(cx: &Context, name: &str, spec: &Spec, u_rows: usize) -> Resul
             let count = r.count(f);
             for (u, rv) in row_vars.iter().enumerate() {
                 let a = &accs[j][u];
-                lw.line(&format!("{a} = {}({a}, {});", reduction::block_fn(&c, acc), reduction::smem_name(acc)));
-                let held_idx = |v: ValueId| view::delinearize(Ix::var(rv.clone()), f.value(v).shape.as_deref().unwrap_or(&[]));
+                lw.line(&format!(
+                    "{a} = {}({a}, {});",
+                    reduction::block_fn(&c, acc),
+                    reduction::smem_name(acc)
+                ));
+                let held_idx = |v: ValueId| {
+                    view::delinearize(
+                        Ix::var(rv.clone()),
+                        f.value(v).shape.as_deref().unwrap_or(&[]),
+                    )
+                };
                 let bind = |lw: &mut Lowerer, d: DType, e: String| {
                     let name = lw.fresh("h");
                     lw.line(&format!("const {} {name} = {e};", ctype::reg(d)));
@@ -209,27 +295,59 @@ fn build_unrolled(cx: &Context, name: &str, spec: &Spec, u_rows: usize) -> Resul
                         let out = r.outputs[0];
                         let d = f.value(out).dtype;
                         let e = bind(&mut lw, d, ctype::convert(acc, d, a));
-                        lw.hold(out, Held { expr: e, index: held_idx(out) });
+                        lw.hold(
+                            out,
+                            Held {
+                                expr: e,
+                                index: held_idx(out),
+                            },
+                        );
                     }
                     (kind, true) => {
-                        let m = bind(&mut lw, acc, format!("{a} / ({})", ctype::literal(acc, Literal::Int(count as i64))));
+                        let m = bind(
+                            &mut lw,
+                            acc,
+                            format!(
+                                "{a} / ({})",
+                                ctype::literal(acc, Literal::Int(count as i64))
+                            ),
+                        );
                         means[i][u] = Some(m.clone());
-                        let mean_out = if *kind == Kind::Welford { r.outputs[0] } else { r.outputs[1] };
+                        let mean_out = if *kind == Kind::Welford {
+                            r.outputs[0]
+                        } else {
+                            r.outputs[1]
+                        };
                         let d = f.value(mean_out).dtype;
-                        lw.hold(mean_out, Held { expr: ctype::convert(acc, d, &m), index: held_idx(mean_out) });
+                        lw.hold(
+                            mean_out,
+                            Held {
+                                expr: ctype::convert(acc, d, &m),
+                                index: held_idx(mean_out),
+                            },
+                        );
                     }
                     (kind, false) => {
                         let (out, e) = match kind {
                             Kind::Welford => (r.outputs[1], a.clone()),
                             Kind::VarMean { correction } => {
                                 let denom = (count as i64 - correction).max(0);
-                                (r.outputs[0], format!("{a} / ({})", ctype::literal(acc, Literal::Int(denom))))
+                                (
+                                    r.outputs[0],
+                                    format!("{a} / ({})", ctype::literal(acc, Literal::Int(denom))),
+                                )
                             }
                             Kind::Plain(_) => unreachable!(),
                         };
                         let d = f.value(out).dtype;
                         let e = bind(&mut lw, d, ctype::convert(acc, d, &e));
-                        lw.hold(out, Held { expr: e, index: held_idx(out) });
+                        lw.hold(
+                            out,
+                            Held {
+                                expr: e,
+                                index: held_idx(out),
+                            },
+                        );
                     }
                 }
             }
@@ -240,31 +358,55 @@ fn build_unrolled(cx: &Context, name: &str, spec: &Spec, u_rows: usize) -> Resul
         let mut arrays = Vec::new();
         for &(v, _) in spec.full {
             let a = lw.fresh("o");
-            lw.line(&format!("__align__(16) {} {a}[{w}];", ctype::storage(f.value(v).dtype)));
+            lw.line(&format!(
+                "__align__(16) {} {a}[{w}];",
+                ctype::storage(f.value(v).dtype)
+            ));
             arrays.push(a);
         }
         for k in 0..w {
             lanes(&mut lw, k);
             for (j, &(v, _)) in spec.full.iter().enumerate() {
-                let idx = index_of(f.value(v).shape.as_ref().unwrap(), spec.cols, spec.last, rv, k)?;
+                let idx = index_of(
+                    f.value(v).shape.as_ref().unwrap(),
+                    spec.cols,
+                    spec.last,
+                    rv,
+                    k,
+                )?;
                 let e = lw.value_at(v, &idx)?;
                 let st = ctype::to_storage(f.value(v).dtype, &e);
                 lw.line(&format!("{}[{k}] = {st};", arrays[j]));
             }
             for (j, (r, _)) in spec.outer.iter().enumerate() {
                 let acc = r.acc(f);
-                let idx = index_of(f.value(r.x).shape.as_ref().unwrap(), spec.cols, spec.last, rv, k)?;
+                let idx = index_of(
+                    f.value(r.x).shape.as_ref().unwrap(),
+                    spec.cols,
+                    spec.last,
+                    rv,
+                    k,
+                )?;
                 let xv = lw.value_at(r.x, &idx)?;
                 let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
                 let xv = ctype::convert(r.value_dtype(f), acc, &xv);
-                let Kind::Plain(c) = &r.kind else { unreachable!() };
+                let Kind::Plain(c) = &r.kind else {
+                    unreachable!()
+                };
                 lw.line(&reduction::step(c, acc, &oaccs[j][k], &xv));
             }
         }
         lw.lanes = None;
         for (j, &(v, pos)) in spec.full.iter().enumerate() {
             let at = Ix::var(rv.clone()).mul(spec.cols as i64).add(Ix::var("ii"));
-            wide_store(&mut lw, f.value(v).dtype, &format!("out{pos}"), &at, &arrays[j], w);
+            wide_store(
+                &mut lw,
+                f.value(v).dtype,
+                &format!("out{pos}"),
+                &at,
+                &arrays[j],
+                w,
+            );
         }
     }
     if !spec.per_row.is_empty() {
@@ -286,12 +428,26 @@ fn build_unrolled(cx: &Context, name: &str, spec: &Spec, u_rows: usize) -> Resul
     lw.close("}");
     for (j, (_, temp)) in spec.outer.iter().enumerate() {
         for k in 0..w {
-            lw.line(&format!("tmp{temp}[({it})blockIdx.x * {} + ii + {k}] = {};", spec.cols, oaccs[j][k]));
+            lw.line(&format!(
+                "tmp{temp}[({it})blockIdx.x * {} + ii + {k}] = {};",
+                spec.cols, oaccs[j][k]
+            ));
         }
     }
-    let src = format!("{} {{\n{}}}\n", signature(name, block as u32, &params), lw.code);
-    let mut what: Vec<String> = reds.iter().map(|r| f.value(r.outputs[0]).name.clone()).collect();
-    what.extend(spec.outer.iter().map(|(r, _)| format!("{} (over rows)", f.value(r.outputs[0]).name)));
+    let src = format!(
+        "{} {{\n{}}}\n",
+        signature(name, block as u32, &params),
+        lw.code
+    );
+    let mut what: Vec<String> = reds
+        .iter()
+        .map(|r| f.value(r.outputs[0]).name.clone())
+        .collect();
+    what.extend(
+        spec.outer
+            .iter()
+            .map(|(r, _)| format!("{} (over rows)", f.value(r.outputs[0]).name)),
+    );
     let kernel = Kernel {
         name: name.into(),
         schedule: if reds.is_empty() { Schedule::Pointwise } else { Schedule::InnerPersistent },

@@ -28,15 +28,26 @@ pub struct Device {
 impl Default for Device {
     /// An H200's count, for planning without a device at hand.
     fn default() -> Self {
-        Device { sm_count: 132, row_blocks_per_sm: 2, norm_blocks_per_sm: 0 }
+        Device {
+            sm_count: 132,
+            row_blocks_per_sm: 2,
+            norm_blocks_per_sm: 0,
+        }
     }
 }
 
 /// Plans a fusion for inputs with the given layouts (strides and offset per
 /// tensor input, by input position; `None` means dense row-major).
-pub fn plan(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], dev: Device) -> Result<Plan, CodegenError> {
+pub fn plan(
+    f: &Fusion,
+    layouts: &[Option<(Vec<i64>, i64)>],
+    dev: Device,
+) -> Result<Plan, CodegenError> {
     let outputs = resolve_outputs(f, layouts);
-    let all_reds: Vec<Reduction> = (0..f.nodes.len()).filter_map(|n| Reduction::of(f, n)).filter(|r| !r.inline(f)).collect();
+    let all_reds: Vec<Reduction> = (0..f.nodes.len())
+        .filter_map(|n| Reduction::of(f, n))
+        .filter(|r| !r.inline(f))
+        .collect();
     // Written outputs grouped by shape, in order of first appearance.
     let mut groups: Vec<(Vec<usize>, Vec<(ValueId, usize)>)> = Vec::new();
     for (pos, o) in outputs.iter().enumerate() {
@@ -52,13 +63,25 @@ pub fn plan(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], dev: Device) -> Res
     // Falling back from an on-chip schedule stores that group's reductions; a
     // few rounds at most, one per group.
     for _ in 0..=groups.len() {
-        match try_plan(f, layouts, dev, &outputs, &groups, &all_reds, &stored_forced) {
+        match try_plan(
+            f,
+            layouts,
+            dev,
+            &outputs,
+            &groups,
+            &all_reds,
+            &stored_forced,
+        ) {
             Ok(p) => return Ok(p),
-            Err((CodegenError::NoFit(_), Some(more))) if !more.is_subset(&stored_forced) => stored_forced.extend(more),
+            Err((CodegenError::NoFit(_), Some(more))) if !more.is_subset(&stored_forced) => {
+                stored_forced.extend(more)
+            }
             Err((e, _)) => return Err(e),
         }
     }
-    Err(CodegenError::Unsupported("no schedule fits this fusion".into()))
+    Err(CodegenError::Unsupported(
+        "no schedule fits this fusion".into(),
+    ))
 }
 
 type Failure = (CodegenError, Option<BTreeSet<usize>>);
@@ -72,8 +95,19 @@ fn try_plan(
     all_reds: &[Reduction],
     forced: &BTreeSet<usize>,
 ) -> Result<Plan, Failure> {
-    let idx_type = if max_extent(f, layouts) < (1u64 << 31) { "int" } else { "long long" };
-    let mut cx = Context { f, layouts: layouts.to_vec(), stored: HashMap::new(), temps: vec![], idx_type, sm_count: dev.sm_count };
+    let idx_type = if max_extent(f, layouts) < (1u64 << 31) {
+        "int"
+    } else {
+        "long long"
+    };
+    let mut cx = Context {
+        f,
+        layouts: layouts.to_vec(),
+        stored: HashMap::new(),
+        temps: vec![],
+        idx_type,
+        sm_count: dev.sm_count,
+    };
 
     // Which groups keep their reductions on chip.
     struct Norm {
@@ -91,7 +125,9 @@ fn try_plan(
         let fits = !deps.is_empty()
             && deps.iter().all(|&r| {
                 let red = &all_reds[r];
-                red.is_inner(f) && f.value(red.x).shape.as_ref() == Some(shape) && red.dims.len() == all_reds[deps[0]].dims.len()
+                red.is_inner(f)
+                    && f.value(red.x).shape.as_ref() == Some(shape)
+                    && red.dims.len() == all_reds[deps[0]].dims.len()
             })
             && !deps.iter().any(|r| forced.contains(r));
         if fits {
@@ -114,7 +150,10 @@ fn try_plan(
         let deps = closure(f, outs.iter().map(|o| o.0), all_reds);
         let squeeze = |s: &[usize]| s.iter().copied().filter(|&e| e != 1).collect::<Vec<_>>();
         for nm in norms.iter_mut() {
-            if squeeze(shape) == squeeze(&nm.rows) && !deps.is_empty() && deps.iter().all(|d| nm.reds.contains(d)) {
+            if squeeze(shape) == squeeze(&nm.rows)
+                && !deps.is_empty()
+                && deps.iter().all(|d| nm.reds.contains(d))
+            {
                 nm.per_row.extend(outs.iter().copied());
                 return false;
             }
@@ -127,7 +166,12 @@ fn try_plan(
 
     // Row-wise kernels: normalizations whose row fits one block, and sums
     // over rows attached to the kernel that already walks their domain.
-    let dtypes: Vec<fusebench_ir::DType> = f.values.iter().filter(|v| v.is_tensor()).map(|v| v.dtype).collect();
+    let dtypes: Vec<fusebench_ir::DType> = f
+        .values
+        .iter()
+        .filter(|v| v.is_tensor())
+        .map(|v| v.dtype)
+        .collect();
     let width = |last: usize| crate::kernel::vector_width(last, dtypes.iter().copied());
     struct Rowwise {
         rows: usize,
@@ -176,18 +220,28 @@ fn try_plan(
         let xs = f.value(red.x).shape.clone().unwrap();
         let k0 = red.dims.len();
         let leading = red.dims.iter().enumerate().all(|(i, &d)| i == d);
-        if red.is_inner(f) || !matches!(red.kind, crate::reduction::Kind::Plain(_)) || !leading || k0 == xs.len() {
+        if red.is_inner(f)
+            || !matches!(red.kind, crate::reduction::Kind::Plain(_))
+            || !leading
+            || k0 == xs.len()
+        {
             standalone.push(r);
             continue;
         }
         let rows: usize = xs[..k0].iter().product();
         let cols: usize = xs[k0..].iter().product();
         let last = *xs.last().unwrap();
-        if let Some(rw) = rowwise.iter_mut().find(|rw| rw.rows == rows && rw.cols == cols && rw.last == last) {
+        if let Some(rw) = rowwise
+            .iter_mut()
+            .find(|rw| rw.rows == rows && rw.cols == cols && rw.last == last)
+        {
             rw.outer.push(r);
             continue;
         }
-        if let Some(rw) = rowwise.iter_mut().find(|rw| rw.inner.is_empty() && rw.rows == rows && rw.cols == cols && rw.last == last) {
+        if let Some(rw) = rowwise
+            .iter_mut()
+            .find(|rw| rw.inner.is_empty() && rw.rows == rows && rw.cols == cols && rw.last == last)
+        {
             rw.outer.push(r);
             continue;
         }
@@ -196,12 +250,23 @@ fn try_plan(
             continue;
         }
         // A pointwise group over the same rows x columns joins it.
-        let gi = pointwise_groups.iter().position(|&gi| splits(&groups[gi].0, cols, last) == Some(rows));
+        let gi = pointwise_groups
+            .iter()
+            .position(|&gi| splits(&groups[gi].0, cols, last) == Some(rows));
         let full = match gi {
             Some(i) => groups[pointwise_groups.remove(i)].1.clone(),
             None => vec![],
         };
-        rowwise.push(Rowwise { rows, cols, last, inner: vec![], outer: vec![r], full, per_row: vec![], name: format!("fb_w{}", red.node) });
+        rowwise.push(Rowwise {
+            rows,
+            cols,
+            last,
+            inner: vec![],
+            outer: vec![r],
+            full,
+            per_row: vec![],
+            name: format!("fb_w{}", red.node),
+        });
     }
 
     // Whatever a stored reduction reads must be stored first, except what the
@@ -214,7 +279,11 @@ fn try_plan(
         }
         for rw in &rowwise {
             for &r in &rw.outer {
-                more.extend(direct(f, std::iter::once(all_reds[r].x), all_reds).into_iter().filter(|d| !rw.inner.contains(d)));
+                more.extend(
+                    direct(f, std::iter::once(all_reds[r].x), all_reds)
+                        .into_iter()
+                        .filter(|d| !rw.inner.contains(d)),
+                );
             }
         }
         more.retain(|r| !standalone.contains(r) && !rowwise.iter().any(|rw| rw.outer.contains(r)));
@@ -248,9 +317,18 @@ fn try_plan(
             };
             kernels.push(persistent::build(&cx, &name, &spec).map_err(|e| (e, None))?);
             for (o, t) in per_row {
-                let RowTarget::Temp(t) = t else { unreachable!() };
+                let RowTarget::Temp(t) = t else {
+                    unreachable!()
+                };
                 let val = f.value(o);
-                cx.stored.insert(o, crate::kernel::Stored { temp: t, dtype: val.dtype, shape: val.shape.clone().unwrap() });
+                cx.stored.insert(
+                    o,
+                    crate::kernel::Stored {
+                        temp: t,
+                        dtype: val.dtype,
+                        shape: val.shape.clone().unwrap(),
+                    },
+                );
             }
         } else {
             outer::build(&mut cx, &name, red, &mut kernels).map_err(|e| (e, None))?;
@@ -266,25 +344,38 @@ fn try_plan(
             if dev.norm_blocks_per_sm == 0 {
                 0
             } else {
-                (rw.rows / 2).max(1).min((dev.sm_count * dev.norm_blocks_per_sm) as usize)
+                (rw.rows / 2)
+                    .max(1)
+                    .min((dev.sm_count * dev.norm_blocks_per_sm) as usize)
             }
         } else if rw.inner.is_empty() {
             // Each block walks at least 8 rows, so the partials stay small.
-            (rw.rows / 8).max(1).min(((dev.sm_count * 8) as usize / tiles).max(1))
+            (rw.rows / 8)
+                .max(1)
+                .min(((dev.sm_count * 8) as usize / tiles).max(1))
         } else {
-            rw.rows.min(((dev.sm_count * dev.row_blocks_per_sm) as usize / tiles).max(1))
+            rw.rows
+                .min(((dev.sm_count * dev.row_blocks_per_sm) as usize / tiles).max(1))
         };
         let outer: Vec<(Reduction, usize)> = rw
             .outer
             .iter()
             .map(|&r| {
                 let red = all_reds[r].clone();
-                let t = cx.add_temp(red.acc(f), row_blocks.max(1) * rw.cols, format!("row-block partials of {}", f.value(red.outputs[0]).name));
+                let t = cx.add_temp(
+                    red.acc(f),
+                    row_blocks.max(1) * rw.cols,
+                    format!("row-block partials of {}", f.value(red.outputs[0]).name),
+                );
                 (red, t)
             })
             .collect();
         let inner: Vec<Reduction> = rw.inner.iter().map(|&r| all_reds[r].clone()).collect();
-        let per_row: Vec<(ValueId, RowTarget)> = rw.per_row.iter().map(|&(v, p)| (v, RowTarget::Output(p))).collect();
+        let per_row: Vec<(ValueId, RowTarget)> = rw
+            .per_row
+            .iter()
+            .map(|&(v, p)| (v, RowTarget::Output(p)))
+            .collect();
         let spec = crate::rowwise::Spec {
             rows: rw.rows,
             cols: rw.cols,
@@ -298,7 +389,9 @@ fn try_plan(
         };
         match crate::rowwise::build(&cx, &rw.name, &spec) {
             Ok(k) => kernels.push(k),
-            Err(e @ CodegenError::NoFit(_)) => return Err((e, Some(rw.inner.iter().chain(&rw.outer).copied().collect()))),
+            Err(e @ CodegenError::NoFit(_)) => {
+                return Err((e, Some(rw.inner.iter().chain(&rw.outer).copied().collect())))
+            }
             Err(e) => return Err((e, None)),
         }
         if !outer.is_empty() {
@@ -308,43 +401,73 @@ fn try_plan(
             pointwise_groups.retain(|&gi| {
                 let (shape, outs) = &groups[gi];
                 let reads = direct(f, outs.iter().map(|o| o.0), all_reds);
-                let fits = shape.iter().product::<usize>() == rw.cols && !reads.is_empty() && reads.iter().all(|r| rw.outer.contains(r));
+                let fits = shape.iter().product::<usize>() == rw.cols
+                    && !reads.is_empty()
+                    && reads.iter().all(|r| rw.outer.contains(r));
                 if fits {
                     epilogue.extend(outs.iter().copied());
                 }
                 !fits
             });
             kernels.push(
-                outer::combine_many(&mut cx, &format!("{}_c", rw.name), &outer, row_blocks, rw.cols, &epilogue).map_err(|e| (e, None))?,
+                outer::combine_many(
+                    &mut cx,
+                    &format!("{}_c", rw.name),
+                    &outer,
+                    row_blocks,
+                    rw.cols,
+                    &epilogue,
+                )
+                .map_err(|e| (e, None))?,
             );
         }
     }
     for nm in &loop_norms {
         let (_, outs) = &groups[nm.group];
         let reds: Vec<Reduction> = nm.reds.iter().map(|&r| all_reds[r].clone()).collect();
-        let per_row: Vec<(ValueId, RowTarget)> = nm.per_row.iter().map(|&(v, p)| (v, RowTarget::Output(p))).collect();
-        let spec = persistent::Spec { rows_shape: &nm.rows, inner_shape: &nm.inner, reductions: &reds, full: outs, per_row: &per_row };
+        let per_row: Vec<(ValueId, RowTarget)> = nm
+            .per_row
+            .iter()
+            .map(|&(v, p)| (v, RowTarget::Output(p)))
+            .collect();
+        let spec = persistent::Spec {
+            rows_shape: &nm.rows,
+            inner_shape: &nm.inner,
+            reductions: &reds,
+            full: outs,
+            per_row: &per_row,
+        };
         let name = format!("fb_n{}", nm.group);
         match persistent::build(&cx, &name, &spec) {
             Ok(k) => kernels.push(k),
-            Err(e @ CodegenError::NoFit(_)) => return Err((e, Some(nm.reds.iter().copied().collect()))),
+            Err(e @ CodegenError::NoFit(_)) => {
+                return Err((e, Some(nm.reds.iter().copied().collect())))
+            }
             Err(e) => return Err((e, None)),
         }
     }
     for &gi in &pointwise_groups {
         let (shape, outs) = &groups[gi];
-        kernels.push(pointwise::build(&cx, &format!("fb_p{gi}"), shape, outs).map_err(|e| (e, None))?);
+        kernels
+            .push(pointwise::build(&cx, &format!("fb_p{gi}"), shape, outs).map_err(|e| (e, None))?);
     }
     let mut source = String::from(include_str!("prelude.cu"));
     for (src, _) in &kernels {
         source.push('\n');
         source.push_str(src);
     }
-    Ok(Plan { source, kernels: kernels.into_iter().map(|k| k.1).collect(), temps: cx.temps, outputs: outputs.to_vec() })
+    Ok(Plan {
+        source,
+        kernels: kernels.into_iter().map(|k| k.1).collect(),
+        temps: cx.temps,
+        outputs: outputs.to_vec(),
+    })
 }
 
 fn is_count(f: &Fusion, r: &Reduction, v: ValueId) -> bool {
-    matches!(r.kind, crate::reduction::Kind::Welford) && r.outputs.get(2) == Some(&v) && f.value(v).is_tensor()
+    matches!(r.kind, crate::reduction::Kind::Welford)
+        && r.outputs.get(2) == Some(&v)
+        && f.value(v).is_tensor()
 }
 
 /// Indices (into `all`) of the reductions the values read, directly or through other reductions.
@@ -359,7 +482,12 @@ fn direct(f: &Fusion, values: impl Iterator<Item = ValueId>, all: &[Reduction]) 
 
 /// Reductions small enough to be computed inline where they are read
 /// (`lower` loops over them) are looked through, not counted.
-fn reach(f: &Fusion, values: impl Iterator<Item = ValueId>, all: &[Reduction], through: bool) -> Vec<usize> {
+fn reach(
+    f: &Fusion,
+    values: impl Iterator<Item = ValueId>,
+    all: &[Reduction],
+    through: bool,
+) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
     let mut stack: Vec<ValueId> = values.collect();
     let mut seen = std::collections::HashSet::new();
@@ -392,7 +520,14 @@ fn max_extent(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> u64 {
         .filter_map(|(&v, l)| {
             let (st, off) = l.as_ref()?;
             let s = f.value(v).shape.as_ref()?;
-            Some(off.unsigned_abs() + s.iter().zip(st).map(|(&e, &t)| (e.max(1) as u64 - 1) * t.unsigned_abs()).sum::<u64>() + 1)
+            Some(
+                off.unsigned_abs()
+                    + s.iter()
+                        .zip(st)
+                        .map(|(&e, &t)| (e.max(1) as u64 - 1) * t.unsigned_abs())
+                        .sum::<u64>()
+                    + 1,
+            )
         })
         .max()
         .unwrap_or(0);
@@ -404,7 +539,11 @@ fn max_extent(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> u64 {
 /// share one written buffer: the output closest to that value is written and
 /// the others are views of it; views of an input write nothing.
 fn resolve_outputs(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> Vec<OutputPlan> {
-    let chains: Vec<(Vec<usize>, ValueId)> = f.outputs.iter().map(|&v| alias::view_chain(f, v, |_| false)).collect();
+    let chains: Vec<(Vec<usize>, ValueId)> = f
+        .outputs
+        .iter()
+        .map(|&v| alias::view_chain(f, v, |_| false))
+        .collect();
     // The values along an output's chain, from the output down to its root.
     let values_on = |p: usize| -> Vec<ValueId> {
         let mut vals = vec![f.outputs[p]];
@@ -421,9 +560,15 @@ fn resolve_outputs(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> Vec<Outpu
         let mut source = OutputSource::Written;
         if matches!(f.value(*root).def, ValueDef::TensorInput(_)) {
             let ipos = f.inputs.iter().position(|i| i == root).unwrap();
-            let (st, off) = layouts[ipos].clone().unwrap_or_else(|| (alias::dense(f.value(*root).shape.as_ref().unwrap()), 0));
+            let (st, off) = layouts[ipos]
+                .clone()
+                .unwrap_or_else(|| (alias::dense(f.value(*root).shape.as_ref().unwrap()), 0));
             if let Some((strides, offset)) = alias::through(f, chain, st, off) {
-                source = OutputSource::InputView { input: ipos, strides, offset };
+                source = OutputSource::InputView {
+                    input: ipos,
+                    strides,
+                    offset,
+                };
             }
         } else {
             // The base: the output with this root whose chain is shortest (first on ties).
@@ -436,12 +581,20 @@ fn resolve_outputs(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> Vec<Outpu
                 if let Some(k) = mine.iter().position(|&x| x == f.outputs[base]) {
                     let dense = alias::dense(f.value(f.outputs[base]).shape.as_ref().unwrap());
                     if let Some((strides, offset)) = alias::through(f, &chain[..k], dense, 0) {
-                        source = OutputSource::OutputView { output: base, strides, offset };
+                        source = OutputSource::OutputView {
+                            output: base,
+                            strides,
+                            offset,
+                        };
                     }
                 }
             }
         }
-        plans.push(OutputPlan { dtype: val.dtype, shape, source });
+        plans.push(OutputPlan {
+            dtype: val.dtype,
+            shape,
+            source,
+        });
     }
     plans
 }

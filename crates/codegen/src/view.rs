@@ -9,7 +9,13 @@ pub fn broadcast_operand(idx: &[Ix], operand_shape: &[usize]) -> Vec<Ix> {
     operand_shape
         .iter()
         .enumerate()
-        .map(|(j, &e)| if e == 1 { Ix::c(0) } else { idx[off + j].clone() })
+        .map(|(j, &e)| {
+            if e == 1 {
+                Ix::c(0)
+            } else {
+                idx[off + j].clone()
+            }
+        })
         .collect()
 }
 

@@ -12,7 +12,11 @@ fn shared() -> Option<PathBuf> {
 }
 
 fn scripts(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "py")).collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
     v.sort();
     v
 }
@@ -31,17 +35,36 @@ fn every_fusion_plans() {
                 Some(r) => r.iter().map(|r| r.strides().map(|s| (s, 0))).collect(),
                 None => vec![None; f.inputs.len()],
             };
-            let p = plan(&f, &layouts, Device::default()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let p = plan(&f, &layouts, Device::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             for k in &p.kernels {
-                assert!(p.source.contains(&format!(" {}(", k.name)), "{}: kernel {} missing from source", path.display(), k.name);
+                assert!(
+                    p.source.contains(&format!(" {}(", k.name)),
+                    "{}: kernel {} missing from source",
+                    path.display(),
+                    k.name
+                );
                 assert!(k.block[0] >= 32 && k.block[0] <= 1024);
                 assert!(k.grid[0] >= 1);
             }
-            let written = p.outputs.iter().filter(|o| matches!(o.source, OutputSource::Written)).count();
+            let written = p
+                .outputs
+                .iter()
+                .filter(|o| matches!(o.source, OutputSource::Written))
+                .count();
             assert!(written == 0 || !p.kernels.is_empty());
-            report.push_str(&format!("{}: {} kernels, {} of {} outputs written\n", path.file_name().unwrap().to_string_lossy(), p.kernels.len(), written, p.outputs.len()));
+            report.push_str(&format!(
+                "{}: {} kernels, {} of {} outputs written\n",
+                path.file_name().unwrap().to_string_lossy(),
+                p.kernels.len(),
+                written,
+                p.outputs.len()
+            ));
             for k in &p.kernels {
-                report.push_str(&format!("    {} {:?} grid {:?} block {:?}: {}\n", k.name, k.schedule, k.grid, k.block, k.summary));
+                report.push_str(&format!(
+                    "    {} {:?} grid {:?} block {:?}: {}\n",
+                    k.name, k.schedule, k.grid, k.block, k.summary
+                ));
             }
         }
     }

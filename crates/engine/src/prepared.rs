@@ -24,15 +24,29 @@ impl Engine {
 
     pub fn device(&self) -> Device {
         // The environment variable is for tuning experiments; the default is the measured choice.
-        let row_blocks_per_sm = std::env::var("FUSEBENCH_ROW_BLOCKS_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(Device::default().row_blocks_per_sm);
-        let norm_blocks_per_sm = std::env::var("FUSEBENCH_NORM_BLOCKS_PER_SM").ok().and_then(|v| v.parse().ok()).unwrap_or(Device::default().norm_blocks_per_sm);
-        Device { sm_count: self.gpu.info().sm_count, row_blocks_per_sm, norm_blocks_per_sm }
+        let row_blocks_per_sm = std::env::var("FUSEBENCH_ROW_BLOCKS_PER_SM")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(Device::default().row_blocks_per_sm);
+        let norm_blocks_per_sm = std::env::var("FUSEBENCH_NORM_BLOCKS_PER_SM")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(Device::default().norm_blocks_per_sm);
+        Device {
+            sm_count: self.gpu.info().sm_count,
+            row_blocks_per_sm,
+            norm_blocks_per_sm,
+        }
     }
 
     /// Plans, compiles, uploads inputs and allocates outputs.
     pub fn prepare(&self, f: &Fusion, inputs: &[Arg]) -> Result<Prepared, EngineError> {
         if inputs.len() != f.inputs.len() {
-            return Err(EngineError::Inputs(format!("{} inputs for a fusion of {}", inputs.len(), f.inputs.len())));
+            return Err(EngineError::Inputs(format!(
+                "{} inputs for a fusion of {}",
+                inputs.len(),
+                f.inputs.len()
+            )));
         }
         let layouts: Vec<Option<(Vec<i64>, i64)>> = inputs
             .iter()
@@ -44,7 +58,11 @@ impl Engine {
         let plan = plan(f, &layouts, self.device())?;
         let names: Vec<&str> = plan.kernels.iter().map(|k| k.name.as_str()).collect();
         let module = self.gpu.compile(&plan.source, &names)?;
-        let kernels = plan.kernels.iter().map(|k| module.function(&k.name)).collect::<Result<Vec<_>, _>>()?;
+        let kernels = plan
+            .kernels
+            .iter()
+            .map(|k| module.function(&k.name))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut dev_inputs = Vec::new();
         for a in inputs {
             dev_inputs.push(match a {
@@ -55,12 +73,18 @@ impl Engine {
         let mut outputs = Vec::new();
         for o in &plan.outputs {
             outputs.push(match o.source {
-                OutputSource::Written => Some(self.gpu.alloc(o.shape.iter().product::<usize>() * o.dtype.size_bytes())?),
+                OutputSource::Written => Some(
+                    self.gpu
+                        .alloc(o.shape.iter().product::<usize>() * o.dtype.size_bytes())?,
+                ),
                 _ => None,
             });
         }
-        let temps =
-            plan.temps.iter().map(|t| self.gpu.alloc(t.elements * t.dtype.size_bytes())).collect::<Result<Vec<_>, _>>()?;
+        let temps = plan
+            .temps
+            .iter()
+            .map(|t| self.gpu.alloc(t.elements * t.dtype.size_bytes()))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Prepared {
             gpu: self.gpu.clone(),
             plan,
@@ -107,7 +131,9 @@ impl Prepared {
             .iter()
             .map(|a| match *a {
                 PlanArg::Input(i) => self.inputs[i].as_ref().expect("tensor input").arg(),
-                PlanArg::Scalar(i) => KernelArg::F64(self.scalars[i].expect("scalar input").as_f64()),
+                PlanArg::Scalar(i) => {
+                    KernelArg::F64(self.scalars[i].expect("scalar input").as_f64())
+                }
                 PlanArg::Output(i) => self.outputs[i].as_ref().expect("written output").arg(),
                 PlanArg::Temp(i) => self.temps[i].arg(),
             })
@@ -119,7 +145,13 @@ impl Prepared {
         let pk = &self.plan.kernels[k];
         let g = pk.grid;
         let b = pk.block;
-        self.gpu.launch(&self.kernels[k], (g[0], g[1], g[2]), (b[0], b[1], b[2]), 0, &self.args(k))?;
+        self.gpu.launch(
+            &self.kernels[k],
+            (g[0], g[1], g[2]),
+            (b[0], b[1], b[2]),
+            0,
+            &self.args(k),
+        )?;
         Ok(())
     }
 
@@ -151,15 +183,31 @@ impl Prepared {
         }
         for (i, o) in self.plan.outputs.iter().enumerate() {
             let view = |base: &Tensor, strides: &[i64], offset: i64| {
-                Tensor::new(o.dtype, o.shape.clone(), strides.to_vec(), offset as usize, base.buffer_arc().clone())
+                Tensor::new(
+                    o.dtype,
+                    o.shape.clone(),
+                    strides.to_vec(),
+                    offset as usize,
+                    base.buffer_arc().clone(),
+                )
             };
             match &o.source {
                 OutputSource::Written => {}
-                OutputSource::InputView { input, strides, offset } => {
-                    let Arg::Tensor(t) = &inputs[*input] else { unreachable!("planned as a tensor") };
+                OutputSource::InputView {
+                    input,
+                    strides,
+                    offset,
+                } => {
+                    let Arg::Tensor(t) = &inputs[*input] else {
+                        unreachable!("planned as a tensor")
+                    };
                     out[i] = Some(view(t, strides, *offset)?);
                 }
-                OutputSource::OutputView { output, strides, offset } => {
+                OutputSource::OutputView {
+                    output,
+                    strides,
+                    offset,
+                } => {
                     let base = out[*output].clone().expect("base output downloaded first");
                     out[i] = Some(view(&base, strides, *offset)?);
                 }

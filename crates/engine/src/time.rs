@@ -47,7 +47,10 @@ impl Prepared {
         let ctx = self.gpu.cuda_context();
         let stream = self.gpu.cuda_stream();
         let n = self.kernels.len();
-        let events = (0..=n).map(|_| ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))).collect::<Result<Vec<_>, _>>().map_err(err)?;
+        let events = (0..=n)
+            .map(|_| ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
         let mut totals = Vec::with_capacity(samples);
         let mut per: Vec<Vec<f64>> = vec![Vec::with_capacity(samples); n];
         for _ in 0..samples {

@@ -18,7 +18,10 @@ impl Span {
 
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
-        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 }
 
@@ -28,11 +31,21 @@ pub enum ErrorKind {
     #[error("expected {expected}, found {found}")]
     Expected { expected: String, found: String },
     #[error("unknown op fd.ops.{name}; supported: {}", .supported.join(", "))]
-    UnknownOp { name: String, supported: Vec<&'static str> },
+    UnknownOp {
+        name: String,
+        supported: Vec<&'static str>,
+    },
     #[error("unknown keyword argument `{keyword}` for {callee}; supported: {}", list_or_none(.supported))]
-    UnknownKeyword { callee: String, keyword: String, supported: Vec<String> },
+    UnknownKeyword {
+        callee: String,
+        keyword: String,
+        supported: Vec<String>,
+    },
     #[error("unknown dtype {written}; supported: {}", .supported.join(", "))]
-    UnknownDType { written: String, supported: Vec<String> },
+    UnknownDType {
+        written: String,
+        supported: Vec<String>,
+    },
     #[error("`{name}` is not defined")]
     UndefinedName { name: String },
     /// The fusion IR rejected a definition or op; the location is the statement's.
@@ -90,12 +103,29 @@ fn render(e: &ParseError) -> String {
     let num = e.line.to_string();
     let pad = " ".repeat(num.len());
     // Tabs stay tabs under the line so the caret lines up however they render.
-    let lead: String = e.source_line.chars().take(e.col - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+    let lead: String = e
+        .source_line
+        .chars()
+        .take(e.col - 1)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
     let rest = e.source_line.chars().count().saturating_sub(e.col - 1);
-    let width = e.text.lines().next().unwrap_or("").chars().count().min(rest).max(1);
+    let width = e
+        .text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .count()
+        .min(rest)
+        .max(1);
     let _ = fmt::Write::write_fmt(
         &mut s,
-        format_args!("\n{pad} |\n{num} | {}\n{pad} | {lead}{}", e.source_line, "^".repeat(width)),
+        format_args!(
+            "\n{pad} |\n{num} | {}\n{pad} | {lead}{}",
+            e.source_line,
+            "^".repeat(width)
+        ),
     );
     s
 }
@@ -114,11 +144,20 @@ pub(crate) fn diag(span: Span, kind: ErrorKind) -> Diag {
 }
 
 pub(crate) fn invalid(span: Span, msg: impl Into<String>) -> Diag {
-    Diag { span, kind: ErrorKind::Invalid(msg.into()) }
+    Diag {
+        span,
+        kind: ErrorKind::Invalid(msg.into()),
+    }
 }
 
 pub(crate) fn expected(span: Span, expected: impl Into<String>, found: impl Into<String>) -> Diag {
-    Diag { span, kind: ErrorKind::Expected { expected: expected.into(), found: found.into() } }
+    Diag {
+        span,
+        kind: ErrorKind::Expected {
+            expected: expected.into(),
+            found: found.into(),
+        },
+    }
 }
 
 /// The script's text with its line structure, to turn byte offsets into
@@ -147,7 +186,11 @@ impl<'a> Source<'a> {
             }
             i += 1;
         }
-        Source { path, text, line_starts }
+        Source {
+            path,
+            text,
+            line_starts,
+        }
     }
 
     /// 1-based line and column (in characters) of a byte offset.
@@ -155,19 +198,29 @@ impl<'a> Source<'a> {
         let off = off.min(self.text.len());
         let line = self.line_starts.partition_point(|&s| s <= off) - 1;
         let start = self.line_starts[line];
-        let col = self.text.get(start..off).map_or(off - start, |t| t.chars().count()) + 1;
+        let col = self
+            .text
+            .get(start..off)
+            .map_or(off - start, |t| t.chars().count())
+            + 1;
         (line + 1, col)
     }
 
     /// The text of a 1-based line, without its line break.
     pub fn line_text(&self, line: usize) -> &'a str {
         let start = self.line_starts[line - 1];
-        let end = self.line_starts.get(line).copied().unwrap_or(self.text.len());
+        let end = self
+            .line_starts
+            .get(line)
+            .copied()
+            .unwrap_or(self.text.len());
         self.text[start..end].trim_end_matches(['\n', '\r'])
     }
 
     pub fn slice(&self, span: Span) -> &'a str {
-        self.text.get(span.start.min(self.text.len())..span.end.min(self.text.len())).unwrap_or("")
+        self.text
+            .get(span.start.min(self.text.len())..span.end.min(self.text.len()))
+            .unwrap_or("")
     }
 
     /// `"L:C"` of an offset, for messages that mention a second place.

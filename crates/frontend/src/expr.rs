@@ -36,9 +36,10 @@ pub(crate) struct Arg {
 
 /// Python's reserved words: never names of values.
 pub(crate) const KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif",
-    "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or",
-    "pass", "raise", "return", "try", "while", "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
 ];
 
 /// Whether `s` reads back as one identifier that is not a keyword.
@@ -64,7 +65,13 @@ pub(crate) struct Cursor<'a, 's> {
 
 impl<'a, 's> Cursor<'a, 's> {
     pub fn new(src: &'a Source<'s>, line: &'a Line) -> Self {
-        Cursor { src, toks: &line.tokens, pos: 0, end: line.end, depth: 0 }
+        Cursor {
+            src,
+            toks: &line.tokens,
+            pos: 0,
+            end: line.end,
+            depth: 0,
+        }
     }
 
     pub fn peek(&self) -> Option<&'a Token> {
@@ -83,7 +90,8 @@ impl<'a, 's> Cursor<'a, 's> {
 
     /// The span of the next token, or an empty span at the end of the line.
     pub fn here(&self) -> Span {
-        self.peek().map_or(Span::new(self.end, self.end), |t| t.span)
+        self.peek()
+            .map_or(Span::new(self.end, self.end), |t| t.span)
     }
 
     /// How the next token reads in an error message.
@@ -112,7 +120,8 @@ impl<'a, 's> Cursor<'a, 's> {
     }
 
     pub fn expect_punct(&mut self, p: &str, what: &str) -> PResult<Span> {
-        self.eat_punct(p).ok_or_else(|| expected(self.here(), what, self.found()))
+        self.eat_punct(p)
+            .ok_or_else(|| expected(self.here(), what, self.found()))
     }
 
     pub fn expect_keyword(&mut self, k: &str, what: &str) -> PResult<Span> {
@@ -126,7 +135,10 @@ impl<'a, 's> Cursor<'a, 's> {
     /// Any identifier, keywords included; callers check what they need.
     pub fn expect_name(&mut self, what: &str) -> PResult<(String, Span)> {
         match self.peek() {
-            Some(Token { tok: Tok::Name(n), span }) => {
+            Some(Token {
+                tok: Tok::Name(n),
+                span,
+            }) => {
                 self.pos += 1;
                 Ok((n.clone(), *span))
             }
@@ -149,7 +161,10 @@ impl<'a, 's> Cursor<'a, 's> {
     fn enter(&mut self) -> PResult<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(invalid(self.here(), format!("expression nested more than {MAX_DEPTH} levels deep")));
+            return Err(invalid(
+                self.here(),
+                format!("expression nested more than {MAX_DEPTH} levels deep"),
+            ));
         }
         Ok(())
     }
@@ -165,7 +180,10 @@ impl<'a, 's> Cursor<'a, 's> {
         if let Some(s) = self.eat_punct("-") {
             let inner = self.expr()?;
             let span = s.to(inner.span);
-            return Ok(Expr { kind: ExprKind::Neg(Box::new(inner)), span });
+            return Ok(Expr {
+                kind: ExprKind::Neg(Box::new(inner)),
+                span,
+            });
         }
         if let Some(s) = self.eat_punct("+") {
             let mut inner = self.expr()?;
@@ -181,13 +199,22 @@ impl<'a, 's> Cursor<'a, 's> {
             if self.eat_punct(".").is_some() {
                 let (name, s) = self.expect_name("a name after `.`")?;
                 let span = e.span.to(s);
-                e = Expr { kind: ExprKind::Attr(Box::new(e), name), span };
+                e = Expr {
+                    kind: ExprKind::Attr(Box::new(e), name),
+                    span,
+                };
             } else if let Some(open) = self.eat_punct("(") {
                 let (args, close) = self.args(open)?;
                 let span = e.span.to(close);
-                e = Expr { kind: ExprKind::Call(Box::new(e), args), span };
+                e = Expr {
+                    kind: ExprKind::Call(Box::new(e), args),
+                    span,
+                };
             } else if self.is_punct("[") {
-                return Err(invalid(self.here(), "subscripts (`x[...]`) are not supported"));
+                return Err(invalid(
+                    self.here(),
+                    "subscripts (`x[...]`) are not supported",
+                ));
             } else {
                 return Ok(e);
             }
@@ -204,7 +231,9 @@ impl<'a, 's> Cursor<'a, 's> {
                 "True" => ExprKind::Bool(true),
                 "False" => ExprKind::Bool(false),
                 "None" => ExprKind::None,
-                k if KEYWORDS.contains(&k) => return Err(expected(span, "an expression", self.found())),
+                k if KEYWORDS.contains(&k) => {
+                    return Err(expected(span, "an expression", self.found()))
+                }
                 _ => ExprKind::Name(n.clone()),
             },
             Tok::Int(v) => ExprKind::Int(*v),
@@ -217,7 +246,10 @@ impl<'a, 's> Cursor<'a, 's> {
             Tok::Punct("[") => {
                 self.pos += 1;
                 let (items, close) = self.sequence(span, "]")?;
-                return Ok(Expr { kind: ExprKind::List(items), span: span.to(close) });
+                return Ok(Expr {
+                    kind: ExprKind::List(items),
+                    span: span.to(close),
+                });
             }
             Tok::Punct("{") => return Err(invalid(span, "dicts and sets are not supported")),
             Tok::Punct(_) => return Err(expected(span, "an expression", self.found())),
@@ -231,28 +263,43 @@ impl<'a, 's> Cursor<'a, 's> {
         self.enter()?;
         let r = (|| {
             if let Some(close) = self.eat_punct(")") {
-                return Ok(Expr { kind: ExprKind::Tuple(vec![]), span: open.to(close) });
+                return Ok(Expr {
+                    kind: ExprKind::Tuple(vec![]),
+                    span: open.to(close),
+                });
             }
             let first = self.expr()?;
             if let Some(close) = self.eat_punct(")") {
-                return Ok(Expr { span: open.to(close), ..first });
+                return Ok(Expr {
+                    span: open.to(close),
+                    ..first
+                });
             }
             let what = self.closing("`,` or `)`", "(", open);
             self.expect_punct(",", &what)?;
             let mut items = vec![first];
             if let Some(close) = self.eat_punct(")") {
-                return Ok(Expr { kind: ExprKind::Tuple(items), span: open.to(close) });
+                return Ok(Expr {
+                    kind: ExprKind::Tuple(items),
+                    span: open.to(close),
+                });
             }
             let (rest, close) = self.sequence(open, ")")?;
             items.extend(rest);
-            Ok(Expr { kind: ExprKind::Tuple(items), span: open.to(close) })
+            Ok(Expr {
+                kind: ExprKind::Tuple(items),
+                span: open.to(close),
+            })
         })();
         self.depth -= 1;
         r
     }
 
     fn closing(&self, what: &str, bracket: &str, open: Span) -> String {
-        format!("{what} to close the `{bracket}` at {}", self.src.at(open.start))
+        format!(
+            "{what} to close the `{bracket}` at {}",
+            self.src.at(open.start)
+        )
     }
 
     /// Comma-separated expressions up to `close`; a trailing comma is allowed.
@@ -289,7 +336,16 @@ impl<'a, 's> Cursor<'a, 's> {
                 break Ok((args, c));
             }
             let keyword = match (self.peek(), self.peek_at(1)) {
-                (Some(Token { tok: Tok::Name(n), span }), Some(Token { tok: Tok::Punct("="), .. })) => {
+                (
+                    Some(Token {
+                        tok: Tok::Name(n),
+                        span,
+                    }),
+                    Some(Token {
+                        tok: Tok::Punct("="),
+                        ..
+                    }),
+                ) => {
                     self.pos += 2;
                     Some((n.clone(), *span))
                 }
@@ -301,13 +357,22 @@ impl<'a, 's> Cursor<'a, 's> {
             };
             match &keyword {
                 Some((k, s)) => {
-                    if args.iter().any(|a| a.keyword.as_ref().is_some_and(|(k2, _)| k2 == k)) {
-                        break Err(invalid(*s, format!("keyword argument `{k}` is given twice")));
+                    if args
+                        .iter()
+                        .any(|a| a.keyword.as_ref().is_some_and(|(k2, _)| k2 == k))
+                    {
+                        break Err(invalid(
+                            *s,
+                            format!("keyword argument `{k}` is given twice"),
+                        ));
                     }
                 }
                 None => {
                     if args.iter().any(|a| a.keyword.is_some()) {
-                        break Err(invalid(value.span, "a positional argument cannot follow keyword arguments"));
+                        break Err(invalid(
+                            value.span,
+                            "a positional argument cannot follow keyword arguments",
+                        ));
                     }
                 }
             }
@@ -348,7 +413,8 @@ impl Expr {
     }
 
     pub fn dotted(&self) -> Option<String> {
-        self.path().map(|p| p.iter().map(|(n, _)| *n).collect::<Vec<_>>().join("."))
+        self.path()
+            .map(|p| p.iter().map(|(n, _)| *n).collect::<Vec<_>>().join("."))
     }
 
     /// The value of an integer literal, sign included.
@@ -358,7 +424,8 @@ impl Expr {
                 i128::try_from(*m).map_err(|_| invalid(self.span, "integer literal is too large")),
             ),
             ExprKind::Neg(inner) => Some(inner.int()?.and_then(|v| {
-                v.checked_neg().ok_or_else(|| invalid(self.span, "integer literal is too large"))
+                v.checked_neg()
+                    .ok_or_else(|| invalid(self.span, "integer literal is too large"))
             })),
             _ => None,
         }
@@ -367,7 +434,8 @@ impl Expr {
     /// An integer literal that fits in i64.
     pub fn i64(&self) -> Option<PResult<i64>> {
         Some(self.int()?.and_then(|v| {
-            i64::try_from(v).map_err(|_| invalid(self.span, format!("integer {v} does not fit in 64 bits")))
+            i64::try_from(v)
+                .map_err(|_| invalid(self.span, format!("integer {v} does not fit in 64 bits")))
         }))
     }
 
@@ -384,12 +452,14 @@ impl Expr {
             ExprKind::Bool(b) => Literal::Bool(*b),
             ExprKind::Neg(inner) => {
                 return Some(inner.literal()?.and_then(|l| match l {
-                    Literal::Int(i) => i
-                        .checked_neg()
-                        .map(Literal::Int)
-                        .ok_or_else(|| invalid(self.span, "integer literal does not fit in 64 bits")),
+                    Literal::Int(i) => i.checked_neg().map(Literal::Int).ok_or_else(|| {
+                        invalid(self.span, "integer literal does not fit in 64 bits")
+                    }),
                     Literal::Float(f) => Ok(canonical(Literal::Float(-f))),
-                    Literal::Bool(_) => Err(invalid(self.span, "`-` of True or False is not supported; write the integer")),
+                    Literal::Bool(_) => Err(invalid(
+                        self.span,
+                        "`-` of True or False is not supported; write the integer",
+                    )),
                 }))
             }
             ExprKind::Call(callee, args) if matches!(&callee.kind, ExprKind::Name(n) if n == "float") => {
@@ -401,17 +471,35 @@ impl Expr {
     }
 
     fn float_call(&self, args: &[Arg]) -> PResult<Literal> {
-        let [Arg { keyword: None, value }] = args else {
-            return Err(invalid(self.span, "float(...) takes one argument, as in float(\"inf\")"));
+        let [Arg {
+            keyword: None,
+            value,
+        }] = args
+        else {
+            return Err(invalid(
+                self.span,
+                "float(...) takes one argument, as in float(\"inf\")",
+            ));
         };
         let v = match &value.kind {
             // Rust's parser takes what Python's `float()` takes for the special values.
             ExprKind::Str(s) => s.trim().parse::<f64>().map_err(|_| {
-                invalid(value.span, format!("float({:?}) is not a number; use \"inf\", \"-inf\" or \"nan\"", s))
+                invalid(
+                    value.span,
+                    format!(
+                        "float({:?}) is not a number; use \"inf\", \"-inf\" or \"nan\"",
+                        s
+                    ),
+                )
             })?,
             _ => match value.literal() {
                 Some(l) => l?.as_f64(),
-                None => return Err(invalid(value.span, "float(...) takes a string like \"inf\" or a number")),
+                None => {
+                    return Err(invalid(
+                        value.span,
+                        "float(...) takes a string like \"inf\" or a number",
+                    ))
+                }
             },
         };
         Ok(canonical(Literal::Float(v)))

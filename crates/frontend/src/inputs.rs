@@ -10,7 +10,11 @@ const WHAT: &str =
 
 pub(crate) fn parse_inputs(src: &Source, e: &Expr) -> PResult<Vec<InputRecipe>> {
     let ExprKind::List(items) = &e.kind else {
-        return Err(expected(e.span, "a list `[...]` of inputs", format!("`{}`", src.slice(e.span))));
+        return Err(expected(
+            e.span,
+            "a list `[...]` of inputs",
+            format!("`{}`", src.slice(e.span)),
+        ));
     };
     items.iter().map(|x| item(src, x)).collect()
 }
@@ -25,10 +29,23 @@ fn item(src: &Source, e: &Expr) -> PResult<InputRecipe> {
     let call = Call { span: e.span, args };
     if let ExprKind::Attr(base, method) = &callee.kind {
         if method == "as_strided" {
-            let InputRecipe::Randn { size, dtype, as_strided: None } = plain_randn(src, base)? else {
-                return Err(invalid(base.span, "as_strided applies to a plain torch.randn(...)"));
+            let InputRecipe::Randn {
+                size,
+                dtype,
+                as_strided: None,
+            } = plain_randn(src, base)?
+            else {
+                return Err(invalid(
+                    base.span,
+                    "as_strided applies to a plain torch.randn(...)",
+                ));
             };
-            let a = bind("as_strided", &call, &["size", "stride", "storage_offset"], &[])?;
+            let a = bind(
+                "as_strided",
+                &call,
+                &["size", "stride", "storage_offset"],
+                &[],
+            )?;
             let shape = sizes(src, a.req("size")?)?;
             let stride = ints(src, a.req("stride")?)?;
             if let Some(o) = a.opt("storage_offset") {
@@ -36,14 +53,22 @@ fn item(src: &Source, e: &Expr) -> PResult<InputRecipe> {
                     return Err(invalid(o.span, "a nonzero storage_offset is not supported"));
                 }
             }
-            return Ok(InputRecipe::Randn { size, dtype, as_strided: Some((shape, stride)) });
+            return Ok(InputRecipe::Randn {
+                size,
+                dtype,
+                as_strided: Some((shape, stride)),
+            });
         }
     }
     match callee.dotted().as_deref() {
         Some("torch.testing.make_tensor") => make_tensor(src, &call),
         Some("torch.randn") => randn(src, &call),
         Some("torch.randint") => randint(src, &call),
-        _ => Err(expected(callee.span, WHAT, format!("`{}`", src.slice(callee.span)))),
+        _ => Err(expected(
+            callee.span,
+            WHAT,
+            format!("`{}`", src.slice(callee.span)),
+        )),
     }
 }
 
@@ -52,13 +77,22 @@ fn plain_randn(src: &Source, e: &Expr) -> PResult<InputRecipe> {
         ExprKind::Call(callee, args) if callee.dotted().as_deref() == Some("torch.randn") => {
             randn(src, &Call { span: e.span, args })
         }
-        _ => Err(expected(e.span, "torch.randn(...) before .as_strided", format!("`{}`", src.slice(e.span)))),
+        _ => Err(expected(
+            e.span,
+            "torch.randn(...) before .as_strided",
+            format!("`{}`", src.slice(e.span)),
+        )),
     }
 }
 
 /// `*size` or one tuple/list: positional arguments of make_tensor and randn.
 fn varargs_size(src: &Source, call: &Call) -> PResult<Vec<usize>> {
-    let pos: Vec<&Expr> = call.args.iter().filter(|a| a.keyword.is_none()).map(|a| &a.value).collect();
+    let pos: Vec<&Expr> = call
+        .args
+        .iter()
+        .filter(|a| a.keyword.is_none())
+        .map(|a| &a.value)
+        .collect();
     match pos.as_slice() {
         [one] if matches!(one.kind, ExprKind::List(_) | ExprKind::Tuple(_)) => sizes(src, one),
         many => many.iter().map(|e| size(src, e)).collect(),
@@ -66,7 +100,11 @@ fn varargs_size(src: &Source, call: &Call) -> PResult<Vec<usize>> {
 }
 
 /// Keyword arguments, checked against those `callee` supports.
-fn keywords<'e>(call: &Call<'e>, callee: &str, allowed: &[&str]) -> PResult<Vec<(&'e str, &'e Expr)>> {
+fn keywords<'e>(
+    call: &Call<'e>,
+    callee: &str,
+    allowed: &[&str],
+) -> PResult<Vec<(&'e str, &'e Expr)>> {
     let mut out = vec![];
     for a in call.args {
         if let Some((k, span)) = &a.keyword {
@@ -99,7 +137,12 @@ fn make_tensor(src: &Source, call: &Call) -> PResult<InputRecipe> {
         }
     }
     let dtype = dtype.ok_or_else(|| invalid(call.span, format!("{callee} needs dtype=")))?;
-    Ok(InputRecipe::MakeTensor { shape, dtype, low, high })
+    Ok(InputRecipe::MakeTensor {
+        shape,
+        dtype,
+        low,
+        high,
+    })
 }
 
 fn randn(src: &Source, call: &Call) -> PResult<InputRecipe> {
@@ -112,33 +155,56 @@ fn randn(src: &Source, call: &Call) -> PResult<InputRecipe> {
             _ => device(src, v)?,
         }
     }
-    Ok(InputRecipe::Randn { size, dtype, as_strided: None })
+    Ok(InputRecipe::Randn {
+        size,
+        dtype,
+        as_strided: None,
+    })
 }
 
 fn randint(src: &Source, call: &Call) -> PResult<InputRecipe> {
     let callee = "torch.randint";
     let npos = call.args.iter().filter(|a| a.keyword.is_none()).count();
     // torch.randint(high, size) or torch.randint(low, high, size).
-    let params: &'static [&'static str] =
-        if npos == 2 { &["high", "size", "low", "dtype", "device"] } else { &["low", "high", "size", "dtype", "device"] };
+    let params: &'static [&'static str] = if npos == 2 {
+        &["high", "size", "low", "dtype", "device"]
+    } else {
+        &["low", "high", "size", "dtype", "device"]
+    };
     let a = bind(callee, call, params, &[])?;
     let low = a.get("low").map(|e| int(src, e)).transpose()?.unwrap_or(0);
     let high = int(src, a.req("high")?)?;
     let size = sizes(src, a.req("size")?)?;
-    let dtype = a.get("dtype").map(|e| torch_dtype(src, e)).transpose()?.unwrap_or(DType::Int);
+    let dtype = a
+        .get("dtype")
+        .map(|e| torch_dtype(src, e))
+        .transpose()?
+        .unwrap_or(DType::Int);
     if let Some(d) = a.get("device") {
         device(src, d)?;
     }
     if low >= high {
-        return Err(invalid(call.span, format!("{callee}: low {low} must be below high {high}")));
+        return Err(invalid(
+            call.span,
+            format!("{callee}: low {low} must be below high {high}"),
+        ));
     }
-    Ok(InputRecipe::Randint { low, high, size, dtype })
+    Ok(InputRecipe::Randint {
+        low,
+        high,
+        size,
+        dtype,
+    })
 }
 
 fn device(src: &Source, e: &Expr) -> PResult<()> {
     match e.kind {
         ExprKind::Str(_) => Ok(()),
-        _ => Err(expected(e.span, "a device string such as 'cuda:0'", format!("`{}`", src.slice(e.span)))),
+        _ => Err(expected(
+            e.span,
+            "a device string such as 'cuda:0'",
+            format!("`{}`", src.slice(e.span)),
+        )),
     }
 }
 
@@ -146,7 +212,9 @@ fn torch_dtype(src: &Source, e: &Expr) -> PResult<DType> {
     let path = e.path().unwrap_or_default();
     match path.as_slice() {
         [("torch", _), (x, _)] => DType::from_torch_name(x).ok_or_else(|| {
-            let supported = ["bool", "int32", "int64", "float16", "bfloat16", "float32", "float64"];
+            let supported = [
+                "bool", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+            ];
             diag(
                 e.span,
                 ErrorKind::UnknownDType {
@@ -155,7 +223,11 @@ fn torch_dtype(src: &Source, e: &Expr) -> PResult<DType> {
                 },
             )
         }),
-        _ => Err(expected(e.span, "a torch dtype such as `torch.float32`", format!("`{}`", src.slice(e.span)))),
+        _ => Err(expected(
+            e.span,
+            "a torch dtype such as `torch.float32`",
+            format!("`{}`", src.slice(e.span)),
+        )),
     }
 }
 
@@ -172,18 +244,34 @@ fn bound(src: &Source, e: &Expr) -> PResult<Option<f64>> {
             }
             Ok(Some(v))
         }
-        None => Err(expected(e.span, "a number or None", format!("`{}`", src.slice(e.span)))),
+        None => Err(expected(
+            e.span,
+            "a number or None",
+            format!("`{}`", src.slice(e.span)),
+        )),
     }
 }
 
 fn int(src: &Source, e: &Expr) -> PResult<i64> {
-    e.i64().unwrap_or_else(|| Err(expected(e.span, "an integer", format!("`{}`", src.slice(e.span)))))
+    e.i64().unwrap_or_else(|| {
+        Err(expected(
+            e.span,
+            "an integer",
+            format!("`{}`", src.slice(e.span)),
+        ))
+    })
 }
 
 fn ints(src: &Source, e: &Expr) -> PResult<Vec<i64>> {
     match &e.kind {
-        ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().map(|x| int(src, x)).collect(),
-        _ => Err(expected(e.span, "a tuple of integers", format!("`{}`", src.slice(e.span)))),
+        ExprKind::List(items) | ExprKind::Tuple(items) => {
+            items.iter().map(|x| int(src, x)).collect()
+        }
+        _ => Err(expected(
+            e.span,
+            "a tuple of integers",
+            format!("`{}`", src.slice(e.span)),
+        )),
     }
 }
 
@@ -195,7 +283,9 @@ fn size(src: &Source, e: &Expr) -> PResult<usize> {
 /// A tuple or list of sizes; one integer is a size of one dim.
 fn sizes(src: &Source, e: &Expr) -> PResult<Vec<usize>> {
     match &e.kind {
-        ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().map(|x| size(src, x)).collect(),
+        ExprKind::List(items) | ExprKind::Tuple(items) => {
+            items.iter().map(|x| size(src, x)).collect()
+        }
         _ => Ok(vec![size(src, e)?]),
     }
 }

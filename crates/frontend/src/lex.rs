@@ -45,12 +45,20 @@ pub(crate) struct Lexed {
 
 /// Longest first, so that `->` is not read as `-` `>`.
 const PUNCT: &[&str] = &[
-    "**", "//", "==", "!=", "<=", ">=", "->", "(", ")", "[", "]", "{", "}", ",", ":", ".", ";", "=", "+", "-", "*", "/",
-    "%", "<", ">", "@", "~", "&", "|", "^",
+    "**", "//", "==", "!=", "<=", ">=", "->", "(", ")", "[", "]", "{", "}", ",", ":", ".", ";",
+    "=", "+", "-", "*", "/", "%", "<", ">", "@", "~", "&", "|", "^",
 ];
 
 pub(crate) fn lex(src: &Source) -> PResult<Lexed> {
-    Lexer { src, text: src.text, pos: 0, header: vec![], lines: vec![], brackets: vec![] }.run()
+    Lexer {
+        src,
+        text: src.text,
+        pos: 0,
+        header: vec![],
+        lines: vec![],
+        brackets: vec![],
+    }
+    .run()
 }
 
 struct Lexer<'a, 'b> {
@@ -124,7 +132,8 @@ impl Lexer<'_, '_> {
                 Some('#') => {
                     let c = self.comment();
                     if self.lines.is_empty() {
-                        self.header.push(c.strip_prefix(' ').unwrap_or(&c).to_string());
+                        self.header
+                            .push(c.strip_prefix(' ').unwrap_or(&c).to_string());
                     }
                     self.eat_newline();
                     continue;
@@ -140,7 +149,10 @@ impl Lexer<'_, '_> {
                 self.lines.push(line);
             }
         }
-        Ok(Lexed { header: self.header, lines: self.lines })
+        Ok(Lexed {
+            header: self.header,
+            lines: self.lines,
+        })
     }
 
     /// Tokens up to the end of the logical line, if it has any.
@@ -149,9 +161,16 @@ impl Lexer<'_, '_> {
         loop {
             let Some(c) = self.peek() else {
                 if let Some(&(b, span)) = self.brackets.last() {
-                    return Err(invalid(span, format!("`{b}` is never closed: the file ends before its closing bracket")));
+                    return Err(invalid(
+                        span,
+                        format!("`{b}` is never closed: the file ends before its closing bracket"),
+                    ));
                 }
-                return Ok((!tokens.is_empty()).then_some(Line { indent, tokens, end: self.pos }));
+                return Ok((!tokens.is_empty()).then_some(Line {
+                    indent,
+                    tokens,
+                    end: self.pos,
+                }));
             };
             let start = self.pos;
             match c {
@@ -165,17 +184,26 @@ impl Lexer<'_, '_> {
                     let end = self.pos;
                     self.eat_newline();
                     if self.brackets.is_empty() {
-                        return Ok((!tokens.is_empty()).then_some(Line { indent, tokens, end }));
+                        return Ok((!tokens.is_empty()).then_some(Line {
+                            indent,
+                            tokens,
+                            end,
+                        }));
                     }
                 }
                 '\\' => {
                     self.bump();
                     if !self.eat_newline() {
-                        return Err(invalid(Span::new(start, self.pos), "a backslash must end the line (line continuation)"));
+                        return Err(invalid(
+                            Span::new(start, self.pos),
+                            "a backslash must end the line (line continuation)",
+                        ));
                     }
                 }
                 '0'..='9' => tokens.push(self.number()?),
-                '.' if self.peek2().is_some_and(|d| d.is_ascii_digit()) => tokens.push(self.number()?),
+                '.' if self.peek2().is_some_and(|d| d.is_ascii_digit()) => {
+                    tokens.push(self.number()?)
+                }
                 '\'' | '"' => tokens.push(self.string()?),
                 c if c == '_' || c.is_alphabetic() => {
                     while self.peek().is_some_and(|c| c == '_' || c.is_alphanumeric()) {
@@ -188,17 +216,29 @@ impl Lexer<'_, '_> {
                             format!("string prefixes like `{name}\"...\"` are not supported"),
                         ));
                     }
-                    tokens.push(Token { tok: Tok::Name(name.to_string()), span: Span::new(start, self.pos) });
+                    tokens.push(Token {
+                        tok: Tok::Name(name.to_string()),
+                        span: Span::new(start, self.pos),
+                    });
                 }
                 _ => {
-                    let Some(&p) = PUNCT.iter().find(|p| self.text[self.pos..].starts_with(**p)) else {
+                    let Some(&p) = PUNCT
+                        .iter()
+                        .find(|p| self.text[self.pos..].starts_with(**p))
+                    else {
                         self.bump();
-                        return Err(invalid(Span::new(start, self.pos), format!("unexpected character {c:?}")));
+                        return Err(invalid(
+                            Span::new(start, self.pos),
+                            format!("unexpected character {c:?}"),
+                        ));
                     };
                     self.pos += p.len();
                     let span = Span::new(start, self.pos);
                     self.bracket(p, span)?;
-                    tokens.push(Token { tok: Tok::Punct(p), span });
+                    tokens.push(Token {
+                        tok: Tok::Punct(p),
+                        span,
+                    });
                 }
             }
         }
@@ -215,11 +255,19 @@ impl Lexer<'_, '_> {
                     _ => '{',
                 };
                 match self.brackets.pop() {
-                    None => return Err(invalid(span, format!("unmatched `{c}`: no bracket is open here"))),
+                    None => {
+                        return Err(invalid(
+                            span,
+                            format!("unmatched `{c}`: no bracket is open here"),
+                        ))
+                    }
                     Some((b, at)) if b != open => {
                         return Err(invalid(
                             span,
-                            format!("`{c}` does not match `{b}` opened at {}", self.src.at(at.start)),
+                            format!(
+                                "`{c}` does not match `{b}` opened at {}",
+                                self.src.at(at.start)
+                            ),
                         ))
                     }
                     Some(_) => {}
@@ -296,17 +344,24 @@ impl Lexer<'_, '_> {
         let clean: String = text.chars().filter(|&c| c != '_').collect();
         if is_float {
             let v: f64 = clean.parse().map_err(|_| bad())?;
-            return Ok(Token { tok: Tok::Float(v), span });
+            return Ok(Token {
+                tok: Tok::Float(v),
+                span,
+            });
         }
         let body = if radix == 10 { &clean[..] } else { &clean[2..] };
         if body.is_empty() {
             return Err(bad());
         }
         match u128::from_str_radix(body, radix) {
-            Ok(v) => Ok(Token { tok: Tok::Int(v), span }),
-            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
-                Err(diag(span, ErrorKind::Invalid(format!("integer literal `{text}` is too large"))))
-            }
+            Ok(v) => Ok(Token {
+                tok: Tok::Int(v),
+                span,
+            }),
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Err(diag(
+                span,
+                ErrorKind::Invalid(format!("integer literal `{text}` is too large")),
+            )),
             Err(_) => Err(bad()),
         }
     }
@@ -316,19 +371,28 @@ impl Lexer<'_, '_> {
         let q = self.bump().unwrap_or('"');
         let triple: String = [q, q, q].iter().collect();
         if self.text[start..].starts_with(&triple) {
-            return Err(invalid(Span::new(start, start + 3), "triple-quoted strings are not supported"));
+            return Err(invalid(
+                Span::new(start, start + 3),
+                "triple-quoted strings are not supported",
+            ));
         }
         let mut s = String::new();
         loop {
             match self.peek() {
                 None | Some('\n') | Some('\r') => {
-                    return Err(invalid(Span::new(start, self.pos), "unterminated string: the line ends before its closing quote"))
+                    return Err(invalid(
+                        Span::new(start, self.pos),
+                        "unterminated string: the line ends before its closing quote",
+                    ))
                 }
                 Some('\\') => {
                     self.bump();
                     match self.peek() {
                         None | Some('\n') | Some('\r') => {
-                            return Err(invalid(Span::new(start, self.pos), "unterminated string: the line ends before its closing quote"))
+                            return Err(invalid(
+                                Span::new(start, self.pos),
+                                "unterminated string: the line ends before its closing quote",
+                            ))
                         }
                         Some(c) => {
                             self.bump();
@@ -346,7 +410,10 @@ impl Lexer<'_, '_> {
                 }
                 Some(c) if c == q => {
                     self.bump();
-                    return Ok(Token { tok: Tok::Str(s), span: Span::new(start, self.pos) });
+                    return Ok(Token {
+                        tok: Tok::Str(s),
+                        span: Span::new(start, self.pos),
+                    });
                 }
                 Some(c) => {
                     self.bump();

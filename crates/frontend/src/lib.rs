@@ -53,7 +53,10 @@ pub fn check_any_text(text: &str) -> Result<Fusion, ParseError> {
     let f = parse_script("fuzz.py", text)?;
     let printed = print_script(&f);
     match parse_script("printed.py", &printed) {
-        Ok(g) => assert!(g == f, "printed script reads back to a different fusion:\n{printed}\n--- from ---\n{text}"),
+        Ok(g) => assert!(
+            g == f,
+            "printed script reads back to a different fusion:\n{printed}\n--- from ---\n{text}"
+        ),
         Err(e) => panic!("printed script does not read back: {e}\n{printed}\n--- from ---\n{text}"),
     }
     Ok(f)

@@ -41,33 +41,52 @@ pub(crate) fn bind<'e>(
                     let n = params.len();
                     return Err(invalid(
                         a.value.span,
-                        format!("{callee} takes at most {n} positional argument{}", if n == 1 { "" } else { "s" }),
+                        format!(
+                            "{callee} takes at most {n} positional argument{}",
+                            if n == 1 { "" } else { "s" }
+                        ),
                     ));
                 }
                 npos += 1;
                 (npos - 1, a.value.span)
             }
             Some((k, ks)) => {
-                let target = aliases.iter().find(|(al, _)| al == k).map_or(k.as_str(), |(_, t)| t);
+                let target = aliases
+                    .iter()
+                    .find(|(al, _)| al == k)
+                    .map_or(k.as_str(), |(_, t)| t);
                 match params.iter().position(|p| *p == target) {
                     Some(i) => (i, *ks),
                     None => {
-                        let mut supported: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+                        let mut supported: Vec<String> =
+                            params.iter().map(|p| p.to_string()).collect();
                         supported.extend(aliases.iter().map(|(al, t)| format!("{al} (= {t})")));
                         return Err(diag(
                             *ks,
-                            ErrorKind::UnknownKeyword { callee: callee.to_string(), keyword: k.clone(), supported },
+                            ErrorKind::UnknownKeyword {
+                                callee: callee.to_string(),
+                                keyword: k.clone(),
+                                supported,
+                            },
                         ));
                     }
                 }
             }
         };
         if slots[idx].is_some() {
-            return Err(invalid(span, format!("{callee} got two values for `{}`", params[idx])));
+            return Err(invalid(
+                span,
+                format!("{callee} got two values for `{}`", params[idx]),
+            ));
         }
         slots[idx] = Some(&a.value);
     }
-    Ok(Bound { callee: callee.to_string(), span: call.span, params, slots })
+    Ok(Bound {
+        callee: callee.to_string(),
+        span: call.span,
+        params,
+        slots,
+    })
 }
 
 impl<'e> Bound<'e> {
@@ -82,7 +101,12 @@ impl<'e> Bound<'e> {
     }
 
     pub fn req(&self, p: &str) -> PResult<&'e Expr> {
-        self.get(p).ok_or_else(|| invalid(self.span, format!("{} is missing the argument `{p}`", self.callee)))
+        self.get(p).ok_or_else(|| {
+            invalid(
+                self.span,
+                format!("{} is missing the argument `{p}`", self.callee),
+            )
+        })
     }
 }
 
@@ -92,32 +116,62 @@ fn positional(call: &Call) -> usize {
 
 impl Body<'_, '_> {
     pub fn define_tensor(&mut self, call: &Call, name: &str) -> PResult<ValueId> {
-        let a = bind("fd.define_tensor", call, &["shape", "contiguity", "dtype", "is_cpu", "stride_order"], &[])?;
+        let a = bind(
+            "fd.define_tensor",
+            call,
+            &["shape", "contiguity", "dtype", "is_cpu", "stride_order"],
+            &[],
+        )?;
         let shape = self.ints(a.req("shape")?, "shape")?;
         let contiguity = match a.opt("contiguity") {
             // nvFuser's default: extent-1 dims are broadcasts, the rest contiguous.
-            None => shape.iter().map(|&e| if e == 1 { None } else { Some(true) }).collect(),
-            Some(Expr { kind: ExprKind::Bool(b), .. }) => {
-                shape.iter().map(|&e| if e == 1 { None } else { Some(*b) }).collect()
-            }
+            None => shape
+                .iter()
+                .map(|&e| if e == 1 { None } else { Some(true) })
+                .collect(),
+            Some(Expr {
+                kind: ExprKind::Bool(b),
+                ..
+            }) => shape
+                .iter()
+                .map(|&e| if e == 1 { None } else { Some(*b) })
+                .collect(),
             Some(e) => match &e.kind {
                 ExprKind::List(items) | ExprKind::Tuple(items) => items
                     .iter()
                     .map(|x| match x.kind {
                         ExprKind::Bool(b) => Ok(Some(b)),
                         ExprKind::None => Ok(None),
-                        _ => Err(expected(x.span, "True, False or None", format!("`{}`", self.src.slice(x.span)))),
+                        _ => Err(expected(
+                            x.span,
+                            "True, False or None",
+                            format!("`{}`", self.src.slice(x.span)),
+                        )),
                     })
                     .collect::<PResult<Vec<_>>>()?,
-                _ => return Err(expected(e.span, "a list of True/False/None", format!("`{}`", self.src.slice(e.span)))),
+                _ => {
+                    return Err(expected(
+                        e.span,
+                        "a list of True/False/None",
+                        format!("`{}`", self.src.slice(e.span)),
+                    ))
+                }
             },
         };
         let dtype = match a.get("dtype") {
             Some(e) => self.dtype(e, false)?.unwrap_or(DType::Float),
             None => DType::Float,
         };
-        let is_cpu = a.get("is_cpu").map(|e| self.boolean(e, "is_cpu")).transpose()?.unwrap_or(false);
-        let stride_order = a.opt("stride_order").map(|e| self.ints(e, "stride_order")).transpose()?.unwrap_or_default();
+        let is_cpu = a
+            .get("is_cpu")
+            .map(|e| self.boolean(e, "is_cpu"))
+            .transpose()?
+            .unwrap_or(false);
+        let stride_order = a
+            .opt("stride_order")
+            .map(|e| self.ints(e, "stride_order"))
+            .transpose()?
+            .unwrap_or_default();
         self.b
             .define_tensor(Some(name), &shape, contiguity, dtype, &stride_order, is_cpu)
             .map_err(|e| self.ir(call.span, e))
@@ -145,7 +199,12 @@ impl Body<'_, '_> {
         let dtype = match (dtype, value) {
             (Some(d), _) => d,
             (None, Some(v)) => v.natural_dtype(),
-            (None, None) => return Err(invalid(call.span, "fd.define_scalar needs a value or a dtype")),
+            (None, None) => {
+                return Err(invalid(
+                    call.span,
+                    "fd.define_scalar needs a value or a dtype",
+                ))
+            }
         };
         Ok(self.b.define_scalar(Some(name), value, dtype))
     }
@@ -154,7 +213,11 @@ impl Body<'_, '_> {
         let a = bind("fd.add_output", call, &["output"], &[])?;
         let e = a.req("output")?;
         let ExprKind::Name(n) = &e.kind else {
-            return Err(expected(e.span, "the name of a tensor", format!("`{}`", self.src.slice(e.span))));
+            return Err(expected(
+                e.span,
+                "the name of a tensor",
+                format!("`{}`", self.src.slice(e.span)),
+            ));
         };
         let v = self.lookup(n, e.span)?;
         self.b.add_output(v).map_err(|err| self.ir(call.span, err))
@@ -170,9 +233,19 @@ impl Body<'_, '_> {
         let want = self.ints(e, "original_shape")?;
         let v = self.b.fusion().value(x);
         if let Some(s) = &v.shape {
-            let same = want.len() == s.len() && want.iter().zip(s).all(|(&w, &e)| w < 0 || w as u64 == e as u64);
+            let same = want.len() == s.len()
+                && want
+                    .iter()
+                    .zip(s)
+                    .all(|(&w, &e)| w < 0 || w as u64 == e as u64);
             if !same {
-                return Err(invalid(e.span, format!("original_shape {want:?} is not the shape {s:?} of {}", v.name)));
+                return Err(invalid(
+                    e.span,
+                    format!(
+                        "original_shape {want:?} is not the shape {s:?} of {}",
+                        v.name
+                    ),
+                ));
             }
         }
         Ok(())
@@ -180,8 +253,14 @@ impl Body<'_, '_> {
 
     fn operands(&mut self, e: &Expr, what: &str) -> PResult<Vec<ValueId>> {
         match &e.kind {
-            ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().map(|x| self.operand(x)).collect(),
-            _ => Err(expected(e.span, format!("a list for {what}"), format!("`{}`", self.src.slice(e.span)))),
+            ExprKind::List(items) | ExprKind::Tuple(items) => {
+                items.iter().map(|x| self.operand(x)).collect()
+            }
+            _ => Err(expected(
+                e.span,
+                format!("a list for {what}"),
+                format!("`{}`", self.src.slice(e.span)),
+            )),
         }
     }
 
@@ -207,19 +286,34 @@ impl Body<'_, '_> {
             _ => None,
         };
         if let Some(kind) = reduce {
-            let a = bind(callee, call, &["arg", "dims", "keepdim", "dtype"], &[("axes", "dims")])?;
+            let a = bind(
+                callee,
+                call,
+                &["arg", "dims", "keepdim", "dtype"],
+                &[("axes", "dims")],
+            )?;
             let x = self.operand(a.req("arg")?)?;
             let dims = match a.opt("dims") {
                 Some(e) => self.ints(e, "dims")?,
                 // Without dims nvFuser reduces every dim.
                 None => (0..self.rank(x) as i64).collect(),
             };
-            let keepdim = a.get("keepdim").map(|e| self.boolean(e, "keepdim")).transpose()?.unwrap_or(false);
+            let keepdim = a
+                .get("keepdim")
+                .map(|e| self.boolean(e, "keepdim"))
+                .transpose()?
+                .unwrap_or(false);
             let dtype = match a.get("dtype") {
                 Some(e) => self.dtype(e, true)?,
                 None => None,
             };
-            return Ok(Op::Reduce { kind, x, dims, keepdim, dtype });
+            return Ok(Op::Reduce {
+                kind,
+                x,
+                dims,
+                keepdim,
+                dtype,
+            });
         }
         Ok(match name {
             "where" => {
@@ -240,35 +334,71 @@ impl Body<'_, '_> {
                 let a = bind(callee, call, &["arg", "dims"], &[("axes", "dims")])?;
                 let (x, d) = (a.req("arg")?, a.req("dims")?);
                 let x = self.operand(x)?;
-                Op::Welford { x, dims: self.ints(d, "dims")? }
+                Op::Welford {
+                    x,
+                    dims: self.ints(d, "dims")?,
+                }
             }
             "var_mean" => {
-                let a = bind(callee, call, &["arg", "dims", "correction", "keepdim"], &[("axes", "dims")])?;
+                let a = bind(
+                    callee,
+                    call,
+                    &["arg", "dims", "correction", "keepdim"],
+                    &[("axes", "dims")],
+                )?;
                 let (x, d) = (a.req("arg")?, a.req("dims")?);
                 let x = self.operand(x)?;
                 let dims = self.ints(d, "dims")?;
                 // nvFuser's default is Bessel's correction.
-                let correction = a.get("correction").map(|e| self.int(e, "correction")).transpose()?.unwrap_or(1);
-                let keepdim = a.get("keepdim").map(|e| self.boolean(e, "keepdim")).transpose()?.unwrap_or(false);
-                Op::VarMean { x, dims, correction, keepdim }
+                let correction = a
+                    .get("correction")
+                    .map(|e| self.int(e, "correction"))
+                    .transpose()?
+                    .unwrap_or(1);
+                let keepdim = a
+                    .get("keepdim")
+                    .map(|e| self.boolean(e, "keepdim"))
+                    .transpose()?
+                    .unwrap_or(false);
+                Op::VarMean {
+                    x,
+                    dims,
+                    correction,
+                    keepdim,
+                }
             }
             "broadcast" => {
                 let a = bind(callee, call, &["arg", "is_broadcast_dim"], &[])?;
                 let (x, d) = (a.req("arg")?, a.req("is_broadcast_dim")?);
                 let x = self.operand(x)?;
-                Op::Broadcast { x, is_broadcast_dim: self.bools(d, "is_broadcast_dim")? }
+                Op::Broadcast {
+                    x,
+                    is_broadcast_dim: self.bools(d, "is_broadcast_dim")?,
+                }
             }
             "broadcast_in_dim" => {
-                let a = bind(callee, call, &["arg", "shape", "broadcast_dims"], &[("output_shape", "shape")])?;
+                let a = bind(
+                    callee,
+                    call,
+                    &["arg", "shape", "broadcast_dims"],
+                    &[("output_shape", "shape")],
+                )?;
                 let (x, s, d) = (a.req("arg")?, a.req("shape")?, a.req("broadcast_dims")?);
                 let x = self.operand(x)?;
-                Op::BroadcastInDim { x, shape: self.ints(s, "shape")?, broadcast_dims: self.ints(d, "broadcast_dims")? }
+                Op::BroadcastInDim {
+                    x,
+                    shape: self.ints(s, "shape")?,
+                    broadcast_dims: self.ints(d, "broadcast_dims")?,
+                }
             }
             "expand" => {
                 let a = bind(callee, call, &["arg", "shape"], &[])?;
                 let (x, s) = (a.req("arg")?, a.req("shape")?);
                 let x = self.operand(x)?;
-                Op::Expand { x, shape: self.ints(s, "shape")? }
+                Op::Expand {
+                    x,
+                    shape: self.ints(s, "shape")?,
+                }
             }
             "reshape" => {
                 // Old legacy scripts write reshape(x, original_shape, new_shape).
@@ -281,20 +411,26 @@ impl Body<'_, '_> {
                 let (x, s) = (a.req("arg")?, a.req("new_shape")?);
                 let x = self.operand(x)?;
                 self.check_original_shape(x, a.get("original_shape"))?;
-                Op::Reshape { x, new_shape: self.ints(s, "new_shape")? }
+                Op::Reshape {
+                    x,
+                    new_shape: self.ints(s, "new_shape")?,
+                }
             }
             "permute" => {
                 let a = bind(callee, call, &["arg", "dims"], &[])?;
                 let (x, d) = (a.req("arg")?, a.req("dims")?);
                 let x = self.operand(x)?;
-                Op::Permute { x, dims: self.ints(d, "dims")? }
+                Op::Permute {
+                    x,
+                    dims: self.ints(d, "dims")?,
+                }
             }
             "squeeze" => {
                 // Old legacy scripts write squeeze(x, original_shape, dims).
-                let third_is_list = call
-                    .args
-                    .get(2)
-                    .is_some_and(|a| a.keyword.is_none() && matches!(a.value.kind, ExprKind::List(_) | ExprKind::Tuple(_)));
+                let third_is_list = call.args.get(2).is_some_and(|a| {
+                    a.keyword.is_none()
+                        && matches!(a.value.kind, ExprKind::List(_) | ExprKind::Tuple(_))
+                });
                 let params: &'static [&'static str] = if third_is_list {
                     &["arg", "original_shape", "dims", "squeeze_expanded"]
                 } else {
@@ -305,12 +441,32 @@ impl Body<'_, '_> {
                 let x = self.operand(x)?;
                 self.check_original_shape(x, a.get("original_shape"))?;
                 // Squeezing an expanded dim is the same op here: the IR checks extents.
-                a.get("squeeze_expanded").map(|e| self.boolean(e, "squeeze_expanded")).transpose()?;
-                Op::Squeeze { x, dims: self.ints(d, "dims")? }
+                a.get("squeeze_expanded")
+                    .map(|e| self.boolean(e, "squeeze_expanded"))
+                    .transpose()?;
+                Op::Squeeze {
+                    x,
+                    dims: self.ints(d, "dims")?,
+                }
             }
             "slice" => {
-                let a = bind(callee, call, &["arg", "start_indices", "end_indices", "strides", "manual_normalization"], &[])?;
-                let (x, s, e) = (a.req("arg")?, a.req("start_indices")?, a.req("end_indices")?);
+                let a = bind(
+                    callee,
+                    call,
+                    &[
+                        "arg",
+                        "start_indices",
+                        "end_indices",
+                        "strides",
+                        "manual_normalization",
+                    ],
+                    &[],
+                )?;
+                let (x, s, e) = (
+                    a.req("arg")?,
+                    a.req("start_indices")?,
+                    a.req("end_indices")?,
+                );
                 let x = self.operand(x)?;
                 let start = self.ints(s, "start_indices")?;
                 let end = self.ints(e, "end_indices")?;
@@ -318,9 +474,18 @@ impl Body<'_, '_> {
                     Some(e) => self.ints(e, "strides")?,
                     None => vec![1; start.len()],
                 };
-                let manual_normalization =
-                    a.get("manual_normalization").map(|e| self.boolean(e, "manual_normalization")).transpose()?.unwrap_or(false);
-                Op::Slice { x, start, end, strides, manual_normalization }
+                let manual_normalization = a
+                    .get("manual_normalization")
+                    .map(|e| self.boolean(e, "manual_normalization"))
+                    .transpose()?
+                    .unwrap_or(false);
+                Op::Slice {
+                    x,
+                    start,
+                    end,
+                    strides,
+                    manual_normalization,
+                }
             }
             "pad" => {
                 let a = bind(callee, call, &["arg", "pad_widths", "value"], &[])?;
@@ -333,9 +498,21 @@ impl Body<'_, '_> {
             "cat" => {
                 let a = bind(callee, call, &["tensors", "dim", "manual_padding"], &[])?;
                 let xs = self.operands(a.req("tensors")?, "tensors")?;
-                let dim = a.get("dim").map(|e| self.int(e, "dim")).transpose()?.unwrap_or(0);
-                let manual_padding = a.get("manual_padding").map(|e| self.boolean(e, "manual_padding")).transpose()?.unwrap_or(false);
-                Op::Cat { xs, dim, manual_padding }
+                let dim = a
+                    .get("dim")
+                    .map(|e| self.int(e, "dim"))
+                    .transpose()?
+                    .unwrap_or(0);
+                let manual_padding = a
+                    .get("manual_padding")
+                    .map(|e| self.boolean(e, "manual_padding"))
+                    .transpose()?
+                    .unwrap_or(false);
+                Op::Cat {
+                    xs,
+                    dim,
+                    manual_padding,
+                }
             }
             "full" => {
                 let a = bind(callee, call, &["shape", "fill_value", "dtype"], &[])?;
@@ -350,12 +527,22 @@ impl Body<'_, '_> {
                 let (x, i, d) = (a.req("arg")?, a.req("index")?, a.req("dim")?);
                 let x = self.operand(x)?;
                 let index = self.operand(i)?;
-                Op::IndexSelect { x, index, dim: self.int(d, "dim")? }
+                Op::IndexSelect {
+                    x,
+                    index,
+                    dim: self.int(d, "dim")?,
+                }
             }
             _ => {
                 let mut supported = Op::supported_names();
                 supported.sort_unstable();
-                return Err(diag(name_span, ErrorKind::UnknownOp { name: name.to_string(), supported }));
+                return Err(diag(
+                    name_span,
+                    ErrorKind::UnknownOp {
+                        name: name.to_string(),
+                        supported,
+                    },
+                ));
             }
         })
     }

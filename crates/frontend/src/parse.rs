@@ -6,7 +6,9 @@ use crate::error::{diag, expected, invalid, ErrorKind, PResult, Source, Span};
 use crate::expr::{Cursor, Expr, ExprKind, KEYWORDS};
 use crate::lex::{lex, Line, Tok};
 use fusebench_ir::dtype::ALL_DTYPES;
-use fusebench_ir::{DType, Fusion, FusionBuilder, IrError, Literal, ScriptInfo, Syntax, ValueDef, ValueId};
+use fusebench_ir::{
+    DType, Fusion, FusionBuilder, IrError, Literal, ScriptInfo, Syntax, ValueDef, ValueId,
+};
 use std::collections::HashMap;
 
 pub(crate) fn parse(src: &Source) -> PResult<Fusion> {
@@ -18,7 +20,11 @@ pub(crate) fn parse(src: &Source) -> PResult<Fusion> {
     let mut syntax: Option<(Syntax, Span)> = None;
     loop {
         let Some(line) = lines.get(i) else {
-            return Err(expected(eof, "`def nvfuser_fusion(fd : FusionDefinition) -> None :`", "end of file"));
+            return Err(expected(
+                eof,
+                "`def nvfuser_fusion(fd : FusionDefinition) -> None :`",
+                "end of file",
+            ));
         };
         top_level(line)?;
         let mut c = Cursor::new(src, line);
@@ -65,11 +71,22 @@ pub(crate) fn parse(src: &Source) -> PResult<Fusion> {
     }
     if body_start == i {
         let here = lines.get(i).map_or(eof, |l| l.tokens[0].span);
-        let found = lines.get(i).map_or("end of file".to_string(), |l| format!("`{}`", src.slice(l.tokens[0].span)));
-        return Err(expected(here, format!("an indented body for `def {function_name}`"), found));
+        let found = lines.get(i).map_or("end of file".to_string(), |l| {
+            format!("`{}`", src.slice(l.tokens[0].span))
+        });
+        return Err(expected(
+            here,
+            format!("an indented body for `def {function_name}`"),
+            found,
+        ));
     }
 
-    let mut body = Body { src, b: FusionBuilder::new(), names: HashMap::new(), fd: fd_name };
+    let mut body = Body {
+        src,
+        b: FusionBuilder::new(),
+        names: HashMap::new(),
+        fd: fd_name,
+    };
     let indent = &lines[body_start].indent;
     for line in &lines[body_start..i] {
         if &line.indent != indent {
@@ -91,14 +108,21 @@ pub(crate) fn parse(src: &Source) -> PResult<Fusion> {
             && matches!(c.peek_at(1).map(|t| &t.tok), Some(Tok::Punct("=")));
         if c.is_name("with") {
             if with_var.is_some() {
-                return Err(invalid(c.here(), "a second `with FusionDefinition() as fd:` block"));
+                return Err(invalid(
+                    c.here(),
+                    "a second `with FusionDefinition() as fd:` block",
+                ));
             }
             let var = with_header(&mut c)?;
             i += 1;
             let call_line = lines.get(i).filter(|l| !l.indent.is_empty());
             let Some(call_line) = call_line else {
                 let here = lines.get(i).map_or(eof, |l| l.tokens[0].span);
-                return Err(expected(here, format!("an indented `{function_name}({var})`"), "no indented line"));
+                return Err(expected(
+                    here,
+                    format!("an indented `{function_name}({var})`"),
+                    "no indented line",
+                ));
             };
             with_body(src, call_line, &function_name, &var)?;
             with_var = Some(var);
@@ -108,16 +132,27 @@ pub(crate) fn parse(src: &Source) -> PResult<Fusion> {
                 return Err(invalid(span, "a second inputs list; a script has one"));
             }
             if with_var.as_deref() == Some(name.as_str()) || name == function_name {
-                return Err(invalid(span, format!("naming the inputs list `{name}` would hide the fusion")));
+                return Err(invalid(
+                    span,
+                    format!("naming the inputs list `{name}` would hide the fusion"),
+                ));
             }
             c.expect_punct("=", "`=`")?;
             let e = c.expr()?;
             c.expect_end()?;
             inputs = Some((name, crate::inputs::parse_inputs(src, &e)?));
-        } else if c.peek_at(1).is_some_and(|t| t.tok == Tok::Punct(".")) && c.peek_at(2).is_some_and(|t| t.tok == Tok::Name("execute".into())) {
+        } else if c.peek_at(1).is_some_and(|t| t.tok == Tok::Punct("."))
+            && c.peek_at(2)
+                .is_some_and(|t| t.tok == Tok::Name("execute".into()))
+        {
             let e = c.expr()?;
             c.expect_end()?;
-            execute(src, &e, with_var.as_deref(), inputs.as_ref().map(|(n, _)| n.as_str()))?;
+            execute(
+                src,
+                &e,
+                with_var.as_deref(),
+                inputs.as_ref().map(|(n, _)| n.as_str()),
+            )?;
             if executed {
                 return Err(invalid(e.span, "a second `fd.execute(...)`"));
             }
@@ -139,7 +174,11 @@ pub(crate) fn parse(src: &Source) -> PResult<Fusion> {
         ));
     }
 
-    body.b.script_info(ScriptInfo { syntax, header: lexed.header.clone(), function_name });
+    body.b.script_info(ScriptInfo {
+        syntax,
+        header: lexed.header.clone(),
+        function_name,
+    });
     let mut f = body.b.finish();
     f.recipe = inputs.map(|(_, r)| r);
     Ok(f)
@@ -161,7 +200,12 @@ fn import(c: &mut Cursor) -> PResult<()> {
     c.next();
     let (m, span) = c.expect_name("a module name")?;
     if !matches!(m.as_str(), "torch" | "nvfuser" | "nvfuser_direct") {
-        return Err(invalid(span, format!("import of `{m}`: a repro script imports torch and nvfuser or nvfuser_direct only")));
+        return Err(invalid(
+            span,
+            format!(
+                "import of `{m}`: a repro script imports torch and nvfuser or nvfuser_direct only"
+            ),
+        ));
     }
     while c.eat_punct(".").is_some() {
         c.expect_name("a module name")?;
@@ -179,10 +223,19 @@ fn from_import(c: &mut Cursor) -> PResult<(Syntax, Span)> {
     let syntax = match m.as_str() {
         "nvfuser" => Syntax::Legacy,
         "nvfuser_direct" => Syntax::Direct,
-        _ => return Err(expected(span, "`nvfuser` or `nvfuser_direct`", format!("`{m}`"))),
+        _ => {
+            return Err(expected(
+                span,
+                "`nvfuser` or `nvfuser_direct`",
+                format!("`{m}`"),
+            ))
+        }
     };
     if c.is_punct(".") {
-        return Err(invalid(c.here(), format!("imports from submodules of {m} are not supported")));
+        return Err(invalid(
+            c.here(),
+            format!("imports from submodules of {m} are not supported"),
+        ));
     }
     c.expect_keyword("import", "`import`")?;
     loop {
@@ -210,11 +263,18 @@ fn def_header(c: &mut Cursor) -> PResult<(String, String)> {
     if c.eat_punct(":").is_some() {
         let e = c.expr()?;
         if e.path().is_none() {
-            return Err(expected(e.span, "a type such as `FusionDefinition`", format!("`{}`", c.src.slice(e.span))));
+            return Err(expected(
+                e.span,
+                "a type such as `FusionDefinition`",
+                format!("`{}`", c.src.slice(e.span)),
+            ));
         }
     }
     if c.is_punct(",") {
-        return Err(invalid(c.here(), "the fusion definition takes one parameter, `fd`"));
+        return Err(invalid(
+            c.here(),
+            "the fusion definition takes one parameter, `fd`",
+        ));
     }
     c.expect_punct(")", "`)`")?;
     if c.eat_punct("->").is_some() {
@@ -222,7 +282,11 @@ fn def_header(c: &mut Cursor) -> PResult<(String, String)> {
     }
     c.expect_punct(":", "`:`")?;
     if !c.at_end() {
-        return Err(expected(c.here(), "the body on the following lines", c.found()));
+        return Err(expected(
+            c.here(),
+            "the body on the following lines",
+            c.found(),
+        ));
     }
     Ok((name, fd))
 }
@@ -234,7 +298,11 @@ fn with_header(c: &mut Cursor) -> PResult<String> {
     let ok = matches!(&e.kind, ExprKind::Call(callee, args)
         if args.is_empty() && callee.path().is_some_and(|p| p.last().is_some_and(|(n, _)| *n == "FusionDefinition")));
     if !ok {
-        return Err(expected(e.span, "`FusionDefinition()`", format!("`{}`", c.src.slice(e.span))));
+        return Err(expected(
+            e.span,
+            "`FusionDefinition()`",
+            format!("`{}`", c.src.slice(e.span)),
+        ));
     }
     c.expect_keyword("as", "`as`")?;
     let (var, span) = c.expect_name("a name for the FusionDefinition")?;
@@ -254,34 +322,71 @@ fn with_body(src: &Source, line: &Line, function: &str, var: &str) -> PResult<()
         if matches!(&callee.kind, ExprKind::Name(n) if n == function)
             && matches!(args.as_slice(), [a] if a.keyword.is_none() && matches!(&a.value.kind, ExprKind::Name(n) if n == var)));
     if !ok {
-        return Err(expected(e.span, format!("`{function}({var})`"), format!("`{}`", src.slice(e.span))));
+        return Err(expected(
+            e.span,
+            format!("`{function}({var})`"),
+            format!("`{}`", src.slice(e.span)),
+        ));
     }
     Ok(())
 }
 
 fn execute(src: &Source, e: &Expr, with_var: Option<&str>, inputs: Option<&str>) -> PResult<()> {
     let ExprKind::Call(callee, args) = &e.kind else {
-        return Err(expected(e.span, "`fd.execute(inputs)`", format!("`{}`", src.slice(e.span))));
+        return Err(expected(
+            e.span,
+            "`fd.execute(inputs)`",
+            format!("`{}`", src.slice(e.span)),
+        ));
     };
     let path = callee.path().unwrap_or_default();
     let Some(&(var, var_span)) = path.first().filter(|_| path.len() == 2) else {
-        return Err(expected(e.span, "`fd.execute(inputs)`", format!("`{}`", src.slice(e.span))));
+        return Err(expected(
+            e.span,
+            "`fd.execute(inputs)`",
+            format!("`{}`", src.slice(e.span)),
+        ));
     };
     match with_var {
-        None => return Err(invalid(var_span, format!("`{var}` is used before `with FusionDefinition() as {var}:`"))),
-        Some(w) if w != var => return Err(diag(var_span, ErrorKind::UndefinedName { name: var.to_string() })),
+        None => {
+            return Err(invalid(
+                var_span,
+                format!("`{var}` is used before `with FusionDefinition() as {var}:`"),
+            ))
+        }
+        Some(w) if w != var => {
+            return Err(diag(
+                var_span,
+                ErrorKind::UndefinedName {
+                    name: var.to_string(),
+                },
+            ))
+        }
         _ => {}
     }
     let [a] = args.as_slice() else {
-        return Err(invalid(e.span, "fd.execute takes one argument, the inputs list"));
+        return Err(invalid(
+            e.span,
+            "fd.execute takes one argument, the inputs list",
+        ));
     };
     if a.keyword.is_some() {
-        return Err(invalid(a.value.span, "fd.execute takes the inputs list as its only argument"));
+        return Err(invalid(
+            a.value.span,
+            "fd.execute takes the inputs list as its only argument",
+        ));
     }
     match (&a.value.kind, inputs) {
         (ExprKind::Name(n), Some(i)) if n == i => Ok(()),
-        (ExprKind::Name(n), _) => Err(diag(a.value.span, ErrorKind::UndefinedName { name: n.clone() })),
-        _ => Err(expected(a.value.span, "the name of the inputs list", format!("`{}`", src.slice(a.value.span)))),
+        (ExprKind::Name(n), _) => Err(diag(
+            a.value.span,
+            ErrorKind::UndefinedName { name: n.clone() },
+        )),
+        _ => Err(expected(
+            a.value.span,
+            "the name of the inputs list",
+            format!("`{}`", src.slice(a.value.span)),
+        )),
     }
 }
 
@@ -308,7 +413,10 @@ impl Body<'_, '_> {
         let mut targets: Vec<(String, Span)> = vec![];
         let mut tuple = false;
         let starts_assign = matches!(c.peek().map(|t| &t.tok), Some(Tok::Name(_)))
-            && matches!(c.peek_at(1).map(|t| &t.tok), Some(Tok::Punct(",")) | Some(Tok::Punct("=")));
+            && matches!(
+                c.peek_at(1).map(|t| &t.tok),
+                Some(Tok::Punct(",")) | Some(Tok::Punct("="))
+            );
         if starts_assign {
             loop {
                 let (n, s) = c.expect_name("a name")?;
@@ -329,13 +437,24 @@ impl Body<'_, '_> {
         c.expect_end()?;
         let what = "a call of fd.ops.<op>, fd.define_tensor, fd.define_scalar or fd.add_output";
         let ExprKind::Call(callee, args) = &rhs.kind else {
-            return Err(expected(rhs.span, what, format!("`{}`", self.src.slice(rhs.span))));
+            return Err(expected(
+                rhs.span,
+                what,
+                format!("`{}`", self.src.slice(rhs.span)),
+            ));
         };
         let path = callee.path().unwrap_or_default();
         let Some(&(_, root_span)) = path.first().filter(|(r, _)| *r == self.fd) else {
-            return Err(expected(callee.span, what, format!("`{}`", self.src.slice(callee.span))));
+            return Err(expected(
+                callee.span,
+                what,
+                format!("`{}`", self.src.slice(callee.span)),
+            ));
         };
-        let call = crate::ops::Call { span: rhs.span, args };
+        let call = crate::ops::Call {
+            span: rhs.span,
+            args,
+        };
         let fd = self.fd.clone();
         match path.get(1..).unwrap_or_default() {
             [("define_tensor", _)] | [("define_scalar", _)] => {
@@ -389,22 +508,43 @@ impl Body<'_, '_> {
 
     fn check_target(&self, n: &str, s: Span) -> PResult<()> {
         if KEYWORDS.contains(&n) {
-            return Err(invalid(s, format!("`{n}` is a Python keyword and cannot name a value")));
+            return Err(invalid(
+                s,
+                format!("`{n}` is a Python keyword and cannot name a value"),
+            ));
         }
         if n == self.fd {
-            return Err(invalid(s, format!("assigning to `{n}` would hide the FusionDefinition")));
+            return Err(invalid(
+                s,
+                format!("assigning to `{n}` would hide the FusionDefinition"),
+            ));
         }
         if RESERVED.contains(&n) {
-            return Err(invalid(s, format!("assigning to `{n}` would hide the `{n}` the script uses")));
+            return Err(invalid(
+                s,
+                format!("assigning to `{n}` would hide the `{n}` the script uses"),
+            ));
         }
         Ok(())
     }
 
-    fn single_target(&self, targets: &[(String, Span)], tuple: bool, rhs: &Expr, callee: &str) -> PResult<String> {
+    fn single_target(
+        &self,
+        targets: &[(String, Span)],
+        tuple: bool,
+        rhs: &Expr,
+        callee: &str,
+    ) -> PResult<String> {
         match targets {
-            [] => Err(invalid(rhs.span, format!("the result of {callee} must be assigned to a name"))),
+            [] => Err(invalid(
+                rhs.span,
+                format!("the result of {callee} must be assigned to a name"),
+            )),
             [(n, _)] if !tuple => Ok(n.clone()),
-            [(_, s), ..] => Err(invalid(*s, format!("{callee} returns one value; assign it to one name"))),
+            [(_, s), ..] => Err(invalid(
+                *s,
+                format!("{callee} returns one value; assign it to one name"),
+            )),
         }
     }
 
@@ -419,12 +559,23 @@ impl Body<'_, '_> {
         }
         match e.literal() {
             Some(l) => Ok(self.b.literal(l?)),
-            None => Err(expected(e.span, "a value's name or a literal", format!("`{}`", self.src.slice(e.span)))),
+            None => Err(expected(
+                e.span,
+                "a value's name or a literal",
+                format!("`{}`", self.src.slice(e.span)),
+            )),
         }
     }
 
     pub fn lookup(&self, n: &str, span: Span) -> PResult<ValueId> {
-        self.names.get(n).copied().ok_or_else(|| diag(span, ErrorKind::UndefinedName { name: n.to_string() }))
+        self.names.get(n).copied().ok_or_else(|| {
+            diag(
+                span,
+                ErrorKind::UndefinedName {
+                    name: n.to_string(),
+                },
+            )
+        })
     }
 
     /// An integer argument: a literal, or the name of a scalar whose integer value is known.
@@ -444,35 +595,56 @@ impl Body<'_, '_> {
                 (false, _, _) => Err(invalid(e.span, format!("{what} must be an integer, but `{n}` is not a constant integer"))),
             };
         }
-        Err(expected(e.span, format!("an integer for {what}"), format!("`{}`", self.src.slice(e.span))))
+        Err(expected(
+            e.span,
+            format!("an integer for {what}"),
+            format!("`{}`", self.src.slice(e.span)),
+        ))
     }
 
     /// A list or tuple of integers; a single integer is taken as a list of one.
     pub fn ints(&self, e: &Expr, what: &str) -> PResult<Vec<i64>> {
         match &e.kind {
-            ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().map(|x| self.int(x, what)).collect(),
+            ExprKind::List(items) | ExprKind::Tuple(items) => {
+                items.iter().map(|x| self.int(x, what)).collect()
+            }
             _ if e.i64().is_some() => Ok(vec![self.int(e, what)?]),
-            _ => Err(expected(e.span, format!("a list of integers for {what}"), format!("`{}`", self.src.slice(e.span)))),
+            _ => Err(expected(
+                e.span,
+                format!("a list of integers for {what}"),
+                format!("`{}`", self.src.slice(e.span)),
+            )),
         }
     }
 
     pub fn boolean(&self, e: &Expr, what: &str) -> PResult<bool> {
         match e.kind {
             ExprKind::Bool(b) => Ok(b),
-            _ => Err(expected(e.span, format!("True or False for {what}"), format!("`{}`", self.src.slice(e.span)))),
+            _ => Err(expected(
+                e.span,
+                format!("True or False for {what}"),
+                format!("`{}`", self.src.slice(e.span)),
+            )),
         }
     }
 
     pub fn bools(&self, e: &Expr, what: &str) -> PResult<Vec<bool>> {
         match &e.kind {
-            ExprKind::List(items) | ExprKind::Tuple(items) => items.iter().map(|x| self.boolean(x, what)).collect(),
-            _ => Err(expected(e.span, format!("a list of True/False for {what}"), format!("`{}`", self.src.slice(e.span)))),
+            ExprKind::List(items) | ExprKind::Tuple(items) => {
+                items.iter().map(|x| self.boolean(x, what)).collect()
+            }
+            _ => Err(expected(
+                e.span,
+                format!("a list of True/False for {what}"),
+                format!("`{}`", self.src.slice(e.span)),
+            )),
         }
     }
 
     /// `DataType.X`; `DataType.Null` and `None` give `None` where `nullable`.
     pub fn dtype(&self, e: &Expr, nullable: bool) -> PResult<Option<DType>> {
-        let mut supported: Vec<String> = ALL_DTYPES.iter().map(|d| format!("DataType.{d}")).collect();
+        let mut supported: Vec<String> =
+            ALL_DTYPES.iter().map(|d| format!("DataType.{d}")).collect();
         if nullable {
             supported.push("DataType.Null".into());
         }
@@ -486,10 +658,20 @@ impl Body<'_, '_> {
                     return Ok(None);
                 }
                 DType::from_nvfuser_name(x).map(Some).ok_or_else(|| {
-                    diag(e.span, ErrorKind::UnknownDType { written: format!("DataType.{x}"), supported })
+                    diag(
+                        e.span,
+                        ErrorKind::UnknownDType {
+                            written: format!("DataType.{x}"),
+                            supported,
+                        },
+                    )
                 })
             }
-            _ => Err(expected(e.span, "a dtype such as `DataType.Float`", format!("`{}`", self.src.slice(e.span)))),
+            _ => Err(expected(
+                e.span,
+                "a dtype such as `DataType.Float`",
+                format!("`{}`", self.src.slice(e.span)),
+            )),
         }
     }
 }

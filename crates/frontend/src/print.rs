@@ -20,11 +20,28 @@ pub fn print_script(f: &Fusion) -> String {
         Some(pos) => merge(&defs, &f.outputs, &pos),
         None => early,
     };
-    let default_fn = if legacy { "nvfuser_fusion_id0" } else { "nvfuser_fusion" };
-    let fname = if is_identifier(&f.script.function_name) { f.script.function_name.as_str() } else { default_fn };
+    let default_fn = if legacy {
+        "nvfuser_fusion_id0"
+    } else {
+        "nvfuser_fusion"
+    };
+    let fname = if is_identifier(&f.script.function_name) {
+        f.script.function_name.as_str()
+    } else {
+        default_fn
+    };
     // The FusionDefinition's name must not collide with a value or the function.
     let taken: HashSet<&str> = names.iter().map(|s| s.as_str()).chain([fname]).collect();
-    let fd = (0..).map(|k| if k == 0 { "fd".to_string() } else { format!("fd{k}") }).find(|n| !taken.contains(n.as_str())).unwrap_or_default();
+    let fd = (0..)
+        .map(|k| {
+            if k == 0 {
+                "fd".to_string()
+            } else {
+                format!("fd{k}")
+            }
+        })
+        .find(|n| !taken.contains(n.as_str()))
+        .unwrap_or_default();
 
     let mut out = String::new();
     for h in &f.script.header {
@@ -36,10 +53,19 @@ pub fn print_script(f: &Fusion) -> String {
         }
     }
     out.push_str("import torch\n");
-    out.push_str(if legacy { "from nvfuser import FusionDefinition, DataType\n\n" } else { "from nvfuser_direct import FusionDefinition, DataType\n" });
+    out.push_str(if legacy {
+        "from nvfuser import FusionDefinition, DataType\n\n"
+    } else {
+        "from nvfuser_direct import FusionDefinition, DataType\n"
+    });
     let _ = writeln!(out, "def {fname}({fd} : FusionDefinition) -> None :");
 
-    let p = Printer { f, names: &names, fd: &fd, legacy };
+    let p = Printer {
+        f,
+        names: &names,
+        fd: &fd,
+        legacy,
+    };
     let mut body = 0;
     for step in steps {
         let line = match step {
@@ -83,7 +109,9 @@ fn definitions(f: &Fusion) -> Vec<Step> {
     let mut out = vec![];
     for (i, v) in f.values.iter().enumerate() {
         match v.def {
-            ValueDef::TensorInput(_) | ValueDef::ScalarInput | ValueDef::DefineScalar => out.push(Step::Define(i)),
+            ValueDef::TensorInput(_) | ValueDef::ScalarInput | ValueDef::DefineScalar => {
+                out.push(Step::Define(i))
+            }
             ValueDef::Node { node, index: 0 } if node < f.nodes.len() => out.push(Step::Node(node)),
             _ => {}
         }
@@ -95,7 +123,12 @@ fn definitions(f: &Fusion) -> Vec<Step> {
 fn bound_by(f: &Fusion, step: Step) -> Vec<usize> {
     match step {
         Step::Define(i) => vec![i],
-        Step::Node(k) => f.nodes[k].outputs.iter().map(|o| o.index()).filter(|&i| i < f.values.len()).collect(),
+        Step::Node(k) => f.nodes[k]
+            .outputs
+            .iter()
+            .map(|o| o.index())
+            .filter(|&i| i < f.values.len())
+            .collect(),
         Step::Output(_) => vec![],
     }
 }
@@ -135,7 +168,12 @@ fn earliest(f: &Fusion, defs: &[Step]) -> Vec<usize> {
     f.outputs
         .iter()
         .map(|o| {
-            lo = lo.max(at.get(o.index()).copied().flatten().map_or(defs.len(), |p| p + 1));
+            lo = lo.max(
+                at.get(o.index())
+                    .copied()
+                    .flatten()
+                    .map_or(defs.len(), |p| p + 1),
+            );
             lo
         })
         .collect()
@@ -150,18 +188,25 @@ fn latest(f: &Fusion, defs: &[Step], names: &[String]) -> Option<Vec<usize>> {
     for (k, o) in f.outputs.iter().enumerate() {
         let def = at.get(o.index()).copied().flatten()?;
         let name = &names[o.index()];
-        let rebound = (def + 1..defs.len()).find(|&p| bound_by(f, defs[p]).iter().any(|&i| &names[i] == name));
+        let rebound = (def + 1..defs.len())
+            .find(|&p| bound_by(f, defs[p]).iter().any(|&i| &names[i] == name));
         pos[k] = rebound.unwrap_or(defs.len());
     }
     for k in (0..pos.len().saturating_sub(1)).rev() {
         pos[k] = pos[k].min(pos[k + 1]);
     }
-    let ok = f.outputs.iter().zip(&pos).all(|(o, &p)| at[o.index()].is_some_and(|d| p > d));
+    let ok = f
+        .outputs
+        .iter()
+        .zip(&pos)
+        .all(|(o, &p)| at[o.index()].is_some_and(|d| p > d));
     ok.then_some(pos)
 }
 
 fn is_literal(f: &Fusion, v: ValueId) -> bool {
-    f.values.get(v.index()).is_some_and(|v| matches!(v.def, ValueDef::Literal))
+    f.values
+        .get(v.index())
+        .is_some_and(|v| matches!(v.def, ValueDef::Literal))
 }
 
 /// The name each value is printed under: its own, unless that is not an
@@ -172,11 +217,17 @@ fn choose_names(f: &Fusion, steps: &[Step]) -> Vec<String> {
     let mut bad: Vec<bool> = f
         .values
         .iter()
-        .map(|v| !matches!(v.def, ValueDef::Literal) && (!is_identifier(&v.name) || ["DataType", "float"].contains(&v.name.as_str())))
+        .map(|v| {
+            !matches!(v.def, ValueDef::Literal)
+                && (!is_identifier(&v.name) || ["DataType", "float"].contains(&v.name.as_str()))
+        })
         .collect();
     let mut bound: HashMap<&str, usize> = HashMap::new();
     let used = |v: ValueId, bound: &HashMap<&str, usize>, bad: &mut Vec<bool>| {
-        if v.index() < n && !is_literal(f, v) && bound.get(f.values[v.index()].name.as_str()) != Some(&v.index()) {
+        if v.index() < n
+            && !is_literal(f, v)
+            && bound.get(f.values[v.index()].name.as_str()) != Some(&v.index())
+        {
             bad[v.index()] = true;
         }
     };
@@ -194,7 +245,13 @@ fn choose_names(f: &Fusion, steps: &[Step]) -> Vec<String> {
             bound.insert(&f.values[i].name, i);
         }
     }
-    let mut taken: HashSet<String> = f.values.iter().zip(&bad).filter(|(_, b)| !**b).map(|(v, _)| v.name.clone()).collect();
+    let mut taken: HashSet<String> = f
+        .values
+        .iter()
+        .zip(&bad)
+        .filter(|(_, b)| !**b)
+        .map(|(v, _)| v.name.clone())
+        .collect();
     f.values
         .iter()
         .enumerate()
@@ -202,7 +259,11 @@ fn choose_names(f: &Fusion, steps: &[Step]) -> Vec<String> {
             if !bad[i] {
                 return v.name.clone();
             }
-            let base = if v.is_tensor() { format!("tv{i}") } else { format!("c{i}") };
+            let base = if v.is_tensor() {
+                format!("tv{i}")
+            } else {
+                format!("c{i}")
+            };
             let mut cand = base.clone();
             let mut k = 0;
             while taken.contains(&cand) {
@@ -223,7 +284,13 @@ struct Printer<'a> {
 }
 
 fn ints<T: std::fmt::Display>(v: &[T]) -> String {
-    format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
+    format!(
+        "[{}]",
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 fn py_bool(b: bool) -> &'static str {
@@ -238,14 +305,22 @@ impl Printer<'_> {
     /// An operand as written in a call: a literal inline, anything else by name.
     fn arg(&self, v: ValueId) -> String {
         match self.f.values.get(v.index()) {
-            Some(val) if matches!(val.def, ValueDef::Literal) => val.constant.map_or("None".to_string(), |c| c.to_string()),
+            Some(val) if matches!(val.def, ValueDef::Literal) => {
+                val.constant.map_or("None".to_string(), |c| c.to_string())
+            }
             Some(_) => self.names[v.index()].clone(),
             None => "None".to_string(),
         }
     }
 
     fn args(&self, vs: &[ValueId]) -> String {
-        format!("[{}]", vs.iter().map(|&v| self.arg(v)).collect::<Vec<_>>().join(", "))
+        format!(
+            "[{}]",
+            vs.iter()
+                .map(|&v| self.arg(v))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
     }
 
     fn definition(&self, i: usize) -> String {
@@ -253,8 +328,11 @@ impl Printer<'_> {
         match &v.def {
             ValueDef::TensorInput(decl) => {
                 let shape = v.shape.as_deref().unwrap_or(&[]);
-                let contiguity: Vec<&str> =
-                    decl.contiguity.iter().map(|c| c.map_or("None", py_bool)).collect();
+                let contiguity: Vec<&str> = decl
+                    .contiguity
+                    .iter()
+                    .map(|c| c.map_or("None", py_bool))
+                    .collect();
                 let mut s = format!(
                     "{name} = {fd}.define_tensor(shape={}, contiguity=[{}], dtype=DataType.{}, is_cpu={}",
                     ints(shape),
@@ -273,16 +351,26 @@ impl Printer<'_> {
                     (ValueDef::DefineScalar, Some(c)) => c.to_string(),
                     _ => "None".to_string(),
                 };
-                format!("{name} = {fd}.define_scalar({value}, dtype=DataType.{})", v.dtype)
+                format!(
+                    "{name} = {fd}.define_scalar({value}, dtype=DataType.{})",
+                    v.dtype
+                )
             }
         }
     }
 
     fn node(&self, k: usize) -> String {
         let node = &self.f.nodes[k];
-        let targets: Vec<&str> =
-            node.outputs.iter().map(|o| self.names.get(o.index()).map_or("_", |s| s.as_str())).collect();
-        let lhs = if targets.len() == 1 { targets[0].to_string() } else { targets.join(", ") };
+        let targets: Vec<&str> = node
+            .outputs
+            .iter()
+            .map(|o| self.names.get(o.index()).map_or("_", |s| s.as_str()))
+            .collect();
+        let lhs = if targets.len() == 1 {
+            targets[0].to_string()
+        } else {
+            targets.join(", ")
+        };
         format!("{lhs} = {}.ops.{}", self.fd, self.call(&node.op))
     }
 
@@ -294,7 +382,13 @@ impl Printer<'_> {
             Op::Binary { kind, a: l, b: r } => format!("{}({}, {})", kind.name(), a(l), a(r)),
             Op::Where { cond, a: l, b: r } => format!("where({}, {}, {})", a(cond), a(l), a(r)),
             Op::Cast { x, dtype } => format!("cast({}, dtype=DataType.{dtype})", a(x)),
-            Op::Reduce { kind, x, dims, keepdim, dtype } => {
+            Op::Reduce {
+                kind,
+                x,
+                dims,
+                keepdim,
+                dtype,
+            } => {
                 let mut s = format!("{}({}, dims={}", kind.name(), a(x), ints(dims));
                 if self.legacy {
                     // The legacy frontend spells out every argument.
@@ -312,21 +406,51 @@ impl Printer<'_> {
                 s
             }
             Op::Welford { x, dims } => format!("welford({}, dims={})", a(x), ints(dims)),
-            Op::VarMean { x, dims, correction, keepdim } => {
-                format!("var_mean({}, dims={}, correction={correction}, keepdim={})", a(x), ints(dims), py_bool(*keepdim))
+            Op::VarMean {
+                x,
+                dims,
+                correction,
+                keepdim,
+            } => {
+                format!(
+                    "var_mean({}, dims={}, correction={correction}, keepdim={})",
+                    a(x),
+                    ints(dims),
+                    py_bool(*keepdim)
+                )
             }
-            Op::Broadcast { x, is_broadcast_dim } => {
+            Op::Broadcast {
+                x,
+                is_broadcast_dim,
+            } => {
                 let b: Vec<&str> = is_broadcast_dim.iter().map(|&b| py_bool(b)).collect();
                 format!("broadcast({}, is_broadcast_dim=[{}])", a(x), b.join(", "))
             }
-            Op::BroadcastInDim { x, shape, broadcast_dims } => {
-                format!("broadcast_in_dim({}, shape={}, broadcast_dims={})", a(x), ints(shape), ints(broadcast_dims))
+            Op::BroadcastInDim {
+                x,
+                shape,
+                broadcast_dims,
+            } => {
+                format!(
+                    "broadcast_in_dim({}, shape={}, broadcast_dims={})",
+                    a(x),
+                    ints(shape),
+                    ints(broadcast_dims)
+                )
             }
             Op::Expand { x, shape } => format!("expand({}, shape={})", a(x), ints(shape)),
-            Op::Reshape { x, new_shape } => format!("reshape({}, new_shape={})", a(x), ints(new_shape)),
+            Op::Reshape { x, new_shape } => {
+                format!("reshape({}, new_shape={})", a(x), ints(new_shape))
+            }
             Op::Permute { x, dims } => format!("permute({}, dims={})", a(x), ints(dims)),
             Op::Squeeze { x, dims } => format!("squeeze({}, dims={})", a(x), ints(dims)),
-            Op::Slice { x, start, end, strides, manual_normalization } => {
+            Op::Slice {
+                x,
+                start,
+                end,
+                strides,
+                manual_normalization,
+            } => {
                 let mut s = format!(
                     "slice({}, start_indices={}, end_indices={}, strides={}",
                     a(x),
@@ -348,7 +472,11 @@ impl Printer<'_> {
                 s.push(')');
                 s
             }
-            Op::Cat { xs, dim, manual_padding } => {
+            Op::Cat {
+                xs,
+                dim,
+                manual_padding,
+            } => {
                 let mut s = format!("cat({}, dim={dim}", self.args(xs));
                 if *manual_padding {
                     s.push_str(", manual_padding=True");
@@ -357,9 +485,15 @@ impl Printer<'_> {
                 s
             }
             Op::Full { shape, fill, dtype } => {
-                format!("full(shape={}, fill_value={}, dtype=DataType.{dtype})", ints(shape), a(fill))
+                format!(
+                    "full(shape={}, fill_value={}, dtype=DataType.{dtype})",
+                    ints(shape),
+                    a(fill)
+                )
             }
-            Op::IndexSelect { x, index, dim } => format!("index_select({}, {}, dim={dim})", a(x), a(index)),
+            Op::IndexSelect { x, index, dim } => {
+                format!("index_select({}, {}, dim={dim})", a(x), a(index))
+            }
         }
     }
 }
@@ -367,14 +501,26 @@ impl Printer<'_> {
 fn tuple(v: &[usize]) -> String {
     match v {
         [one] => format!("({one},)"),
-        _ => format!("({})", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
+        _ => format!(
+            "({})",
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
 fn tuple_i64(v: &[i64]) -> String {
     match v {
         [one] => format!("({one},)"),
-        _ => format!("({})", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
+        _ => format!(
+            "({})",
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -390,8 +536,17 @@ fn number(x: f64) -> String {
 fn recipe_text(r: &InputRecipe) -> String {
     const DEVICE: &str = "device='cuda:0'";
     match r {
-        InputRecipe::MakeTensor { shape, dtype, low, high } => {
-            let mut s = format!("torch.testing.make_tensor({}, dtype=torch.{}, {DEVICE}", tuple(shape), dtype.torch_name());
+        InputRecipe::MakeTensor {
+            shape,
+            dtype,
+            low,
+            high,
+        } => {
+            let mut s = format!(
+                "torch.testing.make_tensor({}, dtype=torch.{}, {DEVICE}",
+                tuple(shape),
+                dtype.torch_name()
+            );
             if let Some(l) = low {
                 let _ = write!(s, ", low={}", number(*l));
             }
@@ -401,16 +556,36 @@ fn recipe_text(r: &InputRecipe) -> String {
             s.push(')');
             s
         }
-        InputRecipe::Randn { size, dtype, as_strided } => {
-            let size = if let [one] = size.as_slice() { one.to_string() } else { tuple(size) };
-            let mut s = format!("torch.randn({size}, dtype=torch.{}, {DEVICE})", dtype.torch_name());
+        InputRecipe::Randn {
+            size,
+            dtype,
+            as_strided,
+        } => {
+            let size = if let [one] = size.as_slice() {
+                one.to_string()
+            } else {
+                tuple(size)
+            };
+            let mut s = format!(
+                "torch.randn({size}, dtype=torch.{}, {DEVICE})",
+                dtype.torch_name()
+            );
             if let Some((shape, strides)) = as_strided {
                 let _ = write!(s, ".as_strided({}, {})", tuple(shape), tuple_i64(strides));
             }
             s
         }
-        InputRecipe::Randint { low, high, size, dtype } => {
-            format!("torch.randint({low}, {high}, {}, dtype=torch.{}, {DEVICE})", tuple(size), dtype.torch_name())
+        InputRecipe::Randint {
+            low,
+            high,
+            size,
+            dtype,
+        } => {
+            format!(
+                "torch.randint({low}, {high}, {}, dtype=torch.{}, {DEVICE})",
+                tuple(size),
+                dtype.torch_name()
+            )
         }
         InputRecipe::Scalar { value } => value.to_string(),
     }

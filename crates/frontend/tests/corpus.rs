@@ -35,8 +35,16 @@ fn every_script_parses() {
     let Some(shared) = shared() else { return };
     let files = scripts(&shared);
     assert!(files.len() >= 81, "found only {} scripts", files.len());
-    let errors: Vec<String> = files.iter().filter_map(|p| parse_file(p).err().map(|e| e.to_string())).collect();
-    assert!(errors.is_empty(), "{} scripts failed:\n{}", errors.len(), errors.join("\n\n"));
+    let errors: Vec<String> = files
+        .iter()
+        .filter_map(|p| parse_file(p).err().map(|e| e.to_string()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{} scripts failed:\n{}",
+        errors.len(),
+        errors.join("\n\n")
+    );
 }
 
 #[test]
@@ -45,7 +53,8 @@ fn print_then_parse_gives_the_same_fusion() {
     for p in scripts(&shared) {
         let f = parse_file(&p).unwrap();
         let printed = print_script(&f);
-        let g = parse_script("printed.py", &printed).unwrap_or_else(|e| panic!("{}: printed script fails:\n{e}\n{printed}", p.display()));
+        let g = parse_script("printed.py", &printed)
+            .unwrap_or_else(|e| panic!("{}: printed script fails:\n{e}\n{printed}", p.display()));
         assert!(g == f, "{}: round trip differs\n{printed}", p.display());
         // Printing is a fixed point after one round.
         assert_eq!(print_script(&g), printed, "{}", p.display());
@@ -57,7 +66,8 @@ fn json_round_trip() {
     let Some(shared) = shared() else { return };
     for p in scripts(&shared) {
         let f = parse_file(&p).unwrap();
-        let back = fusebench_ir::Fusion::from_json(&f.to_json()).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let back = fusebench_ir::Fusion::from_json(&f.to_json())
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         assert!(back == f, "{}: JSON round trip differs", p.display());
     }
 }
@@ -75,19 +85,37 @@ fn seed_rmsnorm_facts() {
     // cast x2, broadcast_in_dim x3, mul x4, sum, reciprocal, add, rsqrt, cast.
     assert_eq!(f.op_count(), 14);
     let t0 = f.value(f.inputs[0]);
-    assert_eq!((t0.name.as_str(), t0.dtype, t0.shape.clone()), ("T0", DType::BFloat16, Some(vec![4, 1024, 4096])));
+    assert_eq!(
+        (t0.name.as_str(), t0.dtype, t0.shape.clone()),
+        ("T0", DType::BFloat16, Some(vec![4, 1024, 4096]))
+    );
     match &t0.def {
         ValueDef::TensorInput(d) => assert_eq!(d.stride_order, vec![2, 1, 0]),
         other => panic!("{other:?}"),
     }
     // S16 = fd.define_scalar(4096.00, dtype=DataType.Double); S17 = reciprocal(S16) folds.
     let s17 = f.values.iter().find(|v| v.name == "S17").unwrap();
-    assert_eq!(s17.constant, Some(fusebench_ir::Literal::Float(1.0 / 4096.0)));
-    let outs: Vec<&str> = f.outputs.iter().map(|&o| f.value(o).name.as_str()).collect();
+    assert_eq!(
+        s17.constant,
+        Some(fusebench_ir::Literal::Float(1.0 / 4096.0))
+    );
+    let outs: Vec<&str> = f
+        .outputs
+        .iter()
+        .map(|&o| f.value(o).name.as_str())
+        .collect();
     assert_eq!(outs, ["T21", "T29"]);
     assert_eq!(f.value(f.outputs[1]).dtype, DType::BFloat16);
     let r = f.recipe.as_ref().unwrap();
-    assert_eq!(r[1], InputRecipe::MakeTensor { shape: vec![4096], dtype: DType::BFloat16, low: None, high: None });
+    assert_eq!(
+        r[1],
+        InputRecipe::MakeTensor {
+            shape: vec![4096],
+            dtype: DType::BFloat16,
+            low: None,
+            high: None
+        }
+    );
 }
 
 #[test]
@@ -98,7 +126,9 @@ fn llama_embedding_facts() {
     assert_eq!(f.script.function_name, "nvfuser_fusion");
     let r = f.recipe.as_ref().unwrap();
     assert_eq!(r.len(), 3);
-    assert!(r.iter().all(|x| matches!(x, InputRecipe::MakeTensor { .. })));
+    assert!(r
+        .iter()
+        .all(|x| matches!(x, InputRecipe::MakeTensor { .. })));
     assert_eq!(r[0].dtype(), DType::Int);
     assert_eq!(r[0].shape(), Some(vec![2, 1024]));
     assert!(f.nodes.iter().any(|n| n.op.name() == "index_select"));
@@ -111,12 +141,20 @@ fn strided_and_tuple_results() {
     let r = f.recipe.as_ref().unwrap();
     assert_eq!(
         r[1],
-        InputRecipe::Randn { size: vec![60], dtype: DType::Float, as_strided: Some((vec![4, 6, 10], vec![0, 10, 1])) }
+        InputRecipe::Randn {
+            size: vec![60],
+            dtype: DType::Float,
+            as_strided: Some((vec![4, 6, 10], vec![0, 10, 1]))
+        }
     );
     let f = parse_file(&shared.join("golden/welford_inner.py")).unwrap();
     let n = &f.nodes[0];
     assert_eq!(n.op.name(), "welford");
-    let names: Vec<&str> = n.outputs.iter().map(|&o| f.value(o).name.as_str()).collect();
+    let names: Vec<&str> = n
+        .outputs
+        .iter()
+        .map(|&o| f.value(o).name.as_str())
+        .collect();
     assert_eq!(names, ["tv1", "tv2", "tv3"]);
     assert_eq!(f.value(n.outputs[2]).dtype, DType::Index);
 }

@@ -16,10 +16,16 @@ fn read_seeds() -> Vec<String> {
     let shared = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
     for dir in ["corpus", "golden"] {
         let Ok(rd) = std::fs::read_dir(shared.join(dir)) else {
-            eprintln!("{}: absent; mutating only the built-in seed", shared.join(dir).display());
+            eprintln!(
+                "{}: absent; mutating only the built-in seed",
+                shared.join(dir).display()
+            );
             continue;
         };
-        let mut files: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "py")).collect();
+        let mut files: Vec<_> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "py"))
+            .collect();
         files.sort();
         out.extend(files.iter().map(|p| std::fs::read_to_string(p).unwrap()));
     }
@@ -28,15 +34,83 @@ fn read_seeds() -> Vec<String> {
 
 /// Text that is likely to matter where it lands.
 const SNIPPETS: &[&str] = &[
-    "(", ")", "[", "]", ",", "=", "-", ".", ":", "\n", "\r\n", "\r", "    ", "\t", "#", "\\\n", "'", "\"", "0", "1", "-1", "2",
-    "1.5", "1e-05", "1e999", "0x10", "1_000", "9223372036854775807", "-9223372036854775808", "99999999999999999999999",
-    "4294967296", "True", "False", "None", "float(\"inf\")", "float('-inf')", "float(\"nan\")", "-float(\"nan\")",
-    "tv0", "tv1", "T0", "c5", "fd", "fd.ops.", "fd.ops.add(", "DataType.", "DataType.Index", "DataType.Null",
-    "DataType.Bool", "dims=", "keepdim=True", "dtype=", "shape=", "axes=[0]", ", ", "é", "\u{feff}", "\0", "pass",
-    "def ", "with ", "import ", "from nvfuser import FusionDefinition\n", "fd.add_output(", "inputs", "torch.randn(",
-    ".as_strided(", "torch.randint(", "manual_padding=True", "manual_normalization=True", "[0, 0]",
-    "fd.define_scalar(3, dtype=DataType.Index)", "fd.ops.exp(", "fd.ops.neg(", "fd.ops.reshape(tv0, new_shape=[-1])",
-    "fd.ops.pad(tv0, [9223372036854775807, 1])", "fd.ops.slice(tv0, [0], [1], [9223372036854775807])",
+    "(",
+    ")",
+    "[",
+    "]",
+    ",",
+    "=",
+    "-",
+    ".",
+    ":",
+    "\n",
+    "\r\n",
+    "\r",
+    "    ",
+    "\t",
+    "#",
+    "\\\n",
+    "'",
+    "\"",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "1.5",
+    "1e-05",
+    "1e999",
+    "0x10",
+    "1_000",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "99999999999999999999999",
+    "4294967296",
+    "True",
+    "False",
+    "None",
+    "float(\"inf\")",
+    "float('-inf')",
+    "float(\"nan\")",
+    "-float(\"nan\")",
+    "tv0",
+    "tv1",
+    "T0",
+    "c5",
+    "fd",
+    "fd.ops.",
+    "fd.ops.add(",
+    "DataType.",
+    "DataType.Index",
+    "DataType.Null",
+    "DataType.Bool",
+    "dims=",
+    "keepdim=True",
+    "dtype=",
+    "shape=",
+    "axes=[0]",
+    ", ",
+    "é",
+    "\u{feff}",
+    "\0",
+    "pass",
+    "def ",
+    "with ",
+    "import ",
+    "from nvfuser import FusionDefinition\n",
+    "fd.add_output(",
+    "inputs",
+    "torch.randn(",
+    ".as_strided(",
+    "torch.randint(",
+    "manual_padding=True",
+    "manual_normalization=True",
+    "[0, 0]",
+    "fd.define_scalar(3, dtype=DataType.Index)",
+    "fd.ops.exp(",
+    "fd.ops.neg(",
+    "fd.ops.reshape(tv0, new_shape=[-1])",
+    "fd.ops.pad(tv0, [9223372036854775807, 1])",
+    "fd.ops.slice(tv0, [0], [1], [9223372036854775807])",
 ];
 
 #[derive(Debug, Clone)]
@@ -55,8 +129,18 @@ fn edit() -> impl Strategy<Value = Edit> {
     prop_oneof![
         (any::<usize>(), 0..SNIPPETS.len()).prop_map(|(a, b)| Edit::Insert(a, b)),
         (any::<usize>(), 1usize..40).prop_map(|(a, b)| Edit::Delete(a, b)),
-        (any::<usize>(), 1usize..10, 0..SNIPPETS.len()).prop_map(|(a, b, c)| Edit::Replace(a, b, c)),
-        (any::<usize>(), prop_oneof![-3i64..70, any::<i64>(), Just(i64::MAX), Just(i64::MIN), Just(1 << 32)])
+        (any::<usize>(), 1usize..10, 0..SNIPPETS.len())
+            .prop_map(|(a, b, c)| Edit::Replace(a, b, c)),
+        (
+            any::<usize>(),
+            prop_oneof![
+                -3i64..70,
+                any::<i64>(),
+                Just(i64::MAX),
+                Just(i64::MIN),
+                Just(1 << 32)
+            ]
+        )
             .prop_map(|(a, b)| Edit::Number(a, b)),
         any::<usize>().prop_map(Edit::DuplicateLine),
         (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Edit::SwapLines(a, b)),
@@ -82,13 +166,23 @@ fn apply(mut s: String, e: &Edit) -> String {
         Edit::Delete(at, n) | Edit::Replace(at, n, _) => {
             let i = boundary(&s, at);
             let j = boundary(&s, i + n.min(s.len() - i));
-            let with = if let Edit::Replace(_, _, k) = *e { SNIPPETS[k] } else { "" };
+            let with = if let Edit::Replace(_, _, k) = *e {
+                SNIPPETS[k]
+            } else {
+                ""
+            };
             s.replace_range(i..j.max(i), with);
         }
         Edit::Number(at, v) => {
-            let digits: Vec<usize> = s.char_indices().filter(|(_, c)| c.is_ascii_digit()).map(|(i, _)| i).collect();
+            let digits: Vec<usize> = s
+                .char_indices()
+                .filter(|(_, c)| c.is_ascii_digit())
+                .map(|(i, _)| i)
+                .collect();
             if let Some(&i) = digits.get(at % digits.len().max(1)) {
-                let j = s[i..].find(|c: char| !c.is_ascii_digit()).map_or(s.len(), |k| i + k);
+                let j = s[i..]
+                    .find(|c: char| !c.is_ascii_digit())
+                    .map_or(s.len(), |k| i + k);
                 s.replace_range(i..j, &v.to_string());
             }
         }
@@ -112,7 +206,10 @@ fn apply(mut s: String, e: &Edit) -> String {
 }
 
 fn cases() -> u32 {
-    std::env::var("MUTATION_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(3000)
+    std::env::var("MUTATION_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000)
 }
 
 proptest! {

@@ -15,14 +15,24 @@ fn shared(rel: &str) -> Option<std::path::PathBuf> {
 
 #[test]
 fn seed_rmsnorm_legacy() {
-    let Some(p) = shared("corpus/seed_rmsnorm_legacy.py") else { return };
-    insta::assert_snapshot!("seed_rmsnorm_legacy", print_script(&parse_file(&p).unwrap()));
+    let Some(p) = shared("corpus/seed_rmsnorm_legacy.py") else {
+        return;
+    };
+    insta::assert_snapshot!(
+        "seed_rmsnorm_legacy",
+        print_script(&parse_file(&p).unwrap())
+    );
 }
 
 #[test]
 fn golden_scalar_ops_direct() {
-    let Some(p) = shared("golden/define_scalar_and_scalar_ops.py") else { return };
-    insta::assert_snapshot!("define_scalar_and_scalar_ops", print_script(&parse_file(&p).unwrap()));
+    let Some(p) = shared("golden/define_scalar_and_scalar_ops.py") else {
+        return;
+    };
+    insta::assert_snapshot!(
+        "define_scalar_and_scalar_ops",
+        print_script(&parse_file(&p).unwrap())
+    );
 }
 
 #[test]

@@ -22,37 +22,79 @@ fn direct(body: &str) -> String {
 }
 
 fn op_of<'f>(f: &'f Fusion, name: &str) -> &'f Op {
-    let v = f.values.iter().find(|v| v.name == name).unwrap_or_else(|| panic!("no value {name}"));
-    let ValueDef::Node { node, .. } = v.def else { panic!("{name} is not an op output") };
+    let v = f
+        .values
+        .iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("no value {name}"));
+    let ValueDef::Node { node, .. } = v.def else {
+        panic!("{name} is not an op output")
+    };
     &f.nodes[node].op
 }
 
 #[test]
 fn every_op_script() {
     let f = read(include_str!("every_op.py"));
-    assert_eq!(f.script.header, ["A script that uses every op and every kind of input, for the tests.", " an indented header line"]);
+    assert_eq!(
+        f.script.header,
+        [
+            "A script that uses every op and every kind of input, for the tests.",
+            " an indented header line"
+        ]
+    );
     assert_eq!(f.inputs.len(), 5);
     assert_eq!(f.outputs.len(), 22);
     let mut seen: Vec<&str> = f.nodes.iter().map(|n| n.op.name()).collect();
     seen.sort_unstable();
     seen.dedup();
-    let mut all: Vec<&str> = Op::supported_names().into_iter().filter(|n| !matches!(*n, "amax" | "amin")).collect();
+    let mut all: Vec<&str> = Op::supported_names()
+        .into_iter()
+        .filter(|n| !matches!(*n, "amax" | "amin"))
+        .collect();
     all.sort_unstable();
     assert_eq!(seen, all);
     let r = f.recipe.as_ref().unwrap();
-    assert_eq!(r[0], InputRecipe::MakeTensor { shape: vec![4, 8], dtype: DType::Float, low: Some(-1.0), high: Some(1.5) });
-    assert_eq!(r[2], InputRecipe::Randint { low: 0, high: 4, size: vec![3], dtype: DType::Int });
+    assert_eq!(
+        r[0],
+        InputRecipe::MakeTensor {
+            shape: vec![4, 8],
+            dtype: DType::Float,
+            low: Some(-1.0),
+            high: Some(1.5)
+        }
+    );
+    assert_eq!(
+        r[2],
+        InputRecipe::Randint {
+            low: 0,
+            high: 4,
+            size: vec![3],
+            dtype: DType::Int
+        }
+    );
     assert_eq!(r[3].shape(), Some(vec![1, 8]));
-    assert_eq!(r[4], InputRecipe::Scalar { value: Literal::Float(0.5) });
+    assert_eq!(
+        r[4],
+        InputRecipe::Scalar {
+            value: Literal::Float(0.5)
+        }
+    );
     // `t` is rebound after its first use as an output; both outputs stay distinct.
     let (a, b) = (f.outputs[20], f.outputs[21]);
     assert_ne!(a, b);
     assert_eq!(f.value(a).name, "t");
     assert_eq!(f.value(b).name, "t");
     // Slice without strides gets unit strides; literals are values of their own.
-    assert!(matches!(op_of(&f, "tv43"), Op::Slice { strides, manual_normalization: false, .. } if strides == &[1, 1]));
-    assert!(matches!(op_of(&f, "tv31"), Op::Reduce { kind: ReduceOp::Min, dims, .. } if dims == &[-1]));
-    let Op::Where { b, .. } = op_of(&f, "tv27") else { panic!() };
+    assert!(
+        matches!(op_of(&f, "tv43"), Op::Slice { strides, manual_normalization: false, .. } if strides == &[1, 1])
+    );
+    assert!(
+        matches!(op_of(&f, "tv31"), Op::Reduce { kind: ReduceOp::Min, dims, .. } if dims == &[-1])
+    );
+    let Op::Where { b, .. } = op_of(&f, "tv27") else {
+        panic!()
+    };
     assert!(matches!(f.value(*b).constant, Some(Literal::Float(x)) if x.is_nan()));
     assert_eq!(f.value(*b).def, ValueDef::Literal);
 }
@@ -76,22 +118,39 @@ fn legacy_forms() {
     ));
     assert_eq!(f.script.syntax, Syntax::Legacy);
     let s1 = f.values.iter().find(|v| v.name == "S1").unwrap();
-    assert_eq!((s1.dtype, s1.constant, &s1.def), (DType::Int, Some(Literal::Int(3)), &ValueDef::DefineScalar));
+    assert_eq!(
+        (s1.dtype, s1.constant, &s1.def),
+        (DType::Int, Some(Literal::Int(3)), &ValueDef::DefineScalar)
+    );
     let s2 = f.values.iter().find(|v| v.name == "S2").unwrap();
     assert_eq!((s2.dtype, &s2.def), (DType::Int, &ValueDef::ScalarInput));
     assert_eq!(f.inputs.len(), 2);
-    assert!(matches!(op_of(&f, "T4"), Op::Reduce { kind: ReduceOp::Max, dims, keepdim: false, dtype: None, .. } if dims == &[2]));
+    assert!(
+        matches!(op_of(&f, "T4"), Op::Reduce { kind: ReduceOp::Max, dims, keepdim: false, dtype: None, .. } if dims == &[2])
+    );
     assert!(matches!(op_of(&f, "T6"), Op::Reshape { new_shape, .. } if new_shape == &[12]));
     assert!(matches!(op_of(&f, "T7"), Op::Squeeze { dims, .. } if dims == &[1]));
-    assert!(matches!(op_of(&f, "T11"), Op::VarMean { correction: 0, keepdim: true, .. }));
+    assert!(matches!(
+        op_of(&f, "T11"),
+        Op::VarMean {
+            correction: 0,
+            keepdim: true,
+            ..
+        }
+    ));
     assert!(matches!(op_of(&f, "T13"), Op::Reduce { dims, .. } if dims == &[0, 1, 2]));
     assert!(f.recipe.is_none());
     // The legacy printer spells out keepdim and dtype.
-    assert!(print_script(&f).contains("T4 = fd.ops.max(T0, dims=[2], keepdim=False, dtype=DataType.Null)"));
+    assert!(print_script(&f)
+        .contains("T4 = fd.ops.max(T0, dims=[2], keepdim=False, dtype=DataType.Null)"));
     // original_shape must be the input's.
     let bad = legacy("    T0 = fd.define_tensor(shape=[2, 6], contiguity=[True, True], dtype=DataType.Float)\n    T1 = fd.ops.reshape(T0, original_shape=[3, 4], new_shape=[12])\n    fd.add_output(T1)");
     let e = parse_script("x.py", &bad).unwrap_err();
-    assert!(e.to_string().contains("original_shape [3, 4] is not the shape [2, 6] of T0"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("original_shape [3, 4] is not the shape [2, 6] of T0"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -113,18 +172,29 @@ fn direct_forms_and_literals() {
     ));
     assert_eq!(f.script.syntax, Syntax::Direct);
     let tv1 = f.values.iter().find(|v| v.name == "tv1").unwrap();
-    let ValueDef::TensorInput(d) = &tv1.def else { panic!() };
+    let ValueDef::TensorInput(d) = &tv1.def else {
+        panic!()
+    };
     assert_eq!(d.contiguity, [Some(true)]);
     let c = |n: &str| f.values.iter().find(|v| v.name == n).unwrap().constant;
     assert_eq!(c("c0"), Some(Literal::Int(32)));
     assert_eq!(c("c1"), Some(Literal::Float(1.0 / 2048.0)));
     assert_eq!(c("c2"), Some(Literal::Float(1000.0)));
     assert_eq!(c("c3"), Some(Literal::Bool(true)));
-    let Op::Binary { b, .. } = op_of(&f, "tv2") else { panic!() };
+    let Op::Binary { b, .. } = op_of(&f, "tv2") else {
+        panic!()
+    };
     assert_eq!(f.value(*b).constant, Some(Literal::Float(-3.5)));
-    let Op::Binary { b, .. } = op_of(&f, "tv3") else { panic!() };
-    assert_eq!(f.value(*b).constant, Some(Literal::Float(f64::NEG_INFINITY)));
-    let Op::Binary { a, .. } = op_of(&f, "tv4") else { panic!() };
+    let Op::Binary { b, .. } = op_of(&f, "tv3") else {
+        panic!()
+    };
+    assert_eq!(
+        f.value(*b).constant,
+        Some(Literal::Float(f64::NEG_INFINITY))
+    );
+    let Op::Binary { a, .. } = op_of(&f, "tv4") else {
+        panic!()
+    };
     assert_eq!(f.value(*a).constant, Some(Literal::Int(-2)));
     assert_eq!(f.value(f.outputs[0]).shape, Some(vec![2, 3]));
 }
@@ -138,8 +208,22 @@ fn layout_variants() {
     assert_eq!(f.script.header, ["title"]);
     assert_eq!(f.script.function_name, "f");
     let r = f.recipe.as_ref().unwrap();
-    assert_eq!(r[0], InputRecipe::Randn { size: vec![2, 3], dtype: DType::Float, as_strided: None });
-    assert_eq!(r[1], InputRecipe::Randn { size: vec![6], dtype: DType::Float, as_strided: Some((vec![2, 3], vec![0, 1])) });
+    assert_eq!(
+        r[0],
+        InputRecipe::Randn {
+            size: vec![2, 3],
+            dtype: DType::Float,
+            as_strided: None
+        }
+    );
+    assert_eq!(
+        r[1],
+        InputRecipe::Randn {
+            size: vec![6],
+            dtype: DType::Float,
+            as_strided: Some((vec![2, 3], vec![0, 1]))
+        }
+    );
 }
 
 #[test]
@@ -149,19 +233,40 @@ fn python_scalar_inputs() {
     let f = read(&text);
     let r = f.recipe.unwrap();
     assert!(matches!(r[0], InputRecipe::Scalar { value: Literal::Float(x) } if x.is_nan()));
-    assert_eq!(r[1], InputRecipe::Scalar { value: Literal::Bool(true) });
-    assert_eq!(r[2], InputRecipe::Scalar { value: Literal::Int(-7) });
-    assert_eq!(r[3], InputRecipe::Scalar { value: Literal::Float(f64::NEG_INFINITY) });
+    assert_eq!(
+        r[1],
+        InputRecipe::Scalar {
+            value: Literal::Bool(true)
+        }
+    );
+    assert_eq!(
+        r[2],
+        InputRecipe::Scalar {
+            value: Literal::Int(-7)
+        }
+    );
+    assert_eq!(
+        r[3],
+        InputRecipe::Scalar {
+            value: Literal::Float(f64::NEG_INFINITY)
+        }
+    );
 }
 
 #[test]
 fn extreme_literals_round_trip() {
     let f = read(&direct("    tv0 = fd.define_tensor(shape=[2], contiguity=[True], dtype=DataType.Int)\n    tv1 = fd.ops.add(tv0, -9223372036854775808)\n    tv2 = fd.ops.mul(tv1, 0x7fff_ffff_ffff_ffff)\n    tv3 = fd.ops.mul(tv2, -0.0)\n    tv4 = fd.ops.mul(tv3, 1e-320)\n    tv5 = fd.ops.mul(tv4, 1e999)\n    tv6 = fd.ops.mul(tv5, -float('nan'))\n    fd.add_output(tv6)"));
-    let Op::Binary { b, .. } = op_of(&f, "tv1") else { panic!() };
+    let Op::Binary { b, .. } = op_of(&f, "tv1") else {
+        panic!()
+    };
     assert_eq!(f.value(*b).constant, Some(Literal::Int(i64::MIN)));
-    let Op::Binary { b, .. } = op_of(&f, "tv3") else { panic!() };
+    let Op::Binary { b, .. } = op_of(&f, "tv3") else {
+        panic!()
+    };
     assert_eq!(f.value(*b).constant, Some(Literal::Float(-0.0)));
-    let Op::Binary { b, .. } = op_of(&f, "tv5") else { panic!() };
+    let Op::Binary { b, .. } = op_of(&f, "tv5") else {
+        panic!()
+    };
     assert_eq!(f.value(*b).constant, Some(Literal::Float(f64::INFINITY)));
 }
 
@@ -172,10 +277,34 @@ fn printer_renames_shadowed_values() {
     use fusebench_ir::UnaryOp;
     let mut b = FusionBuilder::new();
     let t = b.tensor(&[2, 3], DType::Float).unwrap();
-    let x1 = b.op(Op::Unary { kind: UnaryOp::Neg, x: t }, &["x"]).unwrap()[0];
-    let x2 = b.op(Op::Unary { kind: UnaryOp::Abs, x: t }, &["x"]).unwrap()[0];
+    let x1 = b
+        .op(
+            Op::Unary {
+                kind: UnaryOp::Neg,
+                x: t,
+            },
+            &["x"],
+        )
+        .unwrap()[0];
+    let x2 = b
+        .op(
+            Op::Unary {
+                kind: UnaryOp::Abs,
+                x: t,
+            },
+            &["x"],
+        )
+        .unwrap()[0];
     let y = b.add(x1, x2).unwrap();
-    let bad = b.op(Op::Unary { kind: UnaryOp::Exp, x: y }, &["not an identifier"]).unwrap()[0];
+    let bad = b
+        .op(
+            Op::Unary {
+                kind: UnaryOp::Exp,
+                x: y,
+            },
+            &["not an identifier"],
+        )
+        .unwrap()[0];
     b.add_output(bad).unwrap();
     b.add_output(x1).unwrap();
     let f = b.finish();
@@ -196,5 +325,8 @@ fn receiver_name_avoids_values() {
     let text = "from nvfuser_direct import FusionDefinition, DataType\ndef g(d : FusionDefinition) -> None :\n    fd = d.define_tensor(shape=[2], contiguity=[True], dtype=DataType.Float)\n    d.add_output(fd)\nwith FusionDefinition() as d:\n    g(d)\n";
     let f = read(text);
     let printed = print_script(&f);
-    assert!(printed.contains("def g(fd1 : FusionDefinition) -> None :\n    fd = fd1.define_tensor("), "{printed}");
+    assert!(
+        printed.contains("def g(fd1 : FusionDefinition) -> None :\n    fd = fd1.define_tensor("),
+        "{printed}"
+    );
 }

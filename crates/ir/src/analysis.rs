@@ -17,8 +17,14 @@ pub struct IndexUse {
 pub fn index_inputs(f: &Fusion) -> Vec<IndexUse> {
     let mut out: Vec<IndexUse> = Vec::new();
     for n in &f.nodes {
-        let Op::IndexSelect { x, index, dim } = &n.op else { continue };
-        let xs = f.value(*x).shape.as_ref().expect("index_select input is a tensor");
+        let Op::IndexSelect { x, index, dim } = &n.op else {
+            continue;
+        };
+        let xs = f
+            .value(*x)
+            .shape
+            .as_ref()
+            .expect("index_select input is a tensor");
         let d = crate::infer::norm_dim("index_select", *dim, xs.len()).expect("validated");
         if let Some(input) = source_input(f, *index) {
             let bound = xs[d];
@@ -43,7 +49,9 @@ fn source_input(f: &Fusion, mut v: ValueId) -> Option<usize> {
                 | Op::Permute { x, .. }
                 | Op::Squeeze { x, .. }
                 | Op::Slice { x, .. } => v = *x,
-                Op::Cast { x, dtype } if dtype.is_integral() && f.value(*x).dtype.is_integral() => v = *x,
+                Op::Cast { x, dtype } if dtype.is_integral() && f.value(*x).dtype.is_integral() => {
+                    v = *x
+                }
                 _ => return None,
             },
             _ => return None,

@@ -3,7 +3,9 @@
 
 use crate::infer::{infer, Graph};
 use crate::op::{BinaryOp, Op, ReduceOp, UnaryOp};
-use crate::{DType, Fusion, IrError, Literal, Node, ScriptInfo, TensorDecl, Value, ValueDef, ValueId};
+use crate::{
+    DType, Fusion, IrError, Literal, Node, ScriptInfo, TensorDecl, Value, ValueDef, ValueId,
+};
 
 pub struct FusionBuilder {
     f: Fusion,
@@ -18,7 +20,14 @@ impl Default for FusionBuilder {
 impl FusionBuilder {
     pub fn new() -> Self {
         FusionBuilder {
-            f: Fusion { values: vec![], nodes: vec![], inputs: vec![], outputs: vec![], script: ScriptInfo::default(), recipe: None },
+            f: Fusion {
+                values: vec![],
+                nodes: vec![],
+                inputs: vec![],
+                outputs: vec![],
+                script: ScriptInfo::default(),
+                recipe: None,
+            },
         }
     }
 
@@ -36,14 +45,27 @@ impl FusionBuilder {
         self.f
     }
 
-    fn push(&mut self, name: Option<&str>, dtype: DType, shape: Option<Vec<usize>>, def: ValueDef, constant: Option<Literal>) -> ValueId {
+    fn push(
+        &mut self,
+        name: Option<&str>,
+        dtype: DType,
+        shape: Option<Vec<usize>>,
+        def: ValueDef,
+        constant: Option<Literal>,
+    ) -> ValueId {
         let id = ValueId(self.f.values.len() as u32);
         let name = match name {
             Some(n) => n.to_string(),
             None if shape.is_some() => format!("tv{}", id.0),
             None => format!("c{}", id.0),
         };
-        self.f.values.push(Value { name, dtype, shape, def, constant });
+        self.f.values.push(Value {
+            name,
+            dtype,
+            shape,
+            def,
+            constant,
+        });
         id
     }
 
@@ -67,44 +89,90 @@ impl FusionBuilder {
                 })
             })
             .collect::<Result<_, _>>()?;
-        if extents.iter().try_fold(1i64, |a, &e| a.checked_mul(e as i64)).is_none() {
-            return Err(IrError::def(what, format!("shape {shape:?} has more elements than a 64-bit index can count")));
+        if extents
+            .iter()
+            .try_fold(1i64, |a, &e| a.checked_mul(e as i64))
+            .is_none()
+        {
+            return Err(IrError::def(
+                what,
+                format!("shape {shape:?} has more elements than a 64-bit index can count"),
+            ));
         }
         if contiguity.len() != rank {
-            return Err(IrError::def(what, format!("contiguity has {} entries for shape {shape:?}", contiguity.len())));
+            return Err(IrError::def(
+                what,
+                format!(
+                    "contiguity has {} entries for shape {shape:?}",
+                    contiguity.len()
+                ),
+            ));
         }
         let mut order = Vec::with_capacity(stride_order.len());
         if !stride_order.is_empty() {
             if stride_order.len() != rank {
-                return Err(IrError::def(what, format!("stride_order {stride_order:?} must have {rank} entries")));
+                return Err(IrError::def(
+                    what,
+                    format!("stride_order {stride_order:?} must have {rank} entries"),
+                ));
             }
             for &s in stride_order {
                 let n = if s < 0 { s + rank as i64 } else { s };
                 if n < 0 || n >= rank as i64 || order.contains(&(n as usize)) {
-                    return Err(IrError::def(what, format!("stride_order {stride_order:?} is not a permutation of 0..{rank}")));
+                    return Err(IrError::def(
+                        what,
+                        format!("stride_order {stride_order:?} is not a permutation of 0..{rank}"),
+                    ));
                 }
                 order.push(n as usize);
             }
         }
-        let decl = TensorDecl { contiguity, stride_order: order, is_cpu };
+        let decl = TensorDecl {
+            contiguity,
+            stride_order: order,
+            is_cpu,
+        };
         if is_cpu && rank != 0 {
-            return Err(IrError::def(what, "is_cpu=True is only supported for 0-dim tensors"));
+            return Err(IrError::def(
+                what,
+                "is_cpu=True is only supported for 0-dim tensors",
+            ));
         }
-        let id = self.push(name, dtype, Some(extents), ValueDef::TensorInput(decl), None);
+        let id = self.push(
+            name,
+            dtype,
+            Some(extents),
+            ValueDef::TensorInput(decl),
+            None,
+        );
         self.f.inputs.push(id);
         Ok(id)
     }
 
     /// A contiguous row-major tensor input.
     pub fn tensor(&mut self, shape: &[i64], dtype: DType) -> Result<ValueId, IrError> {
-        let contiguity = shape.iter().map(|&e| if e == 1 { None } else { Some(true) }).collect();
+        let contiguity = shape
+            .iter()
+            .map(|&e| if e == 1 { None } else { Some(true) })
+            .collect();
         self.define_tensor(None, shape, contiguity, dtype, &[], false)
     }
 
     /// `fd.define_scalar(value, dtype=)`; without a value the scalar is a fusion input.
-    pub fn define_scalar(&mut self, name: Option<&str>, value: Option<Literal>, dtype: DType) -> ValueId {
+    pub fn define_scalar(
+        &mut self,
+        name: Option<&str>,
+        value: Option<Literal>,
+        dtype: DType,
+    ) -> ValueId {
         match value {
-            Some(v) => self.push(name, dtype, None, ValueDef::DefineScalar, Some(v.cast(dtype))),
+            Some(v) => self.push(
+                name,
+                dtype,
+                None,
+                ValueDef::DefineScalar,
+                Some(v.cast(dtype)),
+            ),
             None => {
                 let id = self.push(name, dtype, None, ValueDef::ScalarInput, None);
                 self.f.inputs.push(id);
@@ -115,22 +183,52 @@ impl FusionBuilder {
 
     /// A literal written inline as an op argument (`fd.ops.mul(tv0, 0.5)`).
     pub fn literal(&mut self, lit: Literal) -> ValueId {
-        self.push(Some(""), lit.natural_dtype(), None, ValueDef::Literal, Some(lit))
+        self.push(
+            Some(""),
+            lit.natural_dtype(),
+            None,
+            ValueDef::Literal,
+            Some(lit),
+        )
     }
 
     /// Applies any op; `names` name its outputs (default `tvN`/`cN`).
     pub fn op(&mut self, op: Op, names: &[&str]) -> Result<Vec<ValueId>, IrError> {
-        let types = infer(&Graph { values: &self.f.values, nodes: &self.f.nodes }, &op)?;
+        let types = infer(
+            &Graph {
+                values: &self.f.values,
+                nodes: &self.f.nodes,
+            },
+            &op,
+        )?;
         if !names.is_empty() && names.len() != types.len() {
-            return Err(IrError::op(op.name(), format!("returns {} values but {} names were given", types.len(), names.len())));
+            return Err(IrError::op(
+                op.name(),
+                format!(
+                    "returns {} values but {} names were given",
+                    types.len(),
+                    names.len()
+                ),
+            ));
         }
         let node = self.f.nodes.len();
         let outs: Vec<ValueId> = types
             .into_iter()
             .enumerate()
-            .map(|(index, t)| self.push(names.get(index).copied(), t.dtype, t.shape, ValueDef::Node { node, index }, t.constant))
+            .map(|(index, t)| {
+                self.push(
+                    names.get(index).copied(),
+                    t.dtype,
+                    t.shape,
+                    ValueDef::Node { node, index },
+                    t.constant,
+                )
+            })
             .collect();
-        self.f.nodes.push(Node { op, outputs: outs.clone() });
+        self.f.nodes.push(Node {
+            op,
+            outputs: outs.clone(),
+        });
         Ok(outs)
     }
 
@@ -140,13 +238,14 @@ impl FusionBuilder {
 
     /// `fd.add_output(v)`.
     pub fn add_output(&mut self, v: ValueId) -> Result<(), IrError> {
-        let val = self
-            .f
-            .values
-            .get(v.index())
-            .ok_or_else(|| IrError::def("fd.add_output", format!("value {} is not defined", v.0)))?;
+        let val = self.f.values.get(v.index()).ok_or_else(|| {
+            IrError::def("fd.add_output", format!("value {} is not defined", v.0))
+        })?;
         if !val.is_tensor() {
-            return Err(IrError::def("fd.add_output", format!("{} is a scalar; only tensors can be outputs", val.name)));
+            return Err(IrError::def(
+                "fd.add_output",
+                format!("{} is a scalar; only tensors can be outputs", val.name),
+            ));
         }
         self.f.outputs.push(v);
         Ok(())
@@ -170,58 +269,162 @@ impl FusionBuilder {
     pub fn cast(&mut self, x: ValueId, dtype: DType) -> Result<ValueId, IrError> {
         self.op1(Op::Cast { x, dtype })
     }
-    pub fn sum(&mut self, x: ValueId, dims: &[i64], keepdim: bool, dtype: Option<DType>) -> Result<ValueId, IrError> {
-        self.op1(Op::Reduce { kind: ReduceOp::Sum, x, dims: dims.to_vec(), keepdim, dtype })
+    pub fn sum(
+        &mut self,
+        x: ValueId,
+        dims: &[i64],
+        keepdim: bool,
+        dtype: Option<DType>,
+    ) -> Result<ValueId, IrError> {
+        self.op1(Op::Reduce {
+            kind: ReduceOp::Sum,
+            x,
+            dims: dims.to_vec(),
+            keepdim,
+            dtype,
+        })
     }
-    pub fn reduce(&mut self, kind: ReduceOp, x: ValueId, dims: &[i64], keepdim: bool) -> Result<ValueId, IrError> {
-        self.op1(Op::Reduce { kind, x, dims: dims.to_vec(), keepdim, dtype: None })
+    pub fn reduce(
+        &mut self,
+        kind: ReduceOp,
+        x: ValueId,
+        dims: &[i64],
+        keepdim: bool,
+    ) -> Result<ValueId, IrError> {
+        self.op1(Op::Reduce {
+            kind,
+            x,
+            dims: dims.to_vec(),
+            keepdim,
+            dtype: None,
+        })
     }
     /// Returns (mean, M2, count).
-    pub fn welford(&mut self, x: ValueId, dims: &[i64]) -> Result<(ValueId, ValueId, ValueId), IrError> {
-        let o = self.op(Op::Welford { x, dims: dims.to_vec() }, &[])?;
+    pub fn welford(
+        &mut self,
+        x: ValueId,
+        dims: &[i64],
+    ) -> Result<(ValueId, ValueId, ValueId), IrError> {
+        let o = self.op(
+            Op::Welford {
+                x,
+                dims: dims.to_vec(),
+            },
+            &[],
+        )?;
         Ok((o[0], o[1], o[2]))
     }
     /// Returns (variance, mean).
-    pub fn var_mean(&mut self, x: ValueId, dims: &[i64], correction: i64, keepdim: bool) -> Result<(ValueId, ValueId), IrError> {
-        let o = self.op(Op::VarMean { x, dims: dims.to_vec(), correction, keepdim }, &[])?;
+    pub fn var_mean(
+        &mut self,
+        x: ValueId,
+        dims: &[i64],
+        correction: i64,
+        keepdim: bool,
+    ) -> Result<(ValueId, ValueId), IrError> {
+        let o = self.op(
+            Op::VarMean {
+                x,
+                dims: dims.to_vec(),
+                correction,
+                keepdim,
+            },
+            &[],
+        )?;
         Ok((o[0], o[1]))
     }
     pub fn broadcast(&mut self, x: ValueId, is_broadcast_dim: &[bool]) -> Result<ValueId, IrError> {
-        self.op1(Op::Broadcast { x, is_broadcast_dim: is_broadcast_dim.to_vec() })
+        self.op1(Op::Broadcast {
+            x,
+            is_broadcast_dim: is_broadcast_dim.to_vec(),
+        })
     }
-    pub fn broadcast_in_dim(&mut self, x: ValueId, shape: &[i64], broadcast_dims: &[i64]) -> Result<ValueId, IrError> {
-        self.op1(Op::BroadcastInDim { x, shape: shape.to_vec(), broadcast_dims: broadcast_dims.to_vec() })
+    pub fn broadcast_in_dim(
+        &mut self,
+        x: ValueId,
+        shape: &[i64],
+        broadcast_dims: &[i64],
+    ) -> Result<ValueId, IrError> {
+        self.op1(Op::BroadcastInDim {
+            x,
+            shape: shape.to_vec(),
+            broadcast_dims: broadcast_dims.to_vec(),
+        })
     }
     pub fn expand(&mut self, x: ValueId, shape: &[i64]) -> Result<ValueId, IrError> {
-        self.op1(Op::Expand { x, shape: shape.to_vec() })
+        self.op1(Op::Expand {
+            x,
+            shape: shape.to_vec(),
+        })
     }
     pub fn reshape(&mut self, x: ValueId, new_shape: &[i64]) -> Result<ValueId, IrError> {
-        self.op1(Op::Reshape { x, new_shape: new_shape.to_vec() })
+        self.op1(Op::Reshape {
+            x,
+            new_shape: new_shape.to_vec(),
+        })
     }
     pub fn permute(&mut self, x: ValueId, dims: &[i64]) -> Result<ValueId, IrError> {
-        self.op1(Op::Permute { x, dims: dims.to_vec() })
+        self.op1(Op::Permute {
+            x,
+            dims: dims.to_vec(),
+        })
     }
     pub fn squeeze(&mut self, x: ValueId, dims: &[i64]) -> Result<ValueId, IrError> {
-        self.op1(Op::Squeeze { x, dims: dims.to_vec() })
+        self.op1(Op::Squeeze {
+            x,
+            dims: dims.to_vec(),
+        })
     }
     pub fn slice(&mut self, x: ValueId, start: &[i64], end: &[i64]) -> Result<ValueId, IrError> {
         let strides = vec![1; start.len()];
-        self.op1(Op::Slice { x, start: start.to_vec(), end: end.to_vec(), strides, manual_normalization: false })
+        self.op1(Op::Slice {
+            x,
+            start: start.to_vec(),
+            end: end.to_vec(),
+            strides,
+            manual_normalization: false,
+        })
     }
     /// Pad widths as integers, (before, after) pairs from the last dim.
-    pub fn pad(&mut self, x: ValueId, widths: &[i64], value: Option<Literal>) -> Result<ValueId, IrError> {
-        let widths = widths.iter().map(|&w| self.literal(Literal::Int(w))).collect();
+    pub fn pad(
+        &mut self,
+        x: ValueId,
+        widths: &[i64],
+        value: Option<Literal>,
+    ) -> Result<ValueId, IrError> {
+        let widths = widths
+            .iter()
+            .map(|&w| self.literal(Literal::Int(w)))
+            .collect();
         let value = value.map(|v| self.literal(v));
         self.op1(Op::Pad { x, widths, value })
     }
-    pub fn cat(&mut self, xs: &[ValueId], dim: i64, manual_padding: bool) -> Result<ValueId, IrError> {
-        self.op1(Op::Cat { xs: xs.to_vec(), dim, manual_padding })
+    pub fn cat(
+        &mut self,
+        xs: &[ValueId],
+        dim: i64,
+        manual_padding: bool,
+    ) -> Result<ValueId, IrError> {
+        self.op1(Op::Cat {
+            xs: xs.to_vec(),
+            dim,
+            manual_padding,
+        })
     }
     pub fn full(&mut self, shape: &[i64], fill: Literal, dtype: DType) -> Result<ValueId, IrError> {
         let fill = self.literal(fill);
-        self.op1(Op::Full { shape: shape.to_vec(), fill, dtype })
+        self.op1(Op::Full {
+            shape: shape.to_vec(),
+            fill,
+            dtype,
+        })
     }
-    pub fn index_select(&mut self, x: ValueId, index: ValueId, dim: i64) -> Result<ValueId, IrError> {
+    pub fn index_select(
+        &mut self,
+        x: ValueId,
+        index: ValueId,
+        dim: i64,
+    ) -> Result<ValueId, IrError> {
         self.op1(Op::IndexSelect { x, index, dim })
     }
 }
@@ -278,6 +481,9 @@ mod tests {
         assert!(fd.permute(x, &[0, 0]).is_err());
         assert!(fd.sum(x, &[2], false, None).is_err());
         let e = fd.expand(x, &[4, 9]).unwrap_err();
-        assert!(e.to_string().contains("only extent-1 dims can be expanded"), "{e}");
+        assert!(
+            e.to_string().contains("only extent-1 dims can be expanded"),
+            "{e}"
+        );
     }
 }

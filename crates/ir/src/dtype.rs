@@ -99,7 +99,10 @@ impl DType {
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::Half | DType::BFloat16 | DType::Float | DType::Double)
+        matches!(
+            self,
+            DType::Half | DType::BFloat16 | DType::Float | DType::Double
+        )
     }
 
     pub fn is_integral(self) -> bool {

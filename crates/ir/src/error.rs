@@ -16,9 +16,15 @@ pub enum IrError {
 
 impl IrError {
     pub fn op(op: &str, message: impl Into<String>) -> Self {
-        IrError::Op { op: op.to_string(), message: message.into() }
+        IrError::Op {
+            op: op.to_string(),
+            message: message.into(),
+        }
     }
     pub fn def(what: &str, message: impl Into<String>) -> Self {
-        IrError::Definition { what: what.to_string(), message: message.into() }
+        IrError::Definition {
+            what: what.to_string(),
+            message: message.into(),
+        }
     }
 }

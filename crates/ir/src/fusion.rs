@@ -67,7 +67,10 @@ impl Fusion {
     }
 
     pub fn graph(&self) -> Graph<'_> {
-        Graph { values: &self.values, nodes: &self.nodes }
+        Graph {
+            values: &self.values,
+            nodes: &self.nodes,
+        }
     }
 
     /// Number of ops, not counting value definitions.
@@ -86,25 +89,34 @@ impl Fusion {
     /// Whether every tensor has fewer than 2^31 elements: nvFuser then uses
     /// 32-bit indexing and reports `Index` values as Int32.
     pub fn index_is_32bit(&self) -> bool {
-        self.values.iter().filter(|v| v.is_tensor()).all(|v| v.numel() < (1usize << 31))
+        self.values
+            .iter()
+            .filter(|v| v.is_tensor())
+            .all(|v| v.numel() < (1usize << 31))
     }
 
     /// Serializes to the versioned JSON form.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(&Versioned { fusebench_fusion: FUSION_JSON_VERSION, fusion: self })
-            .expect("a fusion always serializes")
+        serde_json::to_string_pretty(&Versioned {
+            fusebench_fusion: FUSION_JSON_VERSION,
+            fusion: self,
+        })
+        .expect("a fusion always serializes")
     }
 
     /// Reads the JSON form and checks that it describes a valid fusion.
     pub fn from_json(text: &str) -> Result<Fusion, IrError> {
-        let v: Versioned<Fusion> = serde_json::from_str(text).map_err(|e| IrError::Json(e.to_string()))?;
+        let v: Versioned<Fusion> =
+            serde_json::from_str(text).map_err(|e| IrError::Json(e.to_string()))?;
         if v.fusebench_fusion != FUSION_JSON_VERSION {
             return Err(IrError::Json(format!(
                 "version {} is not supported; this build reads version {FUSION_JSON_VERSION}",
                 v.fusebench_fusion
             )));
         }
-        v.fusion.validate().map_err(|e| IrError::Json(e.to_string()))?;
+        v.fusion
+            .validate()
+            .map_err(|e| IrError::Json(e.to_string()))?;
         Ok(v.fusion)
     }
 
@@ -114,9 +126,14 @@ impl Fusion {
         let bad = |m: String| IrError::Json(m);
         for (i, v) in self.values.iter().enumerate() {
             if let ValueDef::Node { node, index } = v.def {
-                let n = self.nodes.get(node).ok_or_else(|| bad(format!("value {i} names missing node {node}")))?;
+                let n = self
+                    .nodes
+                    .get(node)
+                    .ok_or_else(|| bad(format!("value {i} names missing node {node}")))?;
                 if n.outputs.get(index) != Some(&ValueId(i as u32)) {
-                    return Err(bad(format!("value {i} is not output {index} of node {node}")));
+                    return Err(bad(format!(
+                        "value {i} is not output {index} of node {node}"
+                    )));
                 }
             }
         }
@@ -124,16 +141,30 @@ impl Fusion {
             let first_out = n.outputs.iter().map(|o| o.index()).min().unwrap_or(0);
             for v in n.op.operands() {
                 if v.index() >= first_out {
-                    return Err(bad(format!("node {ni} reads value {} defined after it", v.0)));
+                    return Err(bad(format!(
+                        "node {ni} reads value {} defined after it",
+                        v.0
+                    )));
                 }
             }
-            let g = Graph { values: &self.values[..first_out], nodes: &self.nodes[..ni] };
+            let g = Graph {
+                values: &self.values[..first_out],
+                nodes: &self.nodes[..ni],
+            };
             let types = infer(&g, &n.op)?;
             if types.len() != n.outputs.len() {
-                return Err(bad(format!("node {ni} ({}) has {} outputs, expected {}", n.op.name(), n.outputs.len(), types.len())));
+                return Err(bad(format!(
+                    "node {ni} ({}) has {} outputs, expected {}",
+                    n.op.name(),
+                    n.outputs.len(),
+                    types.len()
+                )));
             }
             for (t, o) in types.iter().zip(&n.outputs) {
-                let v = self.values.get(o.index()).ok_or_else(|| bad(format!("node {ni} output {} missing", o.0)))?;
+                let v = self
+                    .values
+                    .get(o.index())
+                    .ok_or_else(|| bad(format!("node {ni} output {} missing", o.0)))?;
                 if v.dtype != t.dtype || v.shape != t.shape || v.constant != t.constant {
                     return Err(bad(format!(
                         "node {ni} ({}) output {} is stored as {} {:?} but the op gives {} {:?}",

@@ -16,7 +16,11 @@ pub struct OutType {
 
 impl OutType {
     fn tensor(dtype: DType, shape: Vec<usize>) -> Self {
-        OutType { dtype, shape: Some(shape), constant: None }
+        OutType {
+            dtype,
+            shape: Some(shape),
+            constant: None,
+        }
     }
 }
 
@@ -42,20 +46,24 @@ pub fn common_dtype(operands: &[&Value], promote_int_to_float: bool, half_to_flo
     let mut common = if operands.iter().all(|v| v.dtype == first) {
         first
     } else {
-        let (mut dim, mut zero, mut wrapped): (Option<DType>, Option<DType>, Option<DType>) = (None, None, None);
+        let (mut dim, mut zero, mut wrapped): (Option<DType>, Option<DType>, Option<DType>) =
+            (None, None, None);
         let join = |acc: Option<DType>, d: DType| Some(acc.map_or(d, |a| promote_types(a, d)));
         for v in operands {
             match &v.shape {
                 Some(s) if !s.is_empty() => dim = join(dim, v.dtype),
                 Some(_) => zero = join(zero, v.dtype),
                 None => {
-                    let d = if v.dtype.is_reduced_float() { DType::Float } else { v.dtype };
+                    let d = if v.dtype.is_reduced_float() {
+                        DType::Float
+                    } else {
+                        v.dtype
+                    };
                     wrapped = join(wrapped, d)
                 }
             }
         }
-        combine(dim, combine(zero, wrapped))
-            .expect("at least one operand")
+        combine(dim, combine(zero, wrapped)).expect("at least one operand")
     };
     if promote_int_to_float && (common.is_integral() || common.is_bool()) {
         common = DType::Float;
@@ -97,7 +105,13 @@ pub fn broadcast_shapes(op: &str, shapes: &[&[usize]]) -> Result<Vec<usize>, IrE
             } else if e != 1 && e != *o {
                 return Err(IrError::op(
                     op,
-                    format!("operand shapes {:?} cannot be broadcast together (dim {} is {} vs {})", shapes, off + i, *o, e),
+                    format!(
+                        "operand shapes {:?} cannot be broadcast together (dim {} is {} vs {})",
+                        shapes,
+                        off + i,
+                        *o,
+                        e
+                    ),
                 ));
             }
         }
@@ -107,7 +121,9 @@ pub fn broadcast_shapes(op: &str, shapes: &[&[usize]]) -> Result<Vec<usize>, IrE
 
 /// Number of elements, if it is below 2^63: every extent then fits in i64.
 fn checked_numel(s: &[usize]) -> Option<usize> {
-    s.iter().try_fold(1usize, |a, &e| a.checked_mul(e)).filter(|&n| n <= i64::MAX as usize)
+    s.iter()
+        .try_fold(1usize, |a, &e| a.checked_mul(e))
+        .filter(|&n| n <= i64::MAX as usize)
 }
 
 /// Normalizes a possibly negative dim against `rank`.
@@ -115,26 +131,43 @@ pub fn norm_dim(op: &str, d: i64, rank: usize) -> Result<usize, IrError> {
     let r = rank as i64;
     let n = if d < 0 { d + r } else { d };
     if n < 0 || n >= r {
-        return Err(IrError::op(op, format!("dim {d} is out of range for a tensor of rank {rank}")));
+        return Err(IrError::op(
+            op,
+            format!("dim {d} is out of range for a tensor of rank {rank}"),
+        ));
     }
     Ok(n as usize)
 }
 
 /// Normalizes, sorts and checks a list of dims for duplicates.
 pub fn norm_dims(op: &str, dims: &[i64], rank: usize) -> Result<Vec<usize>, IrError> {
-    let mut out = dims.iter().map(|&d| norm_dim(op, d, rank)).collect::<Result<Vec<_>, _>>()?;
+    let mut out = dims
+        .iter()
+        .map(|&d| norm_dim(op, d, rank))
+        .collect::<Result<Vec<_>, _>>()?;
     out.sort_unstable();
     if out.windows(2).any(|w| w[0] == w[1]) {
-        return Err(IrError::op(op, format!("dims {dims:?} name the same dim twice")));
+        return Err(IrError::op(
+            op,
+            format!("dims {dims:?} name the same dim twice"),
+        ));
     }
     Ok(out)
 }
 
-fn tensor<'a>(g: &'a Graph, op: &str, what: &str, v: ValueId) -> Result<(&'a Value, &'a [usize]), IrError> {
+fn tensor<'a>(
+    g: &'a Graph,
+    op: &str,
+    what: &str,
+    v: ValueId,
+) -> Result<(&'a Value, &'a [usize]), IrError> {
     let val = g.get(op, v)?;
     match &val.shape {
         Some(s) => Ok((val, s.as_slice())),
-        None => Err(IrError::op(op, format!("{what} must be a tensor, got scalar {}", val.name))),
+        None => Err(IrError::op(
+            op,
+            format!("{what} must be a tensor, got scalar {}", val.name),
+        )),
     }
 }
 
@@ -143,7 +176,12 @@ fn extents(op: &str, what: &str, shape: &[i64]) -> Result<Vec<usize>, IrError> {
         .iter()
         .map(|&e| {
             usize::try_from(e).map_err(|_| {
-                IrError::op(op, format!("{what} {shape:?} has a negative extent; fusebench needs concrete extents"))
+                IrError::op(
+                    op,
+                    format!(
+                        "{what} {shape:?} has a negative extent; fusebench needs concrete extents"
+                    ),
+                )
             })
         })
         .collect()
@@ -156,8 +194,17 @@ pub fn const_int(g: &Graph, op: &str, what: &str, v: ValueId) -> Result<i64, IrE
         (None, Some(c)) => c
             .as_i64()
             .ok_or_else(|| IrError::op(op, format!("{what} must be an integer, got {c}"))),
-        (None, None) => Err(IrError::op(op, format!("{what} {} must be a constant known when the fusion is built", val.name))),
-        (Some(_), _) => Err(IrError::op(op, format!("{what} must be a scalar, got tensor {}", val.name))),
+        (None, None) => Err(IrError::op(
+            op,
+            format!(
+                "{what} {} must be a constant known when the fusion is built",
+                val.name
+            ),
+        )),
+        (Some(_), _) => Err(IrError::op(
+            op,
+            format!("{what} must be a scalar, got tensor {}", val.name),
+        )),
     }
 }
 
@@ -176,51 +223,98 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
                 _ => common_dtype(&[xv], kind.promotes_int_to_float(), true),
             };
             // Only ops that keep integers (neg, abs) see Index here; the rest promoted it to Float.
-            let compute = if compute == DType::Index { DType::Int } else { compute };
+            let compute = if compute == DType::Index {
+                DType::Int
+            } else {
+                compute
+            };
             let constant = xv.constant.map(|c| fold_unary(*kind, c, compute, compute));
-            vec![OutType { dtype: compute, shape: xv.shape.clone(), constant }]
+            vec![OutType {
+                dtype: compute,
+                shape: xv.shape.clone(),
+                constant,
+            }]
         }
         Op::Binary { kind, a, b } => {
             let (av, bv) = (g.get(name, *a)?, g.get(name, *b)?);
             let compute = common_dtype(&[av, bv], false, true);
-            let dtype = if kind.is_comparison() { DType::Bool } else { compute };
+            let dtype = if kind.is_comparison() {
+                DType::Bool
+            } else {
+                compute
+            };
             let shape = match (&av.shape, &bv.shape) {
                 (None, None) => None,
                 (Some(s), None) | (None, Some(s)) => Some(s.clone()),
                 (Some(s), Some(t)) => Some(broadcast_shapes(name, &[s, t])?),
             };
             let constant = match (av.constant, bv.constant) {
-                (Some(x), Some(y)) if shape.is_none() => Some(fold_binary(*kind, x, y, compute, dtype)),
+                (Some(x), Some(y)) if shape.is_none() => {
+                    Some(fold_binary(*kind, x, y, compute, dtype))
+                }
                 _ => None,
             };
-            vec![OutType { dtype, shape, constant }]
+            vec![OutType {
+                dtype,
+                shape,
+                constant,
+            }]
         }
         Op::Where { cond, a, b } => {
             let (cv, av, bv) = (g.get(name, *cond)?, g.get(name, *a)?, g.get(name, *b)?);
             if cv.dtype != DType::Bool {
-                return Err(IrError::op(name, format!("condition {} must be Bool, got {}", cv.name, cv.dtype)));
+                return Err(IrError::op(
+                    name,
+                    format!("condition {} must be Bool, got {}", cv.name, cv.dtype),
+                ));
             }
             let dtype = common_dtype(&[av, bv], false, false);
-            let shapes: Vec<&[usize]> = [cv, av, bv].iter().filter_map(|v| v.shape.as_deref()).collect();
-            let shape = if shapes.is_empty() { None } else { Some(broadcast_shapes(name, &shapes)?) };
+            let shapes: Vec<&[usize]> = [cv, av, bv]
+                .iter()
+                .filter_map(|v| v.shape.as_deref())
+                .collect();
+            let shape = if shapes.is_empty() {
+                None
+            } else {
+                Some(broadcast_shapes(name, &shapes)?)
+            };
             let constant = match (cv.constant, av.constant, bv.constant) {
-                (Some(c), Some(x), Some(y)) if shape.is_none() => Some(if c.as_bool() { x } else { y }.cast(dtype)),
+                (Some(c), Some(x), Some(y)) if shape.is_none() => {
+                    Some(if c.as_bool() { x } else { y }.cast(dtype))
+                }
                 _ => None,
             };
-            vec![OutType { dtype, shape, constant }]
+            vec![OutType {
+                dtype,
+                shape,
+                constant,
+            }]
         }
         Op::Cast { x, dtype } => {
             let xv = g.get(name, *x)?;
-            vec![OutType { dtype: *dtype, shape: xv.shape.clone(), constant: xv.constant.map(|c| c.cast(*dtype)) }]
+            vec![OutType {
+                dtype: *dtype,
+                shape: xv.shape.clone(),
+                constant: xv.constant.map(|c| c.cast(*dtype)),
+            }]
         }
-        Op::Reduce { kind, x, dims, keepdim, dtype } => {
+        Op::Reduce {
+            kind,
+            x,
+            dims,
+            keepdim,
+            dtype,
+        } => {
             let (xv, s) = tensor(g, name, "input", *x)?;
             let out_dtype = match (kind, dtype) {
                 (ReduceOp::Sum, Some(d)) => *d,
                 (ReduceOp::Sum, None) if xv.dtype.is_integral() || xv.dtype.is_bool() => DType::Int,
                 (_, None) => xv.dtype,
                 (_, Some(d)) => {
-                    return Err(IrError::op(name, format!("dtype={d} is not supported for {name}; only sum takes a dtype")))
+                    return Err(IrError::op(
+                        name,
+                        format!("dtype={d} is not supported for {name}; only sum takes a dtype"),
+                    ))
                 }
             };
             if dims.is_empty() {
@@ -234,19 +328,34 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             let rd = norm_dims(name, dims, s.len())?;
             let d = float_stat_dtype(name, xv)?;
             let shape = reduced_shape(s, &rd, false);
-            vec![OutType::tensor(d, shape.clone()), OutType::tensor(d, shape.clone()), OutType::tensor(DType::Index, shape)]
+            vec![
+                OutType::tensor(d, shape.clone()),
+                OutType::tensor(d, shape.clone()),
+                OutType::tensor(DType::Index, shape),
+            ]
         }
-        Op::VarMean { x, dims, correction, keepdim } => {
+        Op::VarMean {
+            x,
+            dims,
+            correction,
+            keepdim,
+        } => {
             let (xv, s) = tensor(g, name, "input", *x)?;
             let rd = norm_dims(name, dims, s.len())?;
             if *correction < 0 {
-                return Err(IrError::op(name, format!("correction must be >= 0, got {correction}")));
+                return Err(IrError::op(
+                    name,
+                    format!("correction must be >= 0, got {correction}"),
+                ));
             }
             let d = float_stat_dtype(name, xv)?;
             let shape = reduced_shape(s, &rd, *keepdim);
             vec![OutType::tensor(d, shape.clone()), OutType::tensor(d, shape)]
         }
-        Op::Broadcast { x, is_broadcast_dim } => {
+        Op::Broadcast {
+            x,
+            is_broadcast_dim,
+        } => {
             let (xv, s) = tensor(g, name, "input", *x)?;
             let kept = is_broadcast_dim.iter().filter(|b| !**b).count();
             if kept != s.len() {
@@ -256,23 +365,37 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
                 ));
             }
             let mut it = s.iter();
-            let shape = is_broadcast_dim.iter().map(|&b| if b { 1 } else { *it.next().unwrap() }).collect();
+            let shape = is_broadcast_dim
+                .iter()
+                .map(|&b| if b { 1 } else { *it.next().unwrap() })
+                .collect();
             vec![OutType::tensor(xv.dtype, shape)]
         }
-        Op::BroadcastInDim { x, shape, broadcast_dims } => {
+        Op::BroadcastInDim {
+            x,
+            shape,
+            broadcast_dims,
+        } => {
             let (xv, s) = tensor(g, name, "input", *x)?;
             let out = extents(name, "shape", shape)?;
             if broadcast_dims.len() != s.len() {
                 return Err(IrError::op(
                     name,
-                    format!("broadcast_dims {broadcast_dims:?} has {} entries for an input of rank {}", broadcast_dims.len(), s.len()),
+                    format!(
+                        "broadcast_dims {broadcast_dims:?} has {} entries for an input of rank {}",
+                        broadcast_dims.len(),
+                        s.len()
+                    ),
                 ));
             }
             let mut prev: Option<usize> = None;
             for (i, &bd) in broadcast_dims.iter().enumerate() {
                 let d = norm_dim(name, bd, out.len())?;
                 if prev.is_some_and(|p| d <= p) {
-                    return Err(IrError::op(name, format!("broadcast_dims {broadcast_dims:?} must be increasing")));
+                    return Err(IrError::op(
+                        name,
+                        format!("broadcast_dims {broadcast_dims:?} must be increasing"),
+                    ));
                 }
                 prev = Some(d);
                 if s[i] != out[d] && s[i] != 1 {
@@ -287,13 +410,29 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
         Op::Expand { x, shape } => {
             let (xv, s) = tensor(g, name, "input", *x)?;
             if shape.len() != s.len() {
-                return Err(IrError::op(name, format!("shape {shape:?} has rank {} but the input has rank {}", shape.len(), s.len())));
+                return Err(IrError::op(
+                    name,
+                    format!(
+                        "shape {shape:?} has rank {} but the input has rank {}",
+                        shape.len(),
+                        s.len()
+                    ),
+                ));
             }
             let mut out = Vec::with_capacity(s.len());
             for (i, (&e, &want)) in s.iter().zip(shape).enumerate() {
-                let w = if want == -1 { e } else { extents(name, "shape", &[want])?[0] };
+                let w = if want == -1 {
+                    e
+                } else {
+                    extents(name, "shape", &[want])?[0]
+                };
                 if e != w && e != 1 {
-                    return Err(IrError::op(name, format!("dim {i} has extent {e}; only extent-1 dims can be expanded (to {w})")));
+                    return Err(IrError::op(
+                        name,
+                        format!(
+                            "dim {i} has extent {e}; only extent-1 dims can be expanded (to {w})"
+                        ),
+                    ));
                 }
                 out.push(w);
             }
@@ -301,13 +440,23 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
         }
         Op::Reshape { x, new_shape } => {
             let (xv, s) = tensor(g, name, "input", *x)?;
-            let numel = checked_numel(s)
-                .ok_or_else(|| IrError::op(name, format!("input of shape {s:?} has 2^63 elements or more")))?;
+            let numel = checked_numel(s).ok_or_else(|| {
+                IrError::op(
+                    name,
+                    format!("input of shape {s:?} has 2^63 elements or more"),
+                )
+            })?;
             let holes = new_shape.iter().filter(|&&e| e == -1).count();
             if holes > 1 {
-                return Err(IrError::op(name, format!("new_shape {new_shape:?} has more than one -1")));
+                return Err(IrError::op(
+                    name,
+                    format!("new_shape {new_shape:?} has more than one -1"),
+                ));
             }
-            let known = new_shape.iter().filter(|&&e| e != -1).try_fold(1usize, |a, &e| a.checked_mul(e.max(0) as usize));
+            let known = new_shape
+                .iter()
+                .filter(|&&e| e != -1)
+                .try_fold(1usize, |a, &e| a.checked_mul(e.max(0) as usize));
             let out: Vec<usize> = new_shape
                 .iter()
                 .map(|&e| match (e, known) {
@@ -316,8 +465,14 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
                     _ => e.max(0) as usize,
                 })
                 .collect();
-            if new_shape.iter().any(|&e| e < -1) || known.is_none() || checked_numel(&out) != Some(numel) {
-                return Err(IrError::op(name, format!("cannot reshape {s:?} ({numel} elements) to {new_shape:?}")));
+            if new_shape.iter().any(|&e| e < -1)
+                || known.is_none()
+                || checked_numel(&out) != Some(numel)
+            {
+                return Err(IrError::op(
+                    name,
+                    format!("cannot reshape {s:?} ({numel} elements) to {new_shape:?}"),
+                ));
             }
             vec![OutType::tensor(xv.dtype, out)]
         }
@@ -325,9 +480,15 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             let (xv, s) = tensor(g, name, "input", *x)?;
             let nd = norm_dims(name, dims, s.len())?;
             if nd.len() != s.len() {
-                return Err(IrError::op(name, format!("dims {dims:?} is not a permutation of {} dims", s.len())));
+                return Err(IrError::op(
+                    name,
+                    format!("dims {dims:?} is not a permutation of {} dims", s.len()),
+                ));
             }
-            let out = dims.iter().map(|&d| s[norm_dim(name, d, s.len()).unwrap()]).collect();
+            let out = dims
+                .iter()
+                .map(|&d| s[norm_dim(name, d, s.len()).unwrap()])
+                .collect();
             vec![OutType::tensor(xv.dtype, out)]
         }
         Op::Squeeze { x, dims } => {
@@ -335,13 +496,30 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             let nd = norm_dims(name, dims, s.len())?;
             for &d in &nd {
                 if s[d] != 1 {
-                    return Err(IrError::op(name, format!("dim {d} has extent {}; only extent-1 dims can be squeezed", s[d])));
+                    return Err(IrError::op(
+                        name,
+                        format!(
+                            "dim {d} has extent {}; only extent-1 dims can be squeezed",
+                            s[d]
+                        ),
+                    ));
                 }
             }
-            let out = s.iter().enumerate().filter(|(i, _)| !nd.contains(i)).map(|(_, &e)| e).collect();
+            let out = s
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !nd.contains(i))
+                .map(|(_, &e)| e)
+                .collect();
             vec![OutType::tensor(xv.dtype, out)]
         }
-        Op::Slice { x, start, end, strides, manual_normalization } => {
+        Op::Slice {
+            x,
+            start,
+            end,
+            strides,
+            manual_normalization,
+        } => {
             let (xv, s) = tensor(g, name, "input", *x)?;
             let (b, _, _) = slice_bounds(name, s, start, end, strides, *manual_normalization)?;
             vec![OutType::tensor(xv.dtype, b)]
@@ -359,20 +537,33 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             for (d, &e) in s.iter().enumerate() {
                 let ext = e as i128 + w[d].0 as i128 + w[d].1 as i128;
                 if ext > i64::MAX as i128 {
-                    return Err(IrError::op(name, format!("pad widths {:?} make dim {d} of extent {e} too large", w[d])));
+                    return Err(IrError::op(
+                        name,
+                        format!("pad widths {:?} make dim {d} of extent {e} too large", w[d]),
+                    ));
                 }
                 if ext < 0 {
-                    return Err(IrError::op(name, format!("pad widths {:?} make dim {d} of extent {e} negative", w[d])));
+                    return Err(IrError::op(
+                        name,
+                        format!("pad widths {:?} make dim {d} of extent {e} negative", w[d]),
+                    ));
                 }
                 out.push(ext as usize);
             }
             vec![OutType::tensor(xv.dtype, out)]
         }
-        Op::Cat { xs, dim, manual_padding } => {
+        Op::Cat {
+            xs,
+            dim,
+            manual_padding,
+        } => {
             if xs.is_empty() {
                 return Err(IrError::op(name, "needs at least one tensor"));
             }
-            let ts = xs.iter().map(|&v| tensor(g, name, "every input", v)).collect::<Result<Vec<_>, _>>()?;
+            let ts = xs
+                .iter()
+                .map(|&v| tensor(g, name, "every input", v))
+                .collect::<Result<Vec<_>, _>>()?;
             let rank = ts[0].1.len();
             let d = norm_dim(name, *dim, rank)?;
             let mut dtype = ts[0].0.dtype;
@@ -384,15 +575,26 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             }
             for (v, s) in &ts {
                 dtype = promote_types(dtype, v.dtype);
-                let same = s.len() == rank && s.iter().enumerate().all(|(i, &e)| (i == d && !manual_padding) || e == out[i]);
+                let same = s.len() == rank
+                    && s.iter()
+                        .enumerate()
+                        .all(|(i, &e)| (i == d && !manual_padding) || e == out[i]);
                 if !same {
-                    return Err(IrError::op(name, format!("input {} of shape {s:?} does not match {:?} outside dim {d}", v.name, ts[0].1)));
+                    return Err(IrError::op(
+                        name,
+                        format!(
+                            "input {} of shape {s:?} does not match {:?} outside dim {d}",
+                            v.name, ts[0].1
+                        ),
+                    ));
                 }
                 if !manual_padding {
                     out[d] = out[d]
                         .checked_add(s[d])
                         .filter(|&n| n <= i64::MAX as usize)
-                        .ok_or_else(|| IrError::op(name, format!("the joined extent of dim {d} is too large")))?;
+                        .ok_or_else(|| {
+                            IrError::op(name, format!("the joined extent of dim {d} is too large"))
+                        })?;
                 }
             }
             vec![OutType::tensor(dtype, out)]
@@ -408,7 +610,13 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             let (xv, s) = tensor(g, name, "input", *x)?;
             let (iv, is) = tensor(g, name, "index", *index)?;
             if !(iv.dtype.is_integral()) {
-                return Err(IrError::op(name, format!("index {} must be an integer tensor, got {}", iv.name, iv.dtype)));
+                return Err(IrError::op(
+                    name,
+                    format!(
+                        "index {} must be an integer tensor, got {}",
+                        iv.name, iv.dtype
+                    ),
+                ));
             }
             let d = norm_dim(name, *dim, s.len())?;
             let n = index_extent(name, is, s.len(), d)?;
@@ -422,9 +630,16 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
 
 fn float_stat_dtype(op: &str, x: &Value) -> Result<DType, IrError> {
     if !x.dtype.is_float() {
-        return Err(IrError::op(op, format!("input {} must be floating point, got {}", x.name, x.dtype)));
+        return Err(IrError::op(
+            op,
+            format!("input {} must be floating point, got {}", x.name, x.dtype),
+        ));
     }
-    Ok(if x.dtype.is_reduced_float() { DType::Float } else { x.dtype })
+    Ok(if x.dtype.is_reduced_float() {
+        DType::Float
+    } else {
+        x.dtype
+    })
 }
 
 pub fn reduced_shape(s: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
@@ -474,7 +689,10 @@ pub fn slice_bounds(
         let e = s[d] as i64;
         let step = if strides.is_empty() { 1 } else { strides[d] };
         if step <= 0 {
-            return Err(IrError::op(op, format!("stride {step} of dim {d} must be positive")));
+            return Err(IrError::op(
+                op,
+                format!("stride {step} of dim {d} must be positive"),
+            ));
         }
         let (mut a, mut b) = (start[d], end[d]);
         if !manual_normalization {
@@ -487,7 +705,10 @@ pub fn slice_bounds(
             a = a.clamp(0, e);
             b = b.clamp(a, e);
         } else if a < 0 || b > e || a > b {
-            return Err(IrError::op(op, format!("dim {d}: [{a}, {b}) is not within [0, {e}] (manual_normalization=True)")));
+            return Err(IrError::op(
+                op,
+                format!("dim {d}: [{a}, {b}) is not within [0, {e}] (manual_normalization=True)"),
+            ));
         }
         shape.push(((b - a) / step + ((b - a) % step != 0) as i64) as usize);
         starts.push(a as usize);
@@ -497,11 +718,26 @@ pub fn slice_bounds(
 }
 
 /// Pad widths as (before, after) per dim, in dim order.
-pub fn pad_widths(g: &Graph, op: &str, widths: &[ValueId], rank: usize) -> Result<Vec<(i64, i64)>, IrError> {
+pub fn pad_widths(
+    g: &Graph,
+    op: &str,
+    widths: &[ValueId],
+    rank: usize,
+) -> Result<Vec<(i64, i64)>, IrError> {
     if widths.len() % 2 != 0 || widths.len() > 2 * rank {
-        return Err(IrError::op(op, format!("pad_widths has {} entries; expected an even number up to {}", widths.len(), 2 * rank)));
+        return Err(IrError::op(
+            op,
+            format!(
+                "pad_widths has {} entries; expected an even number up to {}",
+                widths.len(),
+                2 * rank
+            ),
+        ));
     }
-    let vals = widths.iter().map(|&w| const_int(g, op, "pad width", w)).collect::<Result<Vec<_>, _>>()?;
+    let vals = widths
+        .iter()
+        .map(|&w| const_int(g, op, "pad width", w))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut out = vec![(0, 0); rank];
     for (k, pair) in vals.chunks(2).enumerate() {
         out[rank - 1 - k] = (pair[0], pair[1]);
@@ -511,7 +747,12 @@ pub fn pad_widths(g: &Graph, op: &str, widths: &[ValueId], rank: usize) -> Resul
 
 /// For a cat with manual padding: the range along `dim` each input owns,
 /// found from the pad that produced it.
-pub fn cat_owner_ranges(g: &Graph, op: &str, xs: &[ValueId], dim: usize) -> Result<Vec<(usize, usize)>, IrError> {
+pub fn cat_owner_ranges(
+    g: &Graph,
+    op: &str,
+    xs: &[ValueId],
+    dim: usize,
+) -> Result<Vec<(usize, usize)>, IrError> {
     xs.iter()
         .map(|&x| {
             let v = &g.values[x.index()];
@@ -539,7 +780,13 @@ mod tests {
     use super::*;
 
     fn val(dtype: DType, shape: Option<Vec<usize>>) -> Value {
-        Value { name: "v".into(), dtype, shape, def: ValueDef::Literal, constant: None }
+        Value {
+            name: "v".into(),
+            dtype,
+            shape,
+            def: ValueDef::Literal,
+            constant: None,
+        }
     }
 
     #[test]
@@ -562,8 +809,14 @@ mod tests {
 
     #[test]
     fn broadcasting_rules() {
-        assert_eq!(broadcast_shapes("add", &[&[4, 1], &[4, 5]]).unwrap(), vec![4, 5]);
-        assert_eq!(broadcast_shapes("add", &[&[5], &[3, 5]]).unwrap(), vec![3, 5]);
+        assert_eq!(
+            broadcast_shapes("add", &[&[4, 1], &[4, 5]]).unwrap(),
+            vec![4, 5]
+        );
+        assert_eq!(
+            broadcast_shapes("add", &[&[5], &[3, 5]]).unwrap(),
+            vec![3, 5]
+        );
         assert!(broadcast_shapes("add", &[&[4, 2], &[4, 5]]).is_err());
     }
 

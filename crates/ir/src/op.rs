@@ -62,31 +62,100 @@ impl BinaryOp {
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
-    Unary { kind: UnaryOp, x: ValueId },
-    Binary { kind: BinaryOp, a: ValueId, b: ValueId },
-    Where { cond: ValueId, a: ValueId, b: ValueId },
-    Cast { x: ValueId, dtype: DType },
-    Reduce { kind: ReduceOp, x: ValueId, dims: Vec<i64>, keepdim: bool, dtype: Option<DType> },
+    Unary {
+        kind: UnaryOp,
+        x: ValueId,
+    },
+    Binary {
+        kind: BinaryOp,
+        a: ValueId,
+        b: ValueId,
+    },
+    Where {
+        cond: ValueId,
+        a: ValueId,
+        b: ValueId,
+    },
+    Cast {
+        x: ValueId,
+        dtype: DType,
+    },
+    Reduce {
+        kind: ReduceOp,
+        x: ValueId,
+        dims: Vec<i64>,
+        keepdim: bool,
+        dtype: Option<DType>,
+    },
     /// Outputs: mean, sum of squared deviations (M2), count.
-    Welford { x: ValueId, dims: Vec<i64> },
+    Welford {
+        x: ValueId,
+        dims: Vec<i64>,
+    },
     /// Outputs: variance, mean.
-    VarMean { x: ValueId, dims: Vec<i64>, correction: i64, keepdim: bool },
-    Broadcast { x: ValueId, is_broadcast_dim: Vec<bool> },
-    BroadcastInDim { x: ValueId, shape: Vec<i64>, broadcast_dims: Vec<i64> },
-    Expand { x: ValueId, shape: Vec<i64> },
-    Reshape { x: ValueId, new_shape: Vec<i64> },
-    Permute { x: ValueId, dims: Vec<i64> },
-    Squeeze { x: ValueId, dims: Vec<i64> },
-    Slice { x: ValueId, start: Vec<i64>, end: Vec<i64>, strides: Vec<i64>, manual_normalization: bool },
+    VarMean {
+        x: ValueId,
+        dims: Vec<i64>,
+        correction: i64,
+        keepdim: bool,
+    },
+    Broadcast {
+        x: ValueId,
+        is_broadcast_dim: Vec<bool>,
+    },
+    BroadcastInDim {
+        x: ValueId,
+        shape: Vec<i64>,
+        broadcast_dims: Vec<i64>,
+    },
+    Expand {
+        x: ValueId,
+        shape: Vec<i64>,
+    },
+    Reshape {
+        x: ValueId,
+        new_shape: Vec<i64>,
+    },
+    Permute {
+        x: ValueId,
+        dims: Vec<i64>,
+    },
+    Squeeze {
+        x: ValueId,
+        dims: Vec<i64>,
+    },
+    Slice {
+        x: ValueId,
+        start: Vec<i64>,
+        end: Vec<i64>,
+        strides: Vec<i64>,
+        manual_normalization: bool,
+    },
     /// `widths` are pairs (before, after) starting from the last dimension, as in
     /// `torch.nn.functional.pad`; each is a constant integer scalar.
-    Pad { x: ValueId, widths: Vec<ValueId>, value: Option<ValueId> },
+    Pad {
+        x: ValueId,
+        widths: Vec<ValueId>,
+        value: Option<ValueId>,
+    },
     /// With `manual_padding`, every input is already padded to the output extent
     /// along `dim` by a `pad`, and each position takes the input whose unpadded
     /// range covers it.
-    Cat { xs: Vec<ValueId>, dim: i64, manual_padding: bool },
-    Full { shape: Vec<i64>, fill: ValueId, dtype: DType },
-    IndexSelect { x: ValueId, index: ValueId, dim: i64 },
+    Cat {
+        xs: Vec<ValueId>,
+        dim: i64,
+        manual_padding: bool,
+    },
+    Full {
+        shape: Vec<i64>,
+        fill: ValueId,
+        dtype: DType,
+    },
+    IndexSelect {
+        x: ValueId,
+        index: ValueId,
+        dim: i64,
+    },
 }
 
 impl Op {
@@ -157,8 +226,23 @@ impl Op {
         v.extend(BinaryOp::ALL.iter().map(|o| o.name()));
         v.extend(ReduceOp::ALL.iter().map(|o| o.name()));
         v.extend([
-            "amax", "amin", "where", "cast", "welford", "var_mean", "broadcast", "broadcast_in_dim",
-            "expand", "reshape", "permute", "squeeze", "slice", "pad", "cat", "full", "index_select",
+            "amax",
+            "amin",
+            "where",
+            "cast",
+            "welford",
+            "var_mean",
+            "broadcast",
+            "broadcast_in_dim",
+            "expand",
+            "reshape",
+            "permute",
+            "squeeze",
+            "slice",
+            "pad",
+            "cat",
+            "full",
+            "index_select",
         ]);
         v
     }

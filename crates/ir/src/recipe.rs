@@ -9,11 +9,25 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum InputRecipe {
     /// `torch.testing.make_tensor(shape, dtype=, device=, low=, high=)`: uniform values.
-    MakeTensor { shape: Vec<usize>, dtype: DType, low: Option<f64>, high: Option<f64> },
+    MakeTensor {
+        shape: Vec<usize>,
+        dtype: DType,
+        low: Option<f64>,
+        high: Option<f64>,
+    },
     /// `torch.randn(*size, dtype=, device=)`, optionally `.as_strided(size, stride)`: normal values.
-    Randn { size: Vec<usize>, dtype: DType, as_strided: Option<(Vec<usize>, Vec<i64>)> },
+    Randn {
+        size: Vec<usize>,
+        dtype: DType,
+        as_strided: Option<(Vec<usize>, Vec<i64>)>,
+    },
     /// `torch.randint(low, high, size, dtype=, device=)`: integers in [low, high).
-    Randint { low: i64, high: i64, size: Vec<usize>, dtype: DType },
+    Randint {
+        low: i64,
+        high: i64,
+        size: Vec<usize>,
+        dtype: DType,
+    },
     /// A plain Python scalar.
     Scalar { value: Literal },
 }
@@ -22,7 +36,10 @@ pub enum InputRecipe {
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum Distribution {
     /// Uniform in [low, high); integers are drawn in [low, high).
-    Uniform { low: f64, high: f64 },
+    Uniform {
+        low: f64,
+        high: f64,
+    },
     /// Standard normal.
     Normal,
     Constant(Literal),
@@ -31,7 +48,9 @@ pub enum Distribution {
 impl InputRecipe {
     pub fn dtype(&self) -> DType {
         match self {
-            InputRecipe::MakeTensor { dtype, .. } | InputRecipe::Randn { dtype, .. } | InputRecipe::Randint { dtype, .. } => *dtype,
+            InputRecipe::MakeTensor { dtype, .. }
+            | InputRecipe::Randn { dtype, .. }
+            | InputRecipe::Randint { dtype, .. } => *dtype,
             InputRecipe::Scalar { value } => value.natural_dtype(),
         }
     }
@@ -40,8 +59,13 @@ impl InputRecipe {
     pub fn shape(&self) -> Option<Vec<usize>> {
         match self {
             InputRecipe::MakeTensor { shape, .. } => Some(shape.clone()),
-            InputRecipe::Randn { as_strided: Some((size, _)), .. } => Some(size.clone()),
-            InputRecipe::Randn { size, .. } | InputRecipe::Randint { size, .. } => Some(size.clone()),
+            InputRecipe::Randn {
+                as_strided: Some((size, _)),
+                ..
+            } => Some(size.clone()),
+            InputRecipe::Randn { size, .. } | InputRecipe::Randint { size, .. } => {
+                Some(size.clone())
+            }
             InputRecipe::Scalar { .. } => None,
         }
     }
@@ -49,7 +73,10 @@ impl InputRecipe {
     /// Strides in elements of the tensor it makes.
     pub fn strides(&self) -> Option<Vec<i64>> {
         match self {
-            InputRecipe::Randn { as_strided: Some((_, st)), .. } => Some(st.clone()),
+            InputRecipe::Randn {
+                as_strided: Some((_, st)),
+                ..
+            } => Some(st.clone()),
             InputRecipe::Scalar { .. } => None,
             _ => self.shape().map(|s| row_major_strides(&s)),
         }
@@ -67,7 +94,9 @@ impl InputRecipe {
     /// (`make_tensor`: floats in [-9, 9], integers in [-9, 10), bools 0/1).
     pub fn distribution(&self) -> Distribution {
         match self {
-            InputRecipe::MakeTensor { dtype, low, high, .. } => {
+            InputRecipe::MakeTensor {
+                dtype, low, high, ..
+            } => {
                 let (dl, dh) = if dtype.is_bool() {
                     (0.0, 2.0)
                 } else if dtype.is_integral() {
@@ -75,10 +104,16 @@ impl InputRecipe {
                 } else {
                     (-9.0, 9.0)
                 };
-                Distribution::Uniform { low: low.unwrap_or(dl), high: high.unwrap_or(dh) }
+                Distribution::Uniform {
+                    low: low.unwrap_or(dl),
+                    high: high.unwrap_or(dh),
+                }
             }
             InputRecipe::Randn { .. } => Distribution::Normal,
-            InputRecipe::Randint { low, high, .. } => Distribution::Uniform { low: *low as f64, high: *high as f64 },
+            InputRecipe::Randint { low, high, .. } => Distribution::Uniform {
+                low: *low as f64,
+                high: *high as f64,
+            },
             InputRecipe::Scalar { value } => Distribution::Constant(*value),
         }
     }
@@ -109,12 +144,21 @@ pub fn check_recipes(f: &Fusion, recipes: &[InputRecipe]) -> Vec<InputIssue> {
     if recipes.len() != f.inputs.len() {
         issues.push(InputIssue {
             input: recipes.len().min(f.inputs.len()),
-            message: format!("the script gives {} inputs but the fusion defines {}", recipes.len(), f.inputs.len()),
+            message: format!(
+                "the script gives {} inputs but the fusion defines {}",
+                recipes.len(),
+                f.inputs.len()
+            ),
         });
     }
     for (i, (r, &vid)) in recipes.iter().zip(&f.inputs).enumerate() {
         let v = f.value(vid);
-        let mut say = |m: String| issues.push(InputIssue { input: i, message: format!("input {i} ({}): {m}", v.name) });
+        let mut say = |m: String| {
+            issues.push(InputIssue {
+                input: i,
+                message: format!("input {i} ({}): {m}", v.name),
+            })
+        };
         match (&v.def, r.shape()) {
             (ValueDef::TensorInput(decl), Some(shape)) => {
                 let want = v.shape.as_ref().unwrap();
@@ -123,14 +167,31 @@ pub fn check_recipes(f: &Fusion, recipes: &[InputRecipe]) -> Vec<InputIssue> {
                     continue;
                 }
                 if r.dtype() != v.dtype {
-                    say(format!("dtype {} but the definition says {}", r.dtype().torch_name(), v.dtype.torch_name()));
+                    say(format!(
+                        "dtype {} but the definition says {}",
+                        r.dtype().torch_name(),
+                        v.dtype.torch_name()
+                    ));
                 }
                 let strides = r.strides().unwrap();
-                if let InputRecipe::Randn { size, as_strided: Some(_), .. } = r {
+                if let InputRecipe::Randn {
+                    size,
+                    as_strided: Some(_),
+                    ..
+                } = r
+                {
                     let storage: usize = size.iter().product();
-                    let reach: i64 = shape.iter().zip(&strides).map(|(&e, &s)| (e.max(1) as i64 - 1) * s).sum::<i64>() + 1;
+                    let reach: i64 = shape
+                        .iter()
+                        .zip(&strides)
+                        .map(|(&e, &s)| (e.max(1) as i64 - 1) * s)
+                        .sum::<i64>()
+                        + 1;
                     if reach > storage as i64 || strides.iter().any(|&s| s < 0) {
-                        say(format!("as_strided reaches element {} of a storage of {storage}", reach - 1));
+                        say(format!(
+                            "as_strided reaches element {} of a storage of {storage}",
+                            reach - 1
+                        ));
                     }
                 }
                 for m in decl.check_strides(&shape, &strides) {
@@ -143,7 +204,9 @@ pub fn check_recipes(f: &Fusion, recipes: &[InputRecipe]) -> Vec<InputIssue> {
                     say(format!("a {} scalar for a {} input", d, v.dtype));
                 }
             }
-            (ValueDef::TensorInput(_), None) => say("a scalar where the definition has a tensor".into()),
+            (ValueDef::TensorInput(_), None) => {
+                say("a scalar where the definition has a tensor".into())
+            }
             (_, Some(_)) => say("a tensor where the definition has a scalar".into()),
             _ => {}
         }

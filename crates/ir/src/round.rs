@@ -17,7 +17,12 @@ pub fn to_f32_round_odd(x: f64) -> f32 {
     let mut t = f;
     if (f as f64).abs() > x.abs() || f.is_infinite() {
         // Step one ulp toward zero.
-        t = f32::from_bits(if f.is_infinite() { f32::MAX.to_bits() } else { f.to_bits() - 1 }).copysign(x as f32);
+        t = f32::from_bits(if f.is_infinite() {
+            f32::MAX.to_bits()
+        } else {
+            f.to_bits() - 1
+        })
+        .copysign(x as f32);
     }
     f32::from_bits(t.to_bits() | 1)
 }
@@ -45,11 +50,17 @@ mod tests {
         // Halfway between 1+2^-7 and 1+2^-6: ties to even (1+2^-6).
         assert_eq!(to_bf16(1.0 + 3.0 * 2f64.powi(-8)), 1.0 + 2f64.powi(-6));
         // Just above the tie, in bits an f32 could not hold: rounds up.
-        assert_eq!(to_bf16(1.0 + 2f64.powi(-8) + 2f64.powi(-40)), 1.0 + 2f64.powi(-7));
+        assert_eq!(
+            to_bf16(1.0 + 2f64.powi(-8) + 2f64.powi(-40)),
+            1.0 + 2f64.powi(-7)
+        );
         assert_eq!(to_bf16(-0.1), -0.10009765625);
         assert_eq!(to_bf16(1e39), f64::INFINITY);
         assert!(to_bf16(f64::NAN).is_nan());
-        assert_eq!(to_bf16(-(1.0 + 2f64.powi(-8) + 2f64.powi(-40))), -(1.0 + 2f64.powi(-7)));
+        assert_eq!(
+            to_bf16(-(1.0 + 2f64.powi(-8) + 2f64.powi(-40))),
+            -(1.0 + 2f64.powi(-7))
+        );
         assert_eq!(to_bf16(1e-45), 0.0);
     }
 

@@ -99,9 +99,11 @@ impl fmt::Display for Literal {
             Literal::Bool(b) => f.write_str(if b { "True" } else { "False" }),
             Literal::Int(i) => write!(f, "{i}"),
             Literal::Float(x) if x.is_nan() => f.write_str("float(\"nan\")"),
-            Literal::Float(x) if x.is_infinite() => {
-                f.write_str(if x > 0.0 { "float(\"inf\")" } else { "float(\"-inf\")" })
-            }
+            Literal::Float(x) if x.is_infinite() => f.write_str(if x > 0.0 {
+                "float(\"inf\")"
+            } else {
+                "float(\"-inf\")"
+            }),
             // `{:?}` is the shortest text that reads back to the same f64.
             Literal::Float(x) => write!(f, "{x:?}"),
         }
@@ -191,7 +193,11 @@ impl TensorDecl {
 
     /// Contiguity of logical dim `dim`.
     pub fn contiguity_of(&self, dim: usize, rank: usize) -> Option<bool> {
-        let pos = if self.stride_order.is_empty() { dim } else { rank - 1 - self.stride_order[dim] };
+        let pos = if self.stride_order.is_empty() {
+            dim
+        } else {
+            rank - 1 - self.stride_order[dim]
+        };
         self.contiguity[pos]
     }
 
@@ -265,7 +271,10 @@ impl TensorDecl {
         sorted.sort_by_key(|&d| std::cmp::Reverse(strides[d]));
         let declared: Vec<usize> = order.iter().copied().filter(|&d| !is_bcast(d)).collect();
         if sorted != declared && problems.is_empty() {
-            let same_strides = sorted.iter().zip(&declared).all(|(&a, &b)| strides[a] == strides[b]);
+            let same_strides = sorted
+                .iter()
+                .zip(&declared)
+                .all(|(&a, &b)| strides[a] == strides[b]);
             if !same_strides {
                 problems.push(format!(
                     "memory order of dims (outermost first) is {sorted:?} but the declaration's stride_order gives {declared:?}"
@@ -316,6 +325,8 @@ impl Value {
     /// Element count; saturates instead of overflowing (the builder rejects
     /// shapes that large, but a value built by hand may not be checked).
     pub fn numel(&self) -> usize {
-        self.shape.as_ref().map_or(1, |s| s.iter().fold(1usize, |a, &e| a.saturating_mul(e)))
+        self.shape
+            .as_ref()
+            .map_or(1, |s| s.iter().fold(1usize, |a, &e| a.saturating_mul(e)))
     }
 }

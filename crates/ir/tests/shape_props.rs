@@ -9,7 +9,14 @@ fn shape() -> impl Strategy<Value = Vec<i64>> {
 }
 
 fn shape_of(fd: &FusionBuilder, v: fusebench_ir::ValueId) -> Vec<i64> {
-    fd.fusion().value(v).shape.as_ref().unwrap().iter().map(|&e| e as i64).collect()
+    fd.fusion()
+        .value(v)
+        .shape
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|&e| e as i64)
+        .collect()
 }
 
 proptest! {

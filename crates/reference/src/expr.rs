@@ -1319,7 +1319,9 @@ fn binary_i(kind: BinaryOp, dtype: DType, a: IS<'_>, b: IS<'_>, out: &mut [i64])
     let (a, b) = (il(a), il(b));
     macro_rules! go {
         ($k:expr) => {
-            map2(a, b, out, |x, y| wrap_int(lane::binary_int($k, x, y), dtype))
+            map2(a, b, out, |x, y| {
+                wrap_int(lane::binary_int($k, x, y), dtype)
+            })
         };
     }
     match kind {
@@ -1383,7 +1385,22 @@ mod tests {
 
     #[test]
     fn lanes_match_scalar_rs() {
-        let mut xs = vec![0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, 1e-310, f64::MAX, f64::MIN_POSITIVE, f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            2.0,
+            3.0,
+            -2.5,
+            1e-310,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
         xs.extend(samples().into_iter().step_by(997));
         let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
         for &x in &xs {
@@ -1391,18 +1408,41 @@ mod tests {
                 assert!(same(lane::unary(k, x), unary_f64(k, x)), "{k:?}({x:e})");
             }
             // The pow(x, 2.0) path of `binary_f`.
-            assert!(same(x * x, binary_f64(BinaryOp::Pow, x, 2.0)), "pow({x:e}, 2)");
+            assert!(
+                same(x * x, binary_f64(BinaryOp::Pow, x, 2.0)),
+                "pow({x:e}, 2)"
+            );
             for &y in xs.iter().step_by(7) {
                 for &k in BinaryOp::ALL {
-                    assert!(same(lane::binary(k, x, y), binary_f64(k, x, y)), "{k:?}({x:e}, {y:e})");
+                    assert!(
+                        same(lane::binary(k, x, y), binary_f64(k, x, y)),
+                        "{k:?}({x:e}, {y:e})"
+                    );
                 }
             }
         }
-        let is = [0, 1, -1, 2, -7, 7, 3, i64::MAX, i64::MIN, 1 << 40, -(1 << 33), 63];
+        let is = [
+            0,
+            1,
+            -1,
+            2,
+            -7,
+            7,
+            3,
+            i64::MAX,
+            i64::MIN,
+            1 << 40,
+            -(1 << 33),
+            63,
+        ];
         for &a in &is {
             for &b in &is {
                 for &k in BinaryOp::ALL {
-                    assert_eq!(lane::binary_int(k, a, b), binary_i64(k, a, b), "{k:?}({a}, {b})");
+                    assert_eq!(
+                        lane::binary_int(k, a, b),
+                        binary_i64(k, a, b),
+                        "{k:?}({a}, {b})"
+                    );
                 }
             }
         }

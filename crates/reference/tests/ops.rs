@@ -875,10 +875,7 @@ fn index_select_1d_broadcast_and_out_of_range() {
         ],
     )
     .unwrap_err();
-    assert!(
-        err.to_string().contains("holds 3 at position 2"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("holds 3 at position 2"), "{err}");
 
     // Broadcast-shaped index (as the corpus gathers embeddings): reshape then broadcast.
     let mut fd = FusionBuilder::new();
