@@ -154,8 +154,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                         us,
                         grid: pk.grid,
                         block: pk.block,
-                        registers: k.attributes().registers_per_thread as u32,
-                        spill_bytes: k.attributes().local_bytes_per_thread as u32,
+                        registers: k.attributes().registers_per_thread,
+                        spill_bytes: k.attributes().local_bytes_per_thread,
                         summary: pk.summary.clone(),
                     })
                     .collect(),

@@ -155,7 +155,7 @@ pub fn wide_store(lw: &mut Lowerer, d: DType, dst: &str, at: &Ix, src: &str, wid
 pub fn vector_width(inner: usize, dtypes: impl Iterator<Item = DType>) -> usize {
     let min = dtypes.map(|d| d.size_bytes()).min().unwrap_or(4);
     let mut v = (16 / min).min(8);
-    while v > 1 && inner % v != 0 {
+    while v > 1 && !inner.is_multiple_of(v) {
         v /= 2;
     }
     v

@@ -37,17 +37,17 @@ pub struct Spec<'a> {
 /// Threads per block and column tiles for a row of `cols` in vectors of
 /// `width`, or None when no whole number of warps covers it.
 pub fn shape(cols: usize, width: usize, whole_row: bool) -> Option<(usize, usize)> {
-    if cols % width != 0 {
+    if !cols.is_multiple_of(width) {
         return None;
     }
     let per_row = cols / width;
     if whole_row {
-        return (per_row % 32 == 0 && per_row <= 1024).then_some((per_row, 1));
+        return (per_row.is_multiple_of(32) && per_row <= 1024).then_some((per_row, 1));
     }
     (1..=8)
         .rev()
         .map(|w| w * 32)
-        .find(|b| per_row % b == 0)
+        .find(|b| per_row.is_multiple_of(*b))
         .map(|b| (b, per_row / b))
 }
 
@@ -85,7 +85,7 @@ fn index_of(
 fn unroll(spec: &Spec) -> usize {
     [2, 1]
         .into_iter()
-        .find(|&u| spec.rows % u == 0 && spec.rows / u >= spec.row_blocks)
+        .find(|&u| spec.rows.is_multiple_of(u) && spec.rows / u >= spec.row_blocks)
         .unwrap_or(1)
 }
 

@@ -40,7 +40,7 @@ impl Graph<'_> {
 
 /// nvFuser's `computeTypes`: PyTorch's result-type rules where tensors of rank
 /// > 0 outrank 0-dim tensors, which outrank scalars within a category, and a
-/// Half/BFloat16 scalar counts as Float.
+/// > Half/BFloat16 scalar counts as Float.
 pub fn common_dtype(operands: &[&Value], promote_int_to_float: bool, half_to_float: bool) -> DType {
     let first = operands[0].dtype;
     let mut common = if operands.iter().all(|v| v.dtype == first) {
@@ -724,7 +724,7 @@ pub fn pad_widths(
     widths: &[ValueId],
     rank: usize,
 ) -> Result<Vec<(i64, i64)>, IrError> {
-    if widths.len() % 2 != 0 || widths.len() > 2 * rank {
+    if !widths.len().is_multiple_of(2) || widths.len() > 2 * rank {
         return Err(IrError::op(
             op,
             format!(
