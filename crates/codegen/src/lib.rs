@@ -13,6 +13,7 @@ pub mod ix;
 pub mod kernel;
 pub mod lower;
 pub mod outer;
+pub mod passes;
 pub mod persistent;
 pub mod plan;
 pub mod pointwise;

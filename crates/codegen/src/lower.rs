@@ -229,7 +229,10 @@ impl<'f> Lowerer<'f> {
     fn vector_load(&mut self, v: ValueId, b: &Buffer, off: &Ix, l: &Lanes) -> Option<String> {
         let elem = b.dtype.size_bytes();
         let size = elem * l.width;
-        if l.width < 2 || !(size == 4 || size == 8 || size.is_multiple_of(16)) || b.dtype == DType::Bool {
+        if l.width < 2
+            || !(size == 4 || size == 8 || size.is_multiple_of(16))
+            || b.dtype == DType::Bool
+        {
             return None;
         }
         let (coef, rest) = off.linear_in(&l.var)?;

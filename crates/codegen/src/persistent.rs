@@ -7,11 +7,12 @@
 use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::kernel::{round_up, signature, vector_width, wide_store, Context};
-use crate::lower::{Held, Lanes, Lowerer};
+use crate::lower::{Lanes, Lowerer};
+use crate::passes::Passes;
 use crate::plan::{Kernel, KernelArg, Schedule};
-use crate::reduction::{self, Combine, Kind, Reduction};
+use crate::reduction::Reduction;
 use crate::{ctype, view};
-use fusebench_ir::{DType, Fusion, ValueDef, ValueId};
+use fusebench_ir::{Fusion, ValueDef, ValueId};
 use std::collections::HashSet;
 
 /// Where a row-sized result goes.
@@ -79,25 +80,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
             );
         }
     }
-    // Passes: a reduction starts once every reduction it reads is complete.
-    let mut first = vec![0usize; reds.len()];
-    for i in 0..reds.len() {
-        let deps = depends_on(f, reds[i].x, reds);
-        if deps.iter().any(|&d| d >= i) {
-            return Err(CodegenError::NoFit(
-                "reductions are not in dependency order".into(),
-            ));
-        }
-        first[i] = deps
-            .iter()
-            .map(|&d| first[d] + reds[d].passes())
-            .max()
-            .unwrap_or(0);
-    }
-    let passes = (0..reds.len())
-        .map(|i| first[i] + reds[i].passes())
-        .max()
-        .unwrap_or(0);
+    let passes = Passes::plan(f, reds)?;
 
     let rows: usize = spec.rows_shape.iter().product();
     let n: usize = spec.inner_shape.iter().product();
@@ -122,128 +105,26 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let row_idx = view::delinearize(Ix::var("row"), spec.rows_shape);
     let mut means: Vec<Option<String>> = vec![None; reds.len()];
 
-    for pass in 0..passes {
-        let active: Vec<usize> = (0..reds.len())
-            .filter(|&i| first[i] == pass || (reds[i].passes() == 2 && first[i] + 1 == pass))
+    for pass in 0..passes.count {
+        let active = passes.active(reds, pass);
+        let accs: Vec<String> = active
+            .iter()
+            .map(|&i| Passes::declare(&mut lw, f, &reds[i]))
             .collect();
-        let mut accs = Vec::new();
-        for &i in &active {
-            let acc = reds[i].acc(f);
-            let a = lw.fresh("a");
-            let init = match &reds[i].kind {
-                Kind::Plain(c) => reduction::init(c, acc),
-                _ => reduction::init(&Combine::Sum, acc),
-            };
-            lw.line(&format!("{} {a} = {init};", ctype::reg(acc)));
-            accs.push(a);
-        }
         open_row_loop(&mut lw, spec.inner_shape, width, block);
         for k in 0..width {
             let idx = lane_index(&mut lw, &row_idx, spec.inner_shape, width, k);
             for (j, &i) in active.iter().enumerate() {
-                let r = &reds[i];
-                let acc = r.acc(f);
-                let xv = lw.value_at(r.x, &idx)?;
-                let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
-                let xv = ctype::convert(r.value_dtype(f), acc, &xv);
-                let stmt = match (&r.kind, first[i] == pass) {
-                    (Kind::Plain(c), _) => reduction::step(c, acc, &accs[j], &xv),
-                    (_, true) => reduction::step(&Combine::Sum, acc, &accs[j], &xv),
-                    (_, false) => {
-                        let m = means[i].clone().expect("mean pass ran first");
-                        format!(
-                            "{{ const {t} dv = {xv} - {m}; {} += dv * dv; }}",
-                            accs[j],
-                            t = ctype::reg(acc)
-                        )
-                    }
-                };
+                let xv = lw.value_at(reds[i].x, &idx)?;
+                let stmt = passes.step(f, reds, i, pass, &accs[j], &xv, means[i].as_deref());
                 lw.line(&stmt);
             }
         }
         lw.lanes = None;
         lw.close("}");
         for (j, &i) in active.iter().enumerate() {
-            let r = &reds[i];
-            let acc = r.acc(f);
-            let c = match &r.kind {
-                Kind::Plain(c) => c.clone(),
-                _ => Combine::Sum,
-            };
-            lw.line(&format!(
-                "{a} = {}({a}, {});",
-                reduction::block_fn(&c, acc),
-                reduction::smem_name(acc),
-                a = accs[j]
-            ));
-            let held_idx = |v: ValueId| {
-                view::delinearize(Ix::var("row"), f.value(v).shape.as_deref().unwrap_or(&[]))
-            };
-            let count = r.count(f);
-            match (&r.kind, first[i] == pass) {
-                (Kind::Plain(_), _) => {
-                    let out = r.outputs[0];
-                    let d = f.value(out).dtype;
-                    let e = bind(&mut lw, d, ctype::convert(acc, d, &accs[j]));
-                    lw.hold(
-                        out,
-                        Held {
-                            expr: e,
-                            index: held_idx(out),
-                        },
-                    );
-                }
-                (kind, true) => {
-                    let m = bind(
-                        &mut lw,
-                        acc,
-                        format!(
-                            "{} / ({})",
-                            accs[j],
-                            ctype::literal(acc, fusebench_ir::Literal::Int(count as i64))
-                        ),
-                    );
-                    means[i] = Some(m.clone());
-                    let mean_out = if *kind == Kind::Welford {
-                        r.outputs[0]
-                    } else {
-                        r.outputs[1]
-                    };
-                    let d = f.value(mean_out).dtype;
-                    lw.hold(
-                        mean_out,
-                        Held {
-                            expr: ctype::convert(acc, d, &m),
-                            index: held_idx(mean_out),
-                        },
-                    );
-                }
-                (kind, false) => {
-                    let (out, e) = match kind {
-                        Kind::Welford => (r.outputs[1], accs[j].clone()),
-                        Kind::VarMean { correction } => {
-                            let denom = (count as i64 - correction).max(0);
-                            (
-                                r.outputs[0],
-                                format!(
-                                    "{} / ({})",
-                                    accs[j],
-                                    ctype::literal(acc, fusebench_ir::Literal::Int(denom))
-                                ),
-                            )
-                        }
-                        Kind::Plain(_) => unreachable!(),
-                    };
-                    let d = f.value(out).dtype;
-                    let e = bind(&mut lw, d, ctype::convert(acc, d, &e));
-                    lw.hold(
-                        out,
-                        Held {
-                            expr: e,
-                            index: held_idx(out),
-                        },
-                    );
-                }
+            if let Some(m) = passes.finish(&mut lw, f, reds, i, pass, &accs[j], "row") {
+                means[i] = Some(m);
             }
         }
     }
@@ -319,17 +200,12 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         block: [block as u32, 1, 1],
         args: params.args,
         summary: format!(
-            "inner persistent: {rows} rows of {n}, {width} elements per thread, {passes} passes, reductions {}",
+            "inner persistent: {rows} rows of {n}, {width} elements per thread, {} passes, reductions {}",
+            passes.count,
             what.join(", ")
         ),
     };
     Ok((src, kernel))
-}
-
-fn bind(lw: &mut Lowerer, d: DType, e: String) -> String {
-    let name = lw.fresh("h");
-    lw.line(&format!("const {} {name} = {e};", ctype::reg(d)));
-    name
 }
 
 fn open_row_loop(lw: &mut Lowerer, inner: &[usize], width: usize, block: usize) {

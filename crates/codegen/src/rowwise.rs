@@ -10,12 +10,13 @@
 use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::kernel::{signature, wide_store, Context};
-use crate::lower::{Held, Lanes, Lowerer};
-use crate::persistent::{depends_on, RowTarget};
+use crate::lower::{Lanes, Lowerer};
+use crate::passes::Passes;
+use crate::persistent::RowTarget;
 use crate::plan::{Kernel, KernelArg, Schedule};
-use crate::reduction::{self, Combine, Kind, Reduction};
+use crate::reduction::{self, Kind, Reduction};
 use crate::{ctype, view};
-use fusebench_ir::{DType, Literal, ValueId};
+use fusebench_ir::ValueId;
 
 pub struct Spec<'a> {
     pub rows: usize,
@@ -139,24 +140,7 @@ fn build_unrolled(
     }
     let it = lw.idx_type;
     let reds = spec.inner;
-    let mut first = vec![0usize; reds.len()];
-    for i in 0..reds.len() {
-        let deps = depends_on(f, reds[i].x, reds);
-        if deps.iter().any(|&d| d >= i) {
-            return Err(CodegenError::NoFit(
-                "reductions are not in dependency order".into(),
-            ));
-        }
-        first[i] = deps
-            .iter()
-            .map(|&d| first[d] + reds[d].passes())
-            .max()
-            .unwrap_or(0);
-    }
-    let passes = (0..reds.len())
-        .map(|i| first[i] + reds[i].passes())
-        .max()
-        .unwrap_or(0);
+    let passes = Passes::plan(f, reds)?;
     let row_blocks = if spec.row_blocks == 0 {
         spec.rows / u_rows
     } else {
@@ -211,144 +195,40 @@ fn build_unrolled(
         })
     };
     let mut means: Vec<Vec<Option<String>>> = vec![vec![None; u_rows]; reds.len()];
-    for pass in 0..passes {
-        let active: Vec<usize> = (0..reds.len())
-            .filter(|&i| first[i] == pass || (reds[i].passes() == 2 && first[i] + 1 == pass))
-            .collect();
+    for pass in 0..passes.count {
+        let active = passes.active(reds, pass);
         // accs[j][u]: accumulator of active reduction j for row u.
-        let mut accs: Vec<Vec<String>> = Vec::new();
-        for &i in &active {
-            let acc = reds[i].acc(f);
-            let init = match &reds[i].kind {
-                Kind::Plain(c) => reduction::init(c, acc),
-                _ => reduction::init(&Combine::Sum, acc),
-            };
-            let mut per_row = Vec::new();
-            for _ in 0..u_rows {
-                let a = lw.fresh("a");
-                lw.line(&format!("{} {a} = {init};", ctype::reg(acc)));
-                per_row.push(a);
-            }
-            accs.push(per_row);
-        }
+        let accs: Vec<Vec<String>> = active
+            .iter()
+            .map(|&i| {
+                (0..u_rows)
+                    .map(|_| Passes::declare(&mut lw, f, &reds[i]))
+                    .collect()
+            })
+            .collect();
         for (u, rv) in row_vars.iter().enumerate() {
             for k in 0..w {
                 lanes(&mut lw, k);
                 for (j, &i) in active.iter().enumerate() {
-                    let r = &reds[i];
-                    let acc = r.acc(f);
                     let idx = index_of(
-                        f.value(r.x).shape.as_ref().unwrap(),
+                        f.value(reds[i].x).shape.as_ref().unwrap(),
                         spec.cols,
                         spec.last,
                         rv,
                         k,
                     )?;
-                    let xv = lw.value_at(r.x, &idx)?;
-                    let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
-                    let xv = ctype::convert(r.value_dtype(f), acc, &xv);
-                    let stmt = match (&r.kind, first[i] == pass) {
-                        (Kind::Plain(c), _) => reduction::step(c, acc, &accs[j][u], &xv),
-                        (_, true) => reduction::step(&Combine::Sum, acc, &accs[j][u], &xv),
-                        (_, false) => {
-                            let m = means[i][u].clone().expect("mean pass ran first");
-                            format!(
-                                "{{ const {t} dv = {xv} - {m}; {} += dv * dv; }}",
-                                accs[j][u],
-                                t = ctype::reg(acc)
-                            )
-                        }
-                    };
+                    let xv = lw.value_at(reds[i].x, &idx)?;
+                    let stmt =
+                        passes.step(f, reds, i, pass, &accs[j][u], &xv, means[i][u].as_deref());
                     lw.line(&stmt);
                 }
             }
         }
         lw.lanes = None;
         for (j, &i) in active.iter().enumerate() {
-            let r = &reds[i];
-            let acc = r.acc(f);
-            let c = match &r.kind {
-                Kind::Plain(c) => c.clone(),
-                _ => Combine::Sum,
-            };
-            let count = r.count(f);
             for (u, rv) in row_vars.iter().enumerate() {
-                let a = &accs[j][u];
-                lw.line(&format!(
-                    "{a} = {}({a}, {});",
-                    reduction::block_fn(&c, acc),
-                    reduction::smem_name(acc)
-                ));
-                let held_idx = |v: ValueId| {
-                    view::delinearize(
-                        Ix::var(rv.clone()),
-                        f.value(v).shape.as_deref().unwrap_or(&[]),
-                    )
-                };
-                let bind = |lw: &mut Lowerer, d: DType, e: String| {
-                    let name = lw.fresh("h");
-                    lw.line(&format!("const {} {name} = {e};", ctype::reg(d)));
-                    name
-                };
-                match (&r.kind, first[i] == pass) {
-                    (Kind::Plain(_), _) => {
-                        let out = r.outputs[0];
-                        let d = f.value(out).dtype;
-                        let e = bind(&mut lw, d, ctype::convert(acc, d, a));
-                        lw.hold(
-                            out,
-                            Held {
-                                expr: e,
-                                index: held_idx(out),
-                            },
-                        );
-                    }
-                    (kind, true) => {
-                        let m = bind(
-                            &mut lw,
-                            acc,
-                            format!(
-                                "{a} / ({})",
-                                ctype::literal(acc, Literal::Int(count as i64))
-                            ),
-                        );
-                        means[i][u] = Some(m.clone());
-                        let mean_out = if *kind == Kind::Welford {
-                            r.outputs[0]
-                        } else {
-                            r.outputs[1]
-                        };
-                        let d = f.value(mean_out).dtype;
-                        lw.hold(
-                            mean_out,
-                            Held {
-                                expr: ctype::convert(acc, d, &m),
-                                index: held_idx(mean_out),
-                            },
-                        );
-                    }
-                    (kind, false) => {
-                        let (out, e) = match kind {
-                            Kind::Welford => (r.outputs[1], a.clone()),
-                            Kind::VarMean { correction } => {
-                                let denom = (count as i64 - correction).max(0);
-                                (
-                                    r.outputs[0],
-                                    format!("{a} / ({})", ctype::literal(acc, Literal::Int(denom))),
-                                )
-                            }
-                            Kind::Plain(_) => unreachable!(),
-                        };
-                        let d = f.value(out).dtype;
-                        let e = bind(&mut lw, d, ctype::convert(acc, d, &e));
-                        lw.hold(
-                            out,
-                            Held {
-                                expr: e,
-                                index: held_idx(out),
-                            },
-                        );
-                    }
+                if let Some(m) = passes.finish(&mut lw, f, reds, i, pass, &accs[j][u], rv) {
+                    means[i][u] = Some(m);
                 }
             }
         }

@@ -212,7 +212,8 @@ fn try_plan(
             }
             p *= e;
         }
-        (p == cols && shape.last() == Some(&last) && numel.is_multiple_of(cols)).then(|| numel / cols)
+        (p == cols && shape.last() == Some(&last) && numel.is_multiple_of(cols))
+            .then(|| numel / cols)
     };
     let mut standalone: Vec<usize> = Vec::new();
     for &r in &store {

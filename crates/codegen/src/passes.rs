@@ -1,0 +1,171 @@
+//! The passes a block makes over a row to compute row reductions, shared by
+//! the row-wise and inner-persistent schedules: when each reduction starts
+//! (once every reduction it reads is complete; mean-based statistics take a
+//! second pass for the squared deviations), what each pass adds to its
+//! accumulators, and how a finished accumulator becomes held values.
+
+use crate::ctype;
+use crate::error::CodegenError;
+use crate::ix::Ix;
+use crate::lower::{Held, Lowerer};
+use crate::persistent::depends_on;
+use crate::reduction::{self, Combine, Kind, Reduction};
+use crate::view;
+use fusebench_ir::{DType, Fusion, Literal, ValueId};
+
+pub struct Passes {
+    /// The pass in which each reduction starts.
+    first: Vec<usize>,
+    pub count: usize,
+}
+
+impl Passes {
+    pub fn plan(f: &Fusion, reds: &[Reduction]) -> Result<Passes, CodegenError> {
+        let mut first = vec![0usize; reds.len()];
+        for i in 0..reds.len() {
+            let deps = depends_on(f, reds[i].x, reds);
+            if deps.iter().any(|&d| d >= i) {
+                return Err(CodegenError::NoFit(
+                    "reductions are not in dependency order".into(),
+                ));
+            }
+            first[i] = deps
+                .iter()
+                .map(|&d| first[d] + reds[d].passes())
+                .max()
+                .unwrap_or(0);
+        }
+        let count = (0..reds.len())
+            .map(|i| first[i] + reds[i].passes())
+            .max()
+            .unwrap_or(0);
+        Ok(Passes { first, count })
+    }
+
+    /// Reductions that accumulate during `pass`.
+    pub fn active(&self, reds: &[Reduction], pass: usize) -> Vec<usize> {
+        (0..reds.len())
+            .filter(|&i| {
+                self.first[i] == pass || (reds[i].passes() == 2 && self.first[i] + 1 == pass)
+            })
+            .collect()
+    }
+
+    fn combine(r: &Reduction) -> Combine {
+        match &r.kind {
+            Kind::Plain(c) => c.clone(),
+            _ => Combine::Sum,
+        }
+    }
+
+    /// Declares a fresh accumulator for `r` at its identity.
+    pub fn declare(lw: &mut Lowerer, f: &Fusion, r: &Reduction) -> String {
+        let acc = r.acc(f);
+        let a = lw.fresh("a");
+        lw.line(&format!(
+            "{} {a} = {};",
+            ctype::reg(acc),
+            reduction::init(&Self::combine(r), acc)
+        ));
+        a
+    }
+
+    /// Adds the element `x` (lowered, in the input's dtype) to accumulator `a`
+    /// of reduction `i` during `pass`; `mean` is the row's mean in a second pass.
+    pub fn step(
+        &self,
+        f: &Fusion,
+        reds: &[Reduction],
+        i: usize,
+        pass: usize,
+        a: &str,
+        x: &str,
+        mean: Option<&str>,
+    ) -> String {
+        let r = &reds[i];
+        let acc = r.acc(f);
+        let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), x);
+        let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+        if self.first[i] == pass || matches!(r.kind, Kind::Plain(_)) {
+            reduction::step(&Self::combine(r), acc, a, &xv)
+        } else {
+            let m = mean.expect("the mean pass ran first");
+            format!(
+                "{{ const {t} dv = {xv} - {m}; {a} += dv * dv; }}",
+                t = ctype::reg(acc)
+            )
+        }
+    }
+
+    /// Reduces accumulator `a` across the block and holds the results for the
+    /// row `row` (a C variable). Returns the mean after the first of two passes.
+    pub fn finish(
+        &self,
+        lw: &mut Lowerer,
+        f: &Fusion,
+        reds: &[Reduction],
+        i: usize,
+        pass: usize,
+        a: &str,
+        row: &str,
+    ) -> Option<String> {
+        let r = &reds[i];
+        let acc = r.acc(f);
+        lw.line(&format!(
+            "{a} = {}({a}, {});",
+            reduction::block_fn(&Self::combine(r), acc),
+            reduction::smem_name(acc)
+        ));
+        let held_idx = |v: ValueId| {
+            view::delinearize(Ix::var(row), f.value(v).shape.as_deref().unwrap_or(&[]))
+        };
+        let bind = |lw: &mut Lowerer, d: DType, e: String| {
+            let name = lw.fresh("h");
+            lw.line(&format!("const {} {name} = {e};", ctype::reg(d)));
+            name
+        };
+        let count = r.count(f) as i64;
+        let (out, value) = match (&r.kind, self.first[i] == pass) {
+            (Kind::Plain(_), _) => (r.outputs[0], a.to_string()),
+            (kind, true) => {
+                let m = bind(
+                    lw,
+                    acc,
+                    format!("{a} / ({})", ctype::literal(acc, Literal::Int(count))),
+                );
+                let mean_out = if *kind == Kind::Welford {
+                    r.outputs[0]
+                } else {
+                    r.outputs[1]
+                };
+                let d = f.value(mean_out).dtype;
+                lw.hold(
+                    mean_out,
+                    Held {
+                        expr: ctype::convert(acc, d, &m),
+                        index: held_idx(mean_out),
+                    },
+                );
+                return Some(m);
+            }
+            (Kind::Welford, false) => (r.outputs[1], a.to_string()),
+            (Kind::VarMean { correction }, false) => (
+                r.outputs[0],
+                format!(
+                    "{a} / ({})",
+                    ctype::literal(acc, Literal::Int((count - correction).max(0)))
+                ),
+            ),
+        };
+        let d = f.value(out).dtype;
+        let e = bind(lw, d, ctype::convert(acc, d, &value));
+        lw.hold(
+            out,
+            Held {
+                expr: e,
+                index: held_idx(out),
+            },
+        );
+        None
+    }
+}
