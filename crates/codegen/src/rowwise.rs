@@ -33,6 +33,8 @@ pub struct Spec<'a> {
     pub per_row: &'a [(ValueId, RowTarget)],
     /// Blocks along the rows; 0 for one block per group of unrolled rows.
     pub row_blocks: usize,
+    /// Rows each block iteration handles together (fewer when rows do not divide).
+    pub unroll: usize,
 }
 
 /// Threads per block and column tiles for a row of `cols` in vectors of
@@ -84,7 +86,7 @@ fn index_of(
 /// loads in flight per thread, which is what hides DRAM latency when few
 /// blocks walk many rows.
 fn unroll(spec: &Spec) -> usize {
-    [2, 1]
+    [spec.unroll.max(1), 2, 1]
         .into_iter()
         .find(|&u| spec.rows.is_multiple_of(u) && spec.rows / u >= spec.row_blocks)
         .unwrap_or(1)

@@ -23,6 +23,8 @@ pub struct Device {
     /// 0 gives every pair of rows its own block. Fewer, longer-lived blocks
     /// overlap one row's stores with the next row's loads.
     pub norm_blocks_per_sm: u32,
+    /// Rows a row-wise block handles at once.
+    pub row_unroll: u32,
 }
 
 impl Default for Device {
@@ -32,6 +34,7 @@ impl Default for Device {
             sm_count: 132,
             row_blocks_per_sm: 2,
             norm_blocks_per_sm: 0,
+            row_unroll: 2,
         }
     }
 }
@@ -387,6 +390,7 @@ fn try_plan(
             full: &rw.full,
             per_row: &per_row,
             row_blocks,
+            unroll: dev.row_unroll as usize,
         };
         match crate::rowwise::build(&cx, &rw.name, &spec) {
             Ok(k) => kernels.push(k),

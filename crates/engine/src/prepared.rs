@@ -22,20 +22,21 @@ impl Engine {
         Ok(Engine { gpu: Gpu::new(0)? })
     }
 
+    /// The device as the planner sees it. The FUSEBENCH_* variables are for
+    /// tuning experiments; the defaults are the measured choices (BENCHMARKS.md).
     pub fn device(&self) -> Device {
-        // The environment variable is for tuning experiments; the default is the measured choice.
-        let row_blocks_per_sm = std::env::var("FUSEBENCH_ROW_BLOCKS_PER_SM")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(Device::default().row_blocks_per_sm);
-        let norm_blocks_per_sm = std::env::var("FUSEBENCH_NORM_BLOCKS_PER_SM")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(Device::default().norm_blocks_per_sm);
+        let d = Device::default();
+        let knob = |name: &str, default: u32| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
         Device {
             sm_count: self.gpu.info().sm_count,
-            row_blocks_per_sm,
-            norm_blocks_per_sm,
+            row_blocks_per_sm: knob("FUSEBENCH_ROW_BLOCKS_PER_SM", d.row_blocks_per_sm),
+            norm_blocks_per_sm: knob("FUSEBENCH_NORM_BLOCKS_PER_SM", d.norm_blocks_per_sm),
+            row_unroll: knob("FUSEBENCH_ROW_UNROLL", d.row_unroll),
         }
     }
 
