@@ -45,7 +45,8 @@ peer)
     source .peer/activate.sh
     python3 bench/nvfuser_peer.py $shared/corpus "$@" --out "$out/nvfuser.json" 2>"$out/peer-stderr.txt"
     tail -3 "$out/peer-stderr.txt"
-    $bin bench $shared/corpus --nvfuser "$out/nvfuser.json" "$@" 2>"$out/bench-stderr.txt" | tee "$out/bench-side-by-side.txt"
+    $bin bench $shared/corpus --nvfuser "$out/nvfuser.json" --kernels "$@" 2>"$out/bench-stderr.txt" >"$out/bench-side-by-side.txt"
+    sed -n '/^NVIDIA/,/^└/p;/^geometric/p' "$out/bench-side-by-side.txt"
     ;;
 *)
     echo "usage: scripts/gpu.sh stage|run|peer [bench args]" >&2

@@ -17,6 +17,9 @@ pub struct Args {
     /// Multiprocessor count to plan for (the H200's by default; the GPU's own when `bench` or `check --device gpu` plan).
     #[arg(long, default_value_t = 132)]
     sms: u32,
+    /// Rows a row-wise block handles at once (a tuning experiment; the default is the measured choice).
+    #[arg(long)]
+    row_unroll: Option<u32>,
 }
 
 /// Input layouts a fusion would run with: the script's own recipe where it
