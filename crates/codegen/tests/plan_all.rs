@@ -44,7 +44,8 @@ fn every_fusion_plans() {
                     path.display(),
                     k.name
                 );
-                assert!(k.block[0] >= 32 && k.block[0] <= 1024);
+                let threads: u32 = k.block.iter().product();
+                assert!((32..=1024).contains(&threads) && threads % 32 == 0, "{}: block {:?}", k.name, k.block);
                 assert!(k.grid[0] >= 1);
             }
             let written = p
