@@ -218,15 +218,9 @@ pub fn combine(
     );
 }
 
-/// Columns per block of the combine kernel, and threads down the partials of
-/// each: narrow blocks so that even a few thousand columns spread over every
-/// multiprocessor (the partials sit in L2; latency, not bandwidth, limits).
-const COMBINE_COLS: usize = 8;
-const COMBINE_DOWN: usize = 128;
-
 /// One kernel that combines the per-block partials `[splits, cols]` of
-/// several plain reductions over the same columns (a few columns per block,
-/// many threads down the partials of each, then a tree across those), and writes
+/// several plain reductions over the same columns (32 columns per block, 32
+/// threads down the partials of each, then a sum across those), and writes
 /// the outputs that only need those results per column (`epilogue`, e.g. the
 /// cast of a weight gradient to bf16), so they need no kernel of their own.
 pub fn combine_many(
@@ -257,7 +251,7 @@ pub fn combine_many(
     }
     let it = lw.idx_type;
     lw.line(&format!(
-        "const {it} c = ({it})blockIdx.x * {COMBINE_COLS} + threadIdx.x;"
+        "const {it} c = ({it})blockIdx.x * 32 + threadIdx.x;"
     ));
     lw.line(&format!("const bool live = c < {cols};"));
     for (j, (r, partial)) in reds.iter().enumerate() {
@@ -269,13 +263,11 @@ pub fn combine_many(
         };
         let ty = ctype::reg(acc);
         let smem = format!("sm{j}");
-        lw.line(&format!(
-            "__shared__ {ty} {smem}[{COMBINE_DOWN}][{COMBINE_COLS}];"
-        ));
+        lw.line(&format!("__shared__ {ty} {smem}[32][33];"));
         lw.line(&format!("{ty} a{j} = {};", reduction::init(op, acc)));
         lw.line("#pragma unroll 4");
         lw.line(&format!(
-            "for (int p = threadIdx.y; p < {splits}; p += {COMBINE_DOWN}) if (live) {}",
+            "for (int p = threadIdx.y; p < {splits}; p += 32) if (live) {}",
             reduction::step(
                 op,
                 acc,
@@ -286,30 +278,16 @@ pub fn combine_many(
         lw.line(&format!("{smem}[threadIdx.y][threadIdx.x] = a{j};"));
     }
     lw.line("__syncthreads();");
-    // A tree down the partial rows, all reductions at each level.
-    lw.open(&format!(
-        "for (int s = {}; s > 0; s >>= 1) {{",
-        COMBINE_DOWN / 2
-    ));
-    lw.open("if (threadIdx.y < s) {");
-    for (j, (r, _)) in reds.iter().enumerate() {
-        let Kind::Plain(op) = &r.kind else {
-            unreachable!()
-        };
-        lw.line(&reduction::step(
-            op,
-            r.acc(f),
-            &format!("sm{j}[threadIdx.y][threadIdx.x]"),
-            &format!("sm{j}[threadIdx.y + s][threadIdx.x]"),
-        ));
-    }
-    lw.close("}");
-    lw.line("__syncthreads();");
-    lw.close("}");
     lw.open("if (threadIdx.y == 0 && live) {");
     for (j, (r, _)) in reds.iter().enumerate() {
         let acc = r.acc(f);
-        lw.line(&format!("a{j} = sm{j}[0][threadIdx.x];"));
+        let Kind::Plain(op) = &r.kind else {
+            unreachable!()
+        };
+        lw.line(&format!(
+            "for (int y = 1; y < 32; ++y) {}",
+            reduction::step(op, acc, &format!("a{j}"), &format!("sm{j}[y][threadIdx.x]"))
+        ));
         let out = r.outputs[0];
         let d = f.value(out).dtype;
         let h = lw.fresh("h");
@@ -335,11 +313,7 @@ pub fn combine_many(
         ));
     }
     lw.close("}");
-    let src = format!(
-        "{} {{\n{}}}\n",
-        signature(name, (COMBINE_COLS * COMBINE_DOWN) as u32, &params),
-        lw.code
-    );
+    let src = format!("{} {{\n{}}}\n", signature(name, 1024, &params), lw.code);
     for ((r, _), &t) in reds.iter().zip(&results) {
         let out = r.outputs[0];
         let val = f.value(out);
@@ -365,8 +339,8 @@ pub fn combine_many(
         Kernel {
             name: name.into(),
             schedule: Schedule::OuterCombine,
-            grid: [cols.div_ceil(COMBINE_COLS) as u32, 1, 1],
-            block: [COMBINE_COLS as u32, COMBINE_DOWN as u32, 1],
+            grid: [cols.div_ceil(32) as u32, 1, 1],
+            block: [32, 32, 1],
             args: params.args,
             summary: format!(
                 "combines {splits} partials of {} over {cols} columns; writes [{}]",
