@@ -139,62 +139,7 @@ impl Ix {
             Ix::Var(n) => multiples.contains(&n.as_str()),
             Ix::Add(ts) => ts.iter().all(|t| t.multiple_of(m, multiples)),
             Ix::Mul(x, a) => a % m == 0 || x.multiple_of(m, multiples),
-            // x % c keeps x's factor m when c has it too.
-            Ix::Mod(x, c) => c % m == 0 && x.multiple_of(m, multiples),
-            Ix::Div(..) => false,
-        }
-    }
-}
-
-impl Ix {
-    /// The constant term of a sum (0 if none) and the rest.
-    fn split_const(&self) -> (Ix, i64) {
-        match self {
-            Ix::Const(c) => (Ix::Const(0), *c),
-            Ix::Add(ts) => {
-                let k: i64 = ts.iter().filter_map(Ix::as_const).sum();
-                let rest = ts
-                    .iter()
-                    .filter(|t| t.as_const().is_none())
-                    .cloned()
-                    .fold(Ix::Const(0), Ix::add);
-                (rest, k)
-            }
-            x => (x.clone(), 0),
-        }
-    }
-
-    /// Simplifies divisions and remainders of lane indices. A thread's lanes
-    /// read `base + k` for lane `k < width`, where `var` (and so `base`) is a
-    /// multiple of `width`; for a divisor `c` that `width` divides,
-    /// `(base + k) / c = base / c` and `(base + k) % c = base % c + k`, which
-    /// keeps the lane term visible to the wide-load and branch analyses.
-    pub fn lane_simplify(&self, var: &str, width: i64) -> Ix {
-        match self {
-            Ix::Const(_) | Ix::Var(_) => self.clone(),
-            Ix::Add(ts) => ts
-                .iter()
-                .map(|t| t.lane_simplify(var, width))
-                .fold(Ix::Const(0), Ix::add),
-            Ix::Mul(x, a) => x.lane_simplify(var, width).mul(*a),
-            Ix::Div(x, c) | Ix::Mod(x, c) => {
-                let x = x.lane_simplify(var, width);
-                let is_div = matches!(self, Ix::Div(..));
-                let (rest, k) = x.split_const();
-                let r = k.rem_euclid(width);
-                let base = rest.add(Ix::Const(k - r));
-                if c % width == 0 && x.uses(var) && base.multiple_of(width, &[var]) {
-                    if is_div {
-                        base.div(*c, None)
-                    } else {
-                        base.rem(*c, None).add(Ix::Const(r))
-                    }
-                } else if is_div {
-                    x.div(*c, None)
-                } else {
-                    x.rem(*c, None)
-                }
-            }
+            Ix::Div(..) | Ix::Mod(..) => false,
         }
     }
 }
@@ -236,19 +181,5 @@ mod tests {
         assert_eq!(Ix::var("i").mul(6).div(3, None).to_string(), "(i * 2)");
         assert_eq!(Ix::var("i").div(64, Some(64)), Ix::c(0));
         assert_eq!(Ix::var("i").rem(64, Some(64)), Ix::var("i"));
-    }
-
-    #[test]
-    fn lane_terms_come_out_of_div_and_mod() {
-        // Lane 3 of a vector of 8 starting at jj (a multiple of 8), 1536 columns in.
-        let i = Ix::var("jj").add(Ix::c(3 - 1536));
-        let m = Ix::Mod(Box::new(i.clone()), 128).lane_simplify("jj", 8);
-        assert_eq!(m.to_string(), "(((jj + -1536) % 128) + 3)");
-        let d = Ix::Div(Box::new(i), 128).lane_simplify("jj", 8);
-        assert_eq!(d.to_string(), "((jj + -1536) / 128)");
-        // A divisor the width does not divide is left alone.
-        let odd = Ix::Mod(Box::new(Ix::var("jj").add(Ix::c(3))), 12).lane_simplify("jj", 8);
-        assert_eq!(odd.to_string(), "((jj + 3) % 12)");
-        assert!(Ix::Mod(Box::new(Ix::var("jj")), 128).multiple_of(8, &["jj"]));
     }
 }

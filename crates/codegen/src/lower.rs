@@ -60,10 +60,6 @@ pub struct Lowerer<'f> {
     /// Where declarations of such loads' arrays go: before the outermost
     /// uniform branch, in unconditional code.
     hoist_at: Option<usize>,
-    /// Lane-0 loads waiting to learn from lane 1 whether lanes are contiguous.
-    pending_loads: std::collections::HashSet<(ValueId, Ix, Vec<(ValueId, usize)>)>,
-    /// Wide loads decided by lane 1: (buffer, lane-0 offset, branch path) -> array.
-    deferred_loads: HashMap<(ValueId, Ix, Vec<(ValueId, usize)>), String>,
     /// Non-uniform branches enclosing the current code (no wide loads there).
     scopes_block_vectors: usize,
     pub idx_type: &'static str,
@@ -90,8 +86,6 @@ impl<'f> Lowerer<'f> {
             branch_path: Vec::new(),
             hoist_at: None,
             scopes_block_vectors: 0,
-            pending_loads: Default::default(),
-            deferred_loads: HashMap::new(),
             idx_type,
         }
     }
@@ -120,8 +114,6 @@ impl<'f> Lowerer<'f> {
     pub fn allow_vector_loads_here(&mut self) {
         self.vector_depth = self.scopes.len();
         self.vector_loads.clear();
-        self.pending_loads.clear();
-        self.deferred_loads.clear();
     }
 
     /// Makes `v` available in a register at `h.index`.
@@ -164,17 +156,6 @@ impl<'f> Lowerer<'f> {
 
     /// The value of `v` at `idx`, as a C expression of its register type.
     pub fn value_at(&mut self, v: ValueId, idx: &[Ix]) -> Result<String, CodegenError> {
-        let simplified: Vec<Ix>;
-        let idx = match &self.lanes {
-            Some(l) => {
-                simplified = idx
-                    .iter()
-                    .map(|i| i.lane_simplify(&l.var, l.width as i64))
-                    .collect();
-                &simplified[..]
-            }
-            None => idx,
-        };
         let val = self.f.value(v);
         if let Some(c) = val.constant {
             return Ok(ctype::literal(val.dtype, c));
@@ -254,11 +235,11 @@ impl<'f> Lowerer<'f> {
         {
             return None;
         }
-        let base = match off.linear_in(&l.var) {
-            Some((1, rest)) => rest.add(Ix::c(-(l.lane as i64))),
-            Some(_) => return None,
-            None => return self.deferred_vector_load(v, b, off, l),
-        };
+        let (coef, rest) = off.linear_in(&l.var)?;
+        if coef != 1 {
+            return None;
+        }
+        let base = rest.add(Ix::c(-(l.lane as i64)));
         if !base.multiple_of(l.width as i64, &[]) {
             return None;
         }
@@ -299,66 +280,6 @@ impl<'f> Lowerer<'f> {
         Some(ctype::from_storage(b.dtype, &format!("{arr}[{}]", l.lane)))
     }
 
-    /// For offsets the linear analysis cannot read (a lane index through a
-    /// remainder, as a head split makes it): lane 0 loads alone and leaves
-    /// its offset; if lane 1's offset is that plus one, lanes are contiguous
-    /// and lane 1 loads the whole vector for itself and the lanes after it.
-    fn deferred_vector_load(
-        &mut self,
-        v: ValueId,
-        b: &Buffer,
-        off: &Ix,
-        l: &Lanes,
-    ) -> Option<String> {
-        let w = l.width as i64;
-        let path = self.branch_path.clone();
-        if l.lane == 0 {
-            if off.uses(&l.var) && off.multiple_of(w, &[l.var.as_str()]) {
-                self.pending_loads.insert((v, off.clone(), path));
-            }
-            return None;
-        }
-        let base = off.clone().add(Ix::c(-(l.lane as i64)));
-        let key = (v, base.clone(), path.clone());
-        if let Some(a) = self.deferred_loads.get(&key) {
-            return Some(ctype::from_storage(b.dtype, &format!("{a}[{}]", l.lane)));
-        }
-        if l.lane != 1 || !self.pending_loads.contains(&key) {
-            return None;
-        }
-        let elem = b.dtype.size_bytes();
-        let size = elem * l.width;
-        let (word, wbytes) = match size {
-            4 => ("unsigned int", 4),
-            8 => ("uint2", 8),
-            _ => ("uint4", 16),
-        };
-        let a = self.fresh("w");
-        let decl = format!(
-            "__align__(16) {} {a}[{}];",
-            ctype::storage(b.dtype),
-            l.width
-        );
-        match (path.is_empty(), self.hoist_at) {
-            (false, Some(at)) => {
-                let pad = "    ".repeat(self.vector_depth);
-                self.code.insert_str(at, &format!("{pad}{decl}\n"));
-            }
-            _ => self.line(&decl),
-        }
-        let per = wbytes / elem;
-        for c in 0..(size / wbytes) {
-            let at = base.clone().add(Ix::c((c * per) as i64));
-            self.line(&format!(
-                "*reinterpret_cast<{word}*>(&{a}[{}]) = __ldg(reinterpret_cast<const {word}*>(&{}[{at}]));",
-                c * per,
-                b.param
-            ));
-        }
-        self.deferred_loads.insert(key, a.clone());
-        Some(ctype::from_storage(b.dtype, &format!("{a}[1]")))
-    }
-
     /// Whether comparing `i` with the constants `bounds` gives the same answer
     /// for every lane of a thread: `i` is the lane index (a multiple of the
     /// width plus the lane) and every bound is a multiple of the width.
@@ -373,15 +294,7 @@ impl<'f> Lowerer<'f> {
                 rest.add(Ix::c(-(l.lane as i64))).multiple_of(w, &[])
                     && bounds.iter().all(|b| b % w == 0)
             }
-            Some(_) => false,
-            // A lane index through a remainder: uniform when what is left
-            // without the lane is a multiple of the width.
-            None => {
-                i.clone()
-                    .add(Ix::c(-(l.lane as i64)))
-                    .multiple_of(w, &[l.var.as_str()])
-                    && bounds.iter().all(|b| b % w == 0)
-            }
+            _ => false,
         }
     }
 
