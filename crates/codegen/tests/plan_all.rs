@@ -45,7 +45,12 @@ fn every_fusion_plans() {
                     k.name
                 );
                 let threads: u32 = k.block.iter().product();
-                assert!((32..=1024).contains(&threads) && threads % 32 == 0, "{}: block {:?}", k.name, k.block);
+                assert!(
+                    (32..=1024).contains(&threads) && threads % 32 == 0,
+                    "{}: block {:?}",
+                    k.name,
+                    k.block
+                );
                 assert!(k.grid[0] >= 1);
             }
             let written = p

@@ -6,6 +6,8 @@ use crate::op::{BinaryOp, UnaryOp};
 use crate::{DType, Literal};
 
 /// Rounds an f64 result to what `dtype` can store.
+// Inlined across crates: the reference executor calls these per element.
+#[inline]
 pub fn round_to(x: f64, dtype: DType) -> f64 {
     match dtype {
         DType::Double => x,
@@ -18,6 +20,8 @@ pub fn round_to(x: f64, dtype: DType) -> f64 {
     }
 }
 
+// Inlined across crates: the reference executor calls these per element.
+#[inline]
 pub fn unary_f64(kind: UnaryOp, x: f64) -> f64 {
     match kind {
         UnaryOp::Neg => -x,
@@ -33,6 +37,8 @@ pub fn unary_f64(kind: UnaryOp, x: f64) -> f64 {
     }
 }
 
+// Inlined across crates: the reference executor calls these per element.
+#[inline]
 pub fn unary_i64(kind: UnaryOp, x: i64) -> i64 {
     match kind {
         UnaryOp::Neg => x.wrapping_neg(),
@@ -42,6 +48,8 @@ pub fn unary_i64(kind: UnaryOp, x: i64) -> i64 {
     }
 }
 
+// Inlined across crates: the reference executor calls these per element.
+#[inline]
 pub fn binary_f64(kind: BinaryOp, a: f64, b: f64) -> f64 {
     match kind {
         BinaryOp::Add => a + b,
@@ -73,6 +81,8 @@ pub fn binary_f64(kind: BinaryOp, a: f64, b: f64) -> f64 {
     }
 }
 
+// Inlined across crates: the reference executor calls these per element.
+#[inline]
 pub fn binary_i64(kind: BinaryOp, a: i64, b: i64) -> i64 {
     match kind {
         BinaryOp::Add => a.wrapping_add(b),

@@ -10,7 +10,7 @@
 
 use crate::tensor::{unravel, with_buffer, with_dtype, Buffer, Elem, Tensor};
 use fusebench_ir::op::{BinaryOp, UnaryOp};
-use fusebench_ir::scalar::{binary_f64, binary_i64, fold_binary, fold_unary, unary_f64, unary_i64};
+use fusebench_ir::scalar::{fold_binary, fold_unary, unary_i64};
 use fusebench_ir::{round, DType, Literal};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -1142,73 +1142,12 @@ fn map1(x: &[f64], out: &mut [f64], f: impl Fn(f64) -> f64) {
     }
 }
 
-/// `fusebench_ir::scalar` math, with the cheap ops written out so that they
-/// inline and vectorize (the IR's functions are not `#[inline]`, so each
-/// call would cross crates); the rest call the IR. `lanes_match_scalar_rs`
-/// checks that both agree bit for bit.
 mod lane {
-    use super::*;
-
-    #[inline(always)]
-    pub fn unary(k: UnaryOp, x: f64) -> f64 {
-        match k {
-            UnaryOp::Neg => -x,
-            UnaryOp::Abs => x.abs(),
-            UnaryOp::Reciprocal => 1.0 / x,
-            UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-            UnaryOp::Sqrt => x.sqrt(),
-            _ => unary_f64(k, x),
-        }
-    }
-
-    #[inline(always)]
-    pub fn binary(k: BinaryOp, a: f64, b: f64) -> f64 {
-        match k {
-            BinaryOp::Add => a + b,
-            BinaryOp::Sub => a - b,
-            BinaryOp::Mul => a * b,
-            BinaryOp::Div => a / b,
-            BinaryOp::Maximum => {
-                if a.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    a.max(b)
-                }
-            }
-            BinaryOp::Minimum => {
-                if a.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    a.min(b)
-                }
-            }
-            BinaryOp::Eq => (a == b) as i64 as f64,
-            BinaryOp::Ne => (a != b) as i64 as f64,
-            BinaryOp::Lt => (a < b) as i64 as f64,
-            BinaryOp::Le => (a <= b) as i64 as f64,
-            BinaryOp::Gt => (a > b) as i64 as f64,
-            BinaryOp::Ge => (a >= b) as i64 as f64,
-            BinaryOp::Pow => binary_f64(k, a, b),
-        }
-    }
-
-    #[inline(always)]
-    pub fn binary_int(k: BinaryOp, a: i64, b: i64) -> i64 {
-        match k {
-            BinaryOp::Add => a.wrapping_add(b),
-            BinaryOp::Sub => a.wrapping_sub(b),
-            BinaryOp::Mul => a.wrapping_mul(b),
-            BinaryOp::Maximum => a.max(b),
-            BinaryOp::Minimum => a.min(b),
-            BinaryOp::Eq => (a == b) as i64,
-            BinaryOp::Ne => (a != b) as i64,
-            BinaryOp::Lt => (a < b) as i64,
-            BinaryOp::Le => (a <= b) as i64,
-            BinaryOp::Gt => (a > b) as i64,
-            BinaryOp::Ge => (a >= b) as i64,
-            BinaryOp::Div | BinaryOp::Pow => binary_i64(k, a, b),
-        }
-    }
+    //! The per-element math is `fusebench_ir::scalar`'s, inlined: the same
+    //! functions fold constants when a fusion is built, so both agree bit for bit.
+    pub use fusebench_ir::scalar::{
+        binary_f64 as binary, binary_i64 as binary_int, unary_f64 as unary,
+    };
 }
 
 fn unary_f(kind: UnaryOp, dtype: DType, x: &[f64], out: &mut [f64]) {
@@ -1381,71 +1320,6 @@ mod tests {
             6e-8,
         ]);
         v
-    }
-
-    #[test]
-    fn lanes_match_scalar_rs() {
-        let mut xs = vec![
-            0.0,
-            -0.0,
-            1.0,
-            -1.0,
-            0.5,
-            2.0,
-            3.0,
-            -2.5,
-            1e-310,
-            f64::MAX,
-            f64::MIN_POSITIVE,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::NAN,
-        ];
-        xs.extend(samples().into_iter().step_by(997));
-        let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-        for &x in &xs {
-            for &k in UnaryOp::ALL {
-                assert!(same(lane::unary(k, x), unary_f64(k, x)), "{k:?}({x:e})");
-            }
-            // The pow(x, 2.0) path of `binary_f`.
-            assert!(
-                same(x * x, binary_f64(BinaryOp::Pow, x, 2.0)),
-                "pow({x:e}, 2)"
-            );
-            for &y in xs.iter().step_by(7) {
-                for &k in BinaryOp::ALL {
-                    assert!(
-                        same(lane::binary(k, x, y), binary_f64(k, x, y)),
-                        "{k:?}({x:e}, {y:e})"
-                    );
-                }
-            }
-        }
-        let is = [
-            0,
-            1,
-            -1,
-            2,
-            -7,
-            7,
-            3,
-            i64::MAX,
-            i64::MIN,
-            1 << 40,
-            -(1 << 33),
-            63,
-        ];
-        for &a in &is {
-            for &b in &is {
-                for &k in BinaryOp::ALL {
-                    assert_eq!(
-                        lane::binary_int(k, a, b),
-                        binary_i64(k, a, b),
-                        "{k:?}({a}, {b})"
-                    );
-                }
-            }
-        }
     }
 
     #[test]
