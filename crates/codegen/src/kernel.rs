@@ -39,6 +39,38 @@ impl Params {
         self.args.push(arg);
         self.decls.push(decl);
     }
+
+    /// Fusion output `pos`, holding value `v`, as a kernel parameter.
+    pub fn push_output(&mut self, f: &Fusion, v: ValueId, pos: usize) {
+        self.push(
+            KernelArg::Output(pos),
+            format!(
+                "{}* __restrict__ out{pos}",
+                ctype::storage(f.value(v).dtype)
+            ),
+        );
+    }
+}
+
+/// Declares one aligned array of `width` storage elements per output, which
+/// the lanes fill and a wide store writes out.
+pub fn lane_arrays(
+    lw: &mut Lowerer,
+    f: &Fusion,
+    outputs: &[(ValueId, usize)],
+    width: usize,
+) -> Vec<String> {
+    outputs
+        .iter()
+        .map(|&(v, _)| {
+            let a = lw.fresh("o");
+            lw.line(&format!(
+                "__align__(16) {} {a}[{width}];",
+                ctype::storage(f.value(v).dtype)
+            ));
+            a
+        })
+        .collect()
 }
 
 impl<'f> Context<'f> {

@@ -241,13 +241,7 @@ pub fn combine_many(
     }
     let (mut lw, mut params) = cx.lowerer();
     for &(v, pos) in epilogue {
-        params.push(
-            crate::plan::KernelArg::Output(pos),
-            format!(
-                "{}* __restrict__ out{pos}",
-                ctype::storage(f.value(v).dtype)
-            ),
-        );
+        params.push_output(f, v, pos);
     }
     let it = lw.idx_type;
     lw.line(&format!(

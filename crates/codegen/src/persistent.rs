@@ -6,10 +6,10 @@
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{round_up, signature, vector_width, wide_store, Context};
+use crate::kernel::{lane_arrays, round_up, signature, vector_width, wide_store, Context};
 use crate::lower::{Lanes, Lowerer};
 use crate::passes::Passes;
-use crate::plan::{Kernel, KernelArg, Schedule};
+use crate::plan::{Kernel, Schedule};
 use crate::reduction::Reduction;
 use crate::{ctype, view};
 use fusebench_ir::{Fusion, ValueDef, ValueId};
@@ -61,23 +61,11 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let reds = spec.reductions;
     let (mut lw, mut params) = cx.lowerer();
     for &(v, pos) in spec.full {
-        params.push(
-            KernelArg::Output(pos),
-            format!(
-                "{}* __restrict__ out{pos}",
-                ctype::storage(f.value(v).dtype)
-            ),
-        );
+        params.push_output(f, v, pos);
     }
     for &(v, t) in spec.per_row {
         if let RowTarget::Output(pos) = t {
-            params.push(
-                KernelArg::Output(pos),
-                format!(
-                    "{}* __restrict__ out{pos}",
-                    ctype::storage(f.value(v).dtype)
-                ),
-            );
+            params.push_output(f, v, pos);
         }
     }
     let passes = Passes::plan(f, reds)?;
@@ -130,16 +118,8 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     }
 
     if !spec.full.is_empty() {
-        let mut arrays = Vec::new();
         open_row_loop(&mut lw, spec.inner_shape, width, block);
-        for &(v, _) in spec.full {
-            let a = lw.fresh("o");
-            lw.line(&format!(
-                "__align__(16) {} {a}[{width}];",
-                ctype::storage(f.value(v).dtype)
-            ));
-            arrays.push(a);
-        }
+        let arrays = lane_arrays(&mut lw, f, spec.full, width);
         for k in 0..width {
             let idx = lane_index(&mut lw, &row_idx, spec.inner_shape, width, k);
             for (j, &(v, _)) in spec.full.iter().enumerate() {

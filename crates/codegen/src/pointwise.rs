@@ -3,8 +3,8 @@
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{signature, vector_width, wide_store, Context};
-use crate::plan::{Kernel, KernelArg, Schedule};
+use crate::kernel::{lane_arrays, signature, vector_width, wide_store, Context};
+use crate::plan::{Kernel, Schedule};
 use crate::{ctype, view};
 use fusebench_ir::ValueId;
 
@@ -20,11 +20,7 @@ pub fn build(
     let f = cx.f;
     let (mut lw, mut params) = cx.lowerer();
     for &(v, pos) in outputs {
-        let d = f.value(v).dtype;
-        params.push(
-            KernelArg::Output(pos),
-            format!("{}* __restrict__ out{pos}", ctype::storage(d)),
-        );
+        params.push_output(f, v, pos);
     }
     let n = shape.len();
     let last = if n == 0 { 1 } else { shape[n - 1] };
@@ -59,15 +55,7 @@ pub fn build(
         idx = view::delinearize(Ix::var("r"), &shape[..n - 1]);
     }
     lw.allow_vector_loads_here();
-    let mut arrays = Vec::new();
-    for &(v, _) in outputs {
-        let a = lw.fresh("o");
-        lw.line(&format!(
-            "__align__(16) {} {a}[{width}];",
-            ctype::storage(f.value(v).dtype)
-        ));
-        arrays.push(a);
-    }
+    let arrays = lane_arrays(&mut lw, f, outputs, width);
     for k in 0..width {
         if n > 0 {
             lw.lanes = Some(crate::lower::Lanes {

@@ -9,11 +9,11 @@
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{signature, wide_store, Context};
+use crate::kernel::{lane_arrays, signature, wide_store, Context};
 use crate::lower::{Lanes, Lowerer};
 use crate::passes::Passes;
 use crate::persistent::RowTarget;
-use crate::plan::{Kernel, KernelArg, Schedule};
+use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Kind, Reduction};
 use crate::{ctype, view};
 use fusebench_ir::ValueId;
@@ -121,23 +121,11 @@ fn build_unrolled(
     })?;
     let (mut lw, mut params) = cx.lowerer();
     for &(v, pos) in spec.full {
-        params.push(
-            KernelArg::Output(pos),
-            format!(
-                "{}* __restrict__ out{pos}",
-                ctype::storage(f.value(v).dtype)
-            ),
-        );
+        params.push_output(f, v, pos);
     }
     for &(v, t) in spec.per_row {
         if let RowTarget::Output(pos) = t {
-            params.push(
-                KernelArg::Output(pos),
-                format!(
-                    "{}* __restrict__ out{pos}",
-                    ctype::storage(f.value(v).dtype)
-                ),
-            );
+            params.push_output(f, v, pos);
         }
     }
     let it = lw.idx_type;
@@ -237,15 +225,7 @@ fn build_unrolled(
     }
     // The rows' outputs and their contributions to the column sums.
     for rv in &row_vars {
-        let mut arrays = Vec::new();
-        for &(v, _) in spec.full {
-            let a = lw.fresh("o");
-            lw.line(&format!(
-                "__align__(16) {} {a}[{w}];",
-                ctype::storage(f.value(v).dtype)
-            ));
-            arrays.push(a);
-        }
+        let arrays = lane_arrays(&mut lw, f, spec.full, w);
         for k in 0..w {
             lanes(&mut lw, k);
             for (j, &(v, _)) in spec.full.iter().enumerate() {
