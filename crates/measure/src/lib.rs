@@ -1,0 +1,17 @@
+//! The measurement core of fusebench: statistics of samples (`stats`), when
+//! to stop sampling (`stopping`), the sampling loop (`sampler`) and the record
+//! of a measurement (`record`). The GPU side (CUPTI, L2 policies, clocks)
+//! feeds samples into this; the store keeps the records.
+
+pub mod record;
+pub mod sampler;
+pub mod stats;
+pub mod stopping;
+
+pub use record::{
+    CachePolicy, Clocks, Environment, KernelRecord, MeasureError, Measurement, Method, Sample,
+    Subject, SCHEMA_VERSION,
+};
+pub use sampler::{sample, Run};
+pub use stats::{differ, summarize, Summary};
+pub use stopping::{FixedCount, NoiseTarget, Stop, StoppingRule};

@@ -1,0 +1,291 @@
+//! The record of one measurement, as stored and as written in JSON: what was
+//! measured, how, where, every raw sample, and the summary. Versioned so that
+//! old files and databases stay readable or are refused with a reason.
+
+use crate::stats::{summarize, Summary};
+use crate::stopping::Stop;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Version of the record's JSON schema (docs/result-schema.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Error, Debug, Clone, PartialEq)]
+pub enum MeasureError {
+    #[error("no samples: a measurement needs at least one")]
+    NoSamples,
+    #[error("sample {index} is {value}: a kernel time must be a finite number above zero")]
+    BadSample { index: usize, value: f64 },
+    #[error("measurement JSON: {0}")]
+    Json(String),
+    #[error("measurement schema version {found} is not supported; this build reads version {SCHEMA_VERSION}")]
+    Version { found: u32 },
+}
+
+/// GPU clocks and state read (never set) while a sample was taken.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Clocks {
+    pub sm_mhz: u32,
+    pub mem_mhz: u32,
+    pub temperature_c: u32,
+    pub power_w: f64,
+    /// NVML's clock-throttle-reason bits; 0 means none.
+    pub throttle_reasons: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub time_us: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clocks: Option<Clocks>,
+}
+
+impl Sample {
+    pub fn time(time_us: f64) -> Sample {
+        Sample {
+            time_us,
+            clocks: None,
+        }
+    }
+    pub fn throttled(&self) -> bool {
+        self.clocks
+            .as_ref()
+            .is_some_and(|c| c.throttle_reasons != 0)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CachePolicy {
+    /// L2 flushed before every sample.
+    Cold,
+    /// Back to back.
+    Warm,
+    /// Cycling through copies of the inputs that together exceed L2.
+    Rotate,
+    /// Whatever the surrounding program left in L2 (timing inside a program).
+    InProgram,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Kernel durations from CUPTI activity records.
+    Cupti,
+    /// CUDA events around the launches, a blocking kernel in front.
+    CudaEvents,
+}
+
+/// Where the measurement was taken.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub gpu_name: String,
+    pub gpu_uuid: String,
+    pub driver: String,
+    pub cuda: String,
+    pub sm_count: u32,
+    pub l2_bytes: u64,
+    pub fusebench_version: String,
+}
+
+/// One kernel of the measured fusion.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelRecord {
+    pub name: String,
+    /// Hash of the kernel's code.
+    pub code_hash: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_bytes: u32,
+    pub registers: u32,
+    pub median_us: f64,
+}
+
+/// What was measured: the fusion's definition and its inputs' layout.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Subject {
+    /// A name for people (the script's file name).
+    pub name: String,
+    /// Hash of the fusion's definition (its JSON form).
+    pub definition_hash: String,
+    /// Hash of the inputs' shapes, strides, dtypes and alignment.
+    pub inputs_hash: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    pub schema: u32,
+    pub subject: Subject,
+    pub method: Method,
+    pub cache: CachePolicy,
+    /// The stopping rule, described.
+    pub rule: String,
+    pub stop: Stop,
+    pub warmup: usize,
+    pub environment: Environment,
+    pub kernels: Vec<KernelRecord>,
+    pub summary: Summary,
+    /// Samples taken while the GPU reported a throttle reason.
+    pub throttled_samples: usize,
+    pub samples: Vec<Sample>,
+    /// Seconds since the Unix epoch.
+    pub taken_at: u64,
+}
+
+impl Measurement {
+    /// A record from valid samples; a sample that is not a positive finite
+    /// time makes the whole measurement invalid.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        subject: Subject,
+        method: Method,
+        cache: CachePolicy,
+        rule: String,
+        stop: Stop,
+        warmup: usize,
+        environment: Environment,
+        kernels: Vec<KernelRecord>,
+        samples: Vec<Sample>,
+        taken_at: u64,
+    ) -> Result<Measurement, MeasureError> {
+        if samples.is_empty() {
+            return Err(MeasureError::NoSamples);
+        }
+        if let Some((index, s)) = samples
+            .iter()
+            .enumerate()
+            .find(|(_, s)| !(s.time_us.is_finite() && s.time_us > 0.0))
+        {
+            return Err(MeasureError::BadSample {
+                index,
+                value: s.time_us,
+            });
+        }
+        let times: Vec<f64> = samples.iter().map(|s| s.time_us).collect();
+        Ok(Measurement {
+            schema: SCHEMA_VERSION,
+            summary: summarize(&times),
+            throttled_samples: samples.iter().filter(|s| s.throttled()).count(),
+            subject,
+            method,
+            cache,
+            rule,
+            stop,
+            warmup,
+            environment,
+            kernels,
+            samples,
+            taken_at,
+        })
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a measurement always serializes")
+    }
+
+    /// Reads a record, refusing other schema versions and invalid samples.
+    pub fn from_json(text: &str) -> Result<Measurement, MeasureError> {
+        #[derive(Deserialize)]
+        struct Version {
+            schema: u32,
+        }
+        let v: Version =
+            serde_json::from_str(text).map_err(|e| MeasureError::Json(e.to_string()))?;
+        if v.schema != SCHEMA_VERSION {
+            return Err(MeasureError::Version { found: v.schema });
+        }
+        let m: Measurement =
+            serde_json::from_str(text).map_err(|e| MeasureError::Json(e.to_string()))?;
+        // The summary is derived: recompute it rather than trust the file.
+        Measurement::new(
+            m.subject,
+            m.method,
+            m.cache,
+            m.rule,
+            m.stop,
+            m.warmup,
+            m.environment,
+            m.kernels,
+            m.samples,
+            m.taken_at,
+        )
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub fn example(times: &[f64]) -> Result<Measurement, MeasureError> {
+        Measurement::new(
+            Subject {
+                name: "seed_rmsnorm_legacy.py".into(),
+                definition_hash: "d1".into(),
+                inputs_hash: "i1".into(),
+            },
+            Method::CudaEvents,
+            CachePolicy::Cold,
+            "fixed count of 3 samples".into(),
+            Stop::Count,
+            3,
+            Environment {
+                gpu_name: "NVIDIA H200".into(),
+                sm_count: 132,
+                ..Default::default()
+            },
+            vec![],
+            times.iter().map(|&t| Sample::time(t)).collect(),
+            1_764_480_000,
+        )
+    }
+
+    #[test]
+    fn invalid_samples_make_no_measurement() {
+        assert_eq!(example(&[]).unwrap_err(), MeasureError::NoSamples);
+        assert!(matches!(
+            example(&[1.0, f64::NAN]).unwrap_err(),
+            MeasureError::BadSample { index: 1, .. }
+        ));
+        assert!(matches!(
+            example(&[1.0, 0.0]).unwrap_err(),
+            MeasureError::BadSample { index: 1, .. }
+        ));
+    }
+
+    #[test]
+    fn json_round_trip_keeps_every_sample_and_recomputes_the_summary() {
+        let m = example(&[20.0, 19.0, 21.0, 19.5]).unwrap();
+        let back = Measurement::from_json(&m.to_json()).unwrap();
+        assert_eq!(back, m);
+        let mut v: serde_json::Value = serde_json::from_str(&m.to_json()).unwrap();
+        v["summary"]["median"] = serde_json::json!(1.0);
+        let fixed = Measurement::from_json(&v.to_string()).unwrap();
+        assert_eq!(
+            fixed.summary.median, 19.75,
+            "a tampered summary is recomputed from the samples"
+        );
+        v["schema"] = serde_json::json!(99);
+        assert_eq!(
+            Measurement::from_json(&v.to_string()).unwrap_err(),
+            MeasureError::Version { found: 99 }
+        );
+    }
+
+    #[test]
+    fn throttled_samples_are_counted() {
+        let clocks = |t: u64| {
+            Some(Clocks {
+                sm_mhz: 1980,
+                mem_mhz: 3201,
+                temperature_c: 40,
+                power_w: 300.0,
+                throttle_reasons: t,
+            })
+        };
+        let mut m = example(&[1.0, 1.0, 1.0]).unwrap();
+        m.samples[1].clocks = clocks(4);
+        m.samples[2].clocks = clocks(0);
+        let m = Measurement::from_json(&m.to_json()).unwrap();
+        assert_eq!(m.throttled_samples, 1);
+    }
+}
