@@ -4,20 +4,38 @@
 use crate::{exit, files};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
 use fusebench_engine::{copy_ceiling, Engine};
+use fusebench_measure::{
+    CachePolicy, Environment, FixedCount, KernelRecord, Measurement, Method, NoiseTarget,
+    StoppingRule, Subject,
+};
 use fusebench_reference::Arg;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Repro scripts (.py), fusions in JSON form (.json), or directories of them.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    /// Timed samples per fusion (after 3 warm-up runs).
-    #[arg(long, default_value_t = 30)]
-    samples: usize,
+    /// A fixed number of samples per fusion (after 3 warm-up runs) instead of the noise target.
+    #[arg(long)]
+    samples: Option<usize>,
+    /// Stop once the 95% interval of the median is within this (1% = +-1%), after at least
+    /// 10 samples and 50 ms, or after --max-time.
+    #[arg(long, default_value = "1%", value_parser = parse_percent)]
+    target: f64,
+    /// Time budget per fusion, in seconds, for the noise target.
+    #[arg(long, default_value_t = 1.0)]
+    max_time: f64,
+    /// What is in L2 when a sample starts: cold (flushed before each) or warm (back to back).
+    #[arg(long, value_enum, default_value = "cold")]
+    cache: CacheArg,
+    /// Store each measurement in the results database (see `fusebench history`).
+    #[arg(long)]
+    save: bool,
     /// Seed for the generated inputs.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -30,6 +48,28 @@ pub struct Args {
     /// an index.json beside the scripts.
     #[arg(long)]
     nvfuser: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
+pub enum CacheArg {
+    Cold,
+    Warm,
+}
+
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(n) => (n, 0.01),
+        None => (t, 1.0),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number or a percentage like 1%"))?;
+    if !(v > 0.0 && v.is_finite()) {
+        return Err(format!("{s:?} must be above zero"));
+    }
+    Ok(v * scale)
 }
 
 #[derive(Serialize)]
@@ -49,6 +89,13 @@ struct Row {
     kernels: Vec<KernelRow>,
     ours_us: f64,
     ours_min_us: f64,
+    /// 95% interval of the median, relative half-width.
+    rel_ci: f64,
+    samples: usize,
+    stop: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stored_id: Option<i64>,
+    record: fusebench_measure::Measurement,
     nvfuser_cold_us: Option<f64>,
     /// nvFuser's time over ours: above 1 means fusebench is faster.
     speedup: Option<f64>,
@@ -125,6 +172,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let nvf = nvfuser_times(&paths, a.nvfuser.as_deref());
+    let mut store = if a.save {
+        Some(fusebench_store::Store::open_default()?)
+    } else {
+        None
+    };
     let info = engine.gpu.info().clone();
     let mut rows = Vec::new();
     let mut failed = 0;
@@ -133,7 +185,20 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             let f = files::load(p)?;
             let g = fusebench_reference::generate_inputs(&f, a.seed)?;
             let prep = engine.prepare(&f, &g.inputs)?;
-            let t = prep.time_cold(3, a.samples)?;
+            let rule: Box<dyn StoppingRule> = match a.samples {
+                Some(n) => Box::new(FixedCount(n)),
+                None => Box::new(NoiseTarget {
+                    target: a.target,
+                    max_time: Duration::from_secs_f64(a.max_time),
+                    ..Default::default()
+                }),
+            };
+            let cache = match a.cache {
+                CacheArg::Cold => CachePolicy::Cold,
+                CacheArg::Warm => CachePolicy::Warm,
+            };
+            let warmup = 3;
+            let t = prep.measure(cache, warmup, rule.as_ref())?;
             let bytes = bytes_moved(&f, &g.inputs, &prep.plan);
             let copy_us = copy_ceiling(&engine.gpu, bytes, 10)?;
             let name = p
@@ -141,33 +206,93 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let nv = nvf.get(&name).copied();
+            let code = crate::fingerprint::hash(&prep.plan.source);
+            let kernels: Vec<KernelRecord> = prep
+                .plan
+                .kernels
+                .iter()
+                .zip(&prep.kernels)
+                .zip(&t.per_kernel_median_us)
+                .map(|((pk, k), &us)| KernelRecord {
+                    name: pk.name.clone(),
+                    code_hash: code.clone(),
+                    grid: pk.grid,
+                    block: pk.block,
+                    shared_bytes: k.attributes().static_shared_bytes as u32,
+                    registers: k.attributes().registers_per_thread as u32,
+                    median_us: us,
+                })
+                .collect();
+            let env = Environment {
+                gpu_name: info.name.clone(),
+                gpu_uuid: info.uuid.clone(),
+                driver: info.driver_version_string(),
+                cuda: format!("NVRTC {}.{}", info.nvrtc_version.0, info.nvrtc_version.1),
+                sm_count: info.sm_count,
+                l2_bytes: info.l2_cache_bytes,
+                fusebench_version: env!("CARGO_PKG_VERSION").into(),
+            };
+            let subject = Subject {
+                name: name.clone(),
+                definition_hash: crate::fingerprint::definition(&f),
+                inputs_hash: crate::fingerprint::inputs(&g.inputs),
+            };
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let record = Measurement::new(
+                subject,
+                Method::CudaEvents,
+                cache,
+                rule.describe(),
+                t.run.stop.clone(),
+                warmup,
+                env,
+                kernels.clone(),
+                t.run.samples.clone(),
+                now,
+            )?;
+            let stored_id = match store.as_mut() {
+                Some(s) => Some(s.save(&record)?),
+                None => None,
+            };
+            let summary = record.summary.clone();
             Ok(Row {
                 file: name,
                 kernels: prep
                     .plan
                     .kernels
                     .iter()
-                    .zip(&prep.kernels)
-                    .zip(&t.per_kernel_us)
-                    .map(|((pk, k), &us)| KernelRow {
-                        name: pk.name.clone(),
-                        us,
-                        grid: pk.grid,
-                        block: pk.block,
-                        registers: k.attributes().registers_per_thread,
-                        spill_bytes: k.attributes().local_bytes_per_thread,
+                    .zip(&kernels)
+                    .map(|(pk, k)| KernelRow {
+                        name: k.name.clone(),
+                        us: k.median_us,
+                        grid: k.grid,
+                        block: k.block,
+                        registers: k.registers,
+                        spill_bytes: prep
+                            .kernels
+                            .iter()
+                            .find(|x| x.name() == k.name)
+                            .map_or(0, |x| x.attributes().local_bytes_per_thread as u32),
                         summary: pk.summary.clone(),
                     })
                     .collect(),
-                ours_us: t.total_us,
-                ours_min_us: t.min_total_us,
+                ours_us: summary.median,
+                ours_min_us: summary.min,
+                rel_ci: summary.rel_ci,
+                samples: summary.n,
+                stop: serde_json::to_string(&record.stop).unwrap_or_default(),
+                stored_id,
+                record,
                 nvfuser_cold_us: nv,
-                speedup: nv.map(|n| n / t.total_us),
+                speedup: nv.map(|n| n / summary.median),
                 bytes,
-                gbps: bytes as f64 / t.total_us / 1e3,
+                gbps: bytes as f64 / summary.median / 1e3,
                 copy_us,
-                pct_of_copy: 100.0 * copy_us / t.total_us,
-                method: t.method.to_string(),
+                pct_of_copy: 100.0 * copy_us / summary.median,
+                method: "cuda_events".to_string(),
             })
         })();
         match res {
@@ -207,6 +332,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 r.file.clone(),
                 r.kernels.len().to_string(),
                 format!("{:.2}", r.ours_us),
+                format!("{:.1}%", r.rel_ci * 100.0),
+                r.samples.to_string(),
                 r.nvfuser_cold_us.map_or("-".into(), |v| format!("{v:.2}")),
                 r.speedup.map_or("-".into(), |v| format!("{v:.2}")),
                 format!("{:.1}", r.bytes as f64 / 1e6),
@@ -215,13 +342,25 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 format!("{:.0}%", r.pct_of_copy),
             ]);
         }
+        let rule = match a.samples {
+            Some(n) => format!("of {n} samples"),
+            None => format!(
+                "until its 95% interval is within +-{:.1}% (at most {} s)",
+                a.target * 100.0,
+                a.max_time
+            ),
+        };
+        let cache = if a.cache == CacheArg::Cold {
+            "cold L2 (flushed before each sample)"
+        } else {
+            "warm L2"
+        };
         println!(
-            "{} ({}, {} SMs, L2 {} MiB), cold L2, median of {} samples",
+            "{} ({}, {} SMs, L2 {} MiB), {cache}, CUDA events, median {rule}",
             info.name,
             info.arch,
             info.sm_count,
-            info.l2_cache_bytes >> 20,
-            a.samples
+            info.l2_cache_bytes >> 20
         );
         println!("{t}");
         if a.kernels {

@@ -4,7 +4,9 @@ mod bench;
 mod check;
 mod emit;
 mod files;
+mod fingerprint;
 mod gpu;
+mod history;
 mod print;
 
 use clap::{Parser, Subcommand};
@@ -32,6 +34,8 @@ enum Command {
     Emit(emit::Args),
     /// Time each fusion's kernels on the GPU with a cold L2, beside nvFuser and a copy of the same bytes.
     Bench(bench::Args),
+    /// List stored measurements of a fusion and flag regressions beyond the noise.
+    History(history::Args),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
         Command::Print(a) => print::run(a),
         Command::Emit(a) => emit::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::History(a) => history::run(a),
     };
     match result {
         Ok(code) => code,

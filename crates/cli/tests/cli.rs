@@ -148,3 +148,70 @@ fn emit_plans_without_a_gpu() {
     assert!(t.contains("extern \"C\" __global__"), "{t}");
     assert!(t.contains("grid"), "{t}");
 }
+
+#[test]
+fn history_lists_stored_results_and_flags_regressions() {
+    use fusebench_measure::{CachePolicy, Environment, Measurement, Method, Sample, Stop, Subject};
+    let dir = std::env::temp_dir().join(format!("fusebench-history-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("r.sqlite");
+    let mut store = fusebench_store::Store::open(&db).unwrap();
+    for (i, base) in [20.0, 20.02, 21.0].into_iter().enumerate() {
+        let samples = (0..40)
+            .map(|k| Sample::time(base + (k % 5) as f64 * 0.05))
+            .collect();
+        let m = Measurement::new(
+            Subject {
+                name: "seed.py".into(),
+                definition_hash: "d".into(),
+                inputs_hash: "i".into(),
+            },
+            Method::CudaEvents,
+            CachePolicy::Cold,
+            "fixed count of 40 samples".into(),
+            Stop::Count,
+            3,
+            Environment {
+                gpu_name: "NVIDIA H200".into(),
+                gpu_uuid: "GPU-1".into(),
+                ..Default::default()
+            },
+            vec![],
+            samples,
+            1_764_480_000 + i as u64 * 3600,
+        )
+        .unwrap();
+        store.save(&m).unwrap();
+    }
+    drop(store);
+    let o = fusebench(&["history", "seed.py", "--db", db.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a regression fails the command: {t}"
+    );
+    assert_eq!(t.matches("REGRESSION").count(), 1, "{t}");
+    assert!(
+        t.contains("2025-11-30 07:20 UTC") && t.contains("NVIDIA H200"),
+        "{t}"
+    );
+    let o = fusebench(&[
+        "history",
+        "seed.py",
+        "--db",
+        db.to_str().unwrap(),
+        "--threshold",
+        "10%",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "5% is under a 10% threshold: {}",
+        text(&o)
+    );
+    let o = fusebench(&["history", "nothing.py", "--db", db.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("no stored measurements"), "{}", text(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,23 +1,12 @@
-//! Kernel timing with CUDA events and the L2 flushed before every sample.
-//! A stand-in until the measurement harness (CUPTI, stopping rules) lands:
-//! the flush is enqueued before the first event, so it is never timed, and
-//! it keeps the GPU busy while the host enqueues the launches, so launch
-//! latency stays out of the window.
+//! Kernel timing with CUDA events under a cache policy and a stopping rule
+//! (`fusebench-measure`), and the copy ceiling. CUPTI kernel records are the
+//! next method; until then results say `cuda_events`.
 
 use crate::error::EngineError;
 use crate::prepared::Prepared;
 use cudarc::driver::sys::CUevent_flags;
+use fusebench_measure::{sample, CachePolicy, Run, Sample, StoppingRule};
 use fusebench_runtime::{Gpu, KernelArg};
-
-/// Median times of each kernel and of the whole fusion, in microseconds.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct KernelTimes {
-    pub total_us: f64,
-    pub min_total_us: f64,
-    pub per_kernel_us: Vec<f64>,
-    pub samples: usize,
-    pub method: &'static str,
-}
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -35,15 +24,32 @@ fn err(e: impl std::fmt::Display) -> EngineError {
     EngineError::Inputs(format!("timing: {e}"))
 }
 
+/// A measurement of a prepared fusion: the run of samples (times of all its
+/// kernels together) and each kernel's median.
+pub struct Timed {
+    pub run: Run,
+    pub per_kernel_median_us: Vec<f64>,
+}
+
 impl Prepared {
-    /// `samples` cold samples after `warmup` runs: each sample flushes L2,
-    /// then records an event before and after every kernel.
-    pub fn time_cold(&self, warmup: usize, samples: usize) -> Result<KernelTimes, EngineError> {
-        for _ in 0..warmup {
-            self.gpu.flush_l2()?;
-            self.launch_all()?;
+    /// Times the fusion's kernels with CUDA events, one event before and
+    /// after every kernel, until `rule` stops. `Cold` flushes the L2 before
+    /// each sample; the flush is enqueued before the first event, so it is
+    /// never timed, and it keeps the GPU busy while the host enqueues the
+    /// launches, so launch latency stays out of the window. `Warm` runs back
+    /// to back. Other policies are not measured by this method.
+    pub fn measure(
+        &self,
+        cache: CachePolicy,
+        warmup: usize,
+        rule: &dyn StoppingRule,
+    ) -> Result<Timed, EngineError> {
+        if !matches!(cache, CachePolicy::Cold | CachePolicy::Warm) {
+            return Err(EngineError::Inputs(format!(
+                "cache policy {cache:?} is not measured yet; use cold or warm"
+            )));
         }
-        self.gpu.synchronize()?;
+        let cold = cache == CachePolicy::Cold;
         let ctx = self.gpu.cuda_context();
         let stream = self.gpu.cuda_stream();
         let n = self.kernels.len();
@@ -51,28 +57,32 @@ impl Prepared {
             .map(|_| ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(err)?;
-        let mut totals = Vec::with_capacity(samples);
-        let mut per: Vec<Vec<f64>> = vec![Vec::with_capacity(samples); n];
-        for _ in 0..samples {
-            self.gpu.flush_l2()?;
+        let mut per: Vec<Vec<f64>> = vec![Vec::new(); n];
+        let mut taken = 0usize;
+        let run = sample(warmup, rule, || -> Result<Sample, EngineError> {
+            if cold {
+                self.gpu.flush_l2()?;
+            }
             events[0].record(stream).map_err(err)?;
             for k in 0..n {
                 self.launch(k)?;
                 events[k + 1].record(stream).map_err(err)?;
             }
             self.gpu.synchronize()?;
-            for k in 0..n {
-                per[k].push(events[k].elapsed_ms(&events[k + 1]).map_err(err)? as f64 * 1e3);
+            taken += 1;
+            // Warm-up runs are not samples: only keep kernel times of samples.
+            if taken > warmup {
+                for (k, p) in per.iter_mut().enumerate() {
+                    p.push(events[k].elapsed_ms(&events[k + 1]).map_err(err)? as f64 * 1e3);
+                }
             }
-            totals.push(events[0].elapsed_ms(&events[n]).map_err(err)? as f64 * 1e3);
-        }
-        let min_total_us = totals.iter().cloned().fold(f64::INFINITY, f64::min);
-        Ok(KernelTimes {
-            total_us: median(&mut totals),
-            min_total_us,
-            per_kernel_us: per.iter_mut().map(|v| median(v)).collect(),
-            samples,
-            method: "cuda-events, L2 flushed before each sample",
+            Ok(Sample::time(
+                events[0].elapsed_ms(&events[n]).map_err(err)? as f64 * 1e3,
+            ))
+        })?;
+        Ok(Timed {
+            run,
+            per_kernel_median_us: per.iter_mut().map(|v| median(v)).collect(),
         })
     }
 }
