@@ -320,6 +320,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "fusion",
             "kernels",
             "ours us",
+            "+-CI",
+            "n",
             "nvFuser us",
             "nvF/ours",
             "MB",
