@@ -177,6 +177,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let clocks = match fusebench_runtime::ClockReader::new(0) {
+        Ok(c) => Some(c),
+        Err(reason) => {
+            eprintln!("note: samples carry no clock readings: {reason}");
+            None
+        }
+    };
     let info = engine.gpu.info().clone();
     let mut rows = Vec::new();
     let mut failed = 0;
@@ -198,7 +205,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 CacheArg::Warm => CachePolicy::Warm,
             };
             let warmup = 3;
-            let t = prep.measure(cache, warmup, rule.as_ref())?;
+            let t = prep.measure(cache, warmup, rule.as_ref(), clocks.as_ref())?;
             let bytes = bytes_moved(&f, &g.inputs, &prep.plan);
             let copy_us = copy_ceiling(&engine.gpu, bytes, 10)?;
             let name = p
@@ -375,6 +382,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
+        }
+        for r in rows.iter().filter(|r| r.record.throttled_samples > 0) {
+            println!(
+                "warning: {} of {} samples of {} were taken while the GPU reported a throttle reason",
+                r.record.throttled_samples, r.samples, r.file
+            );
         }
         let sp: Vec<f64> = rows.iter().filter_map(|r| r.speedup).collect();
         if !sp.is_empty() {

@@ -5,8 +5,8 @@
 use crate::error::EngineError;
 use crate::prepared::Prepared;
 use cudarc::driver::sys::CUevent_flags;
-use fusebench_measure::{sample, CachePolicy, Run, Sample, StoppingRule};
-use fusebench_runtime::{Gpu, KernelArg};
+use fusebench_measure::{sample, CachePolicy, Clocks, Run, Sample, StoppingRule};
+use fusebench_runtime::{ClockReader, Gpu, KernelArg};
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -40,11 +40,16 @@ impl Prepared {
     /// the host enqueues the launches: launch latency stays out of the
     /// window, as with nvbench's blocking kernel. Other policies are not
     /// measured by this method.
+    ///
+    /// With `clocks`, each sample carries a reading of the GPU's clocks,
+    /// temperature, power and throttle reasons taken right after it (outside
+    /// the timed window).
     pub fn measure(
         &self,
         cache: CachePolicy,
         warmup: usize,
         rule: &dyn StoppingRule,
+        clocks: Option<&ClockReader>,
     ) -> Result<Timed, EngineError> {
         if !matches!(cache, CachePolicy::Cold | CachePolicy::Warm) {
             return Err(EngineError::Inputs(format!(
@@ -88,9 +93,16 @@ impl Prepared {
                     p.push(events[k].elapsed_ms(&events[k + 1]).map_err(err)? as f64 * 1e3);
                 }
             }
-            Ok(Sample::time(
-                events[0].elapsed_ms(&events[n]).map_err(err)? as f64 * 1e3,
-            ))
+            let time_us = events[0].elapsed_ms(&events[n]).map_err(err)? as f64 * 1e3;
+            // A failed reading leaves the sample without clocks rather than failing it.
+            let clocks = clocks.and_then(|c| c.read().ok()).map(|c| Clocks {
+                sm_mhz: c.sm_mhz,
+                mem_mhz: c.mem_mhz,
+                temperature_c: c.temperature_c,
+                power_w: c.power_w,
+                throttle_reasons: c.throttle_reasons,
+            });
+            Ok(Sample { time_us, clocks })
         })?;
         Ok(Timed {
             run,

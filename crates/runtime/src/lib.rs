@@ -15,6 +15,7 @@
 
 mod arch;
 mod cache;
+mod clocks;
 mod compile;
 mod device;
 mod error;
@@ -26,6 +27,7 @@ pub use arch::{choose_target, compute_arch, sm_arch, ImageKind, Target};
 pub use cache::{
     cache_key, default_cache_dir, CacheKeyParts, CachedImage, KernelCache, CACHE_FORMAT,
 };
+pub use clocks::{ClockReader, ClockReading};
 pub use compile::{build_options, source_excerpt, CompiledModule, ModuleInfo, BASE_OPTIONS};
 pub use device::{probe, probe_ordinal, Availability, DeviceInfo, Unavailable};
 pub use error::RuntimeError;
