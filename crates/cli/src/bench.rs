@@ -52,8 +52,12 @@ pub struct Args {
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
 pub enum CacheArg {
+    /// L2 flushed before each sample.
     Cold,
+    /// Back to back: data that fits in L2 is read from L2.
     Warm,
+    /// Back to back over copies of the inputs that together exceed twice the L2.
+    Rotate,
 }
 
 pub fn parse_percent(s: &str) -> Result<f64, String> {
@@ -203,6 +207,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             let cache = match a.cache {
                 CacheArg::Cold => CachePolicy::Cold,
                 CacheArg::Warm => CachePolicy::Warm,
+                CacheArg::Rotate => CachePolicy::Rotate,
             };
             let warmup = 3;
             let t = prep.measure(cache, warmup, rule.as_ref(), clocks.as_ref())?;
@@ -359,10 +364,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 a.max_time
             ),
         };
-        let cache = if a.cache == CacheArg::Cold {
-            "cold L2 (flushed before each sample)"
-        } else {
-            "warm L2"
+        let cache = match a.cache {
+            CacheArg::Cold => "cold L2 (flushed before each sample)",
+            CacheArg::Warm => "warm L2",
+            CacheArg::Rotate => "inputs rotated through copies exceeding twice the L2",
         };
         println!(
             "{} ({}, {} SMs, L2 {} MiB), {cache}, CUDA events, median {rule}",

@@ -92,6 +92,8 @@ impl Engine {
             module,
             kernels,
             inputs: dev_inputs,
+            rotation: Default::default(),
+            input_set: Default::default(),
             scalars: inputs
                 .iter()
                 .map(|a| match a {
@@ -111,6 +113,10 @@ pub struct Prepared {
     pub module: Arc<CompiledModule>,
     pub kernels: Vec<Kernel>,
     inputs: Vec<Option<DeviceBuffer>>,
+    /// Extra copies of the tensor inputs for the rotate policy: `rotation[c][i]`.
+    rotation: std::cell::RefCell<Vec<Vec<Option<DeviceBuffer>>>>,
+    /// Which set of inputs the next launches read: 0 is `inputs`, c > 0 is `rotation[c - 1]`.
+    input_set: std::cell::Cell<usize>,
     scalars: Vec<Option<Literal>>,
     outputs: Vec<Option<DeviceBuffer>>,
     temps: Vec<DeviceBuffer>,
@@ -127,10 +133,15 @@ impl Prepared {
     }
 
     fn args(&self, k: usize) -> Vec<KernelArg> {
+        let set = self.input_set.get();
+        let rotation = self.rotation.borrow();
         self.plan.kernels[k]
             .args
             .iter()
             .map(|a| match *a {
+                PlanArg::Input(i) if set > 0 => {
+                    rotation[set - 1][i].as_ref().expect("tensor input").arg()
+                }
                 PlanArg::Input(i) => self.inputs[i].as_ref().expect("tensor input").arg(),
                 PlanArg::Scalar(i) => {
                     KernelArg::F64(self.scalars[i].expect("scalar input").as_f64())
@@ -139,6 +150,34 @@ impl Prepared {
                 PlanArg::Temp(i) => self.temps[i].arg(),
             })
             .collect()
+    }
+
+    /// Prepares `copies` sets of inputs in all (the original and copies - 1
+    /// more) for the rotate policy; keeps sets already made.
+    pub fn make_input_copies(&self, copies: usize) -> Result<(), EngineError> {
+        let mut rotation = self.rotation.borrow_mut();
+        while rotation.len() + 1 < copies {
+            let mut set = Vec::new();
+            for b in &self.inputs {
+                set.push(match b {
+                    Some(b) => Some(self.gpu.alloc_from(&b.download()?)?),
+                    None => None,
+                });
+            }
+            rotation.push(set);
+        }
+        Ok(())
+    }
+
+    /// Bytes of all tensor inputs on the device.
+    pub fn input_bytes(&self) -> usize {
+        self.inputs.iter().flatten().map(|b| b.len()).sum()
+    }
+
+    /// Makes the next launches read input set `set` (modulo the sets made).
+    pub fn use_input_set(&self, set: usize) {
+        let n = self.rotation.borrow().len() + 1;
+        self.input_set.set(set % n);
     }
 
     /// Enqueues kernel `k`.

@@ -34,7 +34,8 @@ pub struct Timed {
 impl Prepared {
     /// Times the fusion's kernels with CUDA events, one event before and
     /// after every kernel, until `rule` stops. `Cold` flushes the L2 before
-    /// each sample, `Warm` runs back to back. Either way something is
+    /// each sample, `Warm` runs back to back, `Rotate` runs back to back
+    /// over copies of the inputs that together exceed twice the L2. Either way something is
     /// enqueued in front of the first event (the flush, or a kernel that
     /// spins without touching memory) so that the GPU is still busy while
     /// the host enqueues the launches: launch latency stays out of the
@@ -51,11 +52,18 @@ impl Prepared {
         rule: &dyn StoppingRule,
         clocks: Option<&ClockReader>,
     ) -> Result<Timed, EngineError> {
-        if !matches!(cache, CachePolicy::Cold | CachePolicy::Warm) {
-            return Err(EngineError::Inputs(format!(
-                "cache policy {cache:?} is not measured yet; use cold or warm"
-            )));
+        if cache == CachePolicy::InProgram {
+            return Err(EngineError::Inputs(
+                "the in-program policy is measured inside a program, not on a single fusion".into(),
+            ));
         }
+        let copies = if cache == CachePolicy::Rotate {
+            let n = rotation_copies(self.input_bytes(), self.gpu.info().l2_cache_bytes as usize);
+            self.make_input_copies(n)?;
+            n
+        } else {
+            1
+        };
         let cold = cache == CachePolicy::Cold;
         let spin_module = self.gpu.compile(SPIN_KERNEL, &["fb_spin"])?;
         let spin = spin_module.function("fb_spin")?;
@@ -69,6 +77,9 @@ impl Prepared {
         let mut per: Vec<Vec<f64>> = vec![Vec::new(); n];
         let mut taken = 0usize;
         let run = sample(warmup, rule, || -> Result<Sample, EngineError> {
+            if copies > 1 {
+                self.use_input_set(taken);
+            }
             if cold {
                 self.gpu.flush_l2()?;
             } else {
@@ -104,10 +115,34 @@ impl Prepared {
             });
             Ok(Sample { time_us, clocks })
         })?;
+        self.use_input_set(0);
         Ok(Timed {
             run,
             per_kernel_median_us: per.iter_mut().map(|v| median(v)).collect(),
         })
+    }
+}
+
+/// Sets of inputs the rotate policy cycles through: enough that together they
+/// are at least twice the L2, so a set is evicted before it is read again; at
+/// most 4096 sets (tiny inputs then stay partly cached, and say so by being fast).
+pub fn rotation_copies(input_bytes: usize, l2_bytes: usize) -> usize {
+    if input_bytes == 0 {
+        return 1;
+    }
+    (2 * l2_bytes).div_ceil(input_bytes).clamp(2, 4096)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rotation_exceeds_twice_the_l2() {
+        let l2 = 60 << 20;
+        assert_eq!(super::rotation_copies(525 << 20, l2), 2);
+        assert_eq!(super::rotation_copies(32 << 20, l2), 4);
+        assert!(super::rotation_copies(24 << 20, l2) * (24 << 20) >= 2 * l2);
+        assert_eq!(super::rotation_copies(16 << 10, l2), 4096);
+        assert_eq!(super::rotation_copies(0, l2), 1);
     }
 }
 
