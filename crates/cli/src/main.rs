@@ -7,6 +7,7 @@ mod files;
 mod fingerprint;
 mod gpu;
 mod history;
+mod peak;
 mod print;
 
 use clap::{Parser, Subcommand};
@@ -36,6 +37,8 @@ enum Command {
     Bench(bench::Args),
     /// List stored measurements of a fusion and flag regressions beyond the noise.
     History(history::Args),
+    /// Measure this GPU's copy bandwidth (cold and warm L2) at several sizes.
+    Peak(peak::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         Command::Emit(a) => emit::run(a),
         Command::Bench(a) => bench::run(a),
         Command::History(a) => history::run(a),
+        Command::Peak(a) => peak::run(a),
     };
     match result {
         Ok(code) => code,

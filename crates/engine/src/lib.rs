@@ -9,4 +9,4 @@ mod transfer;
 
 pub use error::EngineError;
 pub use prepared::{Engine, Prepared};
-pub use time::{copy_ceiling, Timed};
+pub use time::{copy_ceiling, copy_time, rotation_copies, Timed};

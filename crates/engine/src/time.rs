@@ -170,9 +170,19 @@ extern "C" __global__ void __launch_bounds__(256) fb_copy(const uint4* __restric
 /// Best cold-L2 time (us, median of `samples`) of a device-to-device copy that
 /// moves `bytes` in all (half read, half written), over several launch shapes.
 pub fn copy_ceiling(gpu: &Gpu, bytes: usize, samples: usize) -> Result<f64, EngineError> {
+    copy_time(gpu, bytes, samples, true)
+}
+
+/// Best median time (us) of a copy moving `bytes` in all, over several
+/// launch shapes; `cold` flushes the L2 before each sample, otherwise a
+/// spinning kernel in front hides the launch (warm: data that fits in L2 is
+/// copied from L2).
+pub fn copy_time(gpu: &Gpu, bytes: usize, samples: usize, cold: bool) -> Result<f64, EngineError> {
     let half = (bytes / 2).div_ceil(16) * 16;
     let module = gpu.compile(COPY_KERNEL, &["fb_copy"])?;
     let k = module.function("fb_copy")?;
+    let spin_module = gpu.compile(SPIN_KERNEL, &["fb_spin"])?;
+    let spin = spin_module.function("fb_spin")?;
     let src = gpu.alloc(half)?;
     src.fill(0x3c)?;
     let dst = gpu.alloc(half)?;
@@ -184,7 +194,17 @@ pub fn copy_ceiling(gpu: &Gpu, bytes: usize, samples: usize) -> Result<f64, Engi
         let args = [src.arg(), dst.arg(), KernelArg::I64(n)];
         let mut t = Vec::new();
         for i in 0..samples + 2 {
-            gpu.flush_l2()?;
+            if cold {
+                gpu.flush_l2()?;
+            } else {
+                gpu.launch(
+                    &spin,
+                    (1, 1, 1),
+                    (1, 1, 1),
+                    0,
+                    &[KernelArg::I64(SPIN_CYCLES)],
+                )?;
+            }
             let ms = gpu.time_ms(|| gpu.launch(&k, (grid, 1, 1), (256, 1, 1), 0, &args))?;
             if i >= 2 {
                 t.push(ms * 1e3);
