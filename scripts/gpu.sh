@@ -3,6 +3,7 @@
 #   here:  scripts/gpu.sh stage        (release build + copy of ../shared into .gpu/, both git-ignored)
 #   there: scripts/gpu.sh run [ARGS]   (what the device runs; writes logs to $OUT when set)
 #          scripts/gpu.sh peer [ARGS]  (nvFuser and fusebench side by side; carry .peer too)
+#          scripts/gpu.sh repro [ARGS] (two invocations compared, cache policies, copy ceilings)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,8 +49,25 @@ peer)
     $bin bench $shared/corpus --nvfuser "$out/nvfuser.json" --kernels "$@" 2>"$out/bench-stderr.txt" >"$out/bench-side-by-side.txt"
     sed -n '/^NVIDIA/,/^└/p;/^geometric/p' "$out/bench-side-by-side.txt"
     ;;
+repro)
+    # Two separate invocations of the cold benchmark, then how many medians agree within 1%,
+    # plus warm/cold/rotate of the seed RMSNorm and the copy ceilings.
+    shift || true
+    mkdir -p "$out"
+    $bin peak | tee "$out/peak.txt"
+    for i in 1 2; do $bin bench $shared/corpus --json "$@" >"$out/bench-$i.json" 2>/dev/null; done
+    python3 - "$out/bench-1.json" "$out/bench-2.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["rows"] for p in sys.argv[1:3])
+m = {r["file"]: r["ours_us"] for r in a}
+d = [(r["file"], abs(r["ours_us"] / m[r["file"]] - 1)) for r in b if r["file"] in m]
+ok = sum(x <= 0.01 for _, x in d)
+print(f"{ok} of {len(d)} medians agree within 1%; worst {max(d, key=lambda t: t[1])}")
+PY
+    for c in cold warm rotate; do $bin bench .gpu/shared/corpus/seed_rmsnorm_legacy.py --cache $c 2>/dev/null | grep -E "^│ seed"; done
+    ;;
 *)
-    echo "usage: scripts/gpu.sh stage|run|peer [bench args]" >&2
+    echo "usage: scripts/gpu.sh stage|run|peer|repro [bench args]" >&2
     exit 2
     ;;
 esac
