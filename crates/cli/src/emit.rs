@@ -43,6 +43,9 @@ pub fn layouts(f: &fusebench_ir::Fusion) -> Vec<Option<(Vec<i64>, i64)>> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    if let Some(code) = crate::missing(&a.file) {
+        return Ok(code);
+    }
     let f = files::load(&a.file)?;
     let plan = fusebench_codegen::plan(
         &f,

@@ -53,9 +53,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // A file that does not read, plan or run is a failure; usage errors
+        // (bad flags, missing paths) are answered with exit::USAGE before this.
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(exit::FAILED)
         }
     }
 }
@@ -72,6 +74,14 @@ pub mod exit {
 
 pub(crate) fn paths_arg(p: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     files::collect(p)
+}
+
+/// Exit code for a FILE argument that does not exist, with the message said.
+pub(crate) fn missing(file: &std::path::Path) -> Option<ExitCode> {
+    (!file.exists()).then(|| {
+        eprintln!("error: {}: no such file or directory", file.display());
+        ExitCode::from(exit::USAGE)
+    })
 }
 
 /// The message of a caught panic.

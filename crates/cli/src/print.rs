@@ -25,6 +25,9 @@ enum SyntaxArg {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    if let Some(code) = crate::missing(&a.file) {
+        return Ok(code);
+    }
     let mut f = files::load(&a.file)?;
     if a.json {
         println!("{}", f.to_json());

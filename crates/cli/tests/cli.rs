@@ -65,6 +65,18 @@ fn a_missing_file_is_a_usage_error() {
     );
     let o = fusebench(&["check", "--frobnicate", "examples/"]);
     assert_eq!(o.status.code(), Some(2));
+    for verb in ["print", "emit"] {
+        let o = fusebench(&[verb, "no/such/file.py"]);
+        assert_eq!(o.status.code(), Some(2), "{verb}: {}", text(&o));
+        let o = fusebench(&[verb, &fixture("unknown_op.py")]);
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{verb} of a broken script fails: {}",
+            text(&o)
+        );
+        assert!(text(&o).contains("unknown_op.py:5:11"), "{}", text(&o));
+    }
 }
 
 #[test]
