@@ -30,7 +30,7 @@ pub struct Args {
     /// Time budget per fusion, in seconds, for the noise target.
     #[arg(long, default_value_t = 1.0)]
     max_time: f64,
-    /// What is in L2 when a sample starts: cold (flushed before each) or warm (back to back).
+    /// What is in L2 when a sample starts.
     #[arg(long, value_enum, default_value = "cold")]
     cache: CacheArg,
     /// Store each measurement in the results database (see `fusebench history`).

@@ -33,7 +33,7 @@ enum Command {
     Print(print::Args),
     /// Print the GPU engine's plan for a fusion: kernels, launch shapes, CUDA C.
     Emit(emit::Args),
-    /// Time each fusion's kernels on the GPU with a cold L2, beside nvFuser and a copy of the same bytes.
+    /// Time each fusion's kernels on the GPU until the median is known to the target, beside nvFuser and a copy of the same bytes.
     Bench(bench::Args),
     /// List stored measurements of a fusion and flag regressions beyond the noise.
     History(history::Args),
