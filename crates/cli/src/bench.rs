@@ -218,7 +218,6 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let nv = nvf.get(&name).copied();
-            let code = crate::fingerprint::hash(&prep.plan.source);
             let kernels: Vec<KernelRecord> = prep
                 .plan
                 .kernels
@@ -227,7 +226,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .zip(&t.per_kernel_median_us)
                 .map(|((pk, k), &us)| KernelRecord {
                     name: pk.name.clone(),
-                    code_hash: code.clone(),
+                    code_hash: pk.code_hash.clone(),
                     grid: pk.grid,
                     block: pk.block,
                     shared_bytes: k.attributes().static_shared_bytes as u32,

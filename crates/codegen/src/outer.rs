@@ -109,6 +109,7 @@ pub fn build(
                 grid: [blocks_x as u32, splits as u32, 1],
                 block: [BLOCK, 1, 1],
                 args: params.args,
+                code_hash: String::new(),
                 summary: format!(
                     "outer reduction of {} over {k} in {splits} splits: {o} results",
                     f.value(r.x).name
@@ -202,6 +203,7 @@ pub fn combine(
             grid: [blocks_x as u32, 1, 1],
             block: [BLOCK, 1, 1],
             args: params.args,
+            code_hash: String::new(),
             summary: format!(
                 "combines {splits} partials into the {what} of {}",
                 f.value(r.outputs[0]).name
@@ -336,6 +338,7 @@ pub fn combine_many(
             grid: [cols.div_ceil(32) as u32, 1, 1],
             block: [32, 32, 1],
             args: params.args,
+            code_hash: String::new(),
             summary: format!(
                 "combines {splits} partials of {} over {cols} columns; writes [{}]",
                 names.join(", "),

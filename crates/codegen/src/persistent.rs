@@ -179,6 +179,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         grid: [rows.max(1) as u32, 1, 1],
         block: [block as u32, 1, 1],
         args: params.args,
+        code_hash: String::new(),
         summary: format!(
             "inner persistent: {rows} rows of {n}, {width} elements per thread, {} passes, reductions {}",
             passes.count,

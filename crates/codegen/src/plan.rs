@@ -39,6 +39,21 @@ pub struct Kernel {
     pub args: Vec<KernelArg>,
     /// What it computes, for people.
     pub summary: String,
+    /// Fingerprint of the kernel's own CUDA source (FNV-1a, 64 bits, hex):
+    /// two measurements ran the same kernel only if these match.
+    #[serde(default)]
+    pub code_hash: String,
+}
+
+/// FNV-1a over the bytes: stable across builds and platforms, enough to tell
+/// kernels apart (not a defence against anyone).
+pub fn code_hash(source: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in source.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -92,5 +107,16 @@ impl Plan {
             .filter(|o| matches!(o.source, OutputSource::Written))
             .map(|o| o.shape.iter().product::<usize>() * o.dtype.size_bytes())
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn code_hash_is_fnv1a() {
+        // Published FNV-1a 64 test vectors.
+        assert_eq!(super::code_hash(""), "cbf29ce484222325");
+        assert_eq!(super::code_hash("a"), "af63dc4c8601ec8c");
+        assert_ne!(super::code_hash("x + 1"), super::code_hash("x + 2"));
     }
 }

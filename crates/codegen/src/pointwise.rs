@@ -98,6 +98,7 @@ pub fn build(
         grid: [grid, 1, 1],
         block: [BLOCK, 1, 1],
         args: params.args,
+        code_hash: String::new(),
         summary: format!(
             "pointwise over {shape:?}, {width} elements per thread: {}",
             names.join(", ")

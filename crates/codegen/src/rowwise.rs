@@ -316,6 +316,7 @@ fn build_unrolled(
         grid: [row_blocks as u32, tiles as u32, 1],
         block: [block as u32, 1, 1],
         args: params.args,
+        code_hash: String::new(),
         summary: format!(
             "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread, reductions [{}]",
             spec.rows,

@@ -463,7 +463,13 @@ fn try_plan(
     }
     Ok(Plan {
         source,
-        kernels: kernels.into_iter().map(|k| k.1).collect(),
+        kernels: kernels
+            .into_iter()
+            .map(|(src, mut k)| {
+                k.code_hash = crate::plan::code_hash(&src);
+                k
+            })
+            .collect(),
         temps: cx.temps,
         outputs: outputs.to_vec(),
     })

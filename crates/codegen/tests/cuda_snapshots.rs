@@ -15,7 +15,10 @@ fn cuda_of(path: &Path) -> String {
     let p = plan(&f, &layouts, Device::default()).unwrap();
     let mut out = String::new();
     for k in &p.kernels {
-        out.push_str(&format!("// {} grid {:?} block {:?}: {}\n", k.name, k.grid, k.block, k.summary));
+        out.push_str(&format!(
+            "// {} grid {:?} block {:?}: {}\n",
+            k.name, k.grid, k.block, k.summary
+        ));
     }
     // The prelude is the same for every fusion; keep only the kernels.
     let kernels = p.source.find("extern \"C\"").map_or("", |i| &p.source[i..]);
@@ -30,12 +33,14 @@ fn seed_rmsnorm() {
 
 #[test]
 fn rmsnorm_backward_with_a_column_sum() {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/005_Llama-3.2-1B_bw_nvFusion9.py");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/005_Llama-3.2-1B_bw_nvFusion9.py");
     insta::assert_snapshot!(cuda_of(&p));
 }
 
 #[test]
 fn rope_slices_pads_and_cats() {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/001_Llama-3.2-1B_fw_nvFusion1.py");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/001_Llama-3.2-1B_fw_nvFusion1.py");
     insta::assert_snapshot!(cuda_of(&p));
 }
