@@ -243,10 +243,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 l2_bytes: info.l2_cache_bytes,
                 fusebench_version: env!("CARGO_PKG_VERSION").into(),
             };
+            let (inputs_hash, inputs) = crate::fingerprint::inputs(&g.inputs);
             let subject = Subject {
                 name: name.clone(),
                 definition_hash: crate::fingerprint::definition(&f),
-                inputs_hash: crate::fingerprint::inputs(&g.inputs),
+                inputs_hash,
+                inputs,
             };
             let now = SystemTime::now()
                 .duration_since(UNIX_EPOCH)

@@ -2,6 +2,7 @@
 //! the fusion's definition, its inputs' layout, the kernels' code, the GPU.
 
 use fusebench_ir::Fusion;
+use fusebench_measure::InputLayout;
 use fusebench_reference::Arg;
 use sha2::{Digest, Sha256};
 
@@ -22,20 +23,33 @@ pub fn definition(f: &Fusion) -> String {
     hash(&g.to_json())
 }
 
-/// Shapes, strides, dtypes and byte offset of every input; scalars by value.
-pub fn inputs(args: &[Arg]) -> String {
-    let mut s = String::new();
-    for a in args {
-        match a {
-            Arg::Tensor(t) => s.push_str(&format!(
+/// Layout of every input (scalars by value) and its hash.
+pub fn inputs(args: &[Arg]) -> (String, Vec<InputLayout>) {
+    let layouts: Vec<InputLayout> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => InputLayout {
+                dtype: t.dtype().torch_name().into(),
+                shape: t.shape().to_vec(),
+                strides: t.strides().to_vec(),
+                byte_offset: t.offset() * t.dtype().size_bytes(),
+            },
+            Arg::Scalar(l) => InputLayout {
+                dtype: format!("scalar {l}"),
+                shape: vec![],
+                strides: vec![],
+                byte_offset: 0,
+            },
+        })
+        .collect();
+    let text: String = layouts
+        .iter()
+        .map(|l| {
+            format!(
                 "{}:{:?}:{:?}:{};",
-                t.dtype(),
-                t.shape(),
-                t.strides(),
-                t.offset() * t.dtype().size_bytes()
-            )),
-            Arg::Scalar(l) => s.push_str(&format!("scalar:{l};")),
-        }
-    }
-    hash(&s)
+                l.dtype, l.shape, l.strides, l.byte_offset
+            )
+        })
+        .collect();
+    (hash(&text), layouts)
 }

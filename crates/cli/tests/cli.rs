@@ -177,6 +177,7 @@ fn history_lists_stored_results_and_flags_regressions() {
                 name: "seed.py".into(),
                 definition_hash: "d".into(),
                 inputs_hash: "i".into(),
+                inputs: vec![],
             },
             Method::CudaEvents,
             CachePolicy::Cold,

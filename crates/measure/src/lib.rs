@@ -9,8 +9,8 @@ pub mod stats;
 pub mod stopping;
 
 pub use record::{
-    CachePolicy, Clocks, Environment, KernelRecord, MeasureError, Measurement, Method, Sample,
-    Subject, SCHEMA_VERSION,
+    CachePolicy, Clocks, Environment, InputLayout, KernelRecord, MeasureError, Measurement, Method,
+    Sample, Subject, SCHEMA_VERSION,
 };
 pub use sampler::{sample, Run};
 pub use stats::{differ, summarize, Summary};

@@ -101,6 +101,18 @@ pub struct KernelRecord {
     pub median_us: f64,
 }
 
+/// How one tensor input lay in memory.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct InputLayout {
+    /// torch's name: `bfloat16`, `float32`, ...; `scalar` for a scalar input.
+    pub dtype: String,
+    pub shape: Vec<usize>,
+    /// In elements.
+    pub strides: Vec<i64>,
+    /// Offset of the first element from a 256-byte aligned allocation.
+    pub byte_offset: usize,
+}
+
 /// What was measured: the fusion's definition and its inputs' layout.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Subject {
@@ -108,8 +120,10 @@ pub struct Subject {
     pub name: String,
     /// Hash of the fusion's definition (its JSON form).
     pub definition_hash: String,
-    /// Hash of the inputs' shapes, strides, dtypes and alignment.
+    /// Hash of `inputs`.
     pub inputs_hash: String,
+    #[serde(default)]
+    pub inputs: Vec<InputLayout>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -222,6 +236,12 @@ pub(crate) mod tests {
                 name: "seed_rmsnorm_legacy.py".into(),
                 definition_hash: "d1".into(),
                 inputs_hash: "i1".into(),
+                inputs: vec![InputLayout {
+                    dtype: "bfloat16".into(),
+                    shape: vec![4, 1024, 4096],
+                    strides: vec![4194304, 4096, 1],
+                    byte_offset: 0,
+                }],
             },
             Method::CudaEvents,
             CachePolicy::Cold,

@@ -28,6 +28,7 @@ fn measurement(name: &str, times: &[f64], taken_at: u64) -> Measurement {
             name: name.into(),
             definition_hash: format!("def-{name}"),
             inputs_hash: "in".into(),
+            inputs: vec![],
         },
         Method::CudaEvents,
         CachePolicy::Cold,
