@@ -191,7 +191,21 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let info = engine.gpu.info().clone();
     let mut rows = Vec::new();
     let mut failed = 0;
+    // A progress bar on a terminal; nothing when stderr is redirected.
+    let bar = indicatif::ProgressBar::new(paths.len() as u64);
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
     for p in &paths {
+        bar.set_message(
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        );
         let res = (|| -> anyhow::Result<Row> {
             let f = files::load(p)?;
             let g = fusebench_reference::generate_inputs(&f, a.seed)?;
@@ -311,16 +325,18 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         match res {
             Ok(r) => {
                 if !a.json {
-                    eprintln!("{}: {:.2} us", r.file, r.ours_us);
+                    bar.suspend(|| eprintln!("{}: {:.2} us", r.file, r.ours_us));
                 }
                 rows.push(r)
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("{}: FAILED: {e:#}", p.display());
+                bar.suspend(|| eprintln!("{}: FAILED: {e:#}", p.display()));
             }
         }
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     if a.json {
         println!(
             "{}",
