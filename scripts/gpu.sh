@@ -65,6 +65,17 @@ ok = sum(x <= 0.01 for _, x in d)
 print(f"{ok} of {len(d)} medians agree within 1%; worst {max(d, key=lambda t: t[1])}")
 PY
     for c in cold warm rotate; do $bin bench .gpu/shared/corpus/seed_rmsnorm_legacy.py --cache $c 2>/dev/null | grep -E "^│ seed"; done
+    # CUPTI kernel records against CUDA events, per fusion.
+    $bin bench $shared/corpus --method cupti --json "$@" >"$out/bench-cupti.json" 2>"$out/cupti-stderr.txt"
+    tail -3 "$out/cupti-stderr.txt"
+    python3 - "$out/bench-1.json" "$out/bench-cupti.json" <<'PY'
+import json, sys
+e, c = (json.load(open(p))["rows"] for p in sys.argv[1:3])
+m = {r["file"]: r["ours_us"] for r in e}
+for r in c:
+    if r["file"] in m:
+        print(f'{r["file"]}: events {m[r["file"]]:.2f} us, cupti {r["ours_us"]:.2f} us, {100 * (r["ours_us"] / m[r["file"]] - 1):+.1f}%')
+PY
     ;;
 *)
     echo "usage: scripts/gpu.sh stage|run|peer|repro [bench args]" >&2

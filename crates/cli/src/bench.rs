@@ -33,6 +33,10 @@ pub struct Args {
     /// What is in L2 when a sample starts.
     #[arg(long, value_enum, default_value = "cold")]
     cache: CacheArg,
+    /// How a sample is timed: CUDA events around the launches, or the kernels' own
+    /// durations from CUPTI activity records (checked against the launches).
+    #[arg(long, value_enum, default_value = "events")]
+    method: MethodArg,
     /// Store each measurement in the results database (see `fusebench history`).
     #[arg(long)]
     save: bool,
@@ -48,6 +52,12 @@ pub struct Args {
     /// an index.json beside the scripts.
     #[arg(long)]
     nvfuser: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
+pub enum MethodArg {
+    Events,
+    Cupti,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
@@ -181,6 +191,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let cupti = match a.method {
+        MethodArg::Events => None,
+        MethodArg::Cupti => match fusebench_runtime::Cupti::start() {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("error: --method cupti: {e}");
+                return Ok(ExitCode::from(exit::USAGE));
+            }
+        },
+    };
     let clocks = match fusebench_runtime::ClockReader::new(0) {
         Ok(c) => Some(c),
         Err(reason) => {
@@ -224,7 +244,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 CacheArg::Rotate => CachePolicy::Rotate,
             };
             let warmup = 3;
-            let t = prep.measure(cache, warmup, rule.as_ref(), clocks.as_ref())?;
+            let t = prep.measure(
+                cache,
+                warmup,
+                rule.as_ref(),
+                clocks.as_ref(),
+                cupti.as_ref(),
+            )?;
             let bytes = bytes_moved(&f, &g.inputs, &prep.plan);
             let copy_us = copy_ceiling(&engine.gpu, bytes, 10)?;
             let name = p
@@ -270,7 +296,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .unwrap_or(0);
             let record = Measurement::new(
                 subject,
-                Method::CudaEvents,
+                if cupti.is_some() {
+                    Method::Cupti
+                } else {
+                    Method::CudaEvents
+                },
                 cache,
                 rule.describe(),
                 t.run.stop.clone(),
@@ -319,7 +349,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 gbps: bytes as f64 / summary.median / 1e3,
                 copy_us,
                 pct_of_copy: 100.0 * copy_us / summary.median,
-                method: "cuda_events".to_string(),
+                method: if cupti.is_some() {
+                    "cupti"
+                } else {
+                    "cuda_events"
+                }
+                .to_string(),
             })
         })();
         match res {
@@ -387,11 +422,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             CacheArg::Rotate => "inputs rotated through copies exceeding twice the L2",
         };
         println!(
-            "{} ({}, {} SMs, L2 {} MiB), {cache}, CUDA events, median {rule}",
+            "{} ({}, {} SMs, L2 {} MiB), {cache}, {}, median {rule}",
             info.name,
             info.arch,
             info.sm_count,
-            info.l2_cache_bytes >> 20
+            info.l2_cache_bytes >> 20,
+            if a.method == MethodArg::Cupti {
+                "CUPTI kernel records"
+            } else {
+                "CUDA events"
+            }
         );
         println!("{t}");
         if a.kernels {

@@ -6,7 +6,7 @@ use crate::error::EngineError;
 use crate::prepared::Prepared;
 use cudarc::driver::sys::CUevent_flags;
 use fusebench_measure::{sample, CachePolicy, Clocks, Run, Sample, StoppingRule};
-use fusebench_runtime::{ClockReader, Gpu, KernelArg};
+use fusebench_runtime::{Activity, ActivityKind, ClockReader, Cupti, Gpu, KernelArg};
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -45,12 +45,18 @@ impl Prepared {
     /// With `clocks`, each sample carries a reading of the GPU's clocks,
     /// temperature, power and throttle reasons taken right after it (outside
     /// the timed window).
+    ///
+    /// With `cupti`, a sample is the sum of the fusion's kernel durations from
+    /// CUPTI's kernel records (gaps between kernels, the flush and the spin
+    /// kernel excluded), and a sample whose records do not match the kernels
+    /// launched is rejected, ending the run, rather than summed.
     pub fn measure(
         &self,
         cache: CachePolicy,
         warmup: usize,
         rule: &dyn StoppingRule,
         clocks: Option<&ClockReader>,
+        cupti: Option<&Cupti>,
     ) -> Result<Timed, EngineError> {
         if cache == CachePolicy::InProgram {
             return Err(EngineError::Inputs(
@@ -76,6 +82,11 @@ impl Prepared {
             .map_err(err)?;
         let mut per: Vec<Vec<f64>> = vec![Vec::new(); n];
         let mut taken = 0usize;
+        if let Some(c) = cupti {
+            // Records of earlier work (uploads, other measurements) are not this fusion's.
+            self.gpu.synchronize()?;
+            c.take()?;
+        }
         let run = sample(warmup, rule, || -> Result<Sample, EngineError> {
             if copies > 1 {
                 self.use_input_set(taken);
@@ -98,13 +109,27 @@ impl Prepared {
             }
             self.gpu.synchronize()?;
             taken += 1;
+            let kernel_us: Vec<f64> = match cupti {
+                Some(c) => self.kernel_records(c)?,
+                None => (0..n)
+                    .map(|k| {
+                        events[k]
+                            .elapsed_ms(&events[k + 1])
+                            .map(|ms| ms as f64 * 1e3)
+                    })
+                    .collect::<Result<_, _>>()
+                    .map_err(err)?,
+            };
             // Warm-up runs are not samples: only keep kernel times of samples.
             if taken > warmup {
-                for (k, p) in per.iter_mut().enumerate() {
-                    p.push(events[k].elapsed_ms(&events[k + 1]).map_err(err)? as f64 * 1e3);
+                for (p, &us) in per.iter_mut().zip(&kernel_us) {
+                    p.push(us);
                 }
             }
-            let time_us = events[0].elapsed_ms(&events[n]).map_err(err)? as f64 * 1e3;
+            let time_us = match cupti {
+                Some(_) => kernel_us.iter().sum(),
+                None => events[0].elapsed_ms(&events[n]).map_err(err)? as f64 * 1e3,
+            };
             // A failed reading leaves the sample without clocks rather than failing it.
             let clocks = clocks.and_then(|c| c.read().ok()).map(|c| Clocks {
                 sm_mhz: c.sm_mhz,
@@ -120,6 +145,27 @@ impl Prepared {
             run,
             per_kernel_median_us: per.iter_mut().map(|v| median(v)).collect(),
         })
+    }
+}
+
+impl Prepared {
+    /// Durations of this sample's kernels from CUPTI, in launch order, after
+    /// checking that exactly the kernels launched were recorded.
+    fn kernel_records(&self, cupti: &Cupti) -> Result<Vec<f64>, EngineError> {
+        let mut seen: Vec<Activity> = cupti
+            .take()?
+            .into_iter()
+            .filter(|a| a.kind == ActivityKind::Kernel && a.name != "fb_spin")
+            .collect();
+        seen.sort_by_key(|a| a.start_ns);
+        let launched: Vec<&str> = self.plan.kernels.iter().map(|k| k.name.as_str()).collect();
+        let recorded: Vec<&str> = seen.iter().map(|a| a.name.as_str()).collect();
+        if recorded != launched {
+            return Err(EngineError::Inputs(format!(
+                "CUPTI recorded kernels {recorded:?} for the launches {launched:?}; the sample is rejected, not summed"
+            )));
+        }
+        Ok(seen.iter().map(Activity::duration_us).collect())
     }
 }
 

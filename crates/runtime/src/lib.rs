@@ -17,6 +17,7 @@ mod arch;
 mod cache;
 mod clocks;
 mod compile;
+mod cupti;
 mod device;
 mod error;
 mod gpu;
@@ -29,6 +30,7 @@ pub use cache::{
 };
 pub use clocks::{ClockReader, ClockReading};
 pub use compile::{build_options, source_excerpt, CompiledModule, ModuleInfo, BASE_OPTIONS};
+pub use cupti::{Activity, ActivityKind, Cupti};
 pub use device::{probe, probe_ordinal, Availability, DeviceInfo, Unavailable};
 pub use error::RuntimeError;
 pub use gpu::Gpu;
