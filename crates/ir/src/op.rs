@@ -185,6 +185,17 @@ impl Op {
 
     /// Every value the op reads, in argument order.
     pub fn operands(&self) -> Vec<ValueId> {
+        // One list of operands per op: derived from `operands_mut` on a copy.
+        self.clone()
+            .operands_mut()
+            .into_iter()
+            .map(|v| *v)
+            .collect()
+    }
+
+    /// The op's operands, in argument order, to rewrite in place (e.g. when
+    /// duplicate values are merged).
+    pub fn operands_mut(&mut self) -> Vec<&mut ValueId> {
         match self {
             Op::Unary { x, .. }
             | Op::Cast { x, .. }
@@ -197,18 +208,18 @@ impl Op {
             | Op::Reshape { x, .. }
             | Op::Permute { x, .. }
             | Op::Squeeze { x, .. }
-            | Op::Slice { x, .. } => vec![*x],
-            Op::Binary { a, b, .. } => vec![*a, *b],
-            Op::Where { cond, a, b } => vec![*cond, *a, *b],
+            | Op::Slice { x, .. } => vec![x],
+            Op::Binary { a, b, .. } => vec![a, b],
+            Op::Where { cond, a, b } => vec![cond, a, b],
             Op::Pad { x, widths, value } => {
-                let mut v = vec![*x];
-                v.extend(widths.iter().copied());
-                v.extend(value.iter().copied());
+                let mut v = vec![x];
+                v.extend(widths.iter_mut());
+                v.extend(value.iter_mut());
                 v
             }
-            Op::Cat { xs, .. } => xs.clone(),
-            Op::Full { fill, .. } => vec![*fill],
-            Op::IndexSelect { x, index, .. } => vec![*x, *index],
+            Op::Cat { xs, .. } => xs.iter_mut().collect(),
+            Op::Full { fill, .. } => vec![fill],
+            Op::IndexSelect { x, index, .. } => vec![x, index],
         }
     }
 

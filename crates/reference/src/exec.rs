@@ -179,7 +179,9 @@ fn dedupe(f: &Fusion) -> Fusion {
     let mut g = f.clone();
     let mut seen: HashMap<String, usize> = HashMap::new();
     for (i, n) in g.nodes.iter_mut().enumerate() {
-        map_operands(&mut n.op, |v| canon[v.index()]);
+        for v in n.op.operands_mut() {
+            *v = canon[v.index()];
+        }
         let key = format!("{:?}", n.op);
         match seen.get(&key) {
             Some(&j) => {
@@ -196,51 +198,6 @@ fn dedupe(f: &Fusion) -> Fusion {
         *o = canon[o.index()];
     }
     g
-}
-
-fn map_operands(op: &mut Op, m: impl Fn(ValueId) -> ValueId) {
-    match op {
-        Op::Unary { x, .. }
-        | Op::Cast { x, .. }
-        | Op::Reduce { x, .. }
-        | Op::Welford { x, .. }
-        | Op::VarMean { x, .. }
-        | Op::Broadcast { x, .. }
-        | Op::BroadcastInDim { x, .. }
-        | Op::Expand { x, .. }
-        | Op::Reshape { x, .. }
-        | Op::Permute { x, .. }
-        | Op::Squeeze { x, .. }
-        | Op::Slice { x, .. } => *x = m(*x),
-        Op::Binary { a, b, .. } => {
-            *a = m(*a);
-            *b = m(*b);
-        }
-        Op::Where { cond, a, b } => {
-            *cond = m(*cond);
-            *a = m(*a);
-            *b = m(*b);
-        }
-        Op::Pad { x, widths, value } => {
-            *x = m(*x);
-            for w in widths {
-                *w = m(*w);
-            }
-            if let Some(v) = value {
-                *v = m(*v);
-            }
-        }
-        Op::Cat { xs, .. } => {
-            for x in xs {
-                *x = m(*x);
-            }
-        }
-        Op::Full { fill, .. } => *fill = m(*fill),
-        Op::IndexSelect { x, index, .. } => {
-            *x = m(*x);
-            *index = m(*index);
-        }
-    }
 }
 
 struct Env<'f> {
