@@ -3,7 +3,7 @@
 
 use crate::{exit, files};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
-use fusebench_engine::{copy_ceiling, Engine};
+use fusebench_engine::copy_ceiling;
 use fusebench_measure::{
     CachePolicy, Environment, FixedCount, KernelRecord, Measurement, Method, NoiseTarget,
     StoppingRule, Subject,
@@ -173,17 +173,11 @@ fn bytes_moved(f: &fusebench_ir::Fusion, inputs: &[Arg], plan: &fusebench_codege
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let paths = match crate::paths_arg(&a.paths) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return Ok(ExitCode::from(exit::USAGE));
-        }
+        Err(code) => return Ok(code),
     };
-    let engine = match Engine::new() {
+    let engine = match crate::engine("fusebench bench") {
         Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: fusebench bench needs a GPU: {e}");
-            return Ok(ExitCode::from(exit::USAGE));
-        }
+        Err(code) => return Ok(code),
     };
     let nvf = nvfuser_times(&paths, a.nvfuser.as_deref());
     let mut store = if a.save {

@@ -90,19 +90,13 @@ struct Summary {
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let paths = match crate::paths_arg(&a.paths) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return Ok(ExitCode::from(exit::USAGE));
-        }
+        Err(code) => return Ok(code),
     };
     let engine = match a.device {
         DeviceArg::Cpu => None,
-        DeviceArg::Gpu => match fusebench_engine::Engine::new() {
+        DeviceArg::Gpu => match crate::engine("check --device gpu") {
             Ok(e) => Some(e),
-            Err(e) => {
-                eprintln!("error: --device gpu: {e}");
-                return Ok(ExitCode::from(exit::USAGE));
-            }
+            Err(code) => return Ok(code),
         },
     };
     if engine.is_some() && !a.json {

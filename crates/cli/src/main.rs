@@ -72,8 +72,20 @@ pub mod exit {
     pub const USAGE: u8 = 2;
 }
 
-pub(crate) fn paths_arg(p: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    files::collect(p)
+/// The scripts FILE|DIR arguments name, or the usage error said and its exit code.
+pub(crate) fn paths_arg(p: &[PathBuf]) -> Result<Vec<PathBuf>, ExitCode> {
+    files::collect(p).map_err(|e| {
+        eprintln!("error: {e:#}");
+        ExitCode::from(exit::USAGE)
+    })
+}
+
+/// The GPU engine, or why there is none said (as `what` needs a GPU) and the usage exit code.
+pub(crate) fn engine(what: &str) -> Result<fusebench_engine::Engine, ExitCode> {
+    fusebench_engine::Engine::new().map_err(|e| {
+        eprintln!("error: {what} needs a GPU: {e}");
+        ExitCode::from(exit::USAGE)
+    })
 }
 
 /// Exit code for a FILE argument that does not exist, with the message said.

@@ -1,9 +1,8 @@
 //! `fusebench peak`: this GPU's copy bandwidth at several sizes, cold and
 //! warm, and its L2 size — the ceilings bandwidth numbers are judged against.
 
-use crate::exit;
 use comfy_table::{presets::NOTHING, Table};
-use fusebench_engine::{copy_time, Engine};
+use fusebench_engine::copy_time;
 use serde::Serialize;
 use std::process::ExitCode;
 
@@ -27,12 +26,9 @@ struct Row {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let engine = match Engine::new() {
+    let engine = match crate::engine("fusebench peak") {
         Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: fusebench peak needs a GPU: {e}");
-            return Ok(ExitCode::from(exit::USAGE));
-        }
+        Err(code) => return Ok(code),
     };
     let info = engine.gpu.info().clone();
     let mut rows = Vec::new();
