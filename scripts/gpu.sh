@@ -51,7 +51,7 @@ peer)
     ;;
 repro)
     # Two separate invocations of the cold benchmark, then how many medians agree within 1%,
-    # plus warm/cold/rotate of the seed RMSNorm and the copy ceilings.
+    # the RMSNorm at batch 1-32 under each cache policy and method, and the copy ceilings.
     shift || true
     mkdir -p "$out"
     $bin peak | tee "$out/peak.txt"
@@ -63,12 +63,47 @@ m = {r["file"]: r["ours_us"] for r in a}
 d = [(r["file"], abs(r["ours_us"] / m[r["file"]] - 1)) for r in b if r["file"] in m]
 ok = sum(x <= 0.01 for _, x in d)
 print(f"{ok} of {len(d)} medians agree within 1%; worst {max(d, key=lambda t: t[1])}")
+for name, rows in (("run 1", a), ("run 2", b)):
+    conv = [r for r in rows if "converged" in r["stop"]]
+    fast = [r for r in conv if r["sampling_s"] <= 1.0]
+    t = sorted(r["sampling_s"] for r in rows)
+    thr = sum(r["record"]["throttled_samples"] for r in rows)
+    print(f"{name}: {len(conv)} of {len(rows)} converged, {len(fast)} within 1 s; sampling s median {t[len(t)//2]:.2f} max {t[-1]:.2f}; throttled samples {thr}")
 PY
-    for c in cold warm rotate; do $bin bench .gpu/shared/corpus/seed_rmsnorm_legacy.py --cache $c 2>/dev/null | grep -E "^│ seed"; done
-    # CUPTI kernel records against CUDA events, per fusion.
-    $bin bench $shared/corpus --method cupti --json "$@" >"$out/bench-cupti.json" 2>"$out/cupti-stderr.txt"
-    tail -3 "$out/cupti-stderr.txt"
-    python3 - "$out/bench-1.json" "$out/bench-cupti.json" <<'PY'
+    # The facts file's RMSNorm at batch 1, 2, 4, 8 under each cache policy.
+    mkdir -p "$out/rms"
+    for B in 1 2 4 8 32; do
+        sed "s/\[4, 1024/[$B, 1024/g; s/(4, 1024/($B, 1024/g" $shared/corpus/seed_rmsnorm_legacy.py >"$out/rms/rmsnorm_b$B.py"
+    done
+    for c in cold warm rotate; do
+        $bin bench "$out/rms" --cache $c --method events --json "$@" >"$out/rms-$c.json" 2>"$out/rms-$c.err"
+        $bin bench "$out/rms" --cache $c --method cupti --json "$@" >"$out/rms-$c-cupti.json" 2>"$out/rms-$c-cupti.err"; tail -2 "$out/rms-$c-cupti.err"
+    done
+    python3 - "$out" <<'PY'
+import json, sys
+o = sys.argv[1]
+t = {}
+for c in ("cold", "warm", "rotate"):
+    for m, suf in (("events", ""), ("cupti", "-cupti")):
+        try:
+            for r in json.load(open(f"{o}/rms-{c}{suf}.json"))["rows"]:
+                t[(r["file"], c, m)] = (r["ours_us"], r["rel_ci"])
+        except Exception as e:
+            print(f"rms {c} {m}: {e}")
+print("| B | cold events | warm events | rotate events | cold cupti | warm cupti | rotate cupti |")
+for B in (1, 2, 4, 8, 32):
+    f = f"rmsnorm_b{B}.py"
+    cells = []
+    for m in ("events", "cupti"):
+        for c in ("cold", "warm", "rotate"):
+            v = t.get((f, c, m))
+            cells.append(f"{v[0]:.2f} (+-{100 * v[1]:.1f}%)" if v else "-")
+    print(f"| {B} | " + " | ".join(cells) + " |")
+PY
+    # CUDA events against the CUPTI kernel records of run 1, per fusion.
+    $bin bench $shared/corpus --method events --json "$@" >"$out/bench-events.json" 2>"$out/events-stderr.txt"
+    tail -3 "$out/events-stderr.txt"
+    python3 - "$out/bench-events.json" "$out/bench-1.json" <<'PY'
 import json, sys
 e, c = (json.load(open(p))["rows"] for p in sys.argv[1:3])
 m = {r["file"]: r["ours_us"] for r in e}

@@ -33,9 +33,11 @@ pub struct Args {
     /// What is in L2 when a sample starts.
     #[arg(long, value_enum, default_value = "cold")]
     cache: CacheArg,
-    /// How a sample is timed: CUDA events around the launches, or the kernels' own
-    /// durations from CUPTI activity records (checked against the launches).
-    #[arg(long, value_enum, default_value = "events")]
+    /// How a sample is timed: the kernels' own durations from CUPTI activity records
+    /// (checked against the launches; the default, falling back to events with a note where
+    /// CUPTI cannot start), or CUDA events around the launches (adds the launch gaps, about
+    /// 2 us per kernel on an H200).
+    #[arg(long, value_enum, default_value = "auto")]
     method: MethodArg,
     /// Store each measurement in the results database (see `fusebench history`).
     #[arg(long)]
@@ -56,6 +58,8 @@ pub struct Args {
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
 pub enum MethodArg {
+    /// CUPTI where it starts, else events.
+    Auto,
     Events,
     Cupti,
 }
@@ -107,6 +111,8 @@ struct Row {
     rel_ci: f64,
     samples: usize,
     stop: String,
+    /// Seconds spent sampling (warm-up excluded).
+    sampling_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     stored_id: Option<i64>,
     record: fusebench_measure::Measurement,
@@ -192,6 +198,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             Err(e) => {
                 eprintln!("error: --method cupti: {e}");
                 return Ok(ExitCode::from(exit::USAGE));
+            }
+        },
+        MethodArg::Auto => match fusebench_runtime::Cupti::start() {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("note: timing with CUDA events, CUPTI is unavailable: {e}");
+                None
             }
         },
     };
@@ -335,6 +348,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 rel_ci: summary.rel_ci,
                 samples: summary.n,
                 stop: serde_json::to_string(&record.stop).unwrap_or_default(),
+                sampling_s: t.run.elapsed.as_secs_f64(),
                 stored_id,
                 record,
                 nvfuser_cold_us: nv,
@@ -421,7 +435,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             info.arch,
             info.sm_count,
             info.l2_cache_bytes >> 20,
-            if a.method == MethodArg::Cupti {
+            if cupti.is_some() {
                 "CUPTI kernel records"
             } else {
                 "CUDA events"

@@ -111,6 +111,18 @@ impl Ix {
         }
     }
 
+    /// `self` with variable `v` replaced by `by`.
+    pub fn subst(&self, v: &str, by: &Ix) -> Ix {
+        match self {
+            Ix::Var(n) if n == v => by.clone(),
+            Ix::Const(_) | Ix::Var(_) => self.clone(),
+            Ix::Add(ts) => ts.iter().fold(Ix::Const(0), |acc, t| acc.add(t.subst(v, by))),
+            Ix::Mul(x, a) => x.subst(v, by).mul(*a),
+            Ix::Div(x, c) => x.subst(v, by).div(*c, None),
+            Ix::Mod(x, c) => x.subst(v, by).rem(*c, None),
+        }
+    }
+
     /// Splits `self` into `coef * v + rest` when `v` appears only linearly.
     pub fn linear_in(&self, v: &str) -> Option<(i64, Ix)> {
         match self {
@@ -139,7 +151,79 @@ impl Ix {
             Ix::Var(n) => multiples.contains(&n.as_str()),
             Ix::Add(ts) => ts.iter().all(|t| t.multiple_of(m, multiples)),
             Ix::Mul(x, a) => a % m == 0 || x.multiple_of(m, multiples),
-            Ix::Div(..) | Ix::Mod(..) => false,
+            // x % c keeps the factors x and c share.
+            Ix::Mod(x, c) => c % m == 0 && x.multiple_of(m, multiples),
+            Ix::Div(..) => false,
+        }
+    }
+
+    /// The non-constant terms and the constant of a sum.
+    pub fn split_const(&self) -> (Ix, i64) {
+        match self {
+            Ix::Const(c) => (Ix::Const(0), *c),
+            Ix::Add(ts) => {
+                let mut k = 0;
+                let mut rest = Ix::Const(0);
+                for t in ts {
+                    match t {
+                        Ix::Const(c) => k += c,
+                        t => rest = rest.add(t.clone()),
+                    }
+                }
+                (rest, k)
+            }
+            x => (x.clone(), 0),
+        }
+    }
+
+    /// Vector lanes: with `v` a multiple of `w` and lane `k < w` at index `v + k`,
+    /// moves the lane's constant out of every `%` and `/` by a multiple of `w`:
+    /// `(v + k) % c = v % c + k` and `(v + k) / c = v / c`. Lanes then share
+    /// every term but the constant, so the compiler computes the index once
+    /// and the emitter sees which lanes touch consecutive elements.
+    pub fn pull_lanes(&self, v: &str, w: i64) -> Ix {
+        match self {
+            Ix::Const(_) | Ix::Var(_) => self.clone(),
+            Ix::Add(ts) => ts
+                .iter()
+                .fold(Ix::Const(0), |acc, t| acc.add(t.pull_lanes(v, w))),
+            Ix::Mul(x, a) => x.pull_lanes(v, w).mul(*a),
+            Ix::Mod(x, c) | Ix::Div(x, c) => {
+                let x = x.pull_lanes(v, w);
+                let is_mod = matches!(self, Ix::Mod(..));
+                let (s, k) = x.split_const();
+                if c % w != 0 || !s.uses(v) || !s.multiple_of(w, &[v]) {
+                    return if is_mod { x.rem(*c, None) } else { x.div(*c, None) };
+                }
+                // Indices are non-negative, so s + q is too: it is a multiple of w above -w.
+                let q = k.div_euclid(w) * w;
+                let base = s.add(Ix::c(q));
+                if is_mod {
+                    base.rem(*c, None).add(Ix::c(k - q))
+                } else {
+                    base.div(*c, None)
+                }
+            }
+        }
+    }
+
+    /// How much the index moves from one lane to the next (see `pull_lanes`),
+    /// when every lane's move is the same; `None` when it is not known.
+    pub fn lane_step(&self, v: &str, w: i64) -> Option<i64> {
+        match self {
+            Ix::Const(_) => Some(0),
+            Ix::Var(n) => Some(i64::from(n == v)),
+            Ix::Add(ts) => ts.iter().map(|t| t.lane_step(v, w)).sum(),
+            Ix::Mul(x, a) => x.lane_step(v, w).map(|d| d * a),
+            Ix::Mod(x, c) | Ix::Div(x, c) => match x.lane_step(v, w)? {
+                0 => Some(0),
+                1 => {
+                    let (s, _) = x.pull_lanes(v, w).split_const();
+                    (c % w == 0 && s.multiple_of(w, &[v]))
+                        .then_some(i64::from(matches!(self, Ix::Mod(..))))
+                }
+                _ => None,
+            },
         }
     }
 }
@@ -181,5 +265,24 @@ mod tests {
         assert_eq!(Ix::var("i").mul(6).div(3, None).to_string(), "(i * 2)");
         assert_eq!(Ix::var("i").div(64, Some(64)), Ix::c(0));
         assert_eq!(Ix::var("i").rem(64, Some(64)), Ix::var("i"));
+    }
+
+    #[test]
+    fn lanes_leave_head_splits() {
+        // Lane 3 of 8 at column jj + 3, split into heads of 128.
+        let j = Ix::var("jj").add(Ix::c(3));
+        let off = j.clone().div(128, None).mul(4096).add(j.clone().rem(128, None)).add(Ix::c(-64));
+        assert_eq!(off.lane_step("jj", 8), Some(1));
+        let p = off.pull_lanes("jj", 8);
+        assert_eq!(p.to_string(), "(((jj / 128) * 4096) + (jj % 128) + -61)");
+        let (s, k) = p.split_const();
+        assert!(s.multiple_of(8, &["jj"]));
+        assert_eq!(k.rem_euclid(8), 3);
+        // A head of 12 columns is not a multiple of the width: lanes may cross it.
+        assert_eq!(j.clone().rem(12, None).lane_step("jj", 8), None);
+        // Every lane reads the same element.
+        assert_eq!(j.clone().div(128, None).lane_step("jj", 8), Some(0));
+        // A transposed read: lanes 2048 elements apart.
+        assert_eq!(j.mul(2048).lane_step("jj", 8), Some(2048));
     }
 }

@@ -156,6 +156,14 @@ impl<'f> Lowerer<'f> {
 
     /// The value of `v` at `idx`, as a C expression of its register type.
     pub fn value_at(&mut self, v: ValueId, idx: &[Ix]) -> Result<String, CodegenError> {
+        let pulled: Vec<Ix>;
+        let idx = match &self.lanes {
+            Some(l) => {
+                pulled = idx.iter().map(|i| i.pull_lanes(&l.var, l.width as i64)).collect();
+                &pulled[..]
+            }
+            None => idx,
+        };
         let val = self.f.value(v);
         if let Some(c) = val.constant {
             return Ok(ctype::literal(val.dtype, c));
@@ -235,14 +243,16 @@ impl<'f> Lowerer<'f> {
         {
             return None;
         }
-        let (coef, rest) = off.linear_in(&l.var)?;
-        if coef != 1 {
+        let w = l.width as i64;
+        if off.lane_step(&l.var, w)? != 1 {
             return None;
         }
-        let base = rest.add(Ix::c(-(l.lane as i64)));
-        if !base.multiple_of(l.width as i64, &[]) {
+        let (rest, k) = off.pull_lanes(&l.var, w).split_const();
+        if !rest.multiple_of(w, &[&l.var]) || k.rem_euclid(w) != l.lane as i64 {
             return None;
         }
+        // Lane 0's element: aligned to the width, so one wide load serves all lanes.
+        let base = rest.add(Ix::c(k - l.lane as i64));
         let key = (v, base.clone(), self.branch_path.clone());
         let arr = match self.vector_loads.get(&key) {
             Some(a) => a.clone(),
@@ -264,9 +274,7 @@ impl<'f> Lowerer<'f> {
                 }
                 let per = wbytes / elem;
                 for c in 0..(size / wbytes) {
-                    let at = Ix::var(l.var.clone())
-                        .add(base.clone())
-                        .add(Ix::c((c * per) as i64));
+                    let at = base.clone().add(Ix::c((c * per) as i64));
                     self.line(&format!(
                         "*reinterpret_cast<{word}*>(&{a}[{}]) = __ldg(reinterpret_cast<const {word}*>(&{}[{at}]));",
                         c * per,
@@ -285,13 +293,13 @@ impl<'f> Lowerer<'f> {
     /// width plus the lane) and every bound is a multiple of the width.
     fn lane_uniform(&self, i: &Ix, bounds: &[i64]) -> bool {
         let Some(l) = &self.lanes else { return true };
-        if !i.uses(&l.var) {
-            return true;
-        }
         let w = l.width as i64;
-        match i.linear_in(&l.var) {
-            Some((1, rest)) => {
-                rest.add(Ix::c(-(l.lane as i64))).multiple_of(w, &[])
+        match i.lane_step(&l.var, w) {
+            Some(0) => true,
+            Some(1) => {
+                let (rest, k) = i.pull_lanes(&l.var, w).split_const();
+                rest.multiple_of(w, &[&l.var])
+                    && k.rem_euclid(w) == l.lane as i64
                     && bounds.iter().all(|b| b % w == 0)
             }
             _ => false,
@@ -643,16 +651,26 @@ impl<'f> Lowerer<'f> {
         let uniform = w.iter().enumerate().all(|(dim, &(before, _))| {
             (w[dim] == (0, 0)) || self.lane_uniform(&idx[dim], &[before, before + xs[dim] as i64])
         });
+        let lanes = self.all_lanes(uniform, idx);
         self.mark_hoist();
-        let (name, _) = self.declare(v);
+        let (name, _) = self.declare_lanes(v, lanes.len());
         self.open_branch(&format!("if ({}) {{", conds.join(" && ")), v, 0, uniform);
-        let inner = self.value_at(x, &j)?;
-        let inner = ctype::convert(f.value(x).dtype, d, &inner);
-        self.line(&format!("{name} = {inner};"));
+        for (k, li) in lanes.iter().enumerate() {
+            let mut j = li.clone();
+            for (dim, &(before, _)) in w.iter().enumerate() {
+                j[dim] = li[dim].clone().add(Ix::c(-before));
+            }
+            let inner = self.value_in_lane(k, x, &j)?;
+            let inner = ctype::convert(f.value(x).dtype, d, &inner);
+            self.line(&format!("{} = {inner};", lane_slot(&name, &lanes, k)));
+        }
         self.close_branch("}");
-        self.line(&format!("else {{ {name} = {pad_value}; }}"));
-        self.remember((v, idx.to_vec()), name.clone());
-        Ok(name)
+        self.open_branch("else {", v, 1, uniform);
+        for k in 0..lanes.len() {
+            self.line(&format!("{} = {pad_value};", lane_slot(&name, &lanes, k)));
+        }
+        self.close_branch("}");
+        Ok(self.remember_lanes(v, &name, &lanes))
     }
 
     fn lower_cat(
@@ -691,8 +709,9 @@ impl<'f> Lowerer<'f> {
         }
         let bounds: Vec<i64> = parts.iter().flat_map(|&(_, s, e)| [s, e]).collect();
         let uniform = self.lane_uniform(&idx[dd], &bounds);
+        let lanes = self.all_lanes(uniform, idx);
         self.mark_hoist();
-        let (name, _) = self.declare(v);
+        let (name, _) = self.declare_lanes(v, lanes.len());
         for (k, &(src, s, e)) in parts.iter().enumerate() {
             let mut conds = Vec::new();
             if manual || k > 0 {
@@ -701,21 +720,79 @@ impl<'f> Lowerer<'f> {
             conds.push(format!("{} < {e}", idx[dd]));
             let kw = if k == 0 { "if" } else { "else if" };
             self.open_branch(&format!("{kw} ({}) {{", conds.join(" && ")), v, k, uniform);
-            let mut j = idx.to_vec();
-            j[dd] = idx[dd].clone().add(Ix::c(-s));
-            let e = self.value_at(src, &j)?;
-            let e = ctype::convert(f.value(src).dtype, d, &e);
-            self.line(&format!("{name} = {e};"));
+            for (lane, li) in lanes.iter().enumerate() {
+                let mut j = li.clone();
+                j[dd] = li[dd].clone().add(Ix::c(-s));
+                let e = self.value_in_lane(lane, src, &j)?;
+                let e = ctype::convert(f.value(src).dtype, d, &e);
+                self.line(&format!("{} = {e};", lane_slot(&name, &lanes, lane)));
+            }
             self.close_branch("}");
         }
         self.open_branch("else {", v, parts.len(), uniform);
         // Positions no input owns (a manual cat with gaps) read the first input, as the reference does.
-        let first = self.value_at(xs[0], idx)?;
-        let first = ctype::convert(f.value(xs[0]).dtype, d, &first);
-        self.line(&format!("{name} = {first};"));
+        for (lane, li) in lanes.iter().enumerate() {
+            let first = self.value_in_lane(lane, xs[0], li)?;
+            let first = ctype::convert(f.value(xs[0]).dtype, d, &first);
+            self.line(&format!("{} = {first};", lane_slot(&name, &lanes, lane)));
+        }
         self.close_branch("}");
-        self.remember((v, idx.to_vec()), name.clone());
-        Ok(name)
+        Ok(self.remember_lanes(v, &name, &lanes))
+    }
+
+    /// The indices at which a lane-uniform branch computes values: at lane 0
+    /// of a vector, every lane's index, so that each branch computes all lanes
+    /// at once (its wide loads serve every lane and end with the branch);
+    /// otherwise only the current index.
+    fn all_lanes(&self, uniform: bool, idx: &[Ix]) -> Vec<Vec<Ix>> {
+        match &self.lanes {
+            Some(l) if uniform && l.lane == 0 && l.width > 1 => (0..l.width)
+                .map(|k| {
+                    let at = Ix::var(l.var.clone()).add(Ix::c(k as i64));
+                    idx.iter()
+                        .map(|i| i.subst(&l.var, &at).pull_lanes(&l.var, l.width as i64))
+                        .collect()
+                })
+                .collect(),
+            _ => vec![idx.to_vec()],
+        }
+    }
+
+    /// `value_at` as lane `k` of the lanes `all_lanes` gave.
+    fn value_in_lane(&mut self, k: usize, v: ValueId, idx: &[Ix]) -> Result<String, CodegenError> {
+        let saved = self.lanes.clone();
+        if let Some(l) = &mut self.lanes {
+            l.lane += k;
+        }
+        let r = self.value_at(v, idx);
+        self.lanes = saved;
+        r
+    }
+
+    /// A register for a branch chain's value, an array when it holds every lane.
+    fn declare_lanes(&mut self, v: ValueId, n: usize) -> (String, &'static str) {
+        if n == 1 {
+            return self.declare(v);
+        }
+        let name = self.fresh("v");
+        let ty = ctype::reg(self.f.value(v).dtype);
+        self.line(&format!("{ty} {name}[{n}];"));
+        (name, ty)
+    }
+
+    fn remember_lanes(&mut self, v: ValueId, name: &str, lanes: &[Vec<Ix>]) -> String {
+        for (k, li) in lanes.iter().enumerate() {
+            self.remember((v, li.clone()), lane_slot(name, lanes, k));
+        }
+        lane_slot(name, lanes, 0)
+    }
+}
+
+fn lane_slot(name: &str, lanes: &[Vec<Ix>], k: usize) -> String {
+    if lanes.len() == 1 {
+        name.to_string()
+    } else {
+        format!("{name}[{k}]")
     }
 }
 

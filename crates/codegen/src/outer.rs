@@ -250,6 +250,9 @@ pub fn combine_many(
         "const {it} c = ({it})blockIdx.x * 32 + threadIdx.x;"
     ));
     lw.line(&format!("const bool live = c < {cols};"));
+    // Every partial of every sum loaded in one loop, unrolled: the loads are
+    // independent, so enough are in flight to hide L2 latency.
+    let mut steps = Vec::new();
     for (j, (r, partial)) in reds.iter().enumerate() {
         let acc = r.acc(f);
         let Kind::Plain(op) = &r.kind else {
@@ -257,40 +260,53 @@ pub fn combine_many(
                 "combine_many takes plain reductions".into(),
             ));
         };
-        let ty = ctype::reg(acc);
-        let smem = format!("sm{j}");
-        lw.line(&format!("__shared__ {ty} {smem}[32][33];"));
-        lw.line(&format!("{ty} a{j} = {};", reduction::init(op, acc)));
-        lw.line("#pragma unroll 4");
-        lw.line(&format!(
-            "for (int p = threadIdx.y; p < {splits}; p += 32) if (live) {}",
-            reduction::step(
-                op,
-                acc,
-                &format!("a{j}"),
-                &format!("tmp{partial}[({it})p * {cols} + c]")
-            )
+        lw.line(&format!("{} a{j} = {};", ctype::reg(acc), reduction::init(op, acc)));
+        steps.push(reduction::step(
+            op,
+            acc,
+            &format!("a{j}"),
+            &format!("tmp{partial}[({it})p * {cols} + c]"),
         ));
-        lw.line(&format!("{smem}[threadIdx.y][threadIdx.x] = a{j};"));
+    }
+    let rounds = splits.div_ceil(32);
+    lw.line(if rounds <= 16 { "#pragma unroll" } else { "#pragma unroll 4" });
+    lw.open(&format!("for (int i = 0; i < {rounds}; ++i) {{"));
+    lw.line("const int p = threadIdx.y + 32 * i;");
+    lw.line(&format!("if (live && p < {splits}) {{ {} }}", steps.join(" ")));
+    lw.close("}");
+    for (j, (r, _)) in reds.iter().enumerate() {
+        let ty = ctype::reg(r.acc(f));
+        lw.line(&format!("__shared__ {ty} sm{j}[32][33];"));
+        lw.line(&format!("sm{j}[threadIdx.y][threadIdx.x] = a{j};"));
     }
     lw.line("__syncthreads();");
-    lw.open("if (threadIdx.y == 0 && live) {");
+    // Second stage transposed: warp y sums column y's 32 rows with shuffles.
+    lw.open("{");
+    lw.line(&format!(
+        "const {it} c = ({it})blockIdx.x * 32 + threadIdx.y;"
+    ));
+    lw.line(&format!("const bool live = c < {cols};"));
     for (j, (r, _)) in reds.iter().enumerate() {
         let acc = r.acc(f);
         let Kind::Plain(op) = &r.kind else {
             unreachable!()
         };
+        lw.line(&format!("{} b{j} = sm{j}[threadIdx.x][threadIdx.y];", ctype::reg(acc)));
         lw.line(&format!(
-            "for (int y = 1; y < 32; ++y) {}",
-            reduction::step(op, acc, &format!("a{j}"), &format!("sm{j}[y][threadIdx.x]"))
+            "for (int m = 16; m > 0; m >>= 1) {}",
+            reduction::step(op, acc, &format!("b{j}"), &format!("fb_shfl_xor(b{j}, m)"))
         ));
+    }
+    lw.open("if (threadIdx.x == 0 && live) {");
+    for (j, (r, _)) in reds.iter().enumerate() {
+        let acc = r.acc(f);
         let out = r.outputs[0];
         let d = f.value(out).dtype;
         let h = lw.fresh("h");
         lw.line(&format!(
             "const {} {h} = {};",
             ctype::reg(d),
-            ctype::convert(acc, d, &format!("a{j}"))
+            ctype::convert(acc, d, &format!("b{j}"))
         ));
         lw.line(&format!(
             "tmp{}[c] = {};",
@@ -308,6 +324,7 @@ pub fn combine_many(
             ctype::to_storage(f.value(v).dtype, &e)
         ));
     }
+    lw.close("}");
     lw.close("}");
     let src = format!("{} {{\n{}}}\n", signature(name, 1024, &params), lw.code);
     for ((r, _), &t) in reds.iter().zip(&results) {
