@@ -158,8 +158,25 @@ impl Prepared {
             .filter(|a| a.kind == ActivityKind::Kernel && a.name != "fb_spin")
             .collect();
         seen.sort_by_key(|a| a.start_ns);
-        let launched: Vec<&str> = self.plan.kernels.iter().map(|k| k.name.as_str()).collect();
-        let recorded: Vec<&str> = seen.iter().map(|a| a.name.as_str()).collect();
+        // Name and launch shape of each kernel, in order.
+        let launched: Vec<(&str, [i64; 6])> = self
+            .plan
+            .kernels
+            .iter()
+            .map(|k| {
+                let (g, b) = (k.grid, k.block);
+                let shape = [g[0], g[1], g[2], b[0], b[1], b[2]].map(i64::from);
+                (k.name.as_str(), shape)
+            })
+            .collect();
+        let recorded: Vec<(&str, [i64; 6])> = seen
+            .iter()
+            .map(|a| {
+                let (g, b) = (a.grid, a.block);
+                let shape = [g[0], g[1], g[2], b[0], b[1], b[2]].map(i64::from);
+                (a.name.as_str(), shape)
+            })
+            .collect();
         if recorded != launched {
             return Err(EngineError::Inputs(format!(
                 "CUPTI recorded kernels {recorded:?} for the launches {launched:?}; the sample is rejected, not summed"

@@ -236,8 +236,13 @@ impl Gpu {
         if !bytes.starts_with(b"\x7fELF") && bytes.last() != Some(&0) {
             bytes.push(0);
         }
-        ctx.load_module(Ptx::from_binary(bytes))
-            .ctx(|| "loading the module (cuModuleLoadData)".into())
+        let module = ctx
+            .load_module(Ptx::from_binary(bytes))
+            .ctx(|| "loading the module (cuModuleLoadData)".into())?;
+        if let Ok(mut kept) = self.inner.modules.lock() {
+            kept.push(module.clone());
+        }
+        Ok(module)
     }
 
     #[allow(clippy::too_many_arguments)]

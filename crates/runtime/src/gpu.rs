@@ -18,10 +18,10 @@ use crate::error::{describe_driver, guard, DriverContext, RuntimeError};
 /// Cheap to clone; clones share the context and the stream.
 #[derive(Clone)]
 pub struct Gpu {
-    inner: Arc<GpuInner>,
+    pub(crate) inner: Arc<GpuInner>,
 }
 
-struct GpuInner {
+pub(crate) struct GpuInner {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     info: DeviceInfo,
@@ -30,6 +30,10 @@ struct GpuInner {
     launches: Mutex<LaunchLog>,
     /// Scratch for `flush_l2`, allocated on first use.
     pub(crate) l2_scratch: Mutex<Option<CudaSlice<u8>>>,
+    /// Every module loaded, kept until the GPU handle goes: CUPTI names a kernel
+    /// record by its function handle, and an unloaded module's handles are
+    /// reused by the next one, whose records then carry the old names.
+    pub(crate) modules: Mutex<Vec<Arc<cudarc::driver::CudaModule>>>,
 }
 
 /// Kernels launched since the last successful synchronization, to name the culprit of an
@@ -79,6 +83,7 @@ impl Gpu {
                     cache,
                     launches: Mutex::new(LaunchLog::default()),
                     l2_scratch: Mutex::new(None),
+                    modules: Mutex::new(Vec::new()),
                 }),
             })
         })
