@@ -4,6 +4,7 @@
 #   there: scripts/gpu.sh run [ARGS]   (what the device runs; writes logs to $OUT when set)
 #          scripts/gpu.sh peer [ARGS]  (nvFuser and fusebench side by side; carry .peer too)
 #          scripts/gpu.sh repro [ARGS] (two invocations compared, cache policies, copy ceilings)
+#          scripts/gpu.sh program      (programs saved, compared in-program vs standalone, explain pairs)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -112,8 +113,33 @@ for r in c:
         print(f'{r["file"]}: events {m[r["file"]]:.2f} us, cupti {r["ours_us"]:.2f} us, {100 * (r["ours_us"] / m[r["file"]] - 1):+.1f}%')
 PY
     ;;
+program)
+    # Each model's forward and backward programs: saved as repros, then timed in the
+    # program and standalone from those repros; and the measurement pairs explain is tested on.
+    shift || true
+    mkdir -p "$out"
+    $bin save $shared/corpus --by-model --out "$out/saved" 2>&1 | tail -1
+    $bin compare $shared/corpus --by-model --saved "$out/saved" --records "$out/records" "$@" | tee "$out/compare.txt"
+    seed=$shared/corpus/seed_rmsnorm_legacy.py
+    fx=crates/cli/tests/fixtures/explain
+    sed 's/\[4, 1024/[1, 1024/g; s/(4, 1024/(1, 1024/g' $seed >"$out/rmsnorm_b1.py"
+    $bin bench $seed --json >"$out/seed-cold-1.json" 2>/dev/null
+    $bin bench $seed --json >"$out/seed-cold-2.json" 2>/dev/null
+    $bin bench $seed --cache warm --json >"$out/seed-warm.json" 2>/dev/null
+    FUSEBENCH_ROW_UNROLL=1 $bin bench $seed --json >"$out/seed-cold-unroll1.json" 2>/dev/null
+    $bin bench "$out/rmsnorm_b1.py" --json >"$out/b1-cold.json" 2>/dev/null
+    $bin bench "$out/rmsnorm_b1.py" --cache warm --json >"$out/b1-warm.json" 2>/dev/null
+    $bin bench $fx/square_rows.py --json >"$out/square-rows.json" 2>/dev/null
+    $bin bench $fx/square_columns.py --json >"$out/square-columns.json" 2>/dev/null
+    for p in "seed-cold-1 seed-cold-unroll1" "square-rows square-columns" "seed-cold-1 seed-warm" \
+             "b1-cold b1-warm" "seed-cold-1 seed-cold-2"; do
+        set -- $p
+        echo "== explain $1 $2"
+        $bin explain "$out/$1.json" "$out/$2.json" | tail -4
+    done
+    ;;
 *)
-    echo "usage: scripts/gpu.sh stage|run|peer|repro [bench args]" >&2
+    echo "usage: scripts/gpu.sh stage|run|peer|repro|program [bench args]" >&2
     exit 2
     ;;
 esac

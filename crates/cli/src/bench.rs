@@ -4,16 +4,12 @@
 use crate::{exit, files};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
 use fusebench_engine::copy_ceiling;
-use fusebench_measure::{
-    CachePolicy, Environment, FixedCount, KernelRecord, Measurement, Method, NoiseTarget,
-    StoppingRule, Subject,
-};
-use fusebench_reference::Arg;
+use fusebench_measure::{CachePolicy, FixedCount, NoiseTarget, StoppingRule};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -154,28 +150,6 @@ fn nvfuser_times(paths: &[PathBuf], given: Option<&Path>) -> HashMap<String, f64
     out
 }
 
-/// Bytes the fusion must move: every element its inputs address, read once,
-/// and every output a kernel writes.
-fn bytes_moved(f: &fusebench_ir::Fusion, inputs: &[Arg], plan: &fusebench_codegen::Plan) -> usize {
-    let read: usize = inputs
-        .iter()
-        .map(|a| match a {
-            Arg::Tensor(t) => {
-                t.shape()
-                    .iter()
-                    .zip(t.strides())
-                    .filter(|(_, &s)| s != 0)
-                    .map(|(&e, _)| e)
-                    .product::<usize>()
-                    * t.dtype().size_bytes()
-            }
-            Arg::Scalar(_) => 0,
-        })
-        .sum();
-    let _ = f;
-    read + plan.written_bytes()
-}
-
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let paths = match crate::paths_arg(&a.paths) {
         Ok(p) => p,
@@ -191,30 +165,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let cupti = match a.method {
-        MethodArg::Events => None,
-        MethodArg::Cupti => match fusebench_runtime::Cupti::start() {
-            Ok(c) => Some(c),
-            Err(e) => {
-                eprintln!("error: --method cupti: {e}");
-                return Ok(ExitCode::from(exit::USAGE));
-            }
-        },
-        MethodArg::Auto => match fusebench_runtime::Cupti::start() {
-            Ok(c) => Some(c),
-            Err(e) => {
-                eprintln!("note: timing with CUDA events, CUPTI is unavailable: {e}");
-                None
-            }
-        },
+    let cupti = match crate::record::start_cupti(a.method) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
     };
-    let clocks = match fusebench_runtime::ClockReader::new(0) {
-        Ok(c) => Some(c),
-        Err(reason) => {
-            eprintln!("note: samples carry no clock readings: {reason}");
-            None
-        }
-    };
+    let clocks = crate::record::clock_reader();
     let info = engine.gpu.info().clone();
     let mut rows = Vec::new();
     let mut failed = 0;
@@ -258,65 +213,27 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 clocks.as_ref(),
                 cupti.as_ref(),
             )?;
-            let bytes = bytes_moved(&f, &g.inputs, &prep.plan);
+            let bytes = crate::record::bytes_moved(&g.inputs, &prep.plan);
             let copy_us = copy_ceiling(&engine.gpu, bytes, 10)?;
             let name = p
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let nv = nvf.get(&name).copied();
-            let kernels: Vec<KernelRecord> = prep
-                .plan
-                .kernels
-                .iter()
-                .zip(&prep.kernels)
-                .zip(&t.per_kernel_median_us)
-                .map(|((pk, k), &us)| KernelRecord {
-                    name: pk.name.clone(),
-                    code_hash: pk.code_hash.clone(),
-                    grid: pk.grid,
-                    block: pk.block,
-                    shared_bytes: k.attributes().static_shared_bytes as u32,
-                    registers: k.attributes().registers_per_thread as u32,
-                    median_us: us,
-                })
-                .collect();
-            let env = Environment {
-                gpu_name: info.name.clone(),
-                gpu_uuid: info.uuid.clone(),
-                driver: info.driver_version_string(),
-                cuda: format!("NVRTC {}.{}", info.nvrtc_version.0, info.nvrtc_version.1),
-                sm_count: info.sm_count,
-                l2_bytes: info.l2_cache_bytes,
-                fusebench_version: env!("CARGO_PKG_VERSION").into(),
-            };
-            let (inputs_hash, inputs) = crate::fingerprint::inputs(&g.inputs);
-            let subject = Subject {
-                name: name.clone(),
-                definition_hash: crate::fingerprint::definition(&f),
-                inputs_hash,
-                inputs,
-            };
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
-            let record = Measurement::new(
-                subject,
-                if cupti.is_some() {
-                    Method::Cupti
-                } else {
-                    Method::CudaEvents
-                },
+            let record = crate::record::Measured {
+                name: &name,
+                fusion: &f,
+                inputs: &g.inputs,
+                prep: &prep,
                 cache,
-                rule.describe(),
-                t.run.stop.clone(),
-                warmup,
-                env,
-                kernels.clone(),
-                t.run.samples.clone(),
-                now,
-            )?;
+                cupti: cupti.is_some(),
+                rule: rule.as_ref(),
+                run: &t.run,
+                per_kernel_median_us: &t.per_kernel_median_us,
+                context: None,
+            }
+            .record()?;
+            let kernels = record.kernels.clone();
             let stored_id = match store.as_mut() {
                 Some(s) => Some(s.save(&record)?),
                 None => None,

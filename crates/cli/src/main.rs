@@ -3,12 +3,17 @@
 mod bench;
 mod check;
 mod emit;
+mod explain;
 mod files;
 mod fingerprint;
 mod gpu;
 mod history;
 mod peak;
 mod print;
+mod program;
+mod record;
+mod run;
+mod save;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -39,6 +44,14 @@ enum Command {
     History(history::Args),
     /// Measure this GPU's copy bandwidth (cold and warm L2) at several sizes.
     Peak(peak::Args),
+    /// Run a program of fusions in order, repeatedly, and time each inside it (in-program and cold L2).
+    Run(run::Args),
+    /// Write each fusion of a program as a standalone repro with valid inputs and its live record.
+    Save(save::Args),
+    /// Time each fusion of a program inside it and standalone, and say whether they agree and why not.
+    Compare(run::CompareArgs),
+    /// Why two measurements of a fusion differ: every known cause checked, the likely one named.
+    Explain(explain::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +63,10 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::run(a),
         Command::History(a) => history::run(a),
         Command::Peak(a) => peak::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Save(a) => save::run(a),
+        Command::Compare(a) => run::compare(a),
+        Command::Explain(a) => explain::run(a),
     };
     match result {
         Ok(code) => code,

@@ -143,6 +143,8 @@ fn gpu_commands_say_clearly_when_there_is_no_gpu() {
     for args in [
         vec!["check", "--device", "gpu", "examples/"],
         vec!["bench", "examples/"],
+        vec!["run", "examples/"],
+        vec!["compare", "--by-model", "examples/"],
     ] {
         let o = fusebench(&args);
         let t = text(&o);
@@ -227,4 +229,59 @@ fn history_lists_stored_results_and_flags_regressions() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("no stored measurements"), "{}", text(&o));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn saved_repros_of_a_gather_feed_valid_indices() {
+    let Some(corpus) = shared_corpus() else {
+        eprintln!("skipped: ../shared/corpus not found");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("fusebench-save-{}", std::process::id()));
+    let f = corpus.join("000_Llama-3.2-1B_fw_nvFusion0.py");
+    let o = fusebench(&["save", "--no-measure", "--out", dir.to_str().unwrap(), f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let saved = dir.join("000_Llama-3.2-1B_fw_nvFusion0.py");
+    let script = std::fs::read_to_string(&saved).unwrap();
+    // The token ids: drawn over the embedding table's rows, never make_tensor's [-9, 10).
+    assert!(script.contains("torch.randint(0, 128256, (2, 1024), dtype=torch.int64"), "{script}");
+    assert!(script.contains("fusebench save: fusion 1 of program"), "{script}");
+    let c = fusebench(&["check", "--strict", saved.to_str().unwrap()]);
+    let t = text(&c);
+    assert_eq!(c.status.code(), Some(0), "{t}");
+    assert!(!t.contains("invalid indices"), "{t}");
+    // The JSON form holds the same definition and input list.
+    let json = dir.join("json/000_Llama-3.2-1B_fw_nvFusion0.json");
+    let c = fusebench(&["check", "--json", json.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&c.stdout).expect("valid JSON");
+    assert_eq!(v["reports"][0]["ok"], true, "{}", text(&c));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_bad_manifest_line_is_a_usage_error_with_its_place() {
+    let dir = std::env::temp_dir().join(format!("fusebench-manifest-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = dir.join("step.txt");
+    std::fs::write(&m, "../../no_such.py\n").unwrap();
+    let o = fusebench(&["run", m.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("step.txt:1:1:") && t.contains("is not a file"), "{t}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn explain_names_the_cause_of_recorded_pairs() {
+    let fx = |n: &str| format!("crates/measure/tests/fixtures/explain/{n}.json");
+    let o = fusebench(&["explain", &fx("b1-cold"), &fx("b1-warm")]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("Most likely cause: working set vs L2 size."), "{t}");
+    assert!(t.contains("ruled out  different GPU or driver"), "{t}");
+    let o = fusebench(&["explain", "--json", &fx("seed-cold-1"), &fx("seed-cold-2")]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    assert_eq!(v["causes"], serde_json::json!(["noise"]));
+    let o = fusebench(&["explain", &fx("seed-cold-1"), "no/such.json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }

@@ -4,9 +4,11 @@
 
 mod error;
 mod prepared;
+mod program;
 mod time;
 mod transfer;
 
 pub use error::EngineError;
 pub use prepared::{Engine, Prepared};
+pub use program::{time_program, ProgramTimes};
 pub use time::{copy_ceiling, copy_time, rotation_copies, Timed};

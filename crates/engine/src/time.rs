@@ -1,6 +1,6 @@
-//! Kernel timing with CUDA events under a cache policy and a stopping rule
-//! (`fusebench-measure`), and the copy ceiling. CUPTI kernel records are the
-//! next method; until then results say `cuda_events`.
+//! Kernel timing of one fusion under a cache policy and a stopping rule
+//! (`fusebench-measure`), from CUPTI kernel records or CUDA events, and the
+//! copy ceiling.
 
 use crate::error::EngineError;
 use crate::prepared::Prepared;
@@ -8,7 +8,7 @@ use cudarc::driver::sys::CUevent_flags;
 use fusebench_measure::{sample, CachePolicy, Clocks, Run, Sample, StoppingRule};
 use fusebench_runtime::{Activity, ActivityKind, ClockReader, Cupti, Gpu, KernelArg};
 
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let n = v.len();
     if n == 0 {
@@ -20,7 +20,7 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-fn err(e: impl std::fmt::Display) -> EngineError {
+pub(crate) fn err(e: impl std::fmt::Display) -> EngineError {
     EngineError::Inputs(format!("timing: {e}"))
 }
 
@@ -149,41 +149,54 @@ impl Prepared {
 }
 
 impl Prepared {
-    /// Durations of this sample's kernels from CUPTI, in launch order, after
-    /// checking that exactly the kernels launched were recorded.
-    fn kernel_records(&self, cupti: &Cupti) -> Result<Vec<f64>, EngineError> {
-        let mut seen: Vec<Activity> = cupti
-            .take()?
-            .into_iter()
-            .filter(|a| a.kind == ActivityKind::Kernel && a.name != "fb_spin")
-            .collect();
-        seen.sort_by_key(|a| a.start_ns);
-        // Name and launch shape of each kernel, in order.
-        let launched: Vec<(&str, [i64; 6])> = self
-            .plan
+    /// Name and launch shape of each kernel, in launch order.
+    pub fn launch_list(&self) -> Vec<(String, [u32; 6])> {
+        self.plan
             .kernels
             .iter()
             .map(|k| {
                 let (g, b) = (k.grid, k.block);
-                let shape = [g[0], g[1], g[2], b[0], b[1], b[2]].map(i64::from);
-                (k.name.as_str(), shape)
+                (k.name.clone(), [g[0], g[1], g[2], b[0], b[1], b[2]])
             })
-            .collect();
-        let recorded: Vec<(&str, [i64; 6])> = seen
-            .iter()
-            .map(|a| {
-                let (g, b) = (a.grid, a.block);
-                let shape = [g[0], g[1], g[2], b[0], b[1], b[2]].map(i64::from);
-                (a.name.as_str(), shape)
-            })
-            .collect();
-        if recorded != launched {
-            return Err(EngineError::Inputs(format!(
-                "CUPTI recorded kernels {recorded:?} for the launches {launched:?}; the sample is rejected, not summed"
-            )));
-        }
-        Ok(seen.iter().map(Activity::duration_us).collect())
+            .collect()
     }
+
+    /// Durations of this sample's kernels from CUPTI, in launch order, after
+    /// checking that exactly the kernels launched were recorded.
+    fn kernel_records(&self, cupti: &Cupti) -> Result<Vec<f64>, EngineError> {
+        kernel_records(cupti, &self.launch_list())
+    }
+}
+
+/// Durations of the kernels CUPTI recorded since the last call, in launch
+/// order, after checking that they are exactly `launched` (name and launch
+/// shape, in order): a missing, extra or different kernel rejects the sample.
+pub(crate) fn kernel_records(
+    cupti: &Cupti,
+    launched: &[(String, [u32; 6])],
+) -> Result<Vec<f64>, EngineError> {
+    let mut seen: Vec<Activity> = cupti
+        .take()?
+        .into_iter()
+        .filter(|a| a.kind == ActivityKind::Kernel && a.name != "fb_spin")
+        .collect();
+    seen.sort_by_key(|a| a.start_ns);
+    let recorded: Vec<(String, [u32; 6])> = seen
+        .iter()
+        .map(|a| {
+            let (g, b) = (a.grid, a.block);
+            (a.name.clone(), [g[0], g[1], g[2], b[0], b[1], b[2]].map(|x| x.max(0) as u32))
+        })
+        .collect();
+    if recorded != launched {
+        let names = |v: &[(String, [u32; 6])]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        return Err(EngineError::Inputs(format!(
+            "CUPTI recorded kernels {:?} for the launches {:?}; the sample is rejected, not summed",
+            names(&recorded),
+            names(launched)
+        )));
+    }
+    Ok(seen.iter().map(Activity::duration_us).collect())
 }
 
 /// Sets of inputs the rotate policy cycles through: enough that together they

@@ -3,6 +3,7 @@
 //! of a measurement (`record`). The GPU side (CUPTI, L2 policies, clocks)
 //! feeds samples into this; the store keeps the records.
 
+pub mod explain;
 pub mod record;
 pub mod sampler;
 pub mod stats;
@@ -12,6 +13,7 @@ pub use record::{
     CachePolicy, Clocks, Environment, InputLayout, KernelRecord, MeasureError, Measurement, Method,
     Sample, Subject, SCHEMA_VERSION,
 };
+pub use explain::{explain, Cause, Explanation, Finding, Verdict};
 pub use sampler::{sample, Run};
 pub use stats::{differ, summarize, Summary};
 pub use stopping::{FixedCount, NoiseTarget, Stop, StoppingRule};

@@ -144,6 +144,12 @@ pub struct Measurement {
     pub samples: Vec<Sample>,
     /// Seconds since the Unix epoch.
     pub taken_at: u64,
+    /// Bytes the fusion moves (inputs it addresses plus outputs it writes): its working set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Where it ran: standalone, or inside a program ("program NAME, fusion i of n").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 impl Measurement {
@@ -190,6 +196,8 @@ impl Measurement {
             kernels,
             samples,
             taken_at,
+            bytes: None,
+            context: None,
         })
     }
 
@@ -211,7 +219,8 @@ impl Measurement {
         let m: Measurement =
             serde_json::from_str(text).map_err(|e| MeasureError::Json(e.to_string()))?;
         // The summary is derived: recompute it rather than trust the file.
-        Measurement::new(
+        let (bytes, context) = (m.bytes, m.context.clone());
+        let mut out = Measurement::new(
             m.subject,
             m.method,
             m.cache,
@@ -222,7 +231,24 @@ impl Measurement {
             m.kernels,
             m.samples,
             m.taken_at,
-        )
+        )?;
+        out.bytes = bytes;
+        out.context = context;
+        Ok(out)
+    }
+
+    /// The median SM clock over the samples that carry a reading.
+    pub fn median_sm_mhz(&self) -> Option<f64> {
+        let mut v: Vec<f64> = self
+            .samples
+            .iter()
+            .filter_map(|s| s.clocks.as_ref().map(|c| c.sm_mhz as f64))
+            .collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        Some(crate::stats::quantile_sorted(&v, 0.5))
     }
 }
 

@@ -67,8 +67,15 @@ impl Gpu {
     }
 
     /// Bytes written by `flush_l2`: twice the L2 size, and at least 8 MiB.
+    /// FUSEBENCH_FLUSH_MIB makes it larger, to study what else a bigger
+    /// flush evicts (address translations).
     pub fn l2_flush_bytes(&self) -> usize {
-        (2 * self.info().l2_cache_bytes as usize).max(8 << 20)
+        let base = (2 * self.info().l2_cache_bytes as usize).max(8 << 20);
+        let asked = std::env::var("FUSEBENCH_FLUSH_MIB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .map_or(0, |m| m << 20);
+        base.max(asked)
     }
 
     /// Evicts the inputs of the next kernel from L2 by writing a buffer twice its size (a

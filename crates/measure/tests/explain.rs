@@ -1,0 +1,91 @@
+//! `explain` on recorded measurements (fixtures/explain/README.md): each pair
+//! differs in one planted way, and explain must name that cause first.
+
+use fusebench_measure::{explain, Cause, Measurement, Verdict};
+
+fn load(name: &str) -> Measurement {
+    let path = format!("{}/tests/fixtures/explain/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    Measurement::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn first_cause(a: &str, b: &str) -> Cause {
+    let (x, y) = (load(a), load(b));
+    let e = explain(&x, &y);
+    *e.causes
+        .first()
+        .unwrap_or_else(|| panic!("{a} vs {b}: no cause named\n{}", e.render(&x, &y)))
+}
+
+#[test]
+fn another_launch_configuration_is_named() {
+    assert_eq!(first_cause("seed-cold-1", "seed-cold-unroll1"), Cause::Kernels);
+}
+
+#[test]
+fn a_transposed_input_is_named_before_the_kernels_it_causes() {
+    let (a, b) = (load("square-rows"), load("square-columns"));
+    let e = explain(&a, &b);
+    assert_eq!(e.causes[0], Cause::InputLayout, "{}", e.render(&a, &b));
+    let layout = e.findings.iter().find(|f| f.cause == Cause::InputLayout).unwrap();
+    assert!(layout.detail.contains("transposed"), "{}", layout.detail);
+    assert!(e.causes.contains(&Cause::Kernels));
+}
+
+#[test]
+fn warm_against_cold_is_the_cache_policy() {
+    assert_eq!(first_cause("seed-cold-1", "seed-warm"), Cause::CachePolicy);
+}
+
+#[test]
+fn a_working_set_that_fits_in_l2_is_named() {
+    let (a, b) = (load("b1-cold"), load("b1-warm"));
+    let e = explain(&a, &b);
+    assert_eq!(e.causes[0], Cause::WorkingSetVsL2, "{}", e.render(&a, &b));
+    assert!(e.ratio < 0.9, "warm data in L2 is read faster: {}", e.ratio);
+    // The seed's 67 MB do not fit in the 60 MiB L2: there the policy is the cause.
+    let (c, w) = (load("seed-cold-1"), load("seed-warm"));
+    let ws = explain(&c, &w)
+        .findings
+        .into_iter()
+        .find(|f| f.cause == Cause::WorkingSetVsL2)
+        .unwrap();
+    assert_eq!(ws.verdict, Verdict::RuledOut, "{}", ws.detail);
+}
+
+#[test]
+fn throttled_samples_are_named() {
+    let (a, b) = (load("seed-cold-2"), load("seed-cold-throttled"));
+    let e = explain(&a, &b);
+    assert_eq!(e.causes[0], Cause::Clocks, "{}", e.render(&a, &b));
+    assert!(e.render(&a, &b).contains("1410 MHz"));
+}
+
+#[test]
+fn two_runs_within_noise_are_called_noise() {
+    let (a, b) = (load("seed-cold-1"), load("seed-cold-2"));
+    let e = explain(&a, &b);
+    assert!(!e.beyond_noise);
+    assert_eq!(e.causes, vec![Cause::Noise], "{}", e.render(&a, &b));
+}
+
+#[test]
+fn a_single_sample_cannot_be_judged() {
+    let a = load("seed-cold-1");
+    let mut b = load("seed-cold-2");
+    b.samples.truncate(1);
+    let b = Measurement::from_json(&b.to_json()).unwrap();
+    assert_eq!(explain(&a, &b).causes, vec![Cause::SingleSample]);
+}
+
+#[test]
+fn every_check_reports_on_identical_records() {
+    let a = load("seed-cold-1");
+    let e = explain(&a, &a);
+    assert_eq!(e.causes, vec![Cause::Noise]);
+    for f in &e.findings {
+        if f.cause != Cause::Noise {
+            assert_ne!(f.verdict, Verdict::Differs, "{:?}: {}", f.cause, f.detail);
+        }
+    }
+}
