@@ -191,6 +191,9 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
     // Working set against L2, for timings that keep L2 between samples.
     let l2 = |m: &Measurement| match (keeps_l2(m.cache), fits_l2(m), m.bytes) {
         (false, _, _) => format!("{} (L2 flushed or rotated)", policy(m.cache)),
+        (true, _, _) if m.cache == CachePolicy::InProgram => {
+            "in-program (L2 holds what the earlier fusions of the program left)".to_string()
+        }
         (true, Some(true), Some(by)) => format!(
             "{} with a working set of {} that fits in the {} L2: reads come from L2 ({:.2} TB/s implied)",
             policy(m.cache),
@@ -206,10 +209,15 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
         ),
         _ => format!("{} (working set not recorded)", policy(m.cache)),
     };
-    // Reads come from L2 when the policy keeps L2 and the working set fits.
-    let from_l2 = |m: &Measurement| fits_l2(m).map(|fits| fits && keeps_l2(m.cache));
+    // Reads come from L2 when the fusion runs back to back on a working set
+    // that fits. In a program, L2 holds what ran before: not known to be its own.
+    let from_l2 = |m: &Measurement| match m.cache {
+        CachePolicy::InProgram => None,
+        c => fits_l2(m).map(|fits| fits && keeps_l2(c)),
+    };
     let ws = match (from_l2(a), from_l2(b)) {
         (Some(x), Some(y)) if x != y => Verdict::Differs,
+        (Some(true), None) | (None, Some(true)) => Verdict::Differs,
         (Some(_), Some(_)) => Verdict::RuledOut,
         _ if !keeps_l2(a.cache) && !keeps_l2(b.cache) => Verdict::RuledOut,
         _ => Verdict::Unknown,
