@@ -138,7 +138,8 @@ program)
         $bin explain "$out/$1.json" "$out/$2.json" | tail -4
     done
     # One archive: the device tool returns only a few files.
-    (cd "$out" && tar czf ../program.tgz . && mv ../program.tgz . && find . -mindepth 1 -not -name program.tgz -not -name compare.txt -delete)
+    tar czf /tmp/program.tgz -C "$out" . && mv /tmp/program.tgz "$out/" &&
+        find "$out" -mindepth 1 -not -name program.tgz -not -name compare.txt -delete
     ;;
 *)
     echo "usage: scripts/gpu.sh stage|run|peer|repro|program [bench args]" >&2
