@@ -1,0 +1,21 @@
+"""fusebench: one trustworthy kernel time for any CUDA callable, and why two times differ.
+
+    import fusebench
+    m = fusebench.kernel_time(fd.execute, inputs)        # cold L2, CUPTI, median to +-1%
+    print(m)                                             # median, interval, samples, kernels
+    fusebench.explain(m_live, m_saved)                   # the causes of a difference, checked
+
+Importing works without a GPU; measuring then raises fusebench.Unavailable with the reason.
+"""
+
+from ._native import (  # noqa: F401
+    Explanation,
+    Fusion,
+    Measurement,
+    Unavailable,
+    explain,
+    gpu_status,
+    kernel_time,
+    load,
+    __version__,
+)

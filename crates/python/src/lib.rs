@@ -1,0 +1,506 @@
+//! The `fusebench` Python module: fusebench's harness around any Python
+//! callable that launches CUDA kernels (nvFuser's `fd.execute`, a
+//! torch.compile'd function, a Triton kernel, PyTorch eager code).
+//!
+//! A sample: flush L2 (cold) or not (warm), wait for the whole context to be
+//! idle, call the function, wait again, and sum the durations of the kernels
+//! CUPTI recorded in between. The process's primary context is shared with
+//! PyTorch, so whatever stream the function uses is covered. A sample whose
+//! kernels (names and launch shapes) differ from the warm-up's is rejected.
+
+use fusebench_measure::{
+    CachePolicy, Environment, InputLayout, KernelRecord, Measurement as Record, Method,
+    NoiseTarget, Sample, Subject,
+};
+use fusebench_runtime::{Activity, ActivityKind, ClockReader, Cupti, Gpu};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+create_exception!(
+    _native,
+    Unavailable,
+    PyRuntimeError,
+    "No GPU, driver, NVRTC or CUPTI: fusebench cannot measure here (the message says which)."
+);
+
+/// What a measurement needs for the life of the process: CUPTI takes one
+/// session per process.
+struct Harness {
+    gpu: Gpu,
+    cupti: Cupti,
+    clocks: Option<ClockReader>,
+}
+
+static HARNESS: OnceLock<Result<Mutex<Harness>, String>> = OnceLock::new();
+
+fn harness() -> PyResult<&'static Mutex<Harness>> {
+    let h = HARNESS.get_or_init(|| {
+        fusebench_runtime::probe().map_err(|e| e.to_string())?;
+        let gpu = Gpu::new(0).map_err(|e| e.to_string())?;
+        let cupti = Cupti::start().map_err(|e| format!("CUPTI: {e}"))?;
+        Ok(Mutex::new(Harness {
+            gpu,
+            cupti,
+            clocks: ClockReader::new(0).ok(),
+        }))
+    });
+    h.as_ref()
+        .map_err(|reason| Unavailable::new_err(format!("fusebench cannot measure here: {reason}")))
+}
+
+fn runtime_err(e: impl std::fmt::Display) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
+}
+
+/// `(True, description)` when a GPU can be measured, else `(False, why not)`.
+#[pyfunction]
+fn gpu_status() -> (bool, String) {
+    match fusebench_runtime::probe() {
+        Ok(info) => (true, format!("{} ({} SMs, L2 {} MiB)", info.name, info.sm_count, info.l2_cache_bytes >> 20)),
+        Err(e) => (false, e.to_string()),
+    }
+}
+
+type Signature = Vec<(String, [i32; 6])>;
+
+fn signature(kernels: &[Activity]) -> Signature {
+    kernels
+        .iter()
+        .map(|a| {
+            let (g, b) = (a.grid, a.block);
+            (a.name.clone(), [g[0], g[1], g[2], b[0], b[1], b[2]])
+        })
+        .collect()
+}
+
+/// Tensor-like arguments (anything with `data_ptr`, `shape`, `stride`,
+/// `dtype`), also inside lists and tuples one level down.
+fn layouts(args: &Bound<'_, PyTuple>) -> Vec<InputLayout> {
+    fn one(x: &Bound<'_, PyAny>, out: &mut Vec<InputLayout>) {
+        let get = || -> PyResult<InputLayout> {
+            let ptr: u64 = x.call_method0("data_ptr")?.extract()?;
+            let shape: Vec<usize> = x.getattr("shape")?.extract()?;
+            let strides: Vec<i64> = x.call_method0("stride")?.extract()?;
+            let dtype: String = x.getattr("dtype")?.str()?.extract()?;
+            Ok(InputLayout {
+                dtype: dtype.trim_start_matches("torch.").to_string(),
+                shape,
+                strides,
+                byte_offset: (ptr % 256) as usize,
+            })
+        };
+        if let Ok(l) = get() {
+            out.push(l);
+        }
+    }
+    let mut out = Vec::new();
+    for a in args.iter() {
+        if a.is_instance_of::<PyList>() || a.is_instance_of::<PyTuple>() {
+            if let Ok(it) = a.try_iter() {
+                for x in it.flatten() {
+                    one(&x, &mut out);
+                }
+            }
+        } else {
+            one(&a, &mut out);
+        }
+    }
+    out
+}
+
+/// Times `func(*args)` on the GPU: median kernel time with its 95% interval.
+///
+/// cache: "cold" (L2 flushed before each call, outside the time) or "warm".
+/// target: stop once the interval is within +-target of the median (after
+/// 10 samples and 50 ms), or after max_time seconds. bytes: what the call
+/// moves, for bandwidth. name/context: labels kept in the record.
+#[pyfunction]
+#[pyo3(signature = (func, *args, cache = "cold", target = 0.01, max_time = 1.0, warmup = 3, bytes = None, name = None, context = None))]
+#[allow(clippy::too_many_arguments)]
+fn kernel_time(
+    py: Python<'_>,
+    func: &Bound<'_, PyAny>,
+    args: &Bound<'_, PyTuple>,
+    cache: &str,
+    target: f64,
+    max_time: f64,
+    warmup: usize,
+    bytes: Option<u64>,
+    name: Option<String>,
+    context: Option<String>,
+) -> PyResult<Measurement> {
+    let policy = match cache {
+        "cold" => CachePolicy::Cold,
+        "warm" => CachePolicy::Warm,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "cache={other:?}: kernel_time supports \"cold\" and \"warm\" (rotate needs fusebench to own the inputs)"
+            )))
+        }
+    };
+    if !(target > 0.0 && max_time > 0.0) {
+        return Err(PyValueError::new_err("target and max_time must be above zero"));
+    }
+    let h = harness()?;
+    let h = h.lock().map_err(|_| runtime_err("the harness was poisoned by an earlier panic"))?;
+    let ctx = h.gpu.cuda_context().clone();
+    let rule = NoiseTarget {
+        target,
+        max_time: Duration::from_secs_f64(max_time),
+        ..Default::default()
+    };
+    let mut reference: Option<Signature> = None;
+    let mut per_kernel: Vec<Vec<f64>> = Vec::new();
+    let mut calls = 0usize;
+    let run = fusebench_measure::sample(warmup, &rule, || -> PyResult<Sample> {
+        if policy == CachePolicy::Cold {
+            h.gpu.flush_l2().map_err(runtime_err)?;
+        }
+        ctx.synchronize().map_err(runtime_err)?;
+        h.cupti.take().map_err(runtime_err)?;
+        func.call1(args)?;
+        ctx.synchronize().map_err(runtime_err)?;
+        let mut kernels: Vec<Activity> = h
+            .cupti
+            .take()
+            .map_err(runtime_err)?
+            .into_iter()
+            .filter(|a| a.kind == ActivityKind::Kernel)
+            .collect();
+        kernels.sort_by_key(|a| a.start_ns);
+        calls += 1;
+        if kernels.is_empty() {
+            return Err(runtime_err(
+                "the function launched no kernel on the GPU (CUPTI recorded none in the call)",
+            ));
+        }
+        let sig = signature(&kernels);
+        match &reference {
+            None => {
+                per_kernel = vec![Vec::new(); sig.len()];
+                reference = Some(sig);
+            }
+            Some(r) if *r != sig => {
+                let names = |s: &Signature| s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+                return Err(runtime_err(format!(
+                    "call {calls} launched kernels {:?}, the first call {:?}; the sample is rejected, not summed",
+                    names(&sig),
+                    names(r)
+                )));
+            }
+            Some(_) => {}
+        }
+        if calls > warmup {
+            for (p, k) in per_kernel.iter_mut().zip(&kernels) {
+                p.push(k.duration_us());
+            }
+        }
+        let clocks = h.clocks.as_ref().and_then(|c| c.read().ok()).map(|c| fusebench_measure::Clocks {
+            sm_mhz: c.sm_mhz,
+            mem_mhz: c.mem_mhz,
+            temperature_c: c.temperature_c,
+            power_w: c.power_w,
+            throttle_reasons: c.throttle_reasons,
+        });
+        Ok(Sample {
+            time_us: kernels.iter().map(Activity::duration_us).sum(),
+            clocks,
+        })
+    })?;
+    let label = match name {
+        Some(n) => n,
+        None => func
+            .getattr("__qualname__")
+            .or_else(|_| func.getattr("__name__"))
+            .and_then(|n| n.extract::<String>())
+            .unwrap_or_else(|_| "callable".into()),
+    };
+    let sig = reference.unwrap_or_default();
+    let kernels = sig
+        .iter()
+        .zip(per_kernel.iter_mut())
+        .map(|((n, s), times)| {
+            times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            KernelRecord {
+                name: n.clone(),
+                code_hash: String::new(),
+                grid: [s[0], s[1], s[2]].map(|x| x.max(0) as u32),
+                block: [s[3], s[4], s[5]].map(|x| x.max(0) as u32),
+                shared_bytes: 0,
+                registers: 0,
+                median_us: times.get(times.len() / 2).copied().unwrap_or(f64::NAN),
+            }
+        })
+        .collect();
+    let info = h.gpu.info();
+    let environment = Environment {
+        gpu_name: info.name.clone(),
+        gpu_uuid: info.uuid.clone(),
+        driver: info.driver_version_string(),
+        cuda: format!("NVRTC {}.{}", info.nvrtc_version.0, info.nvrtc_version.1),
+        sm_count: info.sm_count,
+        l2_bytes: info.l2_cache_bytes,
+        fusebench_version: env!("CARGO_PKG_VERSION").into(),
+    };
+    let taken_at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let _ = py;
+    let mut record = Record::new(
+        Subject {
+            name: label,
+            // A Python callable has no fusion definition fusebench can hash.
+            definition_hash: "python callable".into(),
+            inputs_hash: String::new(),
+            inputs: layouts(args),
+        },
+        Method::Cupti,
+        policy,
+        fusebench_measure::StoppingRule::describe(&rule),
+        run.stop,
+        warmup,
+        environment,
+        kernels,
+        run.samples,
+        taken_at,
+    )
+    .map_err(runtime_err)?;
+    record.bytes = bytes;
+    record.context = context;
+    Ok(Measurement { inner: record })
+}
+
+/// A measurement: the median kernel time with its interval, every sample,
+/// the kernels, and the fingerprints of where and how it was taken.
+#[pyclass(module = "fusebench", frozen)]
+struct Measurement {
+    inner: Record,
+}
+
+#[pymethods]
+impl Measurement {
+    /// Median kernel time in microseconds.
+    #[getter]
+    fn median(&self) -> f64 {
+        self.inner.summary.median
+    }
+    /// The 95% interval of the median, (low, high) in microseconds.
+    #[getter]
+    fn ci(&self) -> (f64, f64) {
+        (self.inner.summary.ci_low, self.inner.summary.ci_high)
+    }
+    #[getter]
+    fn min(&self) -> f64 {
+        self.inner.summary.min
+    }
+    #[getter]
+    fn p90(&self) -> f64 {
+        self.inner.summary.p90
+    }
+    #[getter]
+    fn n(&self) -> usize {
+        self.inner.summary.n
+    }
+    /// Every sample's time in microseconds.
+    #[getter]
+    fn samples(&self) -> Vec<f64> {
+        self.inner.samples.iter().map(|s| s.time_us).collect()
+    }
+    #[getter]
+    fn cache(&self) -> String {
+        serde_json::to_value(self.inner.cache).map(|v| v.as_str().unwrap_or("").to_string()).unwrap_or_default()
+    }
+    #[getter]
+    fn method(&self) -> String {
+        serde_json::to_value(self.inner.method).map(|v| v.as_str().unwrap_or("").to_string()).unwrap_or_default()
+    }
+    #[getter]
+    fn throttled_samples(&self) -> usize {
+        self.inner.throttled_samples
+    }
+    #[getter]
+    fn bytes(&self) -> Option<u64> {
+        self.inner.bytes
+    }
+    /// GB/s when the bytes moved were given.
+    #[getter]
+    fn gbps(&self) -> Option<f64> {
+        self.inner.bytes.map(|b| b as f64 / self.inner.summary.median / 1e3)
+    }
+    /// Each kernel: name, grid, block, median_us.
+    #[getter]
+    fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.inner
+            .kernels
+            .iter()
+            .map(|k| {
+                let d = PyDict::new(py);
+                d.set_item("name", &k.name)?;
+                d.set_item("grid", k.grid.to_vec())?;
+                d.set_item("block", k.block.to_vec())?;
+                d.set_item("median_us", k.median_us)?;
+                Ok(d)
+            })
+            .collect()
+    }
+    /// The whole record as JSON (docs/result-schema.md), readable by `fusebench explain`.
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+    #[staticmethod]
+    fn from_json(text: &str) -> PyResult<Measurement> {
+        Record::from_json(text)
+            .map(|inner| Measurement { inner })
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+    fn __repr__(&self) -> String {
+        let s = &self.inner.summary;
+        let names: Vec<&str> = self.inner.kernels.iter().map(|k| k.name.as_str()).collect();
+        format!(
+            "<Measurement {}: {:.2} us [{:.2}, {:.2}] median of {} {} samples, min {:.2}, {} kernel(s) {:?}, {}>",
+            self.inner.subject.name,
+            s.median,
+            s.ci_low,
+            s.ci_high,
+            s.n,
+            self.cache(),
+            s.min,
+            names.len(),
+            names,
+            self.method()
+        )
+    }
+}
+
+/// Why two measurements differ: every cause checked, the likely one first.
+#[pyclass(module = "fusebench", frozen)]
+struct Explanation {
+    #[pyo3(get)]
+    ratio: f64,
+    #[pyo3(get)]
+    beyond_noise: bool,
+    /// The causes that differ, most likely first.
+    #[pyo3(get)]
+    causes: Vec<String>,
+    #[pyo3(get)]
+    text: String,
+}
+
+#[pymethods]
+impl Explanation {
+    fn __str__(&self) -> String {
+        self.text.clone()
+    }
+    fn __repr__(&self) -> String {
+        self.text.clone()
+    }
+}
+
+#[pyfunction]
+fn explain(a: &Measurement, b: &Measurement) -> Explanation {
+    let e = fusebench_measure::explain(&a.inner, &b.inner);
+    Explanation {
+        ratio: e.ratio,
+        beyond_noise: e.beyond_noise,
+        causes: e.causes.iter().map(|c| c.title().to_string()).collect(),
+        text: e.render(&a.inner, &b.inner),
+    }
+}
+
+/// A repro script run by fusebench's own engine: planned for this GPU,
+/// compiled, its inputs generated from the script's recipe (gather indices in
+/// range) and uploaded once. Calling it launches its kernels, so it can be
+/// timed with `kernel_time` beside nvFuser's `fd.execute`.
+#[pyclass(module = "fusebench", unsendable)]
+struct Fusion {
+    prep: fusebench_engine::Prepared,
+    #[pyo3(get)]
+    name: String,
+    /// Bytes the fusion moves (inputs it addresses, outputs it writes).
+    #[pyo3(get)]
+    bytes: u64,
+}
+
+#[pymethods]
+impl Fusion {
+    fn __call__(&self) -> PyResult<()> {
+        self.prep.launch_all().map_err(runtime_err)
+    }
+    /// The kernels, as (name, grid, block).
+    #[getter]
+    fn kernels(&self) -> Vec<(String, [u32; 3], [u32; 3])> {
+        self.prep.plan.kernels.iter().map(|k| (k.name.clone(), k.grid, k.block)).collect()
+    }
+    /// Runs once and compares every output with the CPU reference: (ok, report).
+    fn check(&self, path: &str) -> PyResult<(bool, String)> {
+        let f = fusebench_frontend::parse_file(std::path::Path::new(path)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let g = fusebench_reference::generate_inputs(&f, 0).map_err(runtime_err)?;
+        let want = fusebench_reference::run(&f, &g.inputs).map_err(runtime_err)?;
+        self.prep.run().map_err(runtime_err)?;
+        let got = self.prep.outputs(&f, &g.inputs).map_err(runtime_err)?;
+        let mut ok = true;
+        let mut report = Vec::new();
+        for (i, (w, o)) in want.iter().zip(&got).enumerate() {
+            let c = fusebench_reference::compare::compare(o, w);
+            ok &= c.ok;
+            report.push(format!(
+                "output {i}: {}, {} of {} outside tolerance, max abs err {:.3e}{}",
+                if c.ok { "ok" } else { "MISMATCH" },
+                c.mismatches,
+                c.elements,
+                c.max_abs_err,
+                c.problem.map(|p| format!(" ({p})")).unwrap_or_default()
+            ));
+        }
+        Ok((ok, report.join("\n")))
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (path, seed = 0))]
+fn load(path: &str, seed: u64) -> PyResult<Fusion> {
+    let f = fusebench_frontend::parse_file(std::path::Path::new(path))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let g = fusebench_reference::generate_inputs(&f, seed).map_err(runtime_err)?;
+    let engine = fusebench_engine::Engine::new()
+        .map_err(|e| Unavailable::new_err(format!("fusebench cannot run fusions here: {e}")))?;
+    let prep = engine.prepare(&f, &g.inputs).map_err(runtime_err)?;
+    let read: usize = g
+        .inputs
+        .iter()
+        .map(|a| match a {
+            fusebench_reference::Arg::Tensor(t) => {
+                t.shape().iter().zip(t.strides()).filter(|(_, &s)| s != 0).map(|(&e, _)| e).product::<usize>()
+                    * t.dtype().size_bytes()
+            }
+            fusebench_reference::Arg::Scalar(_) => 0,
+        })
+        .sum();
+    Ok(Fusion {
+        bytes: (read + prep.plan.written_bytes()) as u64,
+        prep,
+        name: std::path::Path::new(path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    })
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("Unavailable", m.py().get_type::<Unavailable>())?;
+    m.add_class::<Measurement>()?;
+    m.add_class::<Explanation>()?;
+    m.add_class::<Fusion>()?;
+    m.add_function(wrap_pyfunction!(kernel_time, m)?)?;
+    m.add_function(wrap_pyfunction!(explain, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_status, m)?)?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    Ok(())
+}
