@@ -5,6 +5,7 @@
 #          scripts/gpu.sh peer [ARGS]  (nvFuser and fusebench side by side; carry .peer too)
 #          scripts/gpu.sh repro [ARGS] (two invocations compared, cache policies, copy ceilings)
 #          scripts/gpu.sh program      (programs saved, compared in-program vs standalone, explain pairs)
+#          scripts/gpu.sh python [ARGS] (the Python module's GPU tests, the report redone, bench/peers.py)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,8 @@ stage)
     rm -rf .gpu/shared/corpus .gpu/shared/golden
     cp -r ../shared/corpus ../shared/golden .gpu/shared/
     strip -o .gpu/fusebench target/release/fusebench
+    bash scripts/python.sh wheel
+    rm -f .gpu/fusebench-*.whl && cp target/wheels/fusebench-*.whl .gpu/
     ;;
 run)
     shift || true
@@ -141,8 +144,21 @@ program)
     tar czf /tmp/program.tgz -C "$out" . && mv /tmp/program.tgz "$out/" &&
         find "$out" -mindepth 1 -not -name program.tgz -not -name compare.txt -delete
     ;;
+python)
+    # The Python module with nvFuser, Thunder and PyTorch beside it: its tests on the GPU, the
+    # original report redone, and every corpus fusion timed by each peer (carry .gpu and .peer).
+    shift || true
+    mkdir -p "$out"
+    source .peer/activate.sh
+    pip install -q --no-deps --no-index --target /tmp/fbpy .gpu/fusebench-*.whl
+    export PYTHONPATH=/tmp/fbpy:${PYTHONPATH:-}
+    python3 crates/python/tests/test_fusebench.py 2>&1 | tail -4
+    python3 bench/report_repro.py "$out/report" 2>"$out/report-stderr.txt" || tail -20 "$out/report-stderr.txt"
+    python3 bench/peers.py $shared/corpus --json "$out/peers.json" "$@" 2>"$out/peers-stderr.txt"
+    grep -B1 FAILED "$out/peers-stderr.txt" | head -20
+    ;;
 *)
-    echo "usage: scripts/gpu.sh stage|run|peer|repro|program [bench args]" >&2
+    echo "usage: scripts/gpu.sh stage|run|peer|repro|program|python [bench args]" >&2
     exit 2
     ;;
 esac

@@ -491,6 +491,15 @@ fn load(path: &str, seed: u64) -> PyResult<Fusion> {
     })
 }
 
+/// A repro script in fusebench's JSON form (values with resolved shapes and
+/// dtypes, nodes in order): what `bench/torch_fusion.py` turns into PyTorch code.
+#[pyfunction]
+fn fusion_json(path: &str) -> PyResult<String> {
+    fusebench_frontend::parse_file(std::path::Path::new(path))
+        .map(|f| f.to_json())
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -502,5 +511,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_status, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(fusion_json, m)?)?;
     Ok(())
 }

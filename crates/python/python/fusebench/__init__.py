@@ -14,6 +14,7 @@ from ._native import (  # noqa: F401
     Measurement,
     Unavailable,
     explain,
+    fusion_json,
     gpu_status,
     kernel_time,
     load,

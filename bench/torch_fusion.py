@@ -1,0 +1,137 @@
+"""A fusion as PyTorch code, for timing PyTorch eager and torch.compile on the same fusion.
+
+    fn = build(fusebench.fusion_json("script.py"))
+    outs = fn(*inputs)                 # eager
+    outs = torch.compile(fn)(*inputs)  # compiled
+
+Each node of fusebench's JSON form becomes the PyTorch op with the same meaning; every result is
+cast to the dtype the fusion gives it (nvFuser computes reduced floats in float), so the memory traffic
+matches the fusion's. The numbers are for timing; fusebench's CPU reference is the oracle for values.
+"""
+import json
+
+import torch
+import torch.nn.functional as F
+
+DTYPES = {
+    "BFloat16": torch.bfloat16,
+    "Half": torch.float16,
+    "Float": torch.float32,
+    "Double": torch.float64,
+    "Int": torch.int64,
+    "Int32": torch.int32,
+    "Bool": torch.bool,
+}
+BINARY = {
+    "Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div, "Pow": torch.pow,
+    "Max": torch.maximum, "Min": torch.minimum, "Remainder": torch.remainder, "Fmod": torch.fmod,
+    "Eq": torch.eq, "Ne": torch.ne, "Lt": torch.lt, "Le": torch.le, "Gt": torch.gt, "Ge": torch.ge,
+    "LogicalAnd": torch.logical_and, "LogicalOr": torch.logical_or, "BitwiseAnd": torch.bitwise_and,
+    "BitwiseOr": torch.bitwise_or, "Atan2": torch.atan2,
+}
+
+
+def build(fusion_json):
+    d = json.loads(fusion_json)
+    values, nodes = d["values"], d["nodes"]
+
+    def fn(*inputs):
+        env = dict(zip(d["inputs"], inputs))
+
+        def val(v):
+            if v in env:
+                return env[v]
+            c = values[v].get("constant")
+            if c is None:
+                raise ValueError(f"value {values[v]['name']} has no value")
+            return next(iter(c.values()))
+
+        def typed(x, v):
+            want = DTYPES.get(values[v]["dtype"])
+            if isinstance(x, torch.Tensor) and want is not None and x.dtype != want:
+                return x.to(want)
+            return x
+
+        for n in nodes:
+            o, outs = n["op"], n["outputs"]
+            k = o["op"]
+            shape = values[outs[0]]["shape"]
+            dt = DTYPES.get(values[outs[0]]["dtype"])
+            if k == "cast":
+                x = val(o["x"])
+                r = x.to(dt) if isinstance(x, torch.Tensor) else x
+            elif k == "unary":
+                x = val(o["x"])
+                name = o["kind"].lower()
+                f = {"neg": torch.neg, "not": torch.logical_not, "relu": torch.relu}.get(name) or getattr(torch, name)
+                r = f(x.to(dt) if isinstance(x, torch.Tensor) and x.is_floating_point() and dt.is_floating_point else x) \
+                    if isinstance(x, torch.Tensor) else f(torch.tensor(x)).item()
+            elif k == "binary":
+                a, b = val(o["a"]), val(o["b"])
+                comp = o["kind"] in ("Eq", "Ne", "Lt", "Le", "Gt", "Ge")
+                if not comp and dt is not None:
+                    a = a.to(dt) if isinstance(a, torch.Tensor) else a
+                    b = b.to(dt) if isinstance(b, torch.Tensor) else b
+                if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+                    r = BINARY[o["kind"]](torch.tensor(a), torch.tensor(b)).item()
+                else:
+                    r = BINARY[o["kind"]](a, b)
+            elif k == "where":
+                c, a, b = val(o["cond"]), val(o["a"]), val(o["b"])
+                r = torch.where(c, a, b)
+            elif k == "reduce":
+                x = val(o["x"])
+                dims = o["dims"]
+                if o["kind"] == "Sum":
+                    r = torch.sum(x, dims, keepdim=o["keepdim"])
+                elif o["kind"] == "Max":
+                    r = torch.amax(x, dims, keepdim=o["keepdim"])
+                else:
+                    r = torch.amin(x, dims, keepdim=o["keepdim"])
+            elif k == "welford":
+                x = val(o["x"])
+                var, mean = torch.var_mean(x, o["dims"], correction=0)
+                count = 1
+                for dim in o["dims"]:
+                    count *= x.shape[dim]
+                env[outs[0]], env[outs[1]] = mean, var * count
+                env[outs[2]] = torch.full_like(mean, count, dtype=DTYPES[values[outs[2]]["dtype"]])
+                continue
+            elif k == "var_mean":
+                var, mean = torch.var_mean(val(o["x"]), o["dims"], correction=o["correction"], keepdim=o["keepdim"])
+                env[outs[0]], env[outs[1]] = var, mean
+                continue
+            elif k in ("broadcast", "squeeze", "reshape"):
+                r = val(o["x"]).reshape(shape)
+            elif k == "broadcast_in_dim":
+                x = val(o["x"])
+                kept = [1] * len(shape)
+                for i, dim in enumerate(o["broadcast_dims"]):
+                    kept[dim] = x.shape[i]
+                r = x.reshape(kept).expand(shape)
+            elif k == "expand":
+                r = val(o["x"]).expand(shape)
+            elif k == "permute":
+                r = val(o["x"]).permute(o["dims"])
+            elif k == "slice":
+                x = val(o["x"])
+                r = x[tuple(slice(s, e, st) for s, e, st in zip(o["start"], o["end"], o["strides"]))]
+            elif k == "pad":
+                x = val(o["x"])
+                widths = [int(val(w)) for w in o["widths"]]
+                pad_value = val(o["value"]) if o.get("value") is not None else 0
+                r = F.pad(x, widths, value=pad_value)
+            elif k == "cat":
+                xs = [val(x) for x in o["xs"]]
+                # A manually padded cat: the inputs are full-size and zero outside their range.
+                r = sum(xs[1:], xs[0]) if o["manual_padding"] else torch.cat(xs, o["dim"])
+            elif k == "full":
+                r = torch.full(shape, val(o["fill"]), dtype=DTYPES[o["dtype"]], device="cuda")
+            elif k == "index_select":
+                r = torch.index_select(val(o["x"]), o["dim"], val(o["index"]))
+            else:
+                raise NotImplementedError(f"op {k}")
+            env[outs[0]] = typed(r, outs[0])
+        return [env[v] for v in d["outputs"]]
+
+    return fn
