@@ -3,8 +3,10 @@
 The first nvFusion of a litgpt Llama-3-8B reduced to 3 layers (block size 1024, bf16, batch 4) is
 taken from Thunder the way the report took it (the FusionDefinition its trace holds, `last_used`) and
 timed online; its repro script (`fd.repro_script_for`) is then run in a fresh process and timed the same
-ways. Each side is timed three ways: the report's method (5 warm-up calls, then one call under
-torch.profiler, device times summed), and `fusebench.kernel_time` cold and warm.
+ways. Each side is timed three ways: the report's method (5 warm-up calls, then the summed kernel
+times of one call; the report read them from torch.profiler, here from the same CUPTI records through
+`kernel_time(..., cache="warm", warmup=5, samples=1)`, because one process cannot hold two CUPTI
+subscribers), and `fusebench.kernel_time` cold and warm.
 
     source .peer/activate.sh && pip install --no-deps .gpu/fusebench-*.whl
     python3 bench/report_repro.py OUT_DIR
@@ -15,7 +17,6 @@ import subprocess
 import sys
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 import fusebench
 
@@ -23,13 +24,8 @@ TOKENS = 255  # the report fed ids drawn from [0, 255)
 
 
 def report_method(fd, inputs):
-    for _ in range(5):
-        fd.execute(inputs)
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fd.execute(inputs)
-        torch.cuda.synchronize()
-    return sum(e.device_time for e in prof.events() if e.device_type.name == "CUDA")
+    m = fusebench.kernel_time(fd.execute, inputs, cache="warm", warmup=5, samples=1)
+    return m.median
 
 
 def measure(fd, inputs, label):

@@ -9,6 +9,8 @@ cast to the dtype the fusion gives it (nvFuser computes reduced floats in float)
 matches the fusion's. The numbers are for timing; fusebench's CPU reference is the oracle for values.
 """
 import json
+import math
+import operator
 
 import torch
 import torch.nn.functional as F
@@ -21,6 +23,18 @@ DTYPES = {
     "Int": torch.int64,
     "Int32": torch.int32,
     "Bool": torch.bool,
+    "Index": torch.int64,
+}
+# Scalar arithmetic stays in Python: a torch scalar's .item() would break torch.compile's graph.
+SCALAR_BINARY = {
+    "Add": operator.add, "Sub": operator.sub, "Mul": operator.mul, "Div": operator.truediv,
+    "Pow": operator.pow, "Max": max, "Min": min, "Eq": operator.eq, "Ne": operator.ne,
+    "Lt": operator.lt, "Le": operator.le, "Gt": operator.gt, "Ge": operator.ge,
+}
+SCALAR_UNARY = {
+    "neg": operator.neg, "reciprocal": lambda x: 1.0 / x, "rsqrt": lambda x: 1.0 / math.sqrt(x),
+    "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "tanh": math.tanh, "erf": math.erf,
+    "abs": abs,
 }
 BINARY = {
     "Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div, "Pow": torch.pow,
@@ -64,8 +78,10 @@ def build(fusion_json):
                 x = val(o["x"])
                 name = o["kind"].lower()
                 f = {"neg": torch.neg, "not": torch.logical_not, "relu": torch.relu}.get(name) or getattr(torch, name)
-                r = f(x.to(dt) if isinstance(x, torch.Tensor) and x.is_floating_point() and dt.is_floating_point else x) \
-                    if isinstance(x, torch.Tensor) else f(torch.tensor(x)).item()
+                if isinstance(x, torch.Tensor):
+                    r = f(x.to(dt) if x.is_floating_point() and dt.is_floating_point else x)
+                else:
+                    r = SCALAR_UNARY[name](x)
             elif k == "binary":
                 a, b = val(o["a"]), val(o["b"])
                 comp = o["kind"] in ("Eq", "Ne", "Lt", "Le", "Gt", "Ge")
@@ -73,7 +89,7 @@ def build(fusion_json):
                     a = a.to(dt) if isinstance(a, torch.Tensor) else a
                     b = b.to(dt) if isinstance(b, torch.Tensor) else b
                 if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
-                    r = BINARY[o["kind"]](torch.tensor(a), torch.tensor(b)).item()
+                    r = SCALAR_BINARY[o["kind"]](a, b)
                 else:
                     r = BINARY[o["kind"]](a, b)
             elif k == "where":
@@ -128,7 +144,8 @@ def build(fusion_json):
             elif k == "full":
                 r = torch.full(shape, val(o["fill"]), dtype=DTYPES[o["dtype"]], device="cuda")
             elif k == "index_select":
-                r = torch.index_select(val(o["x"]), o["dim"], val(o["index"]))
+                # nvFuser takes an index of any shape with one non-1 extent; torch wants a vector.
+                r = torch.index_select(val(o["x"]), o["dim"], val(o["index"]).reshape(-1)).reshape(shape)
             else:
                 raise NotImplementedError(f"op {k}")
             env[outs[0]] = typed(r, outs[0])

@@ -9,8 +9,8 @@
 //! kernels (names and launch shapes) differ from the warm-up's is rejected.
 
 use fusebench_measure::{
-    CachePolicy, Environment, InputLayout, KernelRecord, Measurement as Record, Method,
-    NoiseTarget, Sample, Subject,
+    CachePolicy, Environment, FixedCount, InputLayout, KernelRecord, Measurement as Record,
+    Method, NoiseTarget, Sample, StoppingRule, Subject,
 };
 use fusebench_runtime::{Activity, ActivityKind, ClockReader, Cupti, Gpu};
 use pyo3::create_exception;
@@ -116,10 +116,12 @@ fn layouts(args: &Bound<'_, PyTuple>) -> Vec<InputLayout> {
 ///
 /// cache: "cold" (L2 flushed before each call, outside the time) or "warm".
 /// target: stop once the interval is within +-target of the median (after
-/// 10 samples and 50 ms), or after max_time seconds. bytes: what the call
-/// moves, for bandwidth. name/context: labels kept in the record.
+/// 10 samples and 50 ms), or after max_time seconds; samples: a fixed count
+/// instead (samples=1 with warmup=5 and cache="warm" is the common "five
+/// warm-ups, one profiled call" method). bytes: what the call moves, for
+/// bandwidth. name/context: labels kept in the record.
 #[pyfunction]
-#[pyo3(signature = (func, *args, cache = "cold", target = 0.01, max_time = 1.0, warmup = 3, bytes = None, name = None, context = None))]
+#[pyo3(signature = (func, *args, cache = "cold", target = 0.01, max_time = 1.0, warmup = 3, samples = None, bytes = None, name = None, context = None))]
 #[allow(clippy::too_many_arguments)]
 fn kernel_time(
     py: Python<'_>,
@@ -129,6 +131,7 @@ fn kernel_time(
     target: f64,
     max_time: f64,
     warmup: usize,
+    samples: Option<usize>,
     bytes: Option<u64>,
     name: Option<String>,
     context: Option<String>,
@@ -148,15 +151,21 @@ fn kernel_time(
     let h = harness()?;
     let h = h.lock().map_err(|_| runtime_err("the harness was poisoned by an earlier panic"))?;
     let ctx = h.gpu.cuda_context().clone();
-    let rule = NoiseTarget {
-        target,
-        max_time: Duration::from_secs_f64(max_time),
-        ..Default::default()
+    if samples == Some(0) {
+        return Err(PyValueError::new_err("samples must be at least 1"));
+    }
+    let rule: Box<dyn StoppingRule> = match samples {
+        Some(n) => Box::new(FixedCount(n)),
+        None => Box::new(NoiseTarget {
+            target,
+            max_time: Duration::from_secs_f64(max_time),
+            ..Default::default()
+        }),
     };
     let mut reference: Option<Signature> = None;
     let mut per_kernel: Vec<Vec<f64>> = Vec::new();
     let mut calls = 0usize;
-    let run = fusebench_measure::sample(warmup, &rule, || -> PyResult<Sample> {
+    let run = fusebench_measure::sample(warmup, rule.as_ref(), || -> PyResult<Sample> {
         if policy == CachePolicy::Cold {
             h.gpu.flush_l2().map_err(runtime_err)?;
         }
@@ -261,7 +270,7 @@ fn kernel_time(
         },
         Method::Cupti,
         policy,
-        fusebench_measure::StoppingRule::describe(&rule),
+        rule.describe(),
         run.stop,
         warmup,
         environment,
