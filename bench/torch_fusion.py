@@ -94,7 +94,10 @@ def build(fusion_json):
                     r = BINARY[o["kind"]](a, b)
             elif k == "where":
                 c, a, b = val(o["cond"]), val(o["a"]), val(o["b"])
-                r = torch.where(c, a, b)
+                if not isinstance(c, torch.Tensor):
+                    r = a if c else b
+                else:
+                    r = torch.where(c, a, b)
             elif k == "reduce":
                 x = val(o["x"])
                 dims = o["dims"]

@@ -188,20 +188,24 @@ fn kernel_time(
             ));
         }
         let sig = signature(&kernels);
-        match &reference {
-            None => {
-                per_kernel = vec![Vec::new(); sig.len()];
-                reference = Some(sig);
-            }
-            Some(r) if *r != sig => {
-                let names = |s: &Signature| s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-                return Err(runtime_err(format!(
-                    "call {calls} launched kernels {:?}, the first call {:?}; the sample is rejected, not summed",
-                    names(&sig),
-                    names(r)
-                )));
-            }
-            Some(_) => {}
+        // The last warm-up call sets the kernels every sample must launch: first
+        // calls may compile, autotune or initialize (torch.compile, Triton).
+        if calls <= warmup || reference.is_none() {
+            per_kernel = vec![Vec::new(); sig.len()];
+            reference = Some(sig);
+        } else if reference.as_ref() != Some(&sig) {
+            let names = |s: &Signature| {
+                let mut v: Vec<String> = s.iter().take(6).map(|(n, _)| n.chars().take(60).collect()).collect();
+                if s.len() > 6 {
+                    v.push(format!("... {} in all", s.len()));
+                }
+                v
+            };
+            return Err(runtime_err(format!(
+                "call {calls} launched kernels {:?}, the calls before {:?}; the sample is rejected, not summed",
+                names(&sig),
+                names(reference.as_ref().expect("set above"))
+            )));
         }
         if calls > warmup {
             for (p, k) in per_kernel.iter_mut().zip(&kernels) {
