@@ -2,8 +2,10 @@
 
 mod bench;
 mod check;
+mod diff;
 mod emit;
 mod explain;
+mod export;
 mod files;
 mod fingerprint;
 mod gpu;
@@ -12,6 +14,7 @@ mod peak;
 mod print;
 mod program;
 mod record;
+mod report;
 mod run;
 mod save;
 
@@ -52,6 +55,12 @@ enum Command {
     Compare(run::CompareArgs),
     /// Why two measurements of a fusion differ: every known cause checked, the likely one named.
     Explain(explain::Args),
+    /// Compare two sets of results; exit 1 only for a regression beyond the noise and the threshold.
+    Diff(diff::Args),
+    /// Write fusebench results as nvbench or pytest-benchmark JSON.
+    Export(export::Args),
+    /// A run, or a diff of two, as markdown with an SVG chart.
+    Report(report::Args),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +76,9 @@ fn main() -> ExitCode {
         Command::Save(a) => save::run(a),
         Command::Compare(a) => run::compare(a),
         Command::Explain(a) => explain::run(a),
+        Command::Diff(a) => diff::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Report(a) => report::run(a),
     };
     match result {
         Ok(code) => code,

@@ -112,6 +112,7 @@ impl Measured<'_> {
             now,
         )?;
         m.bytes = Some(bytes_moved(self.inputs, &self.prep.plan) as u64);
+        m.device_bytes = Some(self.prep.device_bytes() as u64);
         m.context = self.context.clone();
         Ok(m)
     }

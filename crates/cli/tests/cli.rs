@@ -285,3 +285,44 @@ fn explain_names_the_cause_of_recorded_pairs() {
     let o = fusebench(&["explain", &fx("seed-cold-1"), "no/such.json"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+#[test]
+fn diff_exits_one_only_for_a_regression_and_names_it() {
+    let fx = |n: &str| format!("crates/report/tests/fixtures/{n}");
+    let o = fusebench(&["diff", &fx("corpus-run-1.json"), &fx("corpus-run-2.json")]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("no regression beyond the noise and 2.0% (32 compared)"), "{t}");
+    let o = fusebench(&["diff", &fx("corpus-run-1.json"), &fx("corpus-run-2-029-slower.json")]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("1 regression(s) beyond the noise and 2.0%: 029_pythia-1b_bw_nvFusion6.py"), "{t}");
+    let o = fusebench(&["diff", "--threshold", "10%", &fx("corpus-run-1.json"), &fx("corpus-run-2-029-slower.json")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = fusebench(&["diff", &fx("corpus-run-1.json"), &fx("pytest_benchmark.json")]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("no fusion appears in both"), "{t}");
+}
+
+#[test]
+fn export_writes_files_the_readers_take_back() {
+    let dir = std::env::temp_dir().join(format!("fusebench-export-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = "crates/report/tests/fixtures/corpus-run-1.json";
+    for (fmt, name) in [("nvbench", "nv.json"), ("pytest-benchmark", "pb.json")] {
+        let out = dir.join(name);
+        let o = fusebench(&["export", "--format", fmt, "--out", out.to_str().unwrap(), run]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let d = fusebench(&["diff", run, out.to_str().unwrap()]);
+        let t = text(&d);
+        assert_eq!(d.status.code(), Some(0), "{fmt}: {t}");
+        assert!(t.contains("(32 compared)"), "{fmt}: {t}");
+    }
+    let o = fusebench(&["report", "--out", dir.join("r").to_str().unwrap(), run]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let md = std::fs::read_to_string(dir.join("r/report.md")).unwrap();
+    assert!(md.contains("![kernel times](times.svg)") && md.contains("| seed_rmsnorm_legacy.py |"), "{md}");
+    assert!(dir.join("r/times.svg").is_file());
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -174,6 +174,16 @@ impl Prepared {
         self.inputs.iter().flatten().map(|b| b.len()).sum()
     }
 
+    /// Device memory this fusion holds: inputs (with any rotation copies),
+    /// outputs and temporaries.
+    pub fn device_bytes(&self) -> usize {
+        let copies: usize = self.rotation.borrow().iter().flatten().flatten().map(|b| b.len()).sum();
+        self.input_bytes()
+            + copies
+            + self.outputs.iter().flatten().map(|b| b.len()).sum::<usize>()
+            + self.temps.iter().map(|b| b.len()).sum::<usize>()
+    }
+
     /// Makes the next launches read input set `set` (modulo the sets made).
     pub fn use_input_set(&self, set: usize) {
         let n = self.rotation.borrow().len() + 1;

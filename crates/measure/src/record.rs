@@ -147,6 +147,9 @@ pub struct Measurement {
     /// Bytes the fusion moves (inputs it addresses plus outputs it writes): its working set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    /// Device memory the engine allocated to run the fusion (inputs, outputs, temporaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_bytes: Option<u64>,
     /// Where it ran: standalone, or inside a program ("program NAME, fusion i of n").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
@@ -197,6 +200,7 @@ impl Measurement {
             samples,
             taken_at,
             bytes: None,
+            device_bytes: None,
             context: None,
         })
     }
@@ -219,7 +223,7 @@ impl Measurement {
         let m: Measurement =
             serde_json::from_str(text).map_err(|e| MeasureError::Json(e.to_string()))?;
         // The summary is derived: recompute it rather than trust the file.
-        let (bytes, context) = (m.bytes, m.context.clone());
+        let (bytes, device_bytes, context) = (m.bytes, m.device_bytes, m.context.clone());
         let mut out = Measurement::new(
             m.subject,
             m.method,
@@ -233,6 +237,7 @@ impl Measurement {
             m.taken_at,
         )?;
         out.bytes = bytes;
+        out.device_bytes = device_bytes;
         out.context = context;
         Ok(out)
     }

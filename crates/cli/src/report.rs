@@ -1,0 +1,56 @@
+//! `fusebench report`: a run, or a diff of two, as markdown with an SVG chart.
+
+use crate::bench::parse_percent;
+use fusebench_report::{diff, load_paths, markdown, svg};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Results (files or directories; merged).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Compare with these older results instead: a diff report.
+    #[arg(long)]
+    against: Option<PathBuf>,
+    /// Write report.md and its SVG into this directory.
+    #[arg(long, default_value = "fusebench-report")]
+    out: PathBuf,
+    /// Copy bandwidth of the GPU in GB/s (from `fusebench peak`), for the share of the ceiling.
+    #[arg(long)]
+    ceiling_gbps: Option<f64>,
+    #[arg(long, default_value = "2%", value_parser = parse_percent)]
+    threshold: f64,
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    let new = match load_paths(&a.paths) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(crate::exit::USAGE));
+        }
+    };
+    std::fs::create_dir_all(&a.out)?;
+    let md = match &a.against {
+        None => {
+            svg::times(&new, &a.out.join("times.svg"))?;
+            markdown::run(&new, a.ceiling_gbps, Some("times.svg"))
+        }
+        Some(old) => {
+            let old = match load_paths(std::slice::from_ref(old)) {
+                Ok(e) => e,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(crate::exit::USAGE));
+                }
+            };
+            let d = diff(&old, &new, a.threshold, false);
+            svg::diff(&d, &a.out.join("diff.svg"))?;
+            markdown::diff(&d, Some("diff.svg"))
+        }
+    };
+    std::fs::write(a.out.join("report.md"), md)?;
+    eprintln!("wrote {}", a.out.join("report.md").display());
+    Ok(ExitCode::from(crate::exit::OK))
+}

@@ -1,0 +1,16 @@
+//! Results in the forms other tools read (nvbench, pytest-benchmark, Google
+//! Benchmark), comparisons of two sets of results that can gate a CI job,
+//! and markdown and SVG reports. Every reader turns a file into `Entry`s,
+//! the one shape `diff` and the reports work on.
+
+mod entry;
+mod error;
+pub mod diff;
+pub mod formats;
+pub mod markdown;
+pub mod svg;
+
+pub use diff::{diff, Diff, Pair, Verdict};
+pub use entry::Entry;
+pub use error::ReportError;
+pub use formats::{load, load_paths};

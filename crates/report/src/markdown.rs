@@ -1,0 +1,68 @@
+//! Markdown tables of a run and of a diff.
+
+use crate::{Diff, Entry, Verdict};
+
+fn fmt_us(e: &Entry) -> String {
+    format!("{:.2} [{:.2}, {:.2}]", e.median_us, e.ci_low_us, e.ci_high_us)
+}
+
+/// One row per result: median with its interval, samples, bandwidth and the
+/// share of `ceiling_gbps` (a measured copy bandwidth) when given.
+pub fn run(entries: &[Entry], ceiling_gbps: Option<f64>, svg: Option<&str>) -> String {
+    let mut s = String::from("# Kernel times\n\n");
+    if let Some(e) = entries.first() {
+        s += &format!("GPU: {}. Median kernel time in µs with its 95% interval.\n\n", e.gpu);
+    }
+    if let Some(f) = svg {
+        s += &format!("![kernel times]({f})\n\n");
+    }
+    s += "| fusion | median µs [95% interval] | samples | MB moved | GB/s | % of copy ceiling | device MiB |\n";
+    s += "| --- | --- | --- | --- | --- | --- | --- |\n";
+    for e in entries {
+        let bytes = e.record.as_ref().and_then(|m| m.bytes);
+        let gbps = bytes.map(|b| b as f64 / e.median_us / 1e3);
+        let dev = e.record.as_ref().and_then(|m| m.device_bytes);
+        s += &format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            e.name,
+            fmt_us(e),
+            e.n,
+            bytes.map_or("–".into(), |b| format!("{:.1}", b as f64 / 1e6)),
+            gbps.map_or("–".into(), |g| format!("{g:.0}")),
+            match (gbps, ceiling_gbps) {
+                (Some(g), Some(c)) => format!("{:.0}%", 100.0 * g / c),
+                _ => "–".into(),
+            },
+            dev.map_or("–".into(), |d| format!("{:.1}", d as f64 / (1 << 20) as f64)),
+        );
+    }
+    s
+}
+
+pub fn diff(d: &Diff, svg: Option<&str>) -> String {
+    let mut s = format!(
+        "# Comparison\n\nNew over old median; a change counts when the 95% intervals of the two medians do not overlap, and is a regression beyond {:.1}%.\n\n",
+        d.threshold * 100.0
+    );
+    if let Some(f) = svg {
+        s += &format!("![new / old]({f})\n\n");
+    }
+    s += "| fusion | old µs | new µs | new / old [range] | verdict |\n| --- | --- | --- | --- | --- |\n";
+    for p in &d.pairs {
+        let v = match p.verdict {
+            Verdict::Regression => "**regression**".to_string(),
+            other => serde_json::to_value(other).ok().and_then(|v| v.as_str().map(|s| s.replace('_', " "))).unwrap_or_default(),
+        };
+        s += &format!(
+            "| {} | {} | {} | {} | {} |\n",
+            p.name,
+            p.old.as_ref().map_or("–".into(), fmt_us),
+            p.new.as_ref().map_or("–".into(), fmt_us),
+            if p.ratio.is_finite() { format!("{:.3} [{:.3}, {:.3}]", p.ratio, p.ratio_low, p.ratio_high) } else { "–".into() },
+            v
+        );
+    }
+    let n = d.regressions().count();
+    s += &format!("\n{n} regression(s).\n");
+    s
+}
