@@ -191,6 +191,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let res = (|| -> anyhow::Result<Row> {
             let f = files::load(p)?;
             let g = fusebench_reference::generate_inputs(&f, a.seed)?;
+            for n in &g.notes {
+                bar.suspend(|| eprintln!("{}: note: {n}", p.display()));
+            }
             let prep = engine.prepare(&f, &g.inputs)?;
             let rule: Box<dyn StoppingRule> = match a.samples {
                 Some(n) => Box::new(FixedCount(n)),

@@ -20,6 +20,7 @@ pub fn definition(f: &Fusion) -> String {
     let mut g = f.clone();
     g.script = Default::default();
     g.recipe = None;
+    g.input_facts = None;
     hash(&g.to_json())
 }
 

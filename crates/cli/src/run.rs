@@ -85,6 +85,9 @@ pub(crate) fn load_source(path: &Path, seed: u64) -> anyhow::Result<Source> {
     let fusion = crate::files::load(path)?;
     let generated = fusebench_reference::generate_inputs(&fusion, seed)
         .with_context(|| format!("{}: generating inputs", path.display()))?;
+    for n in &generated.notes {
+        eprintln!("{}: note: {n}", path.display());
+    }
     Ok(Source {
         path: path.to_path_buf(),
         name: path

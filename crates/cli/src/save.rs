@@ -94,6 +94,15 @@ pub fn saved_recipe(f: &Fusion, g: &Generated) -> Vec<InputRecipe> {
 pub fn saved_fusion(l: &Source, program: &str, position: usize, live: Option<&Measurement>) -> Fusion {
     let mut f = l.fusion.clone();
     f.recipe = Some(saved_recipe(&l.fusion, &l.generated));
+    let facts: Vec<Option<fusebench_ir::recipe::InputFacts>> = l
+        .generated
+        .inputs
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => Some(fusebench_reference::facts::facts(t)),
+            Arg::Scalar(_) => None,
+        })
+        .collect();
     let (inputs_hash, _) = crate::fingerprint::inputs(&l.generated.inputs);
     let mut header = vec![
         format!("fusebench save: fusion {position} of program {program}, from {}", l.path.display()),
@@ -114,6 +123,12 @@ pub fn saved_fusion(l: &Source, program: &str, position: usize, live: Option<&Me
             m.method
         ));
     }
+    for (i, x) in facts.iter().enumerate() {
+        if let Some(x) = x {
+            header.push(format!("input {i}: values in [{}, {}], contents {}", x.min, x.max, x.content_hash));
+        }
+    }
+    f.input_facts = Some(facts);
     if !f.script.header.is_empty() {
         header.push("header of the original script:".into());
         header.extend(f.script.header.iter().cloned());

@@ -326,3 +326,29 @@ fn export_writes_files_the_readers_take_back() {
     assert!(dir.join("r/times.svg").is_file());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn saved_fusions_record_their_inputs_and_checks_respect_them() {
+    let dir = std::env::temp_dir().join(format!("fusebench-facts-{}", std::process::id()));
+    let o = fusebench(&["save", "--no-measure", "--out", dir.to_str().unwrap(), "examples/seed_rmsnorm_legacy.py"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let json_path = dir.join("json/seed_rmsnorm_legacy.json");
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let facts = v["input_facts"].as_array().unwrap().clone();
+    assert_eq!(facts.len(), 2);
+    assert!(facts[0]["min"].as_f64().unwrap() < 0.0 && facts[0]["content_hash"].as_str().unwrap().len() == 24);
+    let script = std::fs::read_to_string(dir.join("seed_rmsnorm_legacy.py")).unwrap();
+    assert!(script.contains("# input 0: values in ["), "{script}");
+    // The saved form regenerates the live values: nothing to say.
+    let c = fusebench(&["check", json_path.to_str().unwrap()]);
+    assert_eq!(c.status.code(), Some(0), "{}", text(&c));
+    assert!(!text(&c).contains("live values"), "{}", text(&c));
+    // A recorded range the recipe would leave: the check says so and draws within it.
+    v["input_facts"][0]["min"] = serde_json::json!(0.0);
+    std::fs::write(&json_path, v.to_string()).unwrap();
+    let c = fusebench(&["check", json_path.to_str().unwrap()]);
+    let t = text(&c);
+    assert_eq!(c.status.code(), Some(0), "{t}");
+    assert!(t.contains("the live values lay in [0, ") && t.contains("negative values the live inputs never had"), "{t}");
+    std::fs::remove_dir_all(&dir).ok();
+}

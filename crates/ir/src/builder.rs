@@ -27,6 +27,7 @@ impl FusionBuilder {
                 outputs: vec![],
                 script: ScriptInfo::default(),
                 recipe: None,
+                input_facts: None,
             },
         }
     }

@@ -52,6 +52,10 @@ pub struct Fusion {
     /// The script's `inputs = [...]`, if it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recipe: Option<Vec<InputRecipe>>,
+    /// Per input, what the live values were (`fusebench save` records them;
+    /// `None` for scalars and inputs not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_facts: Option<Vec<Option<crate::recipe::InputFacts>>>,
 }
 
 #[derive(Serialize, Deserialize)]

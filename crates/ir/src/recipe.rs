@@ -32,6 +32,19 @@ pub enum InputRecipe {
     Scalar { value: Literal },
 }
 
+/// What the live run's values of one tensor input were: their range and a
+/// hash of their contents, so that a saved fusion can be fed values like the
+/// ones it saw (a sqrt's input stays non-negative) and a rerun can tell
+/// whether it used the very same values.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct InputFacts {
+    pub min: f64,
+    pub max: f64,
+    /// SHA-256 (first 12 bytes, hex) of the logical elements in row-major
+    /// order, little-endian in the input's dtype.
+    pub content_hash: String,
+}
+
 /// The distribution of values a recipe draws from.
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum Distribution {

@@ -367,8 +367,33 @@ pub fn generate_inputs(f: &Fusion, seed: u64) -> Result<Generated, ExecError> {
                     }
                 }
                 let buf = draw_buffer(v.dtype, storage, dist, seed, i);
-                let t = Tensor::new(v.dtype, shape, strides, 0, Arc::new(buf))
+                let mut t = Tensor::new(v.dtype, shape.clone(), strides.clone(), 0, Arc::new(buf))
                     .map_err(|e| bad(e.to_string()))?;
+                // Values like the live run's: within the range `save` recorded.
+                let live = f.input_facts.as_ref().and_then(|fs| fs.get(i)).and_then(|x| x.as_ref());
+                let is_index = index_uses.iter().any(|u| u.input == i);
+                if let (Some(live), false, false) = (live, is_index, v.dtype.is_bool()) {
+                    let (lo, hi) = crate::facts::range(&t);
+                    if lo < live.min || hi > live.max {
+                        let consequence = if live.min >= 0.0 && lo < 0.0 {
+                            ": negative values the live inputs never had (a sqrt or log of them would be NaN)"
+                        } else {
+                            ""
+                        };
+                        notes.push(format!(
+                            "input {i} ({}): the live values lay in [{}, {}] and the recipe draws [{lo}, {hi}]{consequence}; drew within the live range instead",
+                            v.name, live.min, live.max
+                        ));
+                        let d = if v.dtype.is_float() {
+                            Dist::Uniform(live.min, live.max)
+                        } else {
+                            Dist::Int(live.min as i64, live.max as i64 + 1)
+                        };
+                        let buf = draw_buffer(v.dtype, storage, d, seed, i);
+                        t = Tensor::new(v.dtype, shape, strides, 0, Arc::new(buf))
+                            .map_err(|e| bad(e.to_string()))?;
+                    }
+                }
                 inputs.push(Arg::Tensor(t));
             }
             _ => return Err(bad("is not an input".into())),

@@ -23,6 +23,7 @@
 //! stderr.
 
 pub mod compare;
+pub mod facts;
 mod exec;
 mod expr;
 mod gen;
