@@ -6,24 +6,12 @@ use crate::exit;
 use fusebench_engine::Prepared;
 use fusebench_ir::Fusion;
 use fusebench_measure::{
-    CachePolicy, Environment, KernelRecord, Measurement, Method, Run, StoppingRule, Subject,
+    CachePolicy, KernelRecord, Measurement, Method, Run, StoppingRule, Subject,
 };
 use fusebench_reference::Arg;
-use fusebench_runtime::{ClockReader, Cupti, DeviceInfo};
+use fusebench_runtime::{ClockReader, Cupti};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-pub fn environment(info: &DeviceInfo) -> Environment {
-    Environment {
-        gpu_name: info.name.clone(),
-        gpu_uuid: info.uuid.clone(),
-        driver: info.driver_version_string(),
-        cuda: format!("NVRTC {}.{}", info.nvrtc_version.0, info.nvrtc_version.1),
-        sm_count: info.sm_count,
-        l2_bytes: info.l2_cache_bytes,
-        fusebench_version: env!("CARGO_PKG_VERSION").into(),
-    }
-}
 
 pub fn kernels(prep: &Prepared, median_us: &[f64]) -> Vec<KernelRecord> {
     prep.plan
@@ -106,7 +94,7 @@ impl Measured<'_> {
             self.rule.describe(),
             self.run.stop.clone(),
             self.run.warmup,
-            environment(self.prep.gpu.info()),
+            fusebench_engine::environment(self.prep.gpu.info()),
             kernels(self.prep, self.per_kernel_median_us),
             self.run.samples.clone(),
             now,

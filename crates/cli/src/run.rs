@@ -28,18 +28,8 @@ pub struct Args {
     /// Split each directory into one program per model and pass (`NNN_<model>_<fw|bw>_nvFusionK.py`).
     #[arg(long)]
     by_model: bool,
-    /// Stop once every fusion's 95% interval of the median is within this, or after --max-time.
-    #[arg(long, default_value = "1%", value_parser = parse_percent)]
-    target: f64,
-    /// Time budget in seconds per program and policy (and per standalone fusion and policy).
-    #[arg(long, default_value_t = 3.0)]
-    max_time: f64,
-    /// How a sample is timed (see `fusebench bench --help`).
-    #[arg(long, value_enum, default_value = "auto")]
-    method: MethodArg,
-    /// Seed for the generated inputs.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    #[command(flatten)]
+    timing: TimingArgs,
     #[arg(long)]
     json: bool,
     /// Write every measurement record to this directory (one JSON file each, for `fusebench explain`).
@@ -48,6 +38,23 @@ pub struct Args {
     /// Store every measurement in the results database.
     #[arg(long)]
     save: bool,
+}
+
+/// How the fusions of a program are timed (shared by run, compare and save).
+#[derive(clap::Args)]
+pub struct TimingArgs {
+    /// Stop once every fusion's 95% interval of the median is within this, or after --max-time.
+    #[arg(long, default_value = "1%", value_parser = parse_percent)]
+    pub target: f64,
+    /// Time budget in seconds per program and policy (and per standalone fusion and policy).
+    #[arg(long, default_value_t = 3.0)]
+    pub max_time: f64,
+    /// How a sample is timed (see `fusebench bench --help`).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub method: MethodArg,
+    /// Seed for the generated inputs.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 #[derive(clap::Args)]
@@ -115,7 +122,7 @@ pub(crate) struct Timing {
 }
 
 impl Timing {
-    fn new(a: &Args) -> Result<Timing, ExitCode> {
+    pub(crate) fn new(a: &TimingArgs) -> Result<Timing, ExitCode> {
         Ok(Timing {
             rule: NoiseTarget {
                 target: a.target,
@@ -152,19 +159,8 @@ pub(crate) fn time_in_program(
         .zip(&times.per_kernel_median_us)
         .enumerate()
         .map(|(i, ((l, run), per_kernel))| {
-            Measured {
-                name: &l.name,
-                fusion: &l.fusion,
-                inputs: &l.generated.inputs,
-                prep: &l.prep,
-                cache,
-                cupti: t.cupti.is_some(),
-                rule: &t.rule,
-                run,
-                per_kernel_median_us: per_kernel,
-                context: Some(format!("program {}, fusion {} of {n}", program.name, i + 1)),
-            }
-            .record()
+            let context = format!("program {}, fusion {} of {n}", program.name, i + 1);
+            record(l, cache, t, run, per_kernel, Some(context))
         })
         .collect()
 }
@@ -175,6 +171,17 @@ pub(crate) fn time_standalone(l: &Loaded, cache: CachePolicy, t: &Timing) -> any
         .prep
         .measure(cache, 3, &t.rule, t.clocks.as_ref(), t.cupti.as_ref())
         .with_context(|| format!("{}: standalone", l.name))?;
+    record(l, cache, t, &timed.run, &timed.per_kernel_median_us, None)
+}
+
+fn record(
+    l: &Loaded,
+    cache: CachePolicy,
+    t: &Timing,
+    run: &fusebench_measure::Run,
+    per_kernel_median_us: &[f64],
+    context: Option<String>,
+) -> anyhow::Result<Measurement> {
     Measured {
         name: &l.name,
         fusion: &l.fusion,
@@ -183,9 +190,9 @@ pub(crate) fn time_standalone(l: &Loaded, cache: CachePolicy, t: &Timing) -> any
         cache,
         cupti: t.cupti.is_some(),
         rule: &t.rule,
-        run: &timed.run,
-        per_kernel_median_us: &timed.per_kernel_median_us,
-        context: None,
+        run,
+        per_kernel_median_us,
+        context,
     }
     .record()
 }
@@ -294,7 +301,7 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         Ok(e) => e,
         Err(code) => return Ok(code),
     };
-    let t = match Timing::new(&a) {
+    let t = match Timing::new(&a.timing) {
         Ok(t) => t,
         Err(code) => return Ok(code),
     };
@@ -306,7 +313,7 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let mut reports = Vec::new();
     let mut failed = 0;
     for program in &programs {
-        match one_program(&engine, program, &t, a.seed, standalone.as_deref()) {
+        match one_program(&engine, program, &t, a.timing.seed, standalone.as_deref()) {
             Ok(steps) => {
                 if let Some(dir) = &a.records {
                     write_records(dir, &program.name, &steps)?;
@@ -346,8 +353,8 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             info.sm_count,
             info.l2_cache_bytes >> 20,
             if t.cupti.is_some() { "CUPTI kernel records" } else { "CUDA events" },
-            a.target * 100.0,
-            a.max_time
+            a.timing.target * 100.0,
+            a.timing.max_time
         );
         for r in &reports {
             print_program(r, standalone.is_some());

@@ -6,17 +6,15 @@
 //! script (NAME.py, runnable with nvFuser), as fusebench's JSON form
 //! (json/NAME.json) and, with a GPU, the in-program record (live/NN_NAME.json).
 
-use crate::bench::{parse_percent, MethodArg};
-use crate::run::{load_and_prepare, load_source, time_in_program, Loaded, Source, Timing};
+use crate::run::{load_and_prepare, load_source, time_in_program, Loaded, Source, Timing, TimingArgs};
 use anyhow::Context;
 use fusebench_ir::analysis::index_inputs;
 use fusebench_ir::recipe::row_major_strides;
 use fusebench_ir::{Fusion, InputRecipe};
-use fusebench_measure::{CachePolicy, Measurement, NoiseTarget};
+use fusebench_measure::{CachePolicy, Measurement};
 use fusebench_reference::{Arg, Generated};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,14 +29,8 @@ pub struct Args {
     /// Only write the repros: take no live measurement even where a GPU is present.
     #[arg(long)]
     no_measure: bool,
-    #[arg(long, default_value = "1%", value_parser = parse_percent)]
-    target: f64,
-    #[arg(long, default_value_t = 3.0)]
-    max_time: f64,
-    #[arg(long, value_enum, default_value = "auto")]
-    method: MethodArg,
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    #[command(flatten)]
+    timing: TimingArgs,
 }
 
 /// The input list of the saved repro: the script's own recipe where it made
@@ -164,18 +156,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let timing = match &engine {
-        Some(_) => Some(Timing {
-            rule: NoiseTarget {
-                target: a.target,
-                max_time: Duration::from_secs_f64(a.max_time),
-                ..Default::default()
-            },
-            cupti: match crate::record::start_cupti(a.method) {
-                Ok(c) => c,
-                Err(code) => return Ok(code),
-            },
-            clocks: crate::record::clock_reader(),
-        }),
+        Some(_) => match Timing::new(&a.timing) {
+            Ok(t) => Some(t),
+            Err(code) => return Ok(code),
+        },
         None => None,
     };
     let mut written = 0;
@@ -184,8 +168,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let mut prepared: Vec<Loaded> = Vec::new();
         for p in &program.steps {
             match &engine {
-                Some(e) => prepared.push(load_and_prepare(e, p, a.seed)?),
-                None => sources.push(load_source(p, a.seed)?),
+                Some(e) => prepared.push(load_and_prepare(e, p, a.timing.seed)?),
+                None => sources.push(load_source(p, a.timing.seed)?),
             }
         }
         let live = match &timing {

@@ -2,12 +2,14 @@
 //! `fusebench-codegen`, compiled and launched through `fusebench-runtime`,
 //! outputs back as reference tensors so they compare with the CPU directly.
 
+mod env;
 mod error;
 mod prepared;
 mod program;
 mod time;
 mod transfer;
 
+pub use env::environment;
 pub use error::EngineError;
 pub use prepared::{Engine, Prepared};
 pub use program::{time_program, ProgramTimes};

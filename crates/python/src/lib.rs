@@ -9,7 +9,7 @@
 //! kernels (names and launch shapes) differ from the warm-up's is rejected.
 
 use fusebench_measure::{
-    CachePolicy, Environment, FixedCount, InputLayout, KernelRecord, Measurement as Record,
+    CachePolicy, FixedCount, InputLayout, KernelRecord, Measurement as Record,
     Method, NoiseTarget, Sample, StoppingRule, Subject,
 };
 use fusebench_runtime::{Activity, ActivityKind, ClockReader, Cupti, Gpu};
@@ -249,16 +249,7 @@ fn kernel_time(
             }
         })
         .collect();
-    let info = h.gpu.info();
-    let environment = Environment {
-        gpu_name: info.name.clone(),
-        gpu_uuid: info.uuid.clone(),
-        driver: info.driver_version_string(),
-        cuda: format!("NVRTC {}.{}", info.nvrtc_version.0, info.nvrtc_version.1),
-        sm_count: info.sm_count,
-        l2_bytes: info.l2_cache_bytes,
-        fusebench_version: env!("CARGO_PKG_VERSION").into(),
-    };
+    let environment = fusebench_engine::environment(h.gpu.info());
     let taken_at = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
