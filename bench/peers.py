@@ -7,8 +7,8 @@ until its 95% interval is within +-1%), and prints one table. Run on the GPU mac
 
 nvFuser runs the script's own definition and inputs (gather ids redrawn in range, as
 bench/nvfuser_peer.py does); eager and torch.compile run bench/torch_fusion.py's PyTorch version of
-the same fusion on the same inputs; fusebench runs `fusebench.load(script)` on inputs it generates from
-the script's recipe. torch.compile takes seconds per fusion to compile, so it runs on the fusions
+the same fusion on the same inputs; fusebench runs `fusebench.load(script)` on the same tensors too
+(DLPack, no copy), or on inputs it generates from the script's recipe where a layout differs. torch.compile takes seconds per fusion to compile, so it runs on the fusions
 `--compile` names (file-name prefixes; `all` for every one).
 """
 import argparse
@@ -74,7 +74,14 @@ def main():
             print(f"  eager/compile: FAILED: {e}", file=sys.stderr)
         try:
             f = fusebench.load(path)
-            row["fusebench"] = timed("fusebench", f, name=name, bytes=f.bytes, max_time=a.max_time)
+            try:
+                # The very tensors nvFuser ran on, through DLPack.
+                f(*inputs)
+                args = inputs
+            except ValueError as e:
+                print(f"  fusebench: its own inputs ({e})", file=sys.stderr)
+                args = []
+            row["fusebench"] = timed("fusebench", f, *args, name=name, bytes=f.bytes, max_time=a.max_time)
         except Exception as e:
             print(f"  fusebench: FAILED: {e}", file=sys.stderr)
         rows.append(row)

@@ -12,4 +12,6 @@ rm -f target/wheels/fusebench-*.whl
 $venv/bin/maturin build --release -m crates/python/Cargo.toml -o target/wheels
 [ "${1:-}" = wheel ] && exit 0
 $venv/bin/python -m pip install -q --disable-pip-version-check --force-reinstall target/wheels/fusebench-*.whl
+# numpy exports DLPack on the CPU: the reader's tests use it.
+$venv/bin/python -m pip install -q --disable-pip-version-check numpy
 (cd target && pyvenv/bin/python ../crates/python/tests/test_fusebench.py -v)

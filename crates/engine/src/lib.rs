@@ -11,6 +11,6 @@ mod transfer;
 
 pub use env::environment;
 pub use error::EngineError;
-pub use prepared::{Engine, Prepared};
+pub use prepared::{Bound, Engine, Prepared};
 pub use program::{time_program, ProgramTimes};
 pub use time::{copy_ceiling, copy_time, rotation_copies, Timed};

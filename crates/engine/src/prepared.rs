@@ -94,6 +94,7 @@ impl Engine {
             inputs: dev_inputs,
             rotation: Default::default(),
             input_set: Default::default(),
+            bound: Default::default(),
             scalars: inputs
                 .iter()
                 .map(|a| match a {
@@ -107,6 +108,14 @@ impl Engine {
     }
 }
 
+/// An input given from outside for the next launches.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    /// Device address of a tensor of exactly the layout the plan was made for.
+    Ptr(u64),
+    Scalar(Literal),
+}
+
 pub struct Prepared {
     pub gpu: Gpu,
     pub plan: Plan,
@@ -117,6 +126,9 @@ pub struct Prepared {
     rotation: std::cell::RefCell<Vec<Vec<Option<DeviceBuffer>>>>,
     /// Which set of inputs the next launches read: 0 is `inputs`, c > 0 is `rotation[c - 1]`.
     input_set: std::cell::Cell<usize>,
+    /// Inputs someone else owns (PyTorch tensors through DLPack), bound in
+    /// place of the prepared ones: device addresses and scalar values.
+    bound: std::cell::RefCell<Vec<Option<Bound>>>,
     scalars: Vec<Option<Literal>>,
     outputs: Vec<Option<DeviceBuffer>>,
     temps: Vec<DeviceBuffer>,
@@ -135,21 +147,45 @@ impl Prepared {
     fn args(&self, k: usize) -> Vec<KernelArg> {
         let set = self.input_set.get();
         let rotation = self.rotation.borrow();
+        let bound = self.bound.borrow();
+        let given = |i: usize| bound.get(i).copied().flatten();
         self.plan.kernels[k]
             .args
             .iter()
             .map(|a| match *a {
-                PlanArg::Input(i) if set > 0 => {
-                    rotation[set - 1][i].as_ref().expect("tensor input").arg()
-                }
-                PlanArg::Input(i) => self.inputs[i].as_ref().expect("tensor input").arg(),
-                PlanArg::Scalar(i) => {
-                    KernelArg::F64(self.scalars[i].expect("scalar input").as_f64())
-                }
+                PlanArg::Input(i) => match given(i) {
+                    Some(Bound::Ptr(p)) => KernelArg::Ptr(p),
+                    _ if set > 0 => rotation[set - 1][i].as_ref().expect("tensor input").arg(),
+                    _ => self.inputs[i].as_ref().expect("tensor input").arg(),
+                },
+                PlanArg::Scalar(i) => match given(i) {
+                    Some(Bound::Scalar(l)) => KernelArg::F64(l.as_f64()),
+                    _ => KernelArg::F64(self.scalars[i].expect("scalar input").as_f64()),
+                },
                 PlanArg::Output(i) => self.outputs[i].as_ref().expect("written output").arg(),
                 PlanArg::Temp(i) => self.temps[i].arg(),
             })
             .collect()
+    }
+
+    /// Makes the next launches read these inputs instead of the prepared
+    /// ones (`None` keeps an input's prepared value). A bound tensor must have
+    /// the dtype, shape and strides the plan was made for: the caller checks.
+    pub fn bind(&self, inputs: Vec<Option<Bound>>) {
+        *self.bound.borrow_mut() = inputs;
+    }
+
+    /// Device address of input `i` as the next launch reads it.
+    pub fn input_ptr(&self, i: usize) -> Option<u64> {
+        match self.bound.borrow().get(i).copied().flatten() {
+            Some(Bound::Ptr(p)) => Some(p),
+            _ => self.inputs.get(i)?.as_ref().map(|b| b.device_ptr()),
+        }
+    }
+
+    /// Device address of written output `i`.
+    pub fn output_ptr(&self, i: usize) -> Option<u64> {
+        self.outputs.get(i)?.as_ref().map(|b| b.device_ptr())
     }
 
     /// Prepares `copies` sets of inputs in all (the original and copies - 1

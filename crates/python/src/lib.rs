@@ -12,7 +12,12 @@ use fusebench_measure::{
     CachePolicy, FixedCount, InputLayout, KernelRecord, Measurement as Record,
     Method, NoiseTarget, Sample, StoppingRule, Subject,
 };
+use fusebench_codegen::OutputSource;
+use fusebench_engine::Bound as Given;
+use fusebench_ir::{DType, Literal};
 use fusebench_runtime::{Activity, ActivityKind, ClockReader, Cupti, Gpu};
+
+mod dlpack;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -416,13 +421,19 @@ fn explain(a: &Measurement, b: &Measurement) -> Explanation {
     }
 }
 
-/// A repro script run by fusebench's own engine: planned for this GPU,
-/// compiled, its inputs generated from the script's recipe (gather indices in
-/// range) and uploaded once. Calling it launches its kernels, so it can be
-/// timed with `kernel_time` beside nvFuser's `fd.execute`.
+/// A repro script run by fusebench's own engine: planned for this GPU and
+/// compiled, with inputs generated from the script's recipe (gather indices
+/// in range) uploaded once. `f()` launches its kernels on those inputs;
+/// `f(*tensors)` launches them on the caller's tensors (DLPack, no copy; the
+/// layouts must be the ones the script defines), so the same inputs can be
+/// timed under nvFuser's `fd.execute(inputs)` and `fusebench.kernel_time(f,
+/// *inputs)`. `f.outputs()` gives the outputs back through DLPack
+/// (`torch.from_dlpack`), valid until the next call.
 #[pyclass(module = "fusebench", unsendable)]
 struct Fusion {
     prep: fusebench_engine::Prepared,
+    /// Per input: the dtype, shape and strides the plan was made for (None: a scalar).
+    layouts: Vec<Option<(DType, Vec<usize>, Vec<i64>)>>,
     #[pyo3(get)]
     name: String,
     /// Bytes the fusion moves (inputs it addresses, outputs it writes).
@@ -430,21 +441,110 @@ struct Fusion {
     bytes: u64,
 }
 
+/// Strides of dims with one element do not matter.
+fn same_layout(shape: &[usize], a: &[i64], b: &[i64]) -> bool {
+    a.len() == b.len() && shape.iter().zip(a.iter().zip(b)).all(|(&e, (x, y))| e <= 1 || x == y)
+}
+
 #[pymethods]
 impl Fusion {
-    fn __call__(&self) -> PyResult<()> {
+    #[pyo3(signature = (*args))]
+    fn __call__(&self, args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        if args.is_empty() {
+            self.prep.bind(Vec::new());
+            return self.prep.launch_all().map_err(runtime_err);
+        }
+        if args.len() != self.layouts.len() {
+            return Err(PyValueError::new_err(format!(
+                "{} takes {} inputs, got {}",
+                self.name,
+                self.layouts.len(),
+                args.len()
+            )));
+        }
+        let mut bound = Vec::with_capacity(args.len());
+        for (i, (a, want)) in args.iter().zip(&self.layouts).enumerate() {
+            match want {
+                None => {
+                    let lit = if let Ok(b) = a.extract::<bool>() {
+                        Literal::Bool(b)
+                    } else if let Ok(v) = a.extract::<i64>() {
+                        Literal::Int(v)
+                    } else {
+                        Literal::Float(a.extract::<f64>()?)
+                    };
+                    bound.push(Some(Given::Scalar(lit)));
+                }
+                Some((dt, shape, strides)) => {
+                    let l = dlpack::read(&a)?;
+                    let device_ok = l.device_type == dlpack::CUDA || l.device_type == dlpack::CUDA_MANAGED;
+                    let dtype_ok = l.dtype == Some(*dt) || (l.dtype == Some(DType::Int) && *dt == DType::Index);
+                    if !device_ok || !dtype_ok || l.shape != *shape || !same_layout(shape, &l.strides, strides) {
+                        return Err(PyValueError::new_err(format!(
+                            "input {i}: {} was planned for a CUDA tensor of {} {:?} with strides {:?}; got DLPack device type {}, dtype (code, bits, lanes) {:?}, shape {:?}, strides {:?}",
+                            self.name,
+                            dt.torch_name(),
+                            shape,
+                            strides,
+                            l.device_type,
+                            l.dl_dtype,
+                            l.shape,
+                            l.strides
+                        )));
+                    }
+                    bound.push(Some(Given::Ptr(l.ptr)));
+                }
+            }
+        }
+        // The tensors may have been written on another stream: wait for them.
+        self.prep.gpu.cuda_context().synchronize().map_err(runtime_err)?;
+        self.prep.bind(bound);
         self.prep.launch_all().map_err(runtime_err)
     }
+
     /// The kernels, as (name, grid, block).
     #[getter]
     fn kernels(&self) -> Vec<(String, [u32; 3], [u32; 3])> {
         self.prep.plan.kernels.iter().map(|k| (k.name.clone(), k.grid, k.block)).collect()
     }
-    /// Runs once and compares every output with the CPU reference: (ok, report).
+
+    /// The outputs of the last call as DLPack arrays (`torch.from_dlpack(o)`),
+    /// views where the fusion defines views; valid until the next call.
+    fn outputs(slf: &Bound<'_, Self>) -> PyResult<Vec<DeviceArray>> {
+        let this = slf.borrow();
+        let prep = &this.prep;
+        prep.gpu.cuda_context().synchronize().map_err(runtime_err)?;
+        let plan = &prep.plan.outputs;
+        let mut out = Vec::with_capacity(plan.len());
+        for (i, o) in plan.iter().enumerate() {
+            let elem = o.dtype.size_bytes() as i64;
+            let (ptr, strides) = match &o.source {
+                OutputSource::Written => (prep.output_ptr(i), row_major(&o.shape)),
+                OutputSource::InputView { input, strides, offset } => {
+                    (prep.input_ptr(*input).map(|p| (p as i64 + offset * elem) as u64), strides.clone())
+                }
+                OutputSource::OutputView { output, strides, offset } => {
+                    (prep.output_ptr(*output).map(|p| (p as i64 + offset * elem) as u64), strides.clone())
+                }
+            };
+            let ptr = ptr.ok_or_else(|| runtime_err(format!("output {i} has no device memory")))?;
+            out.push(DeviceArray {
+                owner: slf.clone().into_any().unbind(),
+                ptr,
+                dtype: o.dtype,
+                shape: o.shape.clone(),
+                strides,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Runs once on its own inputs and compares every output with the CPU reference: (ok, report).
     fn check(&self, path: &str) -> PyResult<(bool, String)> {
         let f = fusebench_frontend::parse_file(std::path::Path::new(path)).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let g = fusebench_reference::generate_inputs(&f, 0).map_err(runtime_err)?;
         let want = fusebench_reference::run(&f, &g.inputs).map_err(runtime_err)?;
+        self.prep.bind(Vec::new());
         self.prep.run().map_err(runtime_err)?;
         let got = self.prep.outputs(&f, &g.inputs).map_err(runtime_err)?;
         let mut ok = true;
@@ -465,6 +565,64 @@ impl Fusion {
     }
 }
 
+fn row_major(shape: &[usize]) -> Vec<i64> {
+    let mut s = vec![1i64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1].max(1) as i64;
+    }
+    s
+}
+
+/// Device memory of a fusion's output, exported through DLPack.
+#[pyclass(module = "fusebench", unsendable)]
+struct DeviceArray {
+    owner: Py<PyAny>,
+    ptr: u64,
+    dtype: DType,
+    #[pyo3(get)]
+    shape: Vec<usize>,
+    #[pyo3(get)]
+    strides: Vec<i64>,
+}
+
+#[pymethods]
+impl DeviceArray {
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.dtype.torch_name()
+    }
+
+    #[pyo3(signature = (stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<&Bound<'py, PyAny>>,
+        dl_device: Option<&Bound<'py, PyAny>>,
+        copy: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        // The outputs are complete once `outputs()` synchronized; any stream may read them.
+        let _ = (stream, max_version, dl_device, copy);
+        dlpack::export(py, self.owner.clone_ref(py), self.ptr, self.dtype, &self.shape, &self.strides, 0)
+    }
+
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (dlpack::CUDA, 0)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<fusebench.DeviceArray {} {:?} strides {:?}>", self.dtype.torch_name(), self.shape, self.strides)
+    }
+}
+
+/// How `obj` lies as DLPack describes it: (device type, device id, dtype
+/// name or None, shape, strides). For tests of the DLPack reader.
+#[pyfunction]
+fn _dlpack_layout(obj: &Bound<'_, PyAny>) -> PyResult<(i32, i32, Option<String>, Vec<usize>, Vec<i64>)> {
+    let l = dlpack::read(obj)?;
+    Ok((l.device_type, l.device_id, l.dtype.map(|d| d.torch_name().to_string()), l.shape, l.strides))
+}
+
 #[pyfunction]
 #[pyo3(signature = (path, seed = 0))]
 fn load(path: &str, seed: u64) -> PyResult<Fusion> {
@@ -474,20 +632,22 @@ fn load(path: &str, seed: u64) -> PyResult<Fusion> {
     let engine = fusebench_engine::Engine::new()
         .map_err(|e| Unavailable::new_err(format!("fusebench cannot run fusions here: {e}")))?;
     let prep = engine.prepare(&f, &g.inputs).map_err(runtime_err)?;
-    let read: usize = g
-        .inputs
-        .iter()
-        .map(|a| match a {
+    let mut read = 0usize;
+    let mut layouts = Vec::with_capacity(g.inputs.len());
+    for a in &g.inputs {
+        match a {
             fusebench_reference::Arg::Tensor(t) => {
-                t.shape().iter().zip(t.strides()).filter(|(_, &s)| s != 0).map(|(&e, _)| e).product::<usize>()
-                    * t.dtype().size_bytes()
+                read += t.shape().iter().zip(t.strides()).filter(|(_, &s)| s != 0).map(|(&e, _)| e).product::<usize>()
+                    * t.dtype().size_bytes();
+                layouts.push(Some((t.dtype(), t.shape().to_vec(), t.strides().to_vec())));
             }
-            fusebench_reference::Arg::Scalar(_) => 0,
-        })
-        .sum();
+            fusebench_reference::Arg::Scalar(_) => layouts.push(None),
+        }
+    }
     Ok(Fusion {
         bytes: (read + prep.plan.written_bytes()) as u64,
         prep,
+        layouts,
         name: std::path::Path::new(path)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -511,6 +671,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Measurement>()?;
     m.add_class::<Explanation>()?;
     m.add_class::<Fusion>()?;
+    m.add_class::<DeviceArray>()?;
+    m.add_function(wrap_pyfunction!(_dlpack_layout, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_time, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_status, m)?)?;

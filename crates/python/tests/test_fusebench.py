@@ -60,6 +60,27 @@ class WithoutAGpu(unittest.TestCase):
             fusebench.Measurement.from_json('{"schema": 99}')
 
 
+try:
+    import numpy
+except ImportError:  # the DLPack reader is then tested on the GPU machine only
+    numpy = None
+
+
+@unittest.skipIf(numpy is None, "numpy is not installed")
+class DLPackReader(unittest.TestCase):
+    def test_layouts_are_read_as_the_producer_gives_them(self):
+        a = numpy.arange(24, dtype=numpy.float32).reshape(2, 3, 4)
+        self.assertEqual(fusebench._dlpack_layout(a), (1, 0, "float32", [2, 3, 4], [12, 4, 1]))
+        t = a.transpose(2, 0, 1)
+        self.assertEqual(fusebench._dlpack_layout(t), (1, 0, "float32", [4, 2, 3], [1, 12, 4]))
+        i = numpy.zeros((5,), dtype=numpy.int64)
+        self.assertEqual(fusebench._dlpack_layout(i)[2:], ("int64", [5], [1]))
+        self.assertEqual(fusebench._dlpack_layout(numpy.zeros(3, dtype=bool))[2], "bool")
+        self.assertEqual(fusebench._dlpack_layout(numpy.zeros(3, dtype=numpy.float16))[2], "float16")
+        with self.assertRaises(Exception):
+            fusebench._dlpack_layout(3.0)
+
+
 @unittest.skipUnless(HAS_GPU, f"no GPU: {WHY}")
 class OnAGpu(unittest.TestCase):
     def test_a_torch_kernel_is_timed(self):
@@ -78,6 +99,25 @@ class OnAGpu(unittest.TestCase):
         self.assertTrue(ok, report)
         m = fusebench.kernel_time(f, bytes=f.bytes)
         self.assertEqual([k["name"] for k in m.kernels], [k[0] for k in f.kernels])
+
+    def test_torch_tensors_in_and_out_through_dlpack(self):
+        import torch
+
+        path = str(ROOT / "examples" / "seed_rmsnorm_legacy.py")
+        f = fusebench.load(path)
+        x = torch.randn(4, 1024, 4096, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+        f(x, w)
+        rsqrt, y = (torch.from_dlpack(o) for o in f.outputs())
+        xf = x.float()
+        want_r = torch.rsqrt((xf * xf).mean(-1) + 1e-5)
+        torch.testing.assert_close(rsqrt.reshape(4, 1024), want_r, rtol=1e-5, atol=1e-6)
+        want_y = (xf * want_r[..., None] * w.float()).bfloat16()
+        torch.testing.assert_close(y, want_y, rtol=1.6e-2, atol=1e-2)
+        with self.assertRaises(ValueError):
+            f(x.transpose(1, 2).contiguous().transpose(1, 2), w)
+        m = fusebench.kernel_time(f, x, w)
+        self.assertGreater(m.median, 0)
 
 
 if __name__ == "__main__":

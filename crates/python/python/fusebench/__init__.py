@@ -9,6 +9,7 @@ Importing works without a GPU; measuring then raises fusebench.Unavailable with 
 """
 
 from ._native import (  # noqa: F401
+    DeviceArray,
     Explanation,
     Fusion,
     Measurement,
@@ -19,4 +20,5 @@ from ._native import (  # noqa: F401
     kernel_time,
     load,
     __version__,
+    _dlpack_layout,
 )
