@@ -259,7 +259,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                             .kernels
                             .iter()
                             .find(|x| x.name() == k.name)
-                            .map_or(0, |x| x.attributes().local_bytes_per_thread as u32),
+                            .map_or(0, |x| x.attributes().local_bytes_per_thread),
                         summary: pk.summary.clone(),
                     })
                     .collect(),

@@ -230,7 +230,7 @@ fn check_one(
                     }
                 })
                 .collect();
-            r.ok = !(strict && !r.input_issues.is_empty());
+            r.ok = !strict || r.input_issues.is_empty();
             if !r.ok {
                 r.error =
                     Some("the script's inputs disagree with its definition (--strict)".into());

@@ -24,8 +24,8 @@ pub fn kernels(prep: &Prepared, median_us: &[f64]) -> Vec<KernelRecord> {
             code_hash: pk.code_hash.clone(),
             grid: pk.grid,
             block: pk.block,
-            shared_bytes: k.attributes().static_shared_bytes as u32,
-            registers: k.attributes().registers_per_thread as u32,
+            shared_bytes: k.attributes().static_shared_bytes,
+            registers: k.attributes().registers_per_thread,
             median_us: us,
         })
         .collect()

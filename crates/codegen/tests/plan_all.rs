@@ -46,7 +46,7 @@ fn every_fusion_plans() {
                 );
                 let threads: u32 = k.block.iter().product();
                 assert!(
-                    (32..=1024).contains(&threads) && threads % 32 == 0,
+                    (32..=1024).contains(&threads) && threads.is_multiple_of(32),
                     "{}: block {:?}",
                     k.name,
                     k.block

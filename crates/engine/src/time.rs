@@ -209,18 +209,6 @@ pub fn rotation_copies(input_bytes: usize, l2_bytes: usize) -> usize {
     (2 * l2_bytes).div_ceil(input_bytes).clamp(2, 4096)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn rotation_exceeds_twice_the_l2() {
-        let l2 = 60 << 20;
-        assert_eq!(super::rotation_copies(525 << 20, l2), 2);
-        assert_eq!(super::rotation_copies(32 << 20, l2), 4);
-        assert!(super::rotation_copies(24 << 20, l2) * (24 << 20) >= 2 * l2);
-        assert_eq!(super::rotation_copies(16 << 10, l2), 4096);
-        assert_eq!(super::rotation_copies(0, l2), 1);
-    }
-}
 
 /// Spins on the clock: about 25 µs at the H200's 1980 MHz, longer at idle clocks.
 const SPIN_KERNEL: &str = r#"
@@ -289,4 +277,17 @@ pub fn copy_time(gpu: &Gpu, bytes: usize, samples: usize, cold: bool) -> Result<
         best = best.min(median(&mut t));
     }
     Ok(best)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rotation_exceeds_twice_the_l2() {
+        let l2 = 60 << 20;
+        assert_eq!(super::rotation_copies(525 << 20, l2), 2);
+        assert_eq!(super::rotation_copies(32 << 20, l2), 4);
+        assert!(super::rotation_copies(24 << 20, l2) * (24 << 20) >= 2 * l2);
+        assert_eq!(super::rotation_copies(16 << 10, l2), 4096);
+        assert_eq!(super::rotation_copies(0, l2), 1);
+    }
 }

@@ -195,22 +195,29 @@ fn kernel_time(
         let sig = signature(&kernels);
         // The last warm-up call sets the kernels every sample must launch: first
         // calls may compile, autotune or initialize (torch.compile, Triton).
-        if calls <= warmup || reference.is_none() {
-            per_kernel = vec![Vec::new(); sig.len()];
-            reference = Some(sig);
-        } else if reference.as_ref() != Some(&sig) {
-            let names = |s: &Signature| {
-                let mut v: Vec<String> = s.iter().take(6).map(|(n, _)| n.chars().take(60).collect()).collect();
-                if s.len() > 6 {
-                    v.push(format!("... {} in all", s.len()));
-                }
-                v
-            };
-            return Err(runtime_err(format!(
-                "call {calls} launched kernels {:?}, the calls before {:?}; the sample is rejected, not summed",
-                names(&sig),
-                names(reference.as_ref().expect("set above"))
-            )));
+        match &reference {
+            Some(r) if calls > warmup && *r != sig => {
+                let names = |s: &Signature| {
+                    let mut v: Vec<String> =
+                        s.iter().take(6).map(|(n, _)| n.chars().take(60).collect()).collect();
+                    if s.len() > 6 {
+                        v.push(format!("... {} in all", s.len()));
+                    }
+                    v
+                };
+                return Err(runtime_err(format!(
+                    "call {calls} launched kernels {:?}, the calls before {:?}; the sample is rejected, not summed",
+                    names(&sig),
+                    names(r)
+                )));
+            }
+            Some(_) if calls > warmup => {}
+            // The last warm-up call sets the kernels every sample must launch: first
+            // calls may compile, autotune or initialize (torch.compile, Triton).
+            _ => {
+                per_kernel = vec![Vec::new(); sig.len()];
+                reference = Some(sig);
+            }
         }
         if calls > warmup {
             for (p, k) in per_kernel.iter_mut().zip(&kernels) {
@@ -433,13 +440,18 @@ fn explain(a: &Measurement, b: &Measurement) -> Explanation {
 struct Fusion {
     prep: fusebench_engine::Prepared,
     /// Per input: the dtype, shape and strides the plan was made for (None: a scalar).
-    layouts: Vec<Option<(DType, Vec<usize>, Vec<i64>)>>,
+    layouts: Vec<Option<Planned>>,
     #[pyo3(get)]
     name: String,
     /// Bytes the fusion moves (inputs it addresses, outputs it writes).
     #[pyo3(get)]
     bytes: u64,
 }
+
+/// The dtype, shape and strides a tensor input was planned for.
+type Planned = (DType, Vec<usize>, Vec<i64>);
+/// Device type, device id, dtype name, shape, strides.
+type DlpackLayout = (i32, i32, Option<String>, Vec<usize>, Vec<i64>);
 
 /// Strides of dims with one element do not matter.
 fn same_layout(shape: &[usize], a: &[i64], b: &[i64]) -> bool {
@@ -618,7 +630,7 @@ impl DeviceArray {
 /// How `obj` lies as DLPack describes it: (device type, device id, dtype
 /// name or None, shape, strides). For tests of the DLPack reader.
 #[pyfunction]
-fn _dlpack_layout(obj: &Bound<'_, PyAny>) -> PyResult<(i32, i32, Option<String>, Vec<usize>, Vec<i64>)> {
+fn _dlpack_layout(obj: &Bound<'_, PyAny>) -> PyResult<DlpackLayout> {
     let l = dlpack::read(obj)?;
     Ok((l.device_type, l.device_id, l.dtype.map(|d| d.torch_name().to_string()), l.shape, l.strides))
 }

@@ -69,7 +69,7 @@ fn partial_runs_merge_with_the_latest_result_winning() {
     one["rows"] = serde_json::json!([rerun]);
     std::fs::copy(fixture("corpus-run-1.json"), dir.join("a.json")).unwrap();
     std::fs::write(dir.join("b.json"), one.to_string()).unwrap();
-    let merged = load_paths(&[dir.clone()]).unwrap();
+    let merged = load_paths(std::slice::from_ref(&dir)).unwrap();
     assert_eq!(merged.len(), 32);
     let base = load(&fixture("corpus-run-1.json")).unwrap();
     let d = diff(&base, &merged, 0.02, false);
