@@ -152,7 +152,11 @@ unsafe extern "C" fn capsule_destructor(cap: *mut ffi::PyObject) {
     }
 }
 
-/// A DLPack capsule for device memory at `ptr` that `owner` keeps alive.
+/// Where exported memory lies: (DLPack device type, device id).
+pub type Device = (i32, i32);
+
+/// A DLPack capsule for memory at `ptr` on `device` that `owner` keeps alive.
+#[allow(clippy::too_many_arguments)]
 pub fn export<'py>(
     py: Python<'py>,
     owner: Py<PyAny>,
@@ -160,7 +164,7 @@ pub fn export<'py>(
     dtype: DType,
     shape: &[usize],
     strides: &[i64],
-    device_id: i32,
+    device: Device,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut holder = Box::new(Holder {
         shape: shape.iter().map(|&x| x as i64).collect(),
@@ -170,7 +174,7 @@ pub fn export<'py>(
     let managed = Box::new(DLManagedTensor {
         dl_tensor: DLTensor {
             data: ptr as *mut c_void,
-            device: DLDevice { device_type: CUDA, device_id },
+            device: DLDevice { device_type: device.0, device_id: device.1 },
             ndim: shape.len() as i32,
             dtype: from_dtype(dtype),
             shape: holder.shape.as_mut_ptr(),

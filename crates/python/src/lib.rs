@@ -543,6 +543,7 @@ impl Fusion {
             out.push(DeviceArray {
                 owner: slf.clone().into_any().unbind(),
                 ptr,
+                device: (dlpack::CUDA, 0),
                 dtype: o.dtype,
                 shape: o.shape.clone(),
                 strides,
@@ -590,6 +591,7 @@ fn row_major(shape: &[usize]) -> Vec<i64> {
 struct DeviceArray {
     owner: Py<PyAny>,
     ptr: u64,
+    device: dlpack::Device,
     dtype: DType,
     #[pyo3(get)]
     shape: Vec<usize>,
@@ -615,11 +617,11 @@ impl DeviceArray {
     ) -> PyResult<Bound<'py, PyAny>> {
         // The outputs are complete once `outputs()` synchronized; any stream may read them.
         let _ = (stream, max_version, dl_device, copy);
-        dlpack::export(py, self.owner.clone_ref(py), self.ptr, self.dtype, &self.shape, &self.strides, 0)
+        dlpack::export(py, self.owner.clone_ref(py), self.ptr, self.dtype, &self.shape, &self.strides, self.device)
     }
 
     fn __dlpack_device__(&self) -> (i32, i32) {
-        (dlpack::CUDA, 0)
+        self.device
     }
 
     fn __repr__(&self) -> String {
@@ -633,6 +635,25 @@ impl DeviceArray {
 fn _dlpack_layout(obj: &Bound<'_, PyAny>) -> PyResult<DlpackLayout> {
     let l = dlpack::read(obj)?;
     Ok((l.device_type, l.device_id, l.dtype.map(|d| d.torch_name().to_string()), l.shape, l.strides))
+}
+
+/// `obj`'s memory exported again through fusebench's DLPack writer (kept
+/// alive by `obj`): what `Fusion.outputs()` does for device memory, here for
+/// any producer, so that the writer is tested where there is no GPU.
+#[pyfunction]
+fn _dlpack_reexport(obj: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
+    let l = dlpack::read(obj)?;
+    let dtype = l
+        .dtype
+        .ok_or_else(|| PyValueError::new_err(format!("DLPack dtype {:?} is not one fusebench knows", l.dl_dtype)))?;
+    Ok(DeviceArray {
+        owner: obj.clone().unbind(),
+        ptr: l.ptr,
+        device: (l.device_type, l.device_id),
+        dtype,
+        shape: l.shape,
+        strides: l.strides,
+    })
 }
 
 #[pyfunction]
@@ -685,6 +706,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Fusion>()?;
     m.add_class::<DeviceArray>()?;
     m.add_function(wrap_pyfunction!(_dlpack_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(_dlpack_reexport, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_time, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_status, m)?)?;

@@ -80,6 +80,26 @@ class DLPackReader(unittest.TestCase):
         with self.assertRaises(Exception):
             fusebench._dlpack_layout(3.0)
 
+    def test_the_writer_hands_memory_to_a_consumer_and_keeps_it_alive(self):
+        a = numpy.arange(24, dtype=numpy.float32).reshape(2, 3, 4).transpose(2, 0, 1)
+        e = fusebench._dlpack_reexport(a)
+        self.assertEqual(e.__dlpack_device__(), (1, 0))
+        b = numpy.from_dlpack(e)
+        self.assertEqual(b.shape, (4, 2, 3))
+        self.assertTrue(numpy.array_equal(a, b))
+        self.assertEqual(b.ctypes.data, a.ctypes.data, "the same memory, not a copy")
+        del a, e
+        import gc
+
+        gc.collect()
+        # b still holds the memory through the exported tensor's owner.
+        self.assertEqual(float(b[3, 1, 2]), 23.0)
+        # A capsule never consumed is freed by its own destructor.
+        c = fusebench._dlpack_reexport(numpy.ones(3, dtype=numpy.int64))
+        cap = c.__dlpack__()
+        del cap, c
+        gc.collect()
+
 
 @unittest.skipUnless(HAS_GPU, f"no GPU: {WHY}")
 class OnAGpu(unittest.TestCase):

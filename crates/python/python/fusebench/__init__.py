@@ -21,4 +21,5 @@ from ._native import (  # noqa: F401
     load,
     __version__,
     _dlpack_layout,
+    _dlpack_reexport,
 )
