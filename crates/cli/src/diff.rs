@@ -30,7 +30,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             return Ok(code);
         }
     }
-    let (old, new) = match (load_paths(std::slice::from_ref(&a.old)), load_paths(std::slice::from_ref(&a.new))) {
+    let (old, new) = match (
+        load_paths(std::slice::from_ref(&a.old)),
+        load_paths(std::slice::from_ref(&a.new)),
+    ) {
         (Ok(o), Ok(n)) => (o, n),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("error: {e}");
@@ -38,30 +41,56 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let d = diff(&old, &new, a.threshold, a.across_gpus);
-    let compared = d.pairs.iter().filter(|p| p.old.is_some() && p.new.is_some()).count();
-    let refused: Vec<_> = d.pairs.iter().filter(|p| p.verdict == Verdict::DifferentGpu).collect();
+    let compared = d
+        .pairs
+        .iter()
+        .filter(|p| p.old.is_some() && p.new.is_some())
+        .count();
+    let refused: Vec<_> = d
+        .pairs
+        .iter()
+        .filter(|p| p.verdict == Verdict::DifferentGpu)
+        .collect();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&d)?);
     } else {
         let mut t = Table::new();
         t.load_preset(UTF8_BORDERS_ONLY);
-        t.set_header(vec!["fusion", "old µs [95%]", "new µs [95%]", "new / old [range]", "verdict"]);
+        t.set_header(vec![
+            "fusion",
+            "old µs [95%]",
+            "new µs [95%]",
+            "new / old [range]",
+            "verdict",
+        ]);
         let us = |e: &Option<fusebench_report::Entry>| {
-            e.as_ref().map_or("–".to_string(), |e| format!("{:.2} [{:.2}, {:.2}]", e.median_us, e.ci_low_us, e.ci_high_us))
+            e.as_ref().map_or("–".to_string(), |e| {
+                format!(
+                    "{:.2} [{:.2}, {:.2}]",
+                    e.median_us, e.ci_low_us, e.ci_high_us
+                )
+            })
         };
         for p in &d.pairs {
             t.add_row(vec![
                 p.name.clone(),
                 us(&p.old),
                 us(&p.new),
-                if p.ratio.is_finite() { format!("{:.3} [{:.3}, {:.3}]", p.ratio, p.ratio_low, p.ratio_high) } else { "–".into() },
+                if p.ratio.is_finite() {
+                    format!("{:.3} [{:.3}, {:.3}]", p.ratio, p.ratio_low, p.ratio_high)
+                } else {
+                    "–".into()
+                },
                 match p.verdict {
                     Verdict::DifferentGpu => format!(
                         "not compared: {} vs {}",
                         p.old.as_ref().map(|e| e.gpu.as_str()).unwrap_or(""),
                         p.new.as_ref().map(|e| e.gpu.as_str()).unwrap_or("")
                     ),
-                    v => serde_json::to_value(v)?.as_str().unwrap_or("").replace('_', " "),
+                    v => serde_json::to_value(v)?
+                        .as_str()
+                        .unwrap_or("")
+                        .replace('_', " "),
                 },
             ]);
         }
@@ -79,7 +108,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     let regressions: Vec<&str> = d.regressions().map(|p| p.name.as_str()).collect();
     if regressions.is_empty() {
-        eprintln!("no regression beyond the noise and {:.1}% ({compared} compared)", a.threshold * 100.0);
+        eprintln!(
+            "no regression beyond the noise and {:.1}% ({compared} compared)",
+            a.threshold * 100.0
+        );
         Ok(ExitCode::from(crate::exit::OK))
     } else {
         eprintln!(

@@ -20,15 +20,23 @@ pub struct Args {
 
 /// A record from `path`: a measurement itself, or one row of `bench --json`.
 pub fn read(path: &Path, name: Option<&str>) -> anyhow::Result<Measurement> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| anyhow!("{}: not JSON: {e}", path.display()))?;
     let record = if let Some(rows) = v.get("rows").and_then(|r| r.as_array()) {
         let names: Vec<&str> = rows.iter().filter_map(|r| r["file"].as_str()).collect();
         let row = match name {
-            Some(n) => rows.iter().find(|r| r["file"].as_str() == Some(n)).ok_or_else(|| {
-                anyhow!("{}: no fusion named {n}; it holds {}", path.display(), names.join(", "))
-            })?,
+            Some(n) => rows
+                .iter()
+                .find(|r| r["file"].as_str() == Some(n))
+                .ok_or_else(|| {
+                    anyhow!(
+                        "{}: no fusion named {n}; it holds {}",
+                        path.display(),
+                        names.join(", ")
+                    )
+                })?,
             None if rows.len() == 1 => &rows[0],
             None => bail!(
                 "{}: holds {} fusions ({}); choose one with --name",

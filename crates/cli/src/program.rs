@@ -138,14 +138,28 @@ mod tests {
         std::fs::write(&m, "# one step\na.py x2\n  b.py   # the norm\n").unwrap();
         let p = load(std::slice::from_ref(&m), false).unwrap();
         assert_eq!(p[0].name, "step");
-        let names: Vec<_> = p[0].steps.iter().map(|s| s.file_name().unwrap().to_owned()).collect();
+        let names: Vec<_> = p[0]
+            .steps
+            .iter()
+            .map(|s| s.file_name().unwrap().to_owned())
+            .collect();
         assert_eq!(names, ["a.py", "a.py", "b.py"]);
         std::fs::write(&m, "a.py\nb.py twice\n").unwrap();
-        let e = load(std::slice::from_ref(&m), false).unwrap_err().to_string();
-        assert!(e.contains("step.txt:2:6: expected a repeat count like x3"), "{e}");
+        let e = load(std::slice::from_ref(&m), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("step.txt:2:6: expected a repeat count like x3"),
+            "{e}"
+        );
         std::fs::write(&m, "c.py\n").unwrap();
-        let e = load(std::slice::from_ref(&m), false).unwrap_err().to_string();
-        assert!(e.contains("step.txt:1:1:") && e.contains("is not a file"), "{e}");
+        let e = load(std::slice::from_ref(&m), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("step.txt:1:1:") && e.contains("is not a file"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 }

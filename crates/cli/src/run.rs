@@ -166,7 +166,11 @@ pub(crate) fn time_in_program(
 }
 
 /// One fusion timed alone under `cache`.
-pub(crate) fn time_standalone(l: &Loaded, cache: CachePolicy, t: &Timing) -> anyhow::Result<Measurement> {
+pub(crate) fn time_standalone(
+    l: &Loaded,
+    cache: CachePolicy,
+    t: &Timing,
+) -> anyhow::Result<Measurement> {
     let timed = l
         .prep
         .measure(cache, 3, &t.rule, t.clocks.as_ref(), t.cupti.as_ref())
@@ -296,7 +300,11 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(crate::exit::USAGE));
         }
     };
-    let verb = if standalone.is_some() { "fusebench compare" } else { "fusebench run" };
+    let verb = if standalone.is_some() {
+        "fusebench compare"
+    } else {
+        "fusebench run"
+    };
     let engine = match crate::engine(verb) {
         Ok(e) => e,
         Err(code) => return Ok(code),
@@ -320,9 +328,14 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 }
                 if let Some(s) = store.as_mut() {
                     for st in &steps {
-                        for m in [Some(&st.in_program), Some(&st.cold), st.standalone_cold.as_ref(), st.standalone_warm.as_ref()]
-                            .into_iter()
-                            .flatten()
+                        for m in [
+                            Some(&st.in_program),
+                            Some(&st.cold),
+                            st.standalone_cold.as_ref(),
+                            st.standalone_warm.as_ref(),
+                        ]
+                        .into_iter()
+                        .flatten()
                         {
                             s.save(m)?;
                         }
@@ -360,7 +373,11 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             print_program(r, standalone.is_some());
         }
     }
-    Ok(ExitCode::from(if failed > 0 { crate::exit::FAILED } else { crate::exit::OK }))
+    Ok(ExitCode::from(if failed > 0 {
+        crate::exit::FAILED
+    } else {
+        crate::exit::OK
+    }))
 }
 
 fn one_program(
@@ -425,7 +442,13 @@ fn print_program(r: &ProgramReport, compared: bool) {
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
     if !compared {
-        t.set_header(vec!["#", "fusion", "in-program us", "cold us", "in-program / cold"]);
+        t.set_header(vec![
+            "#",
+            "fusion",
+            "in-program us",
+            "cold us",
+            "in-program / cold",
+        ]);
         for s in &r.steps {
             t.add_row(vec![
                 s.position.to_string(),

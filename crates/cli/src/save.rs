@@ -6,7 +6,9 @@
 //! script (NAME.py, runnable with nvFuser), as fusebench's JSON form
 //! (json/NAME.json) and, with a GPU, the in-program record (live/NN_NAME.json).
 
-use crate::run::{load_and_prepare, load_source, time_in_program, Loaded, Source, Timing, TimingArgs};
+use crate::run::{
+    load_and_prepare, load_source, time_in_program, Loaded, Source, Timing, TimingArgs,
+};
 use anyhow::Context;
 use fusebench_ir::analysis::index_inputs;
 use fusebench_ir::recipe::row_major_strides;
@@ -83,7 +85,12 @@ pub fn saved_recipe(f: &Fusion, g: &Generated) -> Vec<InputRecipe> {
 }
 
 /// The fusion as saved: the new input list, and a header saying where it came from.
-pub fn saved_fusion(l: &Source, program: &str, position: usize, live: Option<&Measurement>) -> Fusion {
+pub fn saved_fusion(
+    l: &Source,
+    program: &str,
+    position: usize,
+    live: Option<&Measurement>,
+) -> Fusion {
     let mut f = l.fusion.clone();
     f.recipe = Some(saved_recipe(&l.fusion, &l.generated));
     let facts: Vec<Option<fusebench_ir::recipe::InputFacts>> = l
@@ -97,7 +104,10 @@ pub fn saved_fusion(l: &Source, program: &str, position: usize, live: Option<&Me
         .collect();
     let (inputs_hash, _) = crate::fingerprint::inputs(&l.generated.inputs);
     let mut header = vec![
-        format!("fusebench save: fusion {position} of program {program}, from {}", l.path.display()),
+        format!(
+            "fusebench save: fusion {position} of program {program}, from {}",
+            l.path.display()
+        ),
         format!(
             "definition {}, inputs {inputs_hash}",
             crate::fingerprint::definition(&l.fusion)
@@ -117,7 +127,10 @@ pub fn saved_fusion(l: &Source, program: &str, position: usize, live: Option<&Me
     }
     for (i, x) in facts.iter().enumerate() {
         if let Some(x) = x {
-            header.push(format!("input {i}: values in [{}, {}], contents {}", x.min, x.max, x.content_hash));
+            header.push(format!(
+                "input {i}: values in [{}, {}], contents {}",
+                x.min, x.max, x.content_hash
+            ));
         }
     }
     f.input_facts = Some(facts);
@@ -193,8 +206,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default();
             // A fusion that runs several times in a step is saved once.
             if !all[..i].iter().any(|x| x.path == l.path) {
-                write(&a.out.join(format!("{stem}.py")), &fusebench_frontend::print_script(&f))?;
-                write(&a.out.join("json").join(format!("{stem}.json")), &f.to_json())?;
+                write(
+                    &a.out.join(format!("{stem}.py")),
+                    &fusebench_frontend::print_script(&f),
+                )?;
+                write(
+                    &a.out.join("json").join(format!("{stem}.json")),
+                    &f.to_json(),
+                )?;
                 written += 1;
             }
             if let Some(m) = m {
@@ -208,7 +227,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     eprintln!(
         "wrote {written} repros to {}{}",
         a.out.display(),
-        if engine.is_some() { " with their live records in live/" } else { "" }
+        if engine.is_some() {
+            " with their live records in live/"
+        } else {
+            ""
+        }
     );
     Ok(ExitCode::from(crate::exit::OK))
 }

@@ -239,13 +239,25 @@ fn saved_repros_of_a_gather_feed_valid_indices() {
     };
     let dir = std::env::temp_dir().join(format!("fusebench-save-{}", std::process::id()));
     let f = corpus.join("000_Llama-3.2-1B_fw_nvFusion0.py");
-    let o = fusebench(&["save", "--no-measure", "--out", dir.to_str().unwrap(), f.to_str().unwrap()]);
+    let o = fusebench(&[
+        "save",
+        "--no-measure",
+        "--out",
+        dir.to_str().unwrap(),
+        f.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let saved = dir.join("000_Llama-3.2-1B_fw_nvFusion0.py");
     let script = std::fs::read_to_string(&saved).unwrap();
     // The token ids: drawn over the embedding table's rows, never make_tensor's [-9, 10).
-    assert!(script.contains("torch.randint(0, 128256, (2, 1024), dtype=torch.int64"), "{script}");
-    assert!(script.contains("fusebench save: fusion 1 of program"), "{script}");
+    assert!(
+        script.contains("torch.randint(0, 128256, (2, 1024), dtype=torch.int64"),
+        "{script}"
+    );
+    assert!(
+        script.contains("fusebench save: fusion 1 of program"),
+        "{script}"
+    );
     let c = fusebench(&["check", "--strict", saved.to_str().unwrap()]);
     let t = text(&c);
     assert_eq!(c.status.code(), Some(0), "{t}");
@@ -267,7 +279,10 @@ fn a_bad_manifest_line_is_a_usage_error_with_its_place() {
     let o = fusebench(&["run", m.to_str().unwrap()]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
-    assert!(t.contains("step.txt:1:1:") && t.contains("is not a file"), "{t}");
+    assert!(
+        t.contains("step.txt:1:1:") && t.contains("is not a file"),
+        "{t}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -277,7 +292,10 @@ fn explain_names_the_cause_of_recorded_pairs() {
     let o = fusebench(&["explain", &fx("b1-cold"), &fx("b1-warm")]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("Most likely cause: working set vs L2 size."), "{t}");
+    assert!(
+        t.contains("Most likely cause: working set vs L2 size."),
+        "{t}"
+    );
     assert!(t.contains("ruled out  different GPU or driver"), "{t}");
     let o = fusebench(&["explain", "--json", &fx("seed-cold-1"), &fx("seed-cold-2")]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
@@ -292,14 +310,34 @@ fn diff_exits_one_only_for_a_regression_and_names_it() {
     let o = fusebench(&["diff", &fx("corpus-run-1.json"), &fx("corpus-run-2.json")]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
-    assert!(t.contains("no regression beyond the noise and 2.0% (32 compared)"), "{t}");
-    let o = fusebench(&["diff", &fx("corpus-run-1.json"), &fx("corpus-run-2-029-slower.json")]);
+    assert!(
+        t.contains("no regression beyond the noise and 2.0% (32 compared)"),
+        "{t}"
+    );
+    let o = fusebench(&[
+        "diff",
+        &fx("corpus-run-1.json"),
+        &fx("corpus-run-2-029-slower.json"),
+    ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
-    assert!(t.contains("1 regression(s) beyond the noise and 2.0%: 029_pythia-1b_bw_nvFusion6.py"), "{t}");
-    let o = fusebench(&["diff", "--threshold", "10%", &fx("corpus-run-1.json"), &fx("corpus-run-2-029-slower.json")]);
+    assert!(
+        t.contains("1 regression(s) beyond the noise and 2.0%: 029_pythia-1b_bw_nvFusion6.py"),
+        "{t}"
+    );
+    let o = fusebench(&[
+        "diff",
+        "--threshold",
+        "10%",
+        &fx("corpus-run-1.json"),
+        &fx("corpus-run-2-029-slower.json"),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = fusebench(&["diff", &fx("corpus-run-1.json"), &fx("pytest_benchmark.json")]);
+    let o = fusebench(&[
+        "diff",
+        &fx("corpus-run-1.json"),
+        &fx("pytest_benchmark.json"),
+    ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
     assert!(t.contains("no fusion appears in both"), "{t}");
@@ -312,7 +350,14 @@ fn export_writes_files_the_readers_take_back() {
     let run = "crates/report/tests/fixtures/corpus-run-1.json";
     for (fmt, name) in [("nvbench", "nv.json"), ("pytest-benchmark", "pb.json")] {
         let out = dir.join(name);
-        let o = fusebench(&["export", "--format", fmt, "--out", out.to_str().unwrap(), run]);
+        let o = fusebench(&[
+            "export",
+            "--format",
+            fmt,
+            "--out",
+            out.to_str().unwrap(),
+            run,
+        ]);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         let d = fusebench(&["diff", run, out.to_str().unwrap()]);
         let t = text(&d);
@@ -322,7 +367,10 @@ fn export_writes_files_the_readers_take_back() {
     let o = fusebench(&["report", "--out", dir.join("r").to_str().unwrap(), run]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let md = std::fs::read_to_string(dir.join("r/report.md")).unwrap();
-    assert!(md.contains("![kernel times](times.svg)") && md.contains("| seed_rmsnorm_legacy.py |"), "{md}");
+    assert!(
+        md.contains("![kernel times](times.svg)") && md.contains("| seed_rmsnorm_legacy.py |"),
+        "{md}"
+    );
     assert!(dir.join("r/times.svg").is_file());
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -330,13 +378,23 @@ fn export_writes_files_the_readers_take_back() {
 #[test]
 fn saved_fusions_record_their_inputs_and_checks_respect_them() {
     let dir = std::env::temp_dir().join(format!("fusebench-facts-{}", std::process::id()));
-    let o = fusebench(&["save", "--no-measure", "--out", dir.to_str().unwrap(), "examples/seed_rmsnorm_legacy.py"]);
+    let o = fusebench(&[
+        "save",
+        "--no-measure",
+        "--out",
+        dir.to_str().unwrap(),
+        "examples/seed_rmsnorm_legacy.py",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let json_path = dir.join("json/seed_rmsnorm_legacy.json");
-    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
     let facts = v["input_facts"].as_array().unwrap().clone();
     assert_eq!(facts.len(), 2);
-    assert!(facts[0]["min"].as_f64().unwrap() < 0.0 && facts[0]["content_hash"].as_str().unwrap().len() == 24);
+    assert!(
+        facts[0]["min"].as_f64().unwrap() < 0.0
+            && facts[0]["content_hash"].as_str().unwrap().len() == 24
+    );
     let script = std::fs::read_to_string(dir.join("seed_rmsnorm_legacy.py")).unwrap();
     assert!(script.contains("# input 0: values in ["), "{script}");
     // The saved form regenerates the live values: nothing to say.
@@ -349,6 +407,10 @@ fn saved_fusions_record_their_inputs_and_checks_respect_them() {
     let c = fusebench(&["check", json_path.to_str().unwrap()]);
     let t = text(&c);
     assert_eq!(c.status.code(), Some(0), "{t}");
-    assert!(t.contains("the live values lay in [0, ") && t.contains("negative values the live inputs never had"), "{t}");
+    assert!(
+        t.contains("the live values lay in [0, ")
+            && t.contains("negative values the live inputs never had"),
+        "{t}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

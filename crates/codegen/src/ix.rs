@@ -116,7 +116,9 @@ impl Ix {
         match self {
             Ix::Var(n) if n == v => by.clone(),
             Ix::Const(_) | Ix::Var(_) => self.clone(),
-            Ix::Add(ts) => ts.iter().fold(Ix::Const(0), |acc, t| acc.add(t.subst(v, by))),
+            Ix::Add(ts) => ts
+                .iter()
+                .fold(Ix::Const(0), |acc, t| acc.add(t.subst(v, by))),
             Ix::Mul(x, a) => x.subst(v, by).mul(*a),
             Ix::Div(x, c) => x.subst(v, by).div(*c, None),
             Ix::Mod(x, c) => x.subst(v, by).rem(*c, None),
@@ -193,7 +195,11 @@ impl Ix {
                 let is_mod = matches!(self, Ix::Mod(..));
                 let (s, k) = x.split_const();
                 if c % w != 0 || !s.uses(v) || !s.multiple_of(w, &[v]) {
-                    return if is_mod { x.rem(*c, None) } else { x.div(*c, None) };
+                    return if is_mod {
+                        x.rem(*c, None)
+                    } else {
+                        x.div(*c, None)
+                    };
                 }
                 // Indices are non-negative, so s + q is too: it is a multiple of w above -w.
                 let q = k.div_euclid(w) * w;
@@ -271,7 +277,12 @@ mod tests {
     fn lanes_leave_head_splits() {
         // Lane 3 of 8 at column jj + 3, split into heads of 128.
         let j = Ix::var("jj").add(Ix::c(3));
-        let off = j.clone().div(128, None).mul(4096).add(j.clone().rem(128, None)).add(Ix::c(-64));
+        let off = j
+            .clone()
+            .div(128, None)
+            .mul(4096)
+            .add(j.clone().rem(128, None))
+            .add(Ix::c(-64));
         assert_eq!(off.lane_step("jj", 8), Some(1));
         let p = off.pull_lanes("jj", 8);
         assert_eq!(p.to_string(), "(((jj / 128) * 4096) + (jj % 128) + -61)");

@@ -159,7 +159,10 @@ impl<'f> Lowerer<'f> {
         let pulled: Vec<Ix>;
         let idx = match &self.lanes {
             Some(l) => {
-                pulled = idx.iter().map(|i| i.pull_lanes(&l.var, l.width as i64)).collect();
+                pulled = idx
+                    .iter()
+                    .map(|i| i.pull_lanes(&l.var, l.width as i64))
+                    .collect();
                 &pulled[..]
             }
             None => idx,

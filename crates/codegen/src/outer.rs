@@ -260,7 +260,11 @@ pub fn combine_many(
                 "combine_many takes plain reductions".into(),
             ));
         };
-        lw.line(&format!("{} a{j} = {};", ctype::reg(acc), reduction::init(op, acc)));
+        lw.line(&format!(
+            "{} a{j} = {};",
+            ctype::reg(acc),
+            reduction::init(op, acc)
+        ));
         steps.push(reduction::step(
             op,
             acc,
@@ -269,10 +273,17 @@ pub fn combine_many(
         ));
     }
     let rounds = splits.div_ceil(32);
-    lw.line(if rounds <= 16 { "#pragma unroll" } else { "#pragma unroll 4" });
+    lw.line(if rounds <= 16 {
+        "#pragma unroll"
+    } else {
+        "#pragma unroll 4"
+    });
     lw.open(&format!("for (int i = 0; i < {rounds}; ++i) {{"));
     lw.line("const int p = threadIdx.y + 32 * i;");
-    lw.line(&format!("if (live && p < {splits}) {{ {} }}", steps.join(" ")));
+    lw.line(&format!(
+        "if (live && p < {splits}) {{ {} }}",
+        steps.join(" ")
+    ));
     lw.close("}");
     for (j, (r, _)) in reds.iter().enumerate() {
         let ty = ctype::reg(r.acc(f));
@@ -291,7 +302,10 @@ pub fn combine_many(
         let Kind::Plain(op) = &r.kind else {
             unreachable!()
         };
-        lw.line(&format!("{} b{j} = sm{j}[threadIdx.x][threadIdx.y];", ctype::reg(acc)));
+        lw.line(&format!(
+            "{} b{j} = sm{j}[threadIdx.x][threadIdx.y];",
+            ctype::reg(acc)
+        ));
         lw.line(&format!(
             "for (int m = 16; m > 0; m >>= 1) {}",
             reduction::step(op, acc, &format!("b{j}"), &format!("fb_shfl_xor(b{j}, m)"))

@@ -213,10 +213,22 @@ impl Prepared {
     /// Device memory this fusion holds: inputs (with any rotation copies),
     /// outputs and temporaries.
     pub fn device_bytes(&self) -> usize {
-        let copies: usize = self.rotation.borrow().iter().flatten().flatten().map(|b| b.len()).sum();
+        let copies: usize = self
+            .rotation
+            .borrow()
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|b| b.len())
+            .sum();
         self.input_bytes()
             + copies
-            + self.outputs.iter().flatten().map(|b| b.len()).sum::<usize>()
+            + self
+                .outputs
+                .iter()
+                .flatten()
+                .map(|b| b.len())
+                .sum::<usize>()
             + self.temps.iter().map(|b| b.len()).sum::<usize>()
     }
 

@@ -61,8 +61,10 @@ pub fn time_program(
     let launched: Vec<(String, [u32; 6])> = fusions.iter().flat_map(|p| p.launch_list()).collect();
     let n = fusions.len();
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); n];
-    let mut per_kernel: Vec<Vec<Vec<f64>>> =
-        fusions.iter().map(|p| vec![Vec::new(); p.kernels.len()]).collect();
+    let mut per_kernel: Vec<Vec<Vec<f64>>> = fusions
+        .iter()
+        .map(|p| vec![Vec::new(); p.kernels.len()])
+        .collect();
     let mut stops: Vec<Option<Stop>> = vec![None; n];
     if let Some(c) = cupti {
         gpu.synchronize()?;
@@ -97,7 +99,11 @@ pub fn time_program(
                 .iter()
                 .map(|ev| {
                     ev.windows(2)
-                        .map(|w| w[0].elapsed_ms(&w[1]).map(|ms| ms as f64 * 1e3).map_err(err))
+                        .map(|w| {
+                            w[0].elapsed_ms(&w[1])
+                                .map(|ms| ms as f64 * 1e3)
+                                .map_err(err)
+                        })
                         .collect::<Result<Vec<_>, _>>()
                 })
                 .collect::<Result<_, _>>()?,

@@ -185,7 +185,10 @@ pub(crate) fn kernel_records(
         .iter()
         .map(|a| {
             let (g, b) = (a.grid, a.block);
-            (a.name.clone(), [g[0], g[1], g[2], b[0], b[1], b[2]].map(|x| x.max(0) as u32))
+            (
+                a.name.clone(),
+                [g[0], g[1], g[2], b[0], b[1], b[2]].map(|x| x.max(0) as u32),
+            )
         })
         .collect();
     if recorded != launched {
@@ -208,7 +211,6 @@ pub fn rotation_copies(input_bytes: usize, l2_bytes: usize) -> usize {
     }
     (2 * l2_bytes).div_ceil(input_bytes).clamp(2, 4096)
 }
-
 
 /// Spins on the clock: about 25 µs at the H200's 1980 MHz, longer at idle clocks.
 const SPIN_KERNEL: &str = r#"

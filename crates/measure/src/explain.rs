@@ -124,7 +124,13 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
     let (sa, sb) = (&a.summary, &b.summary);
     let beyond_noise = differ(sa, sb);
     let mut f = Vec::new();
-    let mut push = |cause, verdict, detail: String| f.push(Finding { cause, verdict, detail });
+    let mut push = |cause, verdict, detail: String| {
+        f.push(Finding {
+            cause,
+            verdict,
+            detail,
+        })
+    };
 
     if sa.n < 2 || sb.n < 2 {
         push(
@@ -144,14 +150,22 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
     }
     push(
         Cause::Noise,
-        if beyond_noise { Verdict::RuledOut } else { Verdict::Differs },
+        if beyond_noise {
+            Verdict::RuledOut
+        } else {
+            Verdict::Differs
+        },
         format!(
             "95% intervals of the medians: A [{:.2}, {:.2}] us, B [{:.2}, {:.2}] us{}",
             sa.ci_low,
             sa.ci_high,
             sb.ci_low,
             sb.ci_high,
-            if beyond_noise { ", disjoint" } else { ", overlapping: the difference is within noise" }
+            if beyond_noise {
+                ", disjoint"
+            } else {
+                ", overlapping: the difference is within noise"
+            }
         ),
     );
 
@@ -160,10 +174,16 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
     if ea.gpu_name != eb.gpu_name {
         env.push(format!("GPU {} vs {}", ea.gpu_name, eb.gpu_name));
     } else if ea.gpu_uuid != eb.gpu_uuid {
-        env.push(format!("same model, another card ({} vs {})", ea.gpu_uuid, eb.gpu_uuid));
+        env.push(format!(
+            "same model, another card ({} vs {})",
+            ea.gpu_uuid, eb.gpu_uuid
+        ));
     }
     if ea.driver != eb.driver || ea.cuda != eb.cuda {
-        env.push(format!("driver {} / CUDA {} vs {} / {}", ea.driver, ea.cuda, eb.driver, eb.cuda));
+        env.push(format!(
+            "driver {} / CUDA {} vs {} / {}",
+            ea.driver, ea.cuda, eb.driver, eb.cuda
+        ));
     }
     if ea.sm_count != eb.sm_count || ea.l2_bytes != eb.l2_bytes {
         env.push(format!(
@@ -176,7 +196,11 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
     }
     push(
         Cause::Gpu,
-        if env.is_empty() { Verdict::RuledOut } else { Verdict::Differs },
+        if env.is_empty() {
+            Verdict::RuledOut
+        } else {
+            Verdict::Differs
+        },
         if env.is_empty() {
             format!("same GPU ({}) and driver {}", ea.gpu_name, ea.driver)
         } else {
@@ -186,10 +210,17 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
 
     push_kernels(&mut f, a, b);
     push_layout(&mut f, a, b);
-    let mut push = |cause, verdict, detail: String| f.push(Finding { cause, verdict, detail });
+    let mut push = |cause, verdict, detail: String| {
+        f.push(Finding {
+            cause,
+            verdict,
+            detail,
+        })
+    };
 
     // Working set against L2, for timings that keep L2 between samples.
-    let l2 = |m: &Measurement| match (keeps_l2(m.cache), fits_l2(m), m.bytes) {
+    let l2 = |m: &Measurement| {
+        match (keeps_l2(m.cache), fits_l2(m), m.bytes) {
         (false, _, _) => format!("{} (L2 flushed or rotated)", policy(m.cache)),
         (true, _, _) if m.cache == CachePolicy::InProgram => {
             "in-program (L2 holds what the earlier fusions of the program left)".to_string()
@@ -208,6 +239,7 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
             mb(m.environment.l2_bytes)
         ),
         _ => format!("{} (working set not recorded)", policy(m.cache)),
+    }
     };
     // Reads come from L2 when the fusion runs back to back on a working set
     // that fits. In a program, L2 holds what ran before: not known to be its own.
@@ -222,10 +254,18 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
         _ if !keeps_l2(a.cache) && !keeps_l2(b.cache) => Verdict::RuledOut,
         _ => Verdict::Unknown,
     };
-    push(Cause::WorkingSetVsL2, ws, format!("A: {}; B: {}", l2(a), l2(b)));
+    push(
+        Cause::WorkingSetVsL2,
+        ws,
+        format!("A: {}; B: {}", l2(a), l2(b)),
+    );
     push(
         Cause::CachePolicy,
-        if a.cache == b.cache { Verdict::RuledOut } else { Verdict::Differs },
+        if a.cache == b.cache {
+            Verdict::RuledOut
+        } else {
+            Verdict::Differs
+        },
         if a.cache == b.cache {
             format!("both {}", policy(a.cache))
         } else {
@@ -267,7 +307,11 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
     };
     push(
         Cause::Method,
-        if a.method == b.method { Verdict::RuledOut } else { Verdict::Differs },
+        if a.method == b.method {
+            Verdict::RuledOut
+        } else {
+            Verdict::Differs
+        },
         if a.method == b.method {
             format!("both {}", method(a.method))
         } else {
@@ -281,7 +325,11 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
     let ctx = |m: &Measurement| m.context.clone().unwrap_or_else(|| "standalone".into());
     push(
         Cause::Context,
-        if ctx(a) == ctx(b) { Verdict::RuledOut } else { Verdict::Differs },
+        if ctx(a) == ctx(b) {
+            Verdict::RuledOut
+        } else {
+            Verdict::Differs
+        },
         format!("A {}; B {}", ctx(a), ctx(b)),
     );
     push(
@@ -296,12 +344,18 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
         } else {
             format!(
                 "definitions differ ({} vs {}): {} vs {}",
-                a.subject.definition_hash, b.subject.definition_hash, a.subject.name, b.subject.name
+                a.subject.definition_hash,
+                b.subject.definition_hash,
+                a.subject.name,
+                b.subject.name
             )
         },
     );
 
-    let differs = |c: Cause| f.iter().any(|x| x.cause == c && x.verdict == Verdict::Differs);
+    let differs = |c: Cause| {
+        f.iter()
+            .any(|x| x.cause == c && x.verdict == Verdict::Differs)
+    };
     let causes: Vec<Cause> = if differs(Cause::SingleSample) {
         vec![Cause::SingleSample]
     } else if !beyond_noise {
@@ -329,11 +383,18 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
 fn push_kernels(f: &mut Vec<Finding>, a: &Measurement, b: &Measurement) {
     let mut d = Vec::new();
     if a.kernels.len() != b.kernels.len() {
-        d.push(format!("{} kernels vs {}", a.kernels.len(), b.kernels.len()));
+        d.push(format!(
+            "{} kernels vs {}",
+            a.kernels.len(),
+            b.kernels.len()
+        ));
     }
     for (i, (x, y)) in a.kernels.iter().zip(&b.kernels).enumerate() {
         if x.code_hash != y.code_hash {
-            d.push(format!("kernel {i} ({}): code {} vs {}", x.name, x.code_hash, y.code_hash));
+            d.push(format!(
+                "kernel {i} ({}): code {} vs {}",
+                x.name, x.code_hash, y.code_hash
+            ));
         }
         if x.grid != y.grid || x.block != y.block {
             d.push(format!(
@@ -357,7 +418,10 @@ fn push_kernels(f: &mut Vec<Finding>, a: &Measurement, b: &Measurement) {
             (true, false) => Verdict::Unknown,
         },
         detail: if d.is_empty() {
-            format!("{} kernel(s), same code hashes and launch configurations", a.kernels.len())
+            format!(
+                "{} kernel(s), same code hashes and launch configurations",
+                a.kernels.len()
+            )
         } else {
             d.join("; ")
         },
@@ -381,8 +445,15 @@ fn push_layout(f: &mut Vec<Finding>, a: &Measurement, b: &Measurement) {
             let mut ys = y.strides.clone();
             xs.sort_unstable();
             ys.sort_unstable();
-            let kind = if xs == ys { "the same strides in another order (a transposed layout)" } else { "another layout" };
-            d.push(format!("input {i}: strides {:?} vs {:?}, {kind}", x.strides, y.strides));
+            let kind = if xs == ys {
+                "the same strides in another order (a transposed layout)"
+            } else {
+                "another layout"
+            };
+            d.push(format!(
+                "input {i}: strides {:?} vs {:?}, {kind}",
+                x.strides, y.strides
+            ));
         }
         if x.byte_offset != y.byte_offset {
             d.push(format!(
@@ -393,9 +464,16 @@ fn push_layout(f: &mut Vec<Finding>, a: &Measurement, b: &Measurement) {
     }
     f.push(Finding {
         cause: Cause::InputLayout,
-        verdict: if d.is_empty() { Verdict::RuledOut } else { Verdict::Differs },
+        verdict: if d.is_empty() {
+            Verdict::RuledOut
+        } else {
+            Verdict::Differs
+        },
         detail: if d.is_empty() {
-            format!("{} inputs with the same dtypes, shapes, strides and alignment", ia.len())
+            format!(
+                "{} inputs with the same dtypes, shapes, strides and alignment",
+                ia.len()
+            )
         } else {
             d.join("; ")
         },
@@ -426,7 +504,11 @@ impl Explanation {
             self.ratio,
             self.ratio_low,
             self.ratio_high,
-            if self.beyond_noise { "a difference beyond noise" } else { "within noise" }
+            if self.beyond_noise {
+                "a difference beyond noise"
+            } else {
+                "within noise"
+            }
         );
         for x in &self.findings {
             let v = match x.verdict {

@@ -9,11 +9,11 @@ pub mod sampler;
 pub mod stats;
 pub mod stopping;
 
+pub use explain::{explain, Cause, Explanation, Finding, Verdict};
 pub use record::{
     CachePolicy, Clocks, Environment, InputLayout, KernelRecord, MeasureError, Measurement, Method,
     Sample, Subject, SCHEMA_VERSION,
 };
-pub use explain::{explain, Cause, Explanation, Finding, Verdict};
 pub use sampler::{sample, Run};
 pub use stats::{differ, summarize, Summary};
 pub use stopping::{FixedCount, NoiseTarget, Stop, StoppingRule};

@@ -4,7 +4,10 @@
 use fusebench_measure::{explain, Cause, Measurement, Verdict};
 
 fn load(name: &str) -> Measurement {
-    let path = format!("{}/tests/fixtures/explain/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/explain/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     Measurement::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
@@ -19,7 +22,10 @@ fn first_cause(a: &str, b: &str) -> Cause {
 
 #[test]
 fn another_launch_configuration_is_named() {
-    assert_eq!(first_cause("seed-cold-1", "seed-cold-unroll1"), Cause::Kernels);
+    assert_eq!(
+        first_cause("seed-cold-1", "seed-cold-unroll1"),
+        Cause::Kernels
+    );
 }
 
 #[test]
@@ -27,7 +33,11 @@ fn a_transposed_input_is_named_before_the_kernels_it_causes() {
     let (a, b) = (load("square-rows"), load("square-columns"));
     let e = explain(&a, &b);
     assert_eq!(e.causes[0], Cause::InputLayout, "{}", e.render(&a, &b));
-    let layout = e.findings.iter().find(|f| f.cause == Cause::InputLayout).unwrap();
+    let layout = e
+        .findings
+        .iter()
+        .find(|f| f.cause == Cause::InputLayout)
+        .unwrap();
     assert!(layout.detail.contains("transposed"), "{}", layout.detail);
     assert!(e.causes.contains(&Cause::Kernels));
 }

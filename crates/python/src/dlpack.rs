@@ -85,7 +85,11 @@ fn from_dtype(d: DType) -> DLDataType {
         DType::Int | DType::Index => (0, 64),
         DType::Bool => (6, 8),
     };
-    DLDataType { code, bits, lanes: 1 }
+    DLDataType {
+        code,
+        bits,
+        lanes: 1,
+    }
 }
 
 fn row_major(shape: &[usize]) -> Vec<i64> {
@@ -102,16 +106,20 @@ fn row_major(shape: &[usize]) -> Vec<i64> {
 pub fn read(obj: &Bound<'_, PyAny>) -> PyResult<Layout> {
     let cap = obj.call_method0("__dlpack__")?;
     // SAFETY: the capsule is alive for this scope; a NULL result sets a Python error.
-    let p = unsafe { ffi::PyCapsule_GetPointer(cap.as_ptr(), NAME.as_ptr()) } as *const DLManagedTensor;
+    let p =
+        unsafe { ffi::PyCapsule_GetPointer(cap.as_ptr(), NAME.as_ptr()) } as *const DLManagedTensor;
     if p.is_null() {
-        return Err(PyErr::take(obj.py())
-            .unwrap_or_else(|| PyValueError::new_err("__dlpack__ did not return a DLPack capsule")));
+        return Err(PyErr::take(obj.py()).unwrap_or_else(|| {
+            PyValueError::new_err("__dlpack__ did not return a DLPack capsule")
+        }));
     }
     // SAFETY: a live "dltensor" capsule points to a DLManagedTensor whose
     // shape (and strides, when not NULL) hold ndim elements.
     let t = unsafe { &(*p).dl_tensor };
     let ndim = t.ndim.max(0) as usize;
-    let shape: Vec<usize> = (0..ndim).map(|i| unsafe { *t.shape.add(i) }.max(0) as usize).collect();
+    let shape: Vec<usize> = (0..ndim)
+        .map(|i| unsafe { *t.shape.add(i) }.max(0) as usize)
+        .collect();
     let strides = if t.strides.is_null() {
         row_major(&shape)
     } else {
@@ -174,7 +182,10 @@ pub fn export<'py>(
     let managed = Box::new(DLManagedTensor {
         dl_tensor: DLTensor {
             data: ptr as *mut c_void,
-            device: DLDevice { device_type: device.0, device_id: device.1 },
+            device: DLDevice {
+                device_type: device.0,
+                device_id: device.1,
+            },
             ndim: shape.len() as i32,
             dtype: from_dtype(dtype),
             shape: holder.shape.as_mut_ptr(),
@@ -187,10 +198,12 @@ pub fn export<'py>(
     let raw = Box::into_raw(managed);
     // SAFETY: `raw` is ours until the capsule's consumer or destructor calls `delete`.
     unsafe { (*raw).manager_ctx = Box::into_raw(holder) as *mut c_void };
-    let cap = unsafe { ffi::PyCapsule_New(raw as *mut c_void, NAME.as_ptr(), Some(capsule_destructor)) };
+    let cap =
+        unsafe { ffi::PyCapsule_New(raw as *mut c_void, NAME.as_ptr(), Some(capsule_destructor)) };
     if cap.is_null() {
         unsafe { delete(raw) };
-        return Err(PyErr::take(py).unwrap_or_else(|| PyValueError::new_err("could not make a DLPack capsule")));
+        return Err(PyErr::take(py)
+            .unwrap_or_else(|| PyValueError::new_err("could not make a DLPack capsule")));
     }
     // SAFETY: a new reference returned by PyCapsule_New.
     Ok(unsafe { Bound::from_owned_ptr(py, cap) })

@@ -8,13 +8,13 @@
 //! PyTorch, so whatever stream the function uses is covered. A sample whose
 //! kernels (names and launch shapes) differ from the warm-up's is rejected.
 
-use fusebench_measure::{
-    CachePolicy, FixedCount, InputLayout, KernelRecord, Measurement as Record,
-    Method, NoiseTarget, Sample, StoppingRule, Subject,
-};
 use fusebench_codegen::OutputSource;
 use fusebench_engine::Bound as Given;
 use fusebench_ir::{DType, Literal};
+use fusebench_measure::{
+    CachePolicy, FixedCount, InputLayout, KernelRecord, Measurement as Record, Method, NoiseTarget,
+    Sample, StoppingRule, Subject,
+};
 use fusebench_runtime::{Activity, ActivityKind, ClockReader, Cupti, Gpu};
 
 mod dlpack;
@@ -65,7 +65,15 @@ fn runtime_err(e: impl std::fmt::Display) -> PyErr {
 #[pyfunction]
 fn gpu_status() -> (bool, String) {
     match fusebench_runtime::probe() {
-        Ok(info) => (true, format!("{} ({} SMs, L2 {} MiB)", info.name, info.sm_count, info.l2_cache_bytes >> 20)),
+        Ok(info) => (
+            true,
+            format!(
+                "{} ({} SMs, L2 {} MiB)",
+                info.name,
+                info.sm_count,
+                info.l2_cache_bytes >> 20
+            ),
+        ),
         Err(e) => (false, e.to_string()),
     }
 }
@@ -151,10 +159,14 @@ fn kernel_time(
         }
     };
     if !(target > 0.0 && max_time > 0.0) {
-        return Err(PyValueError::new_err("target and max_time must be above zero"));
+        return Err(PyValueError::new_err(
+            "target and max_time must be above zero",
+        ));
     }
     let h = harness()?;
-    let h = h.lock().map_err(|_| runtime_err("the harness was poisoned by an earlier panic"))?;
+    let h = h
+        .lock()
+        .map_err(|_| runtime_err("the harness was poisoned by an earlier panic"))?;
     let ctx = h.gpu.cuda_context().clone();
     if samples == Some(0) {
         return Err(PyValueError::new_err("samples must be at least 1"));
@@ -198,8 +210,11 @@ fn kernel_time(
         match &reference {
             Some(r) if calls > warmup && *r != sig => {
                 let names = |s: &Signature| {
-                    let mut v: Vec<String> =
-                        s.iter().take(6).map(|(n, _)| n.chars().take(60).collect()).collect();
+                    let mut v: Vec<String> = s
+                        .iter()
+                        .take(6)
+                        .map(|(n, _)| n.chars().take(60).collect())
+                        .collect();
                     if s.len() > 6 {
                         v.push(format!("... {} in all", s.len()));
                     }
@@ -224,13 +239,17 @@ fn kernel_time(
                 p.push(k.duration_us());
             }
         }
-        let clocks = h.clocks.as_ref().and_then(|c| c.read().ok()).map(|c| fusebench_measure::Clocks {
-            sm_mhz: c.sm_mhz,
-            mem_mhz: c.mem_mhz,
-            temperature_c: c.temperature_c,
-            power_w: c.power_w,
-            throttle_reasons: c.throttle_reasons,
-        });
+        let clocks =
+            h.clocks
+                .as_ref()
+                .and_then(|c| c.read().ok())
+                .map(|c| fusebench_measure::Clocks {
+                    sm_mhz: c.sm_mhz,
+                    mem_mhz: c.mem_mhz,
+                    temperature_c: c.temperature_c,
+                    power_w: c.power_w,
+                    throttle_reasons: c.throttle_reasons,
+                });
         Ok(Sample {
             time_us: kernels.iter().map(Activity::duration_us).sum(),
             clocks,
@@ -329,11 +348,15 @@ impl Measurement {
     }
     #[getter]
     fn cache(&self) -> String {
-        serde_json::to_value(self.inner.cache).map(|v| v.as_str().unwrap_or("").to_string()).unwrap_or_default()
+        serde_json::to_value(self.inner.cache)
+            .map(|v| v.as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
     }
     #[getter]
     fn method(&self) -> String {
-        serde_json::to_value(self.inner.method).map(|v| v.as_str().unwrap_or("").to_string()).unwrap_or_default()
+        serde_json::to_value(self.inner.method)
+            .map(|v| v.as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
     }
     #[getter]
     fn throttled_samples(&self) -> usize {
@@ -346,7 +369,9 @@ impl Measurement {
     /// GB/s when the bytes moved were given.
     #[getter]
     fn gbps(&self) -> Option<f64> {
-        self.inner.bytes.map(|b| b as f64 / self.inner.summary.median / 1e3)
+        self.inner
+            .bytes
+            .map(|b| b as f64 / self.inner.summary.median / 1e3)
     }
     /// Each kernel: name, grid, block, median_us.
     #[getter]
@@ -455,7 +480,11 @@ type DlpackLayout = (i32, i32, Option<String>, Vec<usize>, Vec<i64>);
 
 /// Strides of dims with one element do not matter.
 fn same_layout(shape: &[usize], a: &[i64], b: &[i64]) -> bool {
-    a.len() == b.len() && shape.iter().zip(a.iter().zip(b)).all(|(&e, (x, y))| e <= 1 || x == y)
+    a.len() == b.len()
+        && shape
+            .iter()
+            .zip(a.iter().zip(b))
+            .all(|(&e, (x, y))| e <= 1 || x == y)
 }
 
 #[pymethods]
@@ -489,9 +518,15 @@ impl Fusion {
                 }
                 Some((dt, shape, strides)) => {
                     let l = dlpack::read(&a)?;
-                    let device_ok = l.device_type == dlpack::CUDA || l.device_type == dlpack::CUDA_MANAGED;
-                    let dtype_ok = l.dtype == Some(*dt) || (l.dtype == Some(DType::Int) && *dt == DType::Index);
-                    if !device_ok || !dtype_ok || l.shape != *shape || !same_layout(shape, &l.strides, strides) {
+                    let device_ok =
+                        l.device_type == dlpack::CUDA || l.device_type == dlpack::CUDA_MANAGED;
+                    let dtype_ok = l.dtype == Some(*dt)
+                        || (l.dtype == Some(DType::Int) && *dt == DType::Index);
+                    if !device_ok
+                        || !dtype_ok
+                        || l.shape != *shape
+                        || !same_layout(shape, &l.strides, strides)
+                    {
                         return Err(PyValueError::new_err(format!(
                             "input {i}: {} was planned for a CUDA tensor of {} {:?} with strides {:?}; got DLPack device type {}, dtype (code, bits, lanes) {:?}, shape {:?}, strides {:?}",
                             self.name,
@@ -509,7 +544,11 @@ impl Fusion {
             }
         }
         // The tensors may have been written on another stream: wait for them.
-        self.prep.gpu.cuda_context().synchronize().map_err(runtime_err)?;
+        self.prep
+            .gpu
+            .cuda_context()
+            .synchronize()
+            .map_err(runtime_err)?;
         self.prep.bind(bound);
         self.prep.launch_all().map_err(runtime_err)
     }
@@ -517,7 +556,12 @@ impl Fusion {
     /// The kernels, as (name, grid, block).
     #[getter]
     fn kernels(&self) -> Vec<(String, [u32; 3], [u32; 3])> {
-        self.prep.plan.kernels.iter().map(|k| (k.name.clone(), k.grid, k.block)).collect()
+        self.prep
+            .plan
+            .kernels
+            .iter()
+            .map(|k| (k.name.clone(), k.grid, k.block))
+            .collect()
     }
 
     /// The outputs of the last call as DLPack arrays (`torch.from_dlpack(o)`),
@@ -532,12 +576,24 @@ impl Fusion {
             let elem = o.dtype.size_bytes() as i64;
             let (ptr, strides) = match &o.source {
                 OutputSource::Written => (prep.output_ptr(i), row_major(&o.shape)),
-                OutputSource::InputView { input, strides, offset } => {
-                    (prep.input_ptr(*input).map(|p| (p as i64 + offset * elem) as u64), strides.clone())
-                }
-                OutputSource::OutputView { output, strides, offset } => {
-                    (prep.output_ptr(*output).map(|p| (p as i64 + offset * elem) as u64), strides.clone())
-                }
+                OutputSource::InputView {
+                    input,
+                    strides,
+                    offset,
+                } => (
+                    prep.input_ptr(*input)
+                        .map(|p| (p as i64 + offset * elem) as u64),
+                    strides.clone(),
+                ),
+                OutputSource::OutputView {
+                    output,
+                    strides,
+                    offset,
+                } => (
+                    prep.output_ptr(*output)
+                        .map(|p| (p as i64 + offset * elem) as u64),
+                    strides.clone(),
+                ),
             };
             let ptr = ptr.ok_or_else(|| runtime_err(format!("output {i} has no device memory")))?;
             out.push(DeviceArray {
@@ -554,7 +610,8 @@ impl Fusion {
 
     /// Runs once on its own inputs and compares every output with the CPU reference: (ok, report).
     fn check(&self, path: &str) -> PyResult<(bool, String)> {
-        let f = fusebench_frontend::parse_file(std::path::Path::new(path)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let f = fusebench_frontend::parse_file(std::path::Path::new(path))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let g = fusebench_reference::generate_inputs(&f, 0).map_err(runtime_err)?;
         let want = fusebench_reference::run(&f, &g.inputs).map_err(runtime_err)?;
         self.prep.bind(Vec::new());
@@ -617,7 +674,15 @@ impl DeviceArray {
     ) -> PyResult<Bound<'py, PyAny>> {
         // The outputs are complete once `outputs()` synchronized; any stream may read them.
         let _ = (stream, max_version, dl_device, copy);
-        dlpack::export(py, self.owner.clone_ref(py), self.ptr, self.dtype, &self.shape, &self.strides, self.device)
+        dlpack::export(
+            py,
+            self.owner.clone_ref(py),
+            self.ptr,
+            self.dtype,
+            &self.shape,
+            &self.strides,
+            self.device,
+        )
     }
 
     fn __dlpack_device__(&self) -> (i32, i32) {
@@ -625,7 +690,12 @@ impl DeviceArray {
     }
 
     fn __repr__(&self) -> String {
-        format!("<fusebench.DeviceArray {} {:?} strides {:?}>", self.dtype.torch_name(), self.shape, self.strides)
+        format!(
+            "<fusebench.DeviceArray {} {:?} strides {:?}>",
+            self.dtype.torch_name(),
+            self.shape,
+            self.strides
+        )
     }
 }
 
@@ -634,7 +704,13 @@ impl DeviceArray {
 #[pyfunction]
 fn _dlpack_layout(obj: &Bound<'_, PyAny>) -> PyResult<DlpackLayout> {
     let l = dlpack::read(obj)?;
-    Ok((l.device_type, l.device_id, l.dtype.map(|d| d.torch_name().to_string()), l.shape, l.strides))
+    Ok((
+        l.device_type,
+        l.device_id,
+        l.dtype.map(|d| d.torch_name().to_string()),
+        l.shape,
+        l.strides,
+    ))
 }
 
 /// `obj`'s memory exported again through fusebench's DLPack writer (kept
@@ -643,9 +719,12 @@ fn _dlpack_layout(obj: &Bound<'_, PyAny>) -> PyResult<DlpackLayout> {
 #[pyfunction]
 fn _dlpack_reexport(obj: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
     let l = dlpack::read(obj)?;
-    let dtype = l
-        .dtype
-        .ok_or_else(|| PyValueError::new_err(format!("DLPack dtype {:?} is not one fusebench knows", l.dl_dtype)))?;
+    let dtype = l.dtype.ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "DLPack dtype {:?} is not one fusebench knows",
+            l.dl_dtype
+        ))
+    })?;
     Ok(DeviceArray {
         owner: obj.clone().unbind(),
         ptr: l.ptr,
@@ -670,7 +749,13 @@ fn load(path: &str, seed: u64) -> PyResult<Fusion> {
     for a in &g.inputs {
         match a {
             fusebench_reference::Arg::Tensor(t) => {
-                read += t.shape().iter().zip(t.strides()).filter(|(_, &s)| s != 0).map(|(&e, _)| e).product::<usize>()
+                read += t
+                    .shape()
+                    .iter()
+                    .zip(t.strides())
+                    .filter(|(_, &s)| s != 0)
+                    .map(|(&e, _)| e)
+                    .product::<usize>()
                     * t.dtype().size_bytes();
                 layouts.push(Some((t.dtype(), t.shape().to_vec(), t.strides().to_vec())));
             }

@@ -9,7 +9,13 @@ use sha2::{Digest, Sha256};
 
 /// Smallest and largest value over the logical elements (NaN ignored).
 pub fn range(t: &Tensor) -> (f64, f64) {
-    let fold = |(lo, hi): (f64, f64), x: f64| if x.is_nan() { (lo, hi) } else { (lo.min(x), hi.max(x)) };
+    let fold = |(lo, hi): (f64, f64), x: f64| {
+        if x.is_nan() {
+            (lo, hi)
+        } else {
+            (lo.min(x), hi.max(x))
+        }
+    };
     let merge = |a: (f64, f64), b: (f64, f64)| (a.0.min(b.0), a.1.max(b.1));
     let init = (f64::INFINITY, f64::NEG_INFINITY);
     if t.is_contiguous() {

@@ -370,7 +370,11 @@ pub fn generate_inputs(f: &Fusion, seed: u64) -> Result<Generated, ExecError> {
                 let mut t = Tensor::new(v.dtype, shape.clone(), strides.clone(), 0, Arc::new(buf))
                     .map_err(|e| bad(e.to_string()))?;
                 // Values like the live run's: within the range `save` recorded.
-                let live = f.input_facts.as_ref().and_then(|fs| fs.get(i)).and_then(|x| x.as_ref());
+                let live = f
+                    .input_facts
+                    .as_ref()
+                    .and_then(|fs| fs.get(i))
+                    .and_then(|x| x.as_ref());
                 let is_index = index_uses.iter().any(|u| u.input == i);
                 if let (Some(live), false, false) = (live, is_index, v.dtype.is_bool()) {
                     let (lo, hi) = crate::facts::range(&t);

@@ -23,9 +23,9 @@
 //! stderr.
 
 pub mod compare;
-pub mod facts;
 mod exec;
 mod expr;
+pub mod facts;
 mod gen;
 mod ops;
 mod reduce;

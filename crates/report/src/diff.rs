@@ -43,7 +43,9 @@ pub struct Diff {
 
 impl Diff {
     pub fn regressions(&self) -> impl Iterator<Item = &Pair> {
-        self.pairs.iter().filter(|p| p.verdict == Verdict::Regression)
+        self.pairs
+            .iter()
+            .filter(|p| p.verdict == Verdict::Regression)
     }
 }
 

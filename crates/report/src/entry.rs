@@ -31,8 +31,18 @@ pub struct Entry {
 
 impl Entry {
     /// From raw samples: the median and its interval from order statistics.
-    pub fn from_samples(name: String, identity: String, gpu: String, samples_us: Vec<f64>, source: &str) -> Option<Entry> {
-        let mut s: Vec<f64> = samples_us.iter().copied().filter(|x| x.is_finite()).collect();
+    pub fn from_samples(
+        name: String,
+        identity: String,
+        gpu: String,
+        samples_us: Vec<f64>,
+        source: &str,
+    ) -> Option<Entry> {
+        let mut s: Vec<f64> = samples_us
+            .iter()
+            .copied()
+            .filter(|x| x.is_finite())
+            .collect();
         if s.is_empty() {
             return None;
         }
@@ -55,7 +65,15 @@ impl Entry {
 
     /// From a mean, a relative standard deviation and a sample count, as
     /// tools that keep no samples report: the normal approximation.
-    pub fn from_mean(name: String, identity: String, gpu: String, mean_us: f64, rel_stdev: f64, n: usize, source: &str) -> Entry {
+    pub fn from_mean(
+        name: String,
+        identity: String,
+        gpu: String,
+        mean_us: f64,
+        rel_stdev: f64,
+        n: usize,
+        source: &str,
+    ) -> Entry {
         let half = 1.96 * rel_stdev.abs() * mean_us / (n.max(1) as f64).sqrt();
         Entry {
             name,

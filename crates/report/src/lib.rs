@@ -3,9 +3,9 @@
 //! and markdown and SVG reports. Every reader turns a file into `Entry`s,
 //! the one shape `diff` and the reports work on.
 
+pub mod diff;
 mod entry;
 mod error;
-pub mod diff;
 pub mod formats;
 pub mod markdown;
 pub mod svg;

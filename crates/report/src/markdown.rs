@@ -3,7 +3,10 @@
 use crate::{Diff, Entry, Verdict};
 
 fn fmt_us(e: &Entry) -> String {
-    format!("{:.2} [{:.2}, {:.2}]", e.median_us, e.ci_low_us, e.ci_high_us)
+    format!(
+        "{:.2} [{:.2}, {:.2}]",
+        e.median_us, e.ci_low_us, e.ci_high_us
+    )
 }
 
 /// One row per result: median with its interval, samples, bandwidth and the
@@ -11,7 +14,10 @@ fn fmt_us(e: &Entry) -> String {
 pub fn run(entries: &[Entry], ceiling_gbps: Option<f64>, svg: Option<&str>) -> String {
     let mut s = String::from("# Kernel times\n\n");
     if let Some(e) = entries.first() {
-        s += &format!("GPU: {}. Median kernel time in µs with its 95% interval.\n\n", e.gpu);
+        s += &format!(
+            "GPU: {}. Median kernel time in µs with its 95% interval.\n\n",
+            e.gpu
+        );
     }
     if let Some(f) = svg {
         s += &format!("![kernel times]({f})\n\n");
@@ -33,7 +39,10 @@ pub fn run(entries: &[Entry], ceiling_gbps: Option<f64>, svg: Option<&str>) -> S
                 (Some(g), Some(c)) => format!("{:.0}%", 100.0 * g / c),
                 _ => "–".into(),
             },
-            dev.map_or("–".into(), |d| format!("{:.1}", d as f64 / (1 << 20) as f64)),
+            dev.map_or("–".into(), |d| format!(
+                "{:.1}",
+                d as f64 / (1 << 20) as f64
+            )),
         );
     }
     s
@@ -51,14 +60,21 @@ pub fn diff(d: &Diff, svg: Option<&str>) -> String {
     for p in &d.pairs {
         let v = match p.verdict {
             Verdict::Regression => "**regression**".to_string(),
-            other => serde_json::to_value(other).ok().and_then(|v| v.as_str().map(|s| s.replace('_', " "))).unwrap_or_default(),
+            other => serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
+                .unwrap_or_default(),
         };
         s += &format!(
             "| {} | {} | {} | {} | {} |\n",
             p.name,
             p.old.as_ref().map_or("–".into(), fmt_us),
             p.new.as_ref().map_or("–".into(), fmt_us),
-            if p.ratio.is_finite() { format!("{:.3} [{:.3}, {:.3}]", p.ratio, p.ratio_low, p.ratio_high) } else { "–".into() },
+            if p.ratio.is_finite() {
+                format!("{:.3} [{:.3}, {:.3}]", p.ratio, p.ratio_low, p.ratio_high)
+            } else {
+                "–".into()
+            },
             v
         );
     }

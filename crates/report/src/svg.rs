@@ -18,11 +18,24 @@ pub fn times(entries: &[Entry], path: &Path) -> Result<(), ReportError> {
     let n = entries.len().max(1);
     let root = SVGBackend::new(path, (((n * 28) + 160).max(480) as u32, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let lo = entries.iter().map(|e| e.ci_low_us).fold(f64::INFINITY, f64::min).max(0.1) * 0.8;
-    let hi = entries.iter().map(|e| e.ci_high_us).fold(0.0, f64::max).max(1.0) * 1.25;
+    let lo = entries
+        .iter()
+        .map(|e| e.ci_low_us)
+        .fold(f64::INFINITY, f64::min)
+        .max(0.1)
+        * 0.8;
+    let hi = entries
+        .iter()
+        .map(|e| e.ci_high_us)
+        .fold(0.0, f64::max)
+        .max(1.0)
+        * 1.25;
     let gpu = entries.first().map(|e| e.gpu.clone()).unwrap_or_default();
     let mut c = ChartBuilder::on(&root)
-        .caption(format!("kernel time per fusion, median and 95% interval ({gpu})"), ("sans-serif", 16))
+        .caption(
+            format!("kernel time per fusion, median and 95% interval ({gpu})"),
+            ("sans-serif", 16),
+        )
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
@@ -39,11 +52,23 @@ pub fn times(entries: &[Entry], path: &Path) -> Result<(), ReportError> {
         .draw()
         .map_err(err)?;
     c.draw_series(entries.iter().enumerate().map(|(i, e)| {
-        ErrorBar::new_vertical(i as f64, e.ci_low_us, e.median_us, e.ci_high_us, BLUE.filled(), 8)
+        ErrorBar::new_vertical(
+            i as f64,
+            e.ci_low_us,
+            e.median_us,
+            e.ci_high_us,
+            BLUE.filled(),
+            8,
+        )
     }))
     .map_err(err)?;
-    c.draw_series(entries.iter().enumerate().map(|(i, e)| Circle::new((i as f64, e.median_us), 3, BLUE.filled())))
-        .map_err(err)?;
+    c.draw_series(
+        entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Circle::new((i as f64, e.median_us), 3, BLUE.filled())),
+    )
+    .map_err(err)?;
     root.present().map_err(err)
 }
 
@@ -54,10 +79,21 @@ pub fn diff(d: &Diff, path: &Path) -> Result<(), ReportError> {
     let n = pairs.len().max(1);
     let root = SVGBackend::new(path, (((n * 28) + 160).max(480) as u32, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let lo = pairs.iter().map(|p| p.ratio_low).fold(1.0 - 2.0 * d.threshold, f64::min) - 0.01;
-    let hi = pairs.iter().map(|p| p.ratio_high).fold(1.0 + 2.0 * d.threshold, f64::max) + 0.01;
+    let lo = pairs
+        .iter()
+        .map(|p| p.ratio_low)
+        .fold(1.0 - 2.0 * d.threshold, f64::min)
+        - 0.01;
+    let hi = pairs
+        .iter()
+        .map(|p| p.ratio_high)
+        .fold(1.0 + 2.0 * d.threshold, f64::max)
+        + 0.01;
     let mut c = ChartBuilder::on(&root)
-        .caption("new / old per fusion, with the range the 95% intervals allow", ("sans-serif", 16))
+        .caption(
+            "new / old per fusion, with the range the 95% intervals allow",
+            ("sans-serif", 16),
+        )
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
@@ -65,12 +101,22 @@ pub fn diff(d: &Diff, path: &Path) -> Result<(), ReportError> {
         .map_err(err)?;
     c.configure_mesh()
         .x_labels(n)
-        .x_label_formatter(&|x| pairs.get(x.round() as usize).map(|p| short(&p.name)).unwrap_or_default())
+        .x_label_formatter(&|x| {
+            pairs
+                .get(x.round() as usize)
+                .map(|p| short(&p.name))
+                .unwrap_or_default()
+        })
         .y_desc("new / old")
         .draw()
         .map_err(err)?;
-    for (y, style) in [(1.0, BLACK.mix(0.6)), (1.0 + d.threshold, RED.mix(0.5)), (1.0 - d.threshold, GREEN.mix(0.5))] {
-        c.draw_series(LineSeries::new([(-0.5, y), (n as f64 - 0.5, y)], style)).map_err(err)?;
+    for (y, style) in [
+        (1.0, BLACK.mix(0.6)),
+        (1.0 + d.threshold, RED.mix(0.5)),
+        (1.0 - d.threshold, GREEN.mix(0.5)),
+    ] {
+        c.draw_series(LineSeries::new([(-0.5, y), (n as f64 - 0.5, y)], style))
+            .map_err(err)?;
     }
     c.draw_series(pairs.iter().enumerate().map(|(i, p)| {
         let color = match p.verdict {
@@ -78,7 +124,14 @@ pub fn diff(d: &Diff, path: &Path) -> Result<(), ReportError> {
             Verdict::Improvement | Verdict::Faster => GREEN,
             _ => BLUE,
         };
-        ErrorBar::new_vertical(i as f64, p.ratio_low, p.ratio, p.ratio_high, color.filled(), 8)
+        ErrorBar::new_vertical(
+            i as f64,
+            p.ratio_low,
+            p.ratio,
+            p.ratio_high,
+            color.filled(),
+            8,
+        )
     }))
     .map_err(err)?;
     root.present().map_err(err)

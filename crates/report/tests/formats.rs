@@ -5,7 +5,9 @@ use fusebench_report::{diff, load, load_paths, markdown, svg, Verdict};
 use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 fn records() -> Vec<fusebench_measure::Measurement> {
@@ -24,17 +26,28 @@ fn tmp(name: &str) -> PathBuf {
 
 #[test]
 fn two_runs_of_one_build_have_no_regression() {
-    let (a, b) = (load(&fixture("corpus-run-1.json")).unwrap(), load(&fixture("corpus-run-2.json")).unwrap());
+    let (a, b) = (
+        load(&fixture("corpus-run-1.json")).unwrap(),
+        load(&fixture("corpus-run-2.json")).unwrap(),
+    );
     assert_eq!(a.len(), 32);
     let d = diff(&a, &b, 0.02, false);
     assert_eq!(d.pairs.len(), 32);
-    assert_eq!(d.regressions().count(), 0, "{:#?}", d.regressions().collect::<Vec<_>>());
+    assert_eq!(
+        d.regressions().count(),
+        0,
+        "{:#?}",
+        d.regressions().collect::<Vec<_>>()
+    );
     assert!(d.pairs.iter().all(|p| p.ratio > 0.98 && p.ratio < 1.02));
 }
 
 #[test]
 fn one_fusion_five_percent_slower_is_the_one_regression() {
-    let (a, b) = (load(&fixture("corpus-run-1.json")).unwrap(), load(&fixture("corpus-run-2-029-slower.json")).unwrap());
+    let (a, b) = (
+        load(&fixture("corpus-run-1.json")).unwrap(),
+        load(&fixture("corpus-run-2-029-slower.json")).unwrap(),
+    );
     let d = diff(&a, &b, 0.02, false);
     let r: Vec<&str> = d.regressions().map(|p| p.name.as_str()).collect();
     assert_eq!(r, ["029_pythia-1b_bw_nvFusion6.py"]);
@@ -62,10 +75,20 @@ fn results_of_another_gpu_are_refused_unless_asked() {
 fn partial_runs_merge_with_the_latest_result_winning() {
     // The full run, then a rerun of one fusion: the merged set has every fusion once, 029 from the rerun.
     let dir = tmp("merge");
-    let mut one = serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(fixture("corpus-run-2-029-slower.json")).unwrap()).unwrap();
-    let rows: Vec<serde_json::Value> = one["rows"].as_array().unwrap().iter().filter(|r| r["file"].as_str().unwrap().starts_with("029")).cloned().collect();
+    let mut one = serde_json::from_str::<serde_json::Value>(
+        &std::fs::read_to_string(fixture("corpus-run-2-029-slower.json")).unwrap(),
+    )
+    .unwrap();
+    let rows: Vec<serde_json::Value> = one["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["file"].as_str().unwrap().starts_with("029"))
+        .cloned()
+        .collect();
     let mut rerun = rows[0].clone();
-    rerun["record"]["taken_at"] = serde_json::json!(rerun["record"]["taken_at"].as_u64().unwrap() + 100_000);
+    rerun["record"]["taken_at"] =
+        serde_json::json!(rerun["record"]["taken_at"].as_u64().unwrap() + 100_000);
     one["rows"] = serde_json::json!([rerun]);
     std::fs::copy(fixture("corpus-run-1.json"), dir.join("a.json")).unwrap();
     std::fs::write(dir.join("b.json"), one.to_string()).unwrap();
@@ -84,13 +107,22 @@ fn nvbench_round_trip_keeps_every_number() {
     let doc = nvbench::write(&recs);
     // The summaries nvbench's own tools read: GPU time in seconds, sample count.
     let s0 = &doc["benchmarks"][0]["states"][0]["summaries"];
-    let mean = s0.as_array().unwrap().iter().find(|s| s["tag"] == "nv/cold/time/gpu/mean").unwrap();
+    let mean = s0
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["tag"] == "nv/cold/time/gpu/mean")
+        .unwrap();
     let v: f64 = mean["data"][0]["value"].as_str().unwrap().parse().unwrap();
     assert!((v * 1e6 - recs[0].summary.mean).abs() < 1e-9 * recs[0].summary.mean.max(1.0));
     let dir = tmp("nvbench");
     let p = dir.join("nvbench.json");
     std::fs::write(&p, doc.to_string()).unwrap();
-    let back: Vec<_> = load(&p).unwrap().into_iter().map(|e| e.record.unwrap()).collect();
+    let back: Vec<_> = load(&p)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.record.unwrap())
+        .collect();
     assert_eq!(back, recs);
     // Without fusebench's own record, as nvbench itself writes it: mean, noise and count are read.
     let mut plain = doc.clone();
@@ -118,7 +150,11 @@ fn pytest_benchmark_round_trip_keeps_every_number() {
     let dir = tmp("pytest");
     let p = dir.join("pb.json");
     std::fs::write(&p, doc.to_string()).unwrap();
-    let back: Vec<_> = load(&p).unwrap().into_iter().map(|e| e.record.unwrap()).collect();
+    let back: Vec<_> = load(&p)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.record.unwrap())
+        .collect();
     assert_eq!(back, recs);
     std::fs::remove_dir_all(dir).ok();
 }
@@ -127,12 +163,18 @@ fn pytest_benchmark_round_trip_keeps_every_number() {
 fn a_file_pytest_benchmark_wrote_is_read() {
     let e = load(&fixture("pytest_benchmark.json")).unwrap();
     assert_eq!(e.len(), 2);
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixture("pytest_benchmark.json")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("pytest_benchmark.json")).unwrap())
+            .unwrap();
     for (entry, b) in e.iter().zip(v["benchmarks"].as_array().unwrap()) {
         assert_eq!(entry.name, b["name"].as_str().unwrap());
         assert_eq!(entry.n, b["stats"]["data"].as_array().unwrap().len());
         let median_us = b["stats"]["median"].as_f64().unwrap() * 1e6;
-        assert!((entry.median_us - median_us).abs() < 1e-6 * median_us, "{} vs {median_us}", entry.median_us);
+        assert!(
+            (entry.median_us - median_us).abs() < 1e-6 * median_us,
+            "{} vs {median_us}",
+            entry.median_us
+        );
     }
 }
 
@@ -142,9 +184,16 @@ fn a_file_google_benchmark_wrote_is_read() {
     assert_eq!(e.len(), 1);
     assert_eq!(e[0].name, "rmsnorm_4096");
     assert_eq!(e[0].n, 3, "one sample per repetition, aggregates skipped");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixture("google_benchmark.json")).unwrap()).unwrap();
-    let mut t: Vec<f64> = v["benchmarks"].as_array().unwrap().iter()
-        .filter(|b| b["run_type"] == "iteration").map(|b| b["real_time"].as_f64().unwrap() / 1e3).collect();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("google_benchmark.json")).unwrap())
+            .unwrap();
+    let mut t: Vec<f64> = v["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["run_type"] == "iteration")
+        .map(|b| b["real_time"].as_f64().unwrap() / 1e3)
+        .collect();
     t.sort_by(|a, b| a.partial_cmp(b).unwrap());
     assert!((e[0].median_us - t[1]).abs() < 1e-9);
 }
@@ -155,7 +204,10 @@ fn unknown_files_are_refused_with_what_is_supported() {
     let p = dir.join("x.json");
     std::fs::write(&p, r#"{"hello": 1}"#).unwrap();
     let e = load(&p).unwrap_err().to_string();
-    assert!(e.contains("x.json") && e.contains("supported: fusebench records"), "{e}");
+    assert!(
+        e.contains("x.json") && e.contains("supported: fusebench records"),
+        "{e}"
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 
@@ -166,12 +218,23 @@ fn reports_render_for_a_corpus_run_and_a_diff() {
     let b = load(&fixture("corpus-run-2-029-slower.json")).unwrap();
     svg::times(&a, &dir.join("times.svg")).unwrap();
     let t = std::fs::read_to_string(dir.join("times.svg")).unwrap();
-    assert!(t.starts_with("<svg") && t.matches("<circle").count() >= a.len(), "one point per fusion");
+    assert!(
+        t.starts_with("<svg") && t.matches("<circle").count() >= a.len(),
+        "one point per fusion"
+    );
     let md = markdown::run(&a, Some(3100.0), Some("times.svg"));
-    assert_eq!(md.matches("\n| 0").count() + md.matches("\n| seed").count(), a.len());
+    assert_eq!(
+        md.matches("\n| 0").count() + md.matches("\n| seed").count(),
+        a.len()
+    );
     let d = diff(&a, &b, 0.02, false);
     svg::diff(&d, &dir.join("diff.svg")).unwrap();
     let md = markdown::diff(&d, Some("diff.svg"));
-    assert!(md.contains("| 029_pythia-1b_bw_nvFusion6.py |") && md.contains("**regression**") && md.contains("1 regression(s)."), "{md}");
+    assert!(
+        md.contains("| 029_pythia-1b_bw_nvFusion6.py |")
+            && md.contains("**regression**")
+            && md.contains("1 regression(s)."),
+        "{md}"
+    );
     std::fs::remove_dir_all(dir).ok();
 }

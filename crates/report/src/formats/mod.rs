@@ -9,14 +9,16 @@ use fusebench_measure::Measurement;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-const SUPPORTED: &str = "supported: fusebench records and the --json output of bench, run and compare; \
+const SUPPORTED: &str =
+    "supported: fusebench records and the --json output of bench, run and compare; \
 nvbench JSON; pytest-benchmark JSON; Google Benchmark JSON";
 
 /// Every entry of one file.
 pub fn load(path: &Path) -> Result<Vec<Entry>, ReportError> {
     let p = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| ReportError::file(&p, e.to_string()))?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| ReportError::file(&p, format!("not JSON: {e}")))?;
+    let v: Value =
+        serde_json::from_str(&text).map_err(|e| ReportError::file(&p, format!("not JSON: {e}")))?;
     let record = |x: &Value| -> Result<Entry, ReportError> {
         Measurement::from_json(&x.to_string())
             .map(|m| Entry::from_record(&m, &p))
@@ -47,9 +49,16 @@ pub fn load(path: &Path) -> Result<Vec<Entry>, ReportError> {
         Value::Object(o) if o.contains_key("benchmarks") && o.contains_key("machine_info") => {
             pytest_benchmark::read(&v, &p)
         }
-        Value::Object(o) if o.contains_key("benchmarks") && o.contains_key("devices") => nvbench::read(&v, &p),
-        Value::Object(o) if o.contains_key("benchmarks") && o.contains_key("context") => gbench::read(&v, &p),
-        _ => Err(ReportError::file(&p, format!("not a results file this build reads ({SUPPORTED})"))),
+        Value::Object(o) if o.contains_key("benchmarks") && o.contains_key("devices") => {
+            nvbench::read(&v, &p)
+        }
+        Value::Object(o) if o.contains_key("benchmarks") && o.contains_key("context") => {
+            gbench::read(&v, &p)
+        }
+        _ => Err(ReportError::file(
+            &p,
+            format!("not a results file this build reads ({SUPPORTED})"),
+        )),
     }
 }
 
@@ -74,7 +83,10 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<Entry>, ReportError> {
     let mut out: Vec<Entry> = Vec::new();
     for f in files {
         for e in load(&f)? {
-            match out.iter_mut().find(|x| x.identity == e.identity && x.gpu == e.gpu) {
+            match out
+                .iter_mut()
+                .find(|x| x.identity == e.identity && x.gpu == e.gpu)
+            {
                 Some(x) if e.taken_at >= x.taken_at => *x = e,
                 Some(_) => {}
                 None => out.push(e),
@@ -86,5 +98,6 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<Entry>, ReportError> {
 
 /// A float that tools write as a number or as a string.
 pub(crate) fn num(v: &Value) -> Option<f64> {
-    v.as_f64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+    v.as_f64()
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
 }

@@ -37,30 +37,88 @@ pub fn write(records: &[Measurement]) -> Value {
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let dev = devices.iter().position(|(u, _)| *u == m.environment.gpu_uuid).unwrap_or(0);
+            let dev = devices
+                .iter()
+                .position(|(u, _)| *u == m.environment.gpu_uuid)
+                .unwrap_or(0);
             // nvbench's two kinds: isolated (cold) and back to back (batch).
-            let kind = if m.cache == CachePolicy::Cold { "cold" } else { "batch" };
+            let kind = if m.cache == CachePolicy::Cold {
+                "cold"
+            } else {
+                "batch"
+            };
             let s = &m.summary;
             let rel_stdev = {
                 let mean = s.mean;
-                let var = m.samples.iter().map(|x| (x.time_us - mean).powi(2)).sum::<f64>()
+                let var = m
+                    .samples
+                    .iter()
+                    .map(|x| (x.time_us - mean).powi(2))
+                    .sum::<f64>()
                     / (m.samples.len().saturating_sub(1).max(1)) as f64;
                 var.sqrt() / mean
             };
             let mut sums = vec![
-                summary(&format!("nv/{kind}/sample_size"), "Samples", "sample_size", "int64", s.n.to_string()),
-                summary(&format!("nv/{kind}/time/gpu/mean"), "GPU Time", "duration", "float64", format!("{:e}", s.mean * 1e-6)),
-                summary(&format!("nv/{kind}/time/gpu/min"), "Min GPU Time", "duration", "float64", format!("{:e}", s.min * 1e-6)),
-                summary(&format!("nv/{kind}/time/gpu/max"), "Max GPU Time", "duration", "float64", format!("{:e}", s.max * 1e-6)),
-                summary(&format!("nv/{kind}/time/gpu/median"), "Median GPU Time", "duration", "float64", format!("{:e}", s.median * 1e-6)),
-                summary(&format!("nv/{kind}/time/gpu/stdev/relative"), "Noise", "percentage", "float64", format!("{rel_stdev:e}")),
+                summary(
+                    &format!("nv/{kind}/sample_size"),
+                    "Samples",
+                    "sample_size",
+                    "int64",
+                    s.n.to_string(),
+                ),
+                summary(
+                    &format!("nv/{kind}/time/gpu/mean"),
+                    "GPU Time",
+                    "duration",
+                    "float64",
+                    format!("{:e}", s.mean * 1e-6),
+                ),
+                summary(
+                    &format!("nv/{kind}/time/gpu/min"),
+                    "Min GPU Time",
+                    "duration",
+                    "float64",
+                    format!("{:e}", s.min * 1e-6),
+                ),
+                summary(
+                    &format!("nv/{kind}/time/gpu/max"),
+                    "Max GPU Time",
+                    "duration",
+                    "float64",
+                    format!("{:e}", s.max * 1e-6),
+                ),
+                summary(
+                    &format!("nv/{kind}/time/gpu/median"),
+                    "Median GPU Time",
+                    "duration",
+                    "float64",
+                    format!("{:e}", s.median * 1e-6),
+                ),
+                summary(
+                    &format!("nv/{kind}/time/gpu/stdev/relative"),
+                    "Noise",
+                    "percentage",
+                    "float64",
+                    format!("{rel_stdev:e}"),
+                ),
             ];
             if let Some(b) = m.bytes {
-                sums.push(summary("nv/cold/bw/global/bytes_per_second", "GlobalMem BW", "byte_rate", "float64",
-                    format!("{:e}", b as f64 / (s.median * 1e-6))));
+                sums.push(summary(
+                    "nv/cold/bw/global/bytes_per_second",
+                    "GlobalMem BW",
+                    "byte_rate",
+                    "float64",
+                    format!("{:e}", b as f64 / (s.median * 1e-6)),
+                ));
             }
             if let Some(mhz) = m.median_sm_mhz() {
-                sums.push(summary(&format!("nv/{kind}/sm_clock_rate/mean"), "Clock Rate", "frequency", "float64", format!("{:e}", mhz * 1e6)));
+                sums.push(summary(
+                    &format!("nv/{kind}/sm_clock_rate/mean"),
+                    "Clock Rate",
+                    "frequency",
+                    "float64",
+                    format!("{:e}", mhz * 1e6),
+                ));
             }
             let mut rec = summary(RECORD_TAG, "fusebench record", "", "string", m.to_json());
             rec["hide"] = json!("The full fusebench measurement record (docs/result-schema.md).");
@@ -111,17 +169,31 @@ pub fn read(v: &Value, path: &str) -> Result<Vec<Entry>, ReportError> {
                 continue;
             }
             if let Some(rec) = value(st, RECORD_TAG).and_then(|r| r.as_str().map(str::to_string)) {
-                let m = Measurement::from_json(&rec).map_err(|e| ReportError::file(path, e.to_string()))?;
+                let m = Measurement::from_json(&rec)
+                    .map_err(|e| ReportError::file(path, e.to_string()))?;
                 out.push(Entry::from_record(&m, path));
                 continue;
             }
             // A file nvbench wrote: the cold GPU time, else the batch one.
-            let kind = if value(st, "nv/cold/time/gpu/mean").is_some() { "cold" } else { "batch" };
-            let Some(mean_s) = value(st, &format!("nv/{kind}/time/gpu/mean")).as_ref().and_then(num) else {
+            let kind = if value(st, "nv/cold/time/gpu/mean").is_some() {
+                "cold"
+            } else {
+                "batch"
+            };
+            let Some(mean_s) = value(st, &format!("nv/{kind}/time/gpu/mean"))
+                .as_ref()
+                .and_then(num)
+            else {
                 continue;
             };
-            let noise = value(st, &format!("nv/{kind}/time/gpu/stdev/relative")).as_ref().and_then(num).unwrap_or(0.0);
-            let n = value(st, &format!("nv/{kind}/sample_size")).as_ref().and_then(num).unwrap_or(1.0) as usize;
+            let noise = value(st, &format!("nv/{kind}/time/gpu/stdev/relative"))
+                .as_ref()
+                .and_then(num)
+                .unwrap_or(0.0);
+            let n = value(st, &format!("nv/{kind}/sample_size"))
+                .as_ref()
+                .and_then(num)
+                .unwrap_or(1.0) as usize;
             let state = st["name"].as_str().unwrap_or("");
             out.push(Entry::from_mean(
                 format!("{bname} [{state}]"),

@@ -58,7 +58,10 @@ pub fn write(records: &[Measurement]) -> Value {
             })
         })
         .collect();
-    let gpu = records.first().map(|m| m.environment.gpu_name.clone()).unwrap_or_default();
+    let gpu = records
+        .first()
+        .map(|m| m.environment.gpu_name.clone())
+        .unwrap_or_default();
     json!({
         "machine_info": { "node": "", "processor": "", "machine": "", "python_implementation": "fusebench",
                           "python_version": "", "system": "", "release": "", "cpu": {}, "gpu": gpu },
@@ -74,25 +77,58 @@ pub fn read(v: &Value, path: &str) -> Result<Vec<Entry>, ReportError> {
         .as_str()
         .filter(|s| !s.is_empty())
         .map(str::to_string)
-        .or_else(|| v["machine_info"]["cpu"]["brand_raw"].as_str().map(str::to_string))
+        .or_else(|| {
+            v["machine_info"]["cpu"]["brand_raw"]
+                .as_str()
+                .map(str::to_string)
+        })
         .or_else(|| v["machine_info"]["node"].as_str().map(str::to_string))
         .unwrap_or_else(|| "unknown machine".into());
     let mut out = Vec::new();
     for b in v["benchmarks"].as_array().into_iter().flatten() {
         let rec = &b["extra_info"]["fusebench_record"];
         if rec.is_object() {
-            let m = Measurement::from_json(&rec.to_string()).map_err(|e| ReportError::file(path, e.to_string()))?;
+            let m = Measurement::from_json(&rec.to_string())
+                .map_err(|e| ReportError::file(path, e.to_string()))?;
             out.push(Entry::from_record(&m, path));
             continue;
         }
-        let name = b["fullname"].as_str().or_else(|| b["name"].as_str()).unwrap_or("").to_string();
+        let name = b["fullname"]
+            .as_str()
+            .or_else(|| b["name"].as_str())
+            .unwrap_or("")
+            .to_string();
         let st = &b["stats"];
-        let data: Vec<f64> = st["data"].as_array().into_iter().flatten().filter_map(num).map(|s| s * 1e6).collect();
-        let entry = match Entry::from_samples(b["name"].as_str().unwrap_or("").into(), format!("pytest-benchmark|{name}"), machine.clone(), data, path) {
+        let data: Vec<f64> = st["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(num)
+            .map(|s| s * 1e6)
+            .collect();
+        let entry = match Entry::from_samples(
+            b["name"].as_str().unwrap_or("").into(),
+            format!("pytest-benchmark|{name}"),
+            machine.clone(),
+            data,
+            path,
+        ) {
             Some(e) => e,
             None => {
-                let (mean, sd, n) = (num(&st["mean"]).unwrap_or(f64::NAN), num(&st["stddev"]).unwrap_or(0.0), num(&st["rounds"]).unwrap_or(1.0));
-                Entry::from_mean(b["name"].as_str().unwrap_or("").into(), format!("pytest-benchmark|{name}"), machine.clone(), mean * 1e6, sd / mean, n as usize, path)
+                let (mean, sd, n) = (
+                    num(&st["mean"]).unwrap_or(f64::NAN),
+                    num(&st["stddev"]).unwrap_or(0.0),
+                    num(&st["rounds"]).unwrap_or(1.0),
+                );
+                Entry::from_mean(
+                    b["name"].as_str().unwrap_or("").into(),
+                    format!("pytest-benchmark|{name}"),
+                    machine.clone(),
+                    mean * 1e6,
+                    sd / mean,
+                    n as usize,
+                    path,
+                )
             }
         };
         out.push(entry);
