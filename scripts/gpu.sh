@@ -6,6 +6,7 @@
 #          scripts/gpu.sh repro [ARGS] (two invocations compared, cache policies, copy ceilings)
 #          scripts/gpu.sh program      (programs saved, compared in-program vs standalone, explain pairs)
 #          scripts/gpu.sh python [ARGS] (the Python module's GPU tests, the report redone, bench/peers.py)
+#          scripts/gpu.sh nvbench      (a file nvbench itself writes; cuda-bench wheels in .gpu/wheels)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -157,8 +158,17 @@ python)
     python3 bench/peers.py $shared/corpus --json "$out/peers.json" "$@" 2>"$out/peers-stderr.txt"
     grep -B1 FAILED "$out/peers-stderr.txt" | head -20
     ;;
+nvbench)
+    # A file nvbench itself writes, for the nvbench reader's tests: cuda-bench and cuda-bindings
+    # wheels (for the machine's Python) are carried in .gpu/wheels.
+    mkdir -p "$out"
+    source .peer/activate.sh
+    pip install -q --no-deps --no-index --target /tmp/nvb .gpu/wheels/*.whl
+    PYTHONPATH=/tmp/nvb:${PYTHONPATH:-} python3 bench/nvbench_fixture.py --json "$out/nvbench_copy.json" | tail -8
+    $bin diff "$out/nvbench_copy.json" "$out/nvbench_copy.json"
+    ;;
 *)
-    echo "usage: scripts/gpu.sh stage|run|peer|repro|program|python [bench args]" >&2
+    echo "usage: scripts/gpu.sh stage|run|peer|repro|program|python|nvbench [bench args]" >&2
     exit 2
     ;;
 esac
