@@ -498,20 +498,7 @@ impl Printer<'_> {
     }
 }
 
-fn tuple(v: &[usize]) -> String {
-    match v {
-        [one] => format!("({one},)"),
-        _ => format!(
-            "({})",
-            v.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-fn tuple_i64(v: &[i64]) -> String {
+fn tuple<T: std::fmt::Display>(v: &[T]) -> String {
     match v {
         [one] => format!("({one},)"),
         _ => format!(
@@ -571,7 +558,7 @@ fn recipe_text(r: &InputRecipe) -> String {
                 dtype.torch_name()
             );
             if let Some((shape, strides)) = as_strided {
-                let _ = write!(s, ".as_strided({}, {})", tuple(shape), tuple_i64(strides));
+                let _ = write!(s, ".as_strided({}, {})", tuple(shape), tuple(strides));
             }
             s
         }
