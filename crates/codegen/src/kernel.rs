@@ -182,6 +182,20 @@ pub fn wide_store(lw: &mut Lowerer, d: DType, dst: &str, at: &Ix, src: &str, wid
     }
 }
 
+/// Writes each output's lane array (from `lane_arrays`) at element `at`.
+pub fn store_lane_arrays(
+    lw: &mut Lowerer,
+    f: &Fusion,
+    outputs: &[(ValueId, usize)],
+    arrays: &[String],
+    at: &Ix,
+    width: usize,
+) {
+    for (&(v, pos), arr) in outputs.iter().zip(arrays) {
+        wide_store(lw, f.value(v).dtype, &format!("out{pos}"), at, arr, width);
+    }
+}
+
 /// Elements per thread along the innermost dim: as many as make a 16-byte
 /// access of the narrowest type involved, and divide the innermost extent.
 pub fn vector_width(inner: usize, dtypes: impl Iterator<Item = DType>) -> usize {

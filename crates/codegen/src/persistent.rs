@@ -6,7 +6,9 @@
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{lane_arrays, round_up, signature, vector_width, wide_store, Context};
+use crate::kernel::{
+    lane_arrays, round_up, signature, store_lane_arrays, vector_width, Context, Params,
+};
 use crate::lower::{Lanes, Lowerer};
 use crate::passes::Passes;
 use crate::plan::{Kernel, Schedule};
@@ -20,6 +22,24 @@ use std::collections::HashSet;
 pub enum RowTarget {
     Output(usize),
     Temp(usize),
+}
+
+/// The fusion outputs a row kernel writes, as its parameters: the whole
+/// tensors, then the per-row results that are outputs.
+pub fn push_row_outputs(
+    params: &mut Params,
+    f: &Fusion,
+    full: &[(ValueId, usize)],
+    per_row: &[(ValueId, RowTarget)],
+) {
+    for &(v, pos) in full {
+        params.push_output(f, v, pos);
+    }
+    for &(v, t) in per_row {
+        if let RowTarget::Output(pos) = t {
+            params.push_output(f, v, pos);
+        }
+    }
 }
 
 pub struct Spec<'a> {
@@ -60,14 +80,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let f = cx.f;
     let reds = spec.reductions;
     let (mut lw, mut params) = cx.lowerer();
-    for &(v, pos) in spec.full {
-        params.push_output(f, v, pos);
-    }
-    for &(v, t) in spec.per_row {
-        if let RowTarget::Output(pos) = t {
-            params.push_output(f, v, pos);
-        }
-    }
+    push_row_outputs(&mut params, f, spec.full, spec.per_row);
     let passes = Passes::plan(f, reds)?;
 
     let rows: usize = spec.rows_shape.iter().product();
@@ -129,17 +142,8 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
             }
         }
         lw.lanes = None;
-        for (j, &(v, pos)) in spec.full.iter().enumerate() {
-            let at = Ix::var("row").mul(n as i64).add(Ix::var("ii"));
-            wide_store(
-                &mut lw,
-                f.value(v).dtype,
-                &format!("out{pos}"),
-                &at,
-                &arrays[j],
-                width,
-            );
-        }
+        let at = Ix::var("row").mul(n as i64).add(Ix::var("ii"));
+        store_lane_arrays(&mut lw, f, spec.full, &arrays, &at, width);
         lw.close("}");
     }
     if !spec.per_row.is_empty() {

@@ -3,7 +3,7 @@
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{lane_arrays, signature, vector_width, wide_store, Context};
+use crate::kernel::{lane_arrays, signature, store_lane_arrays, vector_width, Context};
 use crate::plan::{Kernel, Schedule};
 use crate::{ctype, view};
 use fusebench_ir::ValueId;
@@ -75,17 +75,8 @@ pub fn build(
         }
     }
     lw.lanes = None;
-    for (j, &(v, pos)) in outputs.iter().enumerate() {
-        let at = Ix::var("t").mul(width as i64);
-        wide_store(
-            &mut lw,
-            f.value(v).dtype,
-            &format!("out{pos}"),
-            &at,
-            &arrays[j],
-            width,
-        );
-    }
+    let at = Ix::var("t").mul(width as i64);
+    store_lane_arrays(&mut lw, f, outputs, &arrays, &at, width);
     let src = format!("{} {{\n{}}}\n", signature(name, BLOCK, &params), lw.code);
     let grid = (vectors as u64).div_ceil(BLOCK as u64).max(1) as u32;
     let names: Vec<String> = outputs

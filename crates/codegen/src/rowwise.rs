@@ -9,10 +9,10 @@
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{lane_arrays, signature, wide_store, Context};
+use crate::kernel::{lane_arrays, signature, store_lane_arrays, Context};
 use crate::lower::{Lanes, Lowerer};
 use crate::passes::Passes;
-use crate::persistent::RowTarget;
+use crate::persistent::{push_row_outputs, RowTarget};
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Kind, Reduction};
 use crate::{ctype, view};
@@ -120,14 +120,7 @@ fn build_unrolled(
         ))
     })?;
     let (mut lw, mut params) = cx.lowerer();
-    for &(v, pos) in spec.full {
-        params.push_output(f, v, pos);
-    }
-    for &(v, t) in spec.per_row {
-        if let RowTarget::Output(pos) = t {
-            params.push_output(f, v, pos);
-        }
-    }
+    push_row_outputs(&mut params, f, spec.full, spec.per_row);
     let it = lw.idx_type;
     let reds = spec.inner;
     let passes = Passes::plan(f, reds)?;
@@ -259,17 +252,8 @@ fn build_unrolled(
             }
         }
         lw.lanes = None;
-        for (j, &(v, pos)) in spec.full.iter().enumerate() {
-            let at = Ix::var(rv.clone()).mul(spec.cols as i64).add(Ix::var("ii"));
-            wide_store(
-                &mut lw,
-                f.value(v).dtype,
-                &format!("out{pos}"),
-                &at,
-                &arrays[j],
-                w,
-            );
-        }
+        let at = Ix::var(rv.clone()).mul(spec.cols as i64).add(Ix::var("ii"));
+        store_lane_arrays(&mut lw, f, spec.full, &arrays, &at, w);
     }
     if !spec.per_row.is_empty() {
         lw.open("if (threadIdx.x == 0) {");
