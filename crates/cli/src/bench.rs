@@ -216,7 +216,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 clocks.as_ref(),
                 cupti.as_ref(),
             )?;
-            let bytes = crate::record::bytes_moved(&g.inputs, &prep.plan);
+            let bytes = prep.bytes_moved(&g.inputs);
             let copy_us = copy_ceiling(&engine.gpu, bytes, 10)?;
             let name = p
                 .file_name()

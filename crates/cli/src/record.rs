@@ -41,27 +41,6 @@ pub fn subject(name: &str, f: &Fusion, inputs: &[Arg]) -> Subject {
     }
 }
 
-/// Bytes the fusion must move: every element its inputs address, read once,
-/// and every output a kernel writes.
-pub fn bytes_moved(inputs: &[Arg], plan: &fusebench_codegen::Plan) -> usize {
-    let read: usize = inputs
-        .iter()
-        .map(|a| match a {
-            Arg::Tensor(t) => {
-                t.shape()
-                    .iter()
-                    .zip(t.strides())
-                    .filter(|(_, &s)| s != 0)
-                    .map(|(&e, _)| e)
-                    .product::<usize>()
-                    * t.dtype().size_bytes()
-            }
-            Arg::Scalar(_) => 0,
-        })
-        .sum();
-    read + plan.written_bytes()
-}
-
 /// Everything a run of samples of one prepared fusion needs to become a record.
 pub struct Measured<'a> {
     pub name: &'a str,
@@ -99,7 +78,7 @@ impl Measured<'_> {
             self.run.samples.clone(),
             now,
         )?;
-        m.bytes = Some(bytes_moved(self.inputs, &self.prep.plan) as u64);
+        m.bytes = Some(self.prep.bytes_moved(self.inputs) as u64);
         m.device_bytes = Some(self.prep.device_bytes() as u64);
         m.context = self.context.clone();
         Ok(m)

@@ -210,6 +210,27 @@ impl Prepared {
         self.inputs.iter().flatten().map(|b| b.len()).sum()
     }
 
+    /// Bytes the fusion must move: every element `inputs` address (the ones
+    /// it was prepared with), read once, and every output a kernel writes.
+    pub fn bytes_moved(&self, inputs: &[Arg]) -> usize {
+        let read: usize = inputs
+            .iter()
+            .map(|a| match a {
+                Arg::Tensor(t) => {
+                    t.shape()
+                        .iter()
+                        .zip(t.strides())
+                        .filter(|(_, &s)| s != 0)
+                        .map(|(&e, _)| e)
+                        .product::<usize>()
+                        * t.dtype().size_bytes()
+                }
+                Arg::Scalar(_) => 0,
+            })
+            .sum();
+        read + self.plan.written_bytes()
+    }
+
     /// Device memory this fusion holds: inputs (with any rotation copies),
     /// outputs and temporaries.
     pub fn device_bytes(&self) -> usize {

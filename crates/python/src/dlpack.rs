@@ -2,6 +2,7 @@
 //! JAX) without a copy, and fusebench's outputs out the same way. The C
 //! structs are DLPack's stable (unversioned) ABI.
 
+use fusebench_ir::recipe::row_major_strides;
 use fusebench_ir::DType;
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
@@ -92,14 +93,6 @@ fn from_dtype(d: DType) -> DLDataType {
     }
 }
 
-fn row_major(shape: &[usize]) -> Vec<i64> {
-    let mut s = vec![1i64; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * shape[i + 1].max(1) as i64;
-    }
-    s
-}
-
 /// Reads `obj.__dlpack__()` without taking the tensor over: the capsule
 /// keeps its name, so its own destructor releases it, and the caller keeps
 /// `obj` alive while the address is used.
@@ -121,7 +114,7 @@ pub fn read(obj: &Bound<'_, PyAny>) -> PyResult<Layout> {
         .map(|i| unsafe { *t.shape.add(i) }.max(0) as usize)
         .collect();
     let strides = if t.strides.is_null() {
-        row_major(&shape)
+        row_major_strides(&shape)
     } else {
         (0..ndim).map(|i| unsafe { *t.strides.add(i) }).collect()
     };

@@ -10,6 +10,7 @@
 
 use fusebench_codegen::OutputSource;
 use fusebench_engine::Bound as Given;
+use fusebench_ir::recipe::row_major_strides;
 use fusebench_ir::{DType, Literal};
 use fusebench_measure::{
     CachePolicy, FixedCount, InputLayout, KernelRecord, Measurement as Record, Method, NoiseTarget,
@@ -575,7 +576,7 @@ impl Fusion {
         for (i, o) in plan.iter().enumerate() {
             let elem = o.dtype.size_bytes() as i64;
             let (ptr, strides) = match &o.source {
-                OutputSource::Written => (prep.output_ptr(i), row_major(&o.shape)),
+                OutputSource::Written => (prep.output_ptr(i), row_major_strides(&o.shape)),
                 OutputSource::InputView {
                     input,
                     strides,
@@ -633,14 +634,6 @@ impl Fusion {
         }
         Ok((ok, report.join("\n")))
     }
-}
-
-fn row_major(shape: &[usize]) -> Vec<i64> {
-    let mut s = vec![1i64; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * shape[i + 1].max(1) as i64;
-    }
-    s
 }
 
 /// Device memory of a fusion's output, exported through DLPack.
@@ -744,26 +737,18 @@ fn load(path: &str, seed: u64) -> PyResult<Fusion> {
     let engine = fusebench_engine::Engine::new()
         .map_err(|e| Unavailable::new_err(format!("fusebench cannot run fusions here: {e}")))?;
     let prep = engine.prepare(&f, &g.inputs).map_err(runtime_err)?;
-    let mut read = 0usize;
-    let mut layouts = Vec::with_capacity(g.inputs.len());
-    for a in &g.inputs {
-        match a {
+    let layouts = g
+        .inputs
+        .iter()
+        .map(|a| match a {
             fusebench_reference::Arg::Tensor(t) => {
-                read += t
-                    .shape()
-                    .iter()
-                    .zip(t.strides())
-                    .filter(|(_, &s)| s != 0)
-                    .map(|(&e, _)| e)
-                    .product::<usize>()
-                    * t.dtype().size_bytes();
-                layouts.push(Some((t.dtype(), t.shape().to_vec(), t.strides().to_vec())));
+                Some((t.dtype(), t.shape().to_vec(), t.strides().to_vec()))
             }
-            fusebench_reference::Arg::Scalar(_) => layouts.push(None),
-        }
-    }
+            fusebench_reference::Arg::Scalar(_) => None,
+        })
+        .collect();
     Ok(Fusion {
-        bytes: (read + prep.plan.written_bytes()) as u64,
+        bytes: prep.bytes_moved(&g.inputs) as u64,
         prep,
         layouts,
         name: std::path::Path::new(path)
