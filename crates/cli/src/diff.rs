@@ -64,33 +64,22 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "verdict",
         ]);
         let us = |e: &Option<fusebench_report::Entry>| {
-            e.as_ref().map_or("–".to_string(), |e| {
-                format!(
-                    "{:.2} [{:.2}, {:.2}]",
-                    e.median_us, e.ci_low_us, e.ci_high_us
-                )
-            })
+            e.as_ref()
+                .map_or("–".into(), fusebench_report::Entry::interval_text)
         };
         for p in &d.pairs {
             t.add_row(vec![
                 p.name.clone(),
                 us(&p.old),
                 us(&p.new),
-                if p.ratio.is_finite() {
-                    format!("{:.3} [{:.3}, {:.3}]", p.ratio, p.ratio_low, p.ratio_high)
-                } else {
-                    "–".into()
-                },
+                p.ratio_text(),
                 match p.verdict {
                     Verdict::DifferentGpu => format!(
                         "not compared: {} vs {}",
                         p.old.as_ref().map(|e| e.gpu.as_str()).unwrap_or(""),
                         p.new.as_ref().map(|e| e.gpu.as_str()).unwrap_or("")
                     ),
-                    v => serde_json::to_value(v)?
-                        .as_str()
-                        .unwrap_or("")
-                        .replace('_', " "),
+                    v => v.label(),
                 },
             ]);
         }

@@ -23,6 +23,16 @@ pub enum Verdict {
     DifferentGpu,
 }
 
+impl Verdict {
+    /// The verdict in words, as tables print it.
+    pub fn label(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Pair {
     pub name: String,
@@ -33,6 +43,20 @@ pub struct Pair {
     pub ratio_low: f64,
     pub ratio_high: f64,
     pub verdict: Verdict,
+}
+
+impl Pair {
+    /// `ratio [low, high]`, or a dash when one side is missing.
+    pub fn ratio_text(&self) -> String {
+        if self.ratio.is_finite() {
+            format!(
+                "{:.3} [{:.3}, {:.3}]",
+                self.ratio, self.ratio_low, self.ratio_high
+            )
+        } else {
+            "–".into()
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -30,6 +30,14 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// `median [low, high]` in µs.
+    pub fn interval_text(&self) -> String {
+        format!(
+            "{:.2} [{:.2}, {:.2}]",
+            self.median_us, self.ci_low_us, self.ci_high_us
+        )
+    }
+
     /// From raw samples: the median and its interval from order statistics.
     pub fn from_samples(
         name: String,

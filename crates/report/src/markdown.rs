@@ -2,13 +2,6 @@
 
 use crate::{Diff, Entry, Verdict};
 
-fn fmt_us(e: &Entry) -> String {
-    format!(
-        "{:.2} [{:.2}, {:.2}]",
-        e.median_us, e.ci_low_us, e.ci_high_us
-    )
-}
-
 /// One row per result: median with its interval, samples, bandwidth and the
 /// share of `ceiling_gbps` (a measured copy bandwidth) when given.
 pub fn run(entries: &[Entry], ceiling_gbps: Option<f64>, svg: Option<&str>) -> String {
@@ -31,7 +24,7 @@ pub fn run(entries: &[Entry], ceiling_gbps: Option<f64>, svg: Option<&str>) -> S
         s += &format!(
             "| {} | {} | {} | {} | {} | {} | {} |\n",
             e.name,
-            fmt_us(e),
+            e.interval_text(),
             e.n,
             bytes.map_or("–".into(), |b| format!("{:.1}", b as f64 / 1e6)),
             gbps.map_or("–".into(), |g| format!("{g:.0}")),
@@ -60,21 +53,14 @@ pub fn diff(d: &Diff, svg: Option<&str>) -> String {
     for p in &d.pairs {
         let v = match p.verdict {
             Verdict::Regression => "**regression**".to_string(),
-            other => serde_json::to_value(other)
-                .ok()
-                .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
-                .unwrap_or_default(),
+            other => other.label(),
         };
         s += &format!(
             "| {} | {} | {} | {} | {} |\n",
             p.name,
-            p.old.as_ref().map_or("–".into(), fmt_us),
-            p.new.as_ref().map_or("–".into(), fmt_us),
-            if p.ratio.is_finite() {
-                format!("{:.3} [{:.3}, {:.3}]", p.ratio, p.ratio_low, p.ratio_high)
-            } else {
-                "–".into()
-            },
+            p.old.as_ref().map_or("–".into(), Entry::interval_text),
+            p.new.as_ref().map_or("–".into(), Entry::interval_text),
+            p.ratio_text(),
             v
         );
     }
