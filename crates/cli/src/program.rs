@@ -16,6 +16,27 @@ pub struct Program {
     pub steps: Vec<PathBuf>,
 }
 
+impl Program {
+    /// Each file once, in the order it first runs, and for every step the
+    /// index of its file: a fusion that runs several times in a step is
+    /// read and prepared once.
+    pub fn files(&self) -> (Vec<&Path>, Vec<usize>) {
+        let mut files: Vec<&Path> = Vec::new();
+        let at = self
+            .steps
+            .iter()
+            .map(|p| match files.iter().position(|f| *f == p.as_path()) {
+                Some(k) => k,
+                None => {
+                    files.push(p);
+                    files.len() - 1
+                }
+            })
+            .collect();
+        (files, at)
+    }
+}
+
 /// The model-and-pass part of a corpus name: `000_Llama-3.2-1B_fw_nvFusion0`
 /// gives `Llama-3.2-1B_fw`; other names are their own program.
 pub fn model_key(path: &Path) -> String {

@@ -388,15 +388,12 @@ fn one_program(
     standalone: Option<&Path>,
 ) -> anyhow::Result<Vec<Step>> {
     // One preparation per file: a fusion that runs twice in a step reuses its buffers.
-    let mut by_path: HashMap<PathBuf, usize> = HashMap::new();
-    let mut unique: Vec<Loaded> = Vec::new();
-    for p in &program.steps {
-        if !by_path.contains_key(p) {
-            by_path.insert(p.clone(), unique.len());
-            unique.push(load_and_prepare(engine, p, seed)?);
-        }
-    }
-    let loaded: Vec<&Loaded> = program.steps.iter().map(|p| &unique[by_path[p]]).collect();
+    let (files, at) = program.files();
+    let unique = files
+        .iter()
+        .map(|p| load_and_prepare(engine, p, seed))
+        .collect::<anyhow::Result<Vec<Loaded>>>()?;
+    let loaded: Vec<&Loaded> = at.iter().map(|&k| &unique[k]).collect();
     let in_program = time_in_program(program, &loaded, CachePolicy::InProgram, t)?;
     let cold = time_in_program(program, &loaded, CachePolicy::Cold, t)?;
     // Standalone: each file once, from its saved repro when given.

@@ -177,9 +177,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let mut written = 0;
     for program in &programs {
+        let (files, at) = program.files();
         let mut sources: Vec<Source> = Vec::new();
         let mut prepared: Vec<Loaded> = Vec::new();
-        for p in &program.steps {
+        for p in &files {
             match &engine {
                 Some(e) => prepared.push(load_and_prepare(e, p, a.timing.seed)?),
                 None => sources.push(load_source(p, a.timing.seed)?),
@@ -187,41 +188,44 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
         let live = match &timing {
             Some(t) => {
-                let refs: Vec<&Loaded> = prepared.iter().collect();
-                Some(time_in_program(program, &refs, CachePolicy::InProgram, t)?)
+                let steps: Vec<&Loaded> = at.iter().map(|&k| &prepared[k]).collect();
+                Some(time_in_program(program, &steps, CachePolicy::InProgram, t)?)
             }
             None => None,
         };
-        let all: Vec<&Source> = if prepared.is_empty() {
+        let unique: Vec<&Source> = if prepared.is_empty() {
             sources.iter().collect()
         } else {
             prepared.iter().map(|l| &l.src).collect()
         };
-        for (i, l) in all.iter().enumerate() {
-            let m = live.as_ref().map(|v| &v[i]);
-            let f = saved_fusion(l, &program.name, i + 1, m);
-            let stem = Path::new(&l.name)
+        let stem = |l: &Source| {
+            Path::new(&l.name)
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            // A fusion that runs several times in a step is saved once.
-            if !all[..i].iter().any(|x| x.path == l.path) {
-                write(
-                    &a.out.join(format!("{stem}.py")),
-                    &fusebench_frontend::print_script(&f),
-                )?;
-                write(
-                    &a.out.join("json").join(format!("{stem}.json")),
-                    &f.to_json(),
-                )?;
-                written += 1;
-            }
-            if let Some(m) = m {
-                write(
-                    &a.out.join("live").join(format!("{:02}_{stem}.json", i + 1)),
-                    &m.to_json(),
-                )?;
-            }
+                .unwrap_or_default()
+        };
+        // Each file once, with the live record of its first run in the step.
+        for (k, l) in unique.iter().enumerate() {
+            let first = at.iter().position(|&x| x == k).expect("every file runs");
+            let f = saved_fusion(
+                l,
+                &program.name,
+                first + 1,
+                live.as_ref().map(|v| &v[first]),
+            );
+            write(
+                &a.out.join(format!("{}.py", stem(l))),
+                &fusebench_frontend::print_script(&f),
+            )?;
+            write(
+                &a.out.join("json").join(format!("{}.json", stem(l))),
+                &f.to_json(),
+            )?;
+            written += 1;
+        }
+        for (i, m) in live.iter().flatten().enumerate() {
+            let name = format!("{:02}_{}.json", i + 1, stem(unique[at[i]]));
+            write(&a.out.join("live").join(name), &m.to_json())?;
         }
     }
     eprintln!(
