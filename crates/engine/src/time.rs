@@ -181,16 +181,7 @@ pub(crate) fn kernel_records(
         .filter(|a| a.kind == ActivityKind::Kernel && a.name != "fb_spin")
         .collect();
     seen.sort_by_key(|a| a.start_ns);
-    let recorded: Vec<(String, [u32; 6])> = seen
-        .iter()
-        .map(|a| {
-            let (g, b) = (a.grid, a.block);
-            (
-                a.name.clone(),
-                [g[0], g[1], g[2], b[0], b[1], b[2]].map(|x| x.max(0) as u32),
-            )
-        })
-        .collect();
+    let recorded: Vec<(String, [u32; 6])> = seen.iter().map(Activity::launch).collect();
     if recorded != launched {
         let names = |v: &[(String, [u32; 6])]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
         return Err(EngineError::Inputs(format!(

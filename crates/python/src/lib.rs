@@ -79,16 +79,10 @@ fn gpu_status() -> (bool, String) {
     }
 }
 
-type Signature = Vec<(String, [i32; 6])>;
+type Signature = Vec<(String, [u32; 6])>;
 
 fn signature(kernels: &[Activity]) -> Signature {
-    kernels
-        .iter()
-        .map(|a| {
-            let (g, b) = (a.grid, a.block);
-            (a.name.clone(), [g[0], g[1], g[2], b[0], b[1], b[2]])
-        })
-        .collect()
+    kernels.iter().map(Activity::launch).collect()
 }
 
 /// Tensor-like arguments (anything with `data_ptr`, `shape`, `stride`,
@@ -273,8 +267,8 @@ fn kernel_time(
             KernelRecord {
                 name: n.clone(),
                 code_hash: String::new(),
-                grid: [s[0], s[1], s[2]].map(|x| x.max(0) as u32),
-                block: [s[3], s[4], s[5]].map(|x| x.max(0) as u32),
+                grid: [s[0], s[1], s[2]],
+                block: [s[3], s[4], s[5]],
                 shared_bytes: 0,
                 registers: 0,
                 median_us: times.get(times.len() / 2).copied().unwrap_or(f64::NAN),

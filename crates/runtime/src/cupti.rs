@@ -33,6 +33,16 @@ pub enum ActivityKind {
 }
 
 impl Activity {
+    /// The kernel's name and launch shape (grid then block): what a sample's
+    /// records are checked against.
+    pub fn launch(&self) -> (String, [u32; 6]) {
+        let (g, b) = (self.grid, self.block);
+        (
+            self.name.clone(),
+            [g[0], g[1], g[2], b[0], b[1], b[2]].map(|x| x.max(0) as u32),
+        )
+    }
+
     pub fn duration_us(&self) -> f64 {
         self.end_ns.saturating_sub(self.start_ns) as f64 / 1e3
     }
