@@ -1,7 +1,8 @@
-//! The environment fingerprint every measurement record carries.
+//! The environment fingerprint every measurement record carries, and the
+//! clock reading each sample carries.
 
-use fusebench_measure::Environment;
-use fusebench_runtime::DeviceInfo;
+use fusebench_measure::{Clocks, Environment};
+use fusebench_runtime::{ClockReader, DeviceInfo};
 
 pub fn environment(info: &DeviceInfo) -> Environment {
     Environment {
@@ -13,4 +14,16 @@ pub fn environment(info: &DeviceInfo) -> Environment {
         l2_bytes: info.l2_cache_bytes,
         fusebench_version: env!("CARGO_PKG_VERSION").into(),
     }
+}
+
+/// The GPU's clocks now, for the sample just taken; none without a reader,
+/// and a failed reading leaves the sample without clocks rather than failing it.
+pub fn read_clocks(reader: Option<&ClockReader>) -> Option<Clocks> {
+    reader.and_then(|c| c.read().ok()).map(|c| Clocks {
+        sm_mhz: c.sm_mhz,
+        mem_mhz: c.mem_mhz,
+        temperature_c: c.temperature_c,
+        power_w: c.power_w,
+        throttle_reasons: c.throttle_reasons,
+    })
 }

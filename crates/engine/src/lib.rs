@@ -9,7 +9,7 @@ mod program;
 mod time;
 mod transfer;
 
-pub use env::environment;
+pub use env::{environment, read_clocks};
 pub use error::EngineError;
 pub use prepared::{Bound, Engine, Prepared};
 pub use program::{time_program, ProgramTimes};

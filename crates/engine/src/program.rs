@@ -9,7 +9,7 @@ use crate::error::EngineError;
 use crate::prepared::Prepared;
 use crate::time::{err, kernel_records, median};
 use cudarc::driver::sys::CUevent_flags;
-use fusebench_measure::{CachePolicy, Clocks, Run, Sample, Stop, StoppingRule};
+use fusebench_measure::{CachePolicy, Run, Sample, Stop, StoppingRule};
 use fusebench_runtime::{ClockReader, Cupti};
 use std::time::Instant;
 
@@ -111,13 +111,7 @@ pub fn time_program(
         if steps <= warmup {
             continue;
         }
-        let reading = clocks.and_then(|c| c.read().ok()).map(|c| Clocks {
-            sm_mhz: c.sm_mhz,
-            mem_mhz: c.mem_mhz,
-            temperature_c: c.temperature_c,
-            power_w: c.power_w,
-            throttle_reasons: c.throttle_reasons,
-        });
+        let reading = crate::read_clocks(clocks);
         let elapsed = start.elapsed();
         for i in 0..n {
             if stops[i].is_some() {

@@ -5,7 +5,7 @@
 use crate::error::EngineError;
 use crate::prepared::Prepared;
 use cudarc::driver::sys::CUevent_flags;
-use fusebench_measure::{sample, CachePolicy, Clocks, Run, Sample, StoppingRule};
+use fusebench_measure::{sample, CachePolicy, Run, Sample, StoppingRule};
 use fusebench_runtime::{Activity, ActivityKind, ClockReader, Cupti, Gpu, KernelArg};
 
 pub(crate) fn median(v: &mut [f64]) -> f64 {
@@ -130,14 +130,7 @@ impl Prepared {
                 Some(_) => kernel_us.iter().sum(),
                 None => events[0].elapsed_ms(&events[n]).map_err(err)? as f64 * 1e3,
             };
-            // A failed reading leaves the sample without clocks rather than failing it.
-            let clocks = clocks.and_then(|c| c.read().ok()).map(|c| Clocks {
-                sm_mhz: c.sm_mhz,
-                mem_mhz: c.mem_mhz,
-                temperature_c: c.temperature_c,
-                power_w: c.power_w,
-                throttle_reasons: c.throttle_reasons,
-            });
+            let clocks = crate::read_clocks(clocks);
             Ok(Sample { time_us, clocks })
         })?;
         self.use_input_set(0);

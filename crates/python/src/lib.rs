@@ -234,17 +234,7 @@ fn kernel_time(
                 p.push(k.duration_us());
             }
         }
-        let clocks =
-            h.clocks
-                .as_ref()
-                .and_then(|c| c.read().ok())
-                .map(|c| fusebench_measure::Clocks {
-                    sm_mhz: c.sm_mhz,
-                    mem_mhz: c.mem_mhz,
-                    temperature_c: c.temperature_c,
-                    power_w: c.power_w,
-                    throttle_reasons: c.throttle_reasons,
-                });
+        let clocks = fusebench_engine::read_clocks(h.clocks.as_ref());
         Ok(Sample {
             time_us: kernels.iter().map(Activity::duration_us).sum(),
             clocks,
