@@ -7,6 +7,7 @@
 #          scripts/gpu.sh program      (programs saved, compared in-program vs standalone, explain pairs)
 #          scripts/gpu.sh python [ARGS] (the Python module's GPU tests, the report redone, bench/peers.py)
 #          scripts/gpu.sh nvbench      (a file nvbench itself writes; cuda-bench wheels in .gpu/wheels)
+#          scripts/gpu.sh flush [ARGS] (L2 flush by write vs by read: copy ceilings, cold program vs standalone)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -158,6 +159,20 @@ python)
     python3 bench/peers.py $shared/corpus --json "$out/peers.json" "$@" 2>"$out/peers-stderr.txt"
     grep -B1 FAILED "$out/peers-stderr.txt" | head -20
     ;;
+flush)
+    # The L2 flush by a write (memset) against one by a read: copy ceilings, and every
+    # program compared cold in the program and standalone under each.
+    shift || true
+    mkdir -p "$out"
+    $bin save $shared/corpus --by-model --out "$out/saved" 2>&1 | tail -1
+    for kind in write read; do
+        FUSEBENCH_FLUSH=$kind $bin peak --json >"$out/peak-$kind.json" 2>"$out/peak-$kind.err"
+        FUSEBENCH_FLUSH=$kind $bin compare $shared/corpus --by-model --saved "$out/saved" --json "$@" \
+            >"$out/compare-$kind.json" 2>"$out/compare-$kind.err"; tail -2 "$out/compare-$kind.err"
+    done
+    python3 bench/flush_summary.py "$out" | tee "$out/flush-summary.txt"
+    rm -rf "$out/saved"
+    ;;
 nvbench)
     # A file nvbench itself writes, for the nvbench reader's tests: cuda-bench and cuda-bindings
     # wheels (for the machine's Python) are carried in .gpu/wheels.
@@ -168,7 +183,7 @@ nvbench)
     $bin diff "$out/nvbench_copy.json" "$out/nvbench_copy.json"
     ;;
 *)
-    echo "usage: scripts/gpu.sh stage|run|peer|repro|program|python|nvbench [bench args]" >&2
+    echo "usage: scripts/gpu.sh stage|run|peer|repro|program|python|nvbench|flush [bench args]" >&2
     exit 2
     ;;
 esac

@@ -81,6 +81,8 @@ impl Measured<'_> {
         m.bytes = Some(self.prep.bytes_moved(self.inputs) as u64);
         m.device_bytes = Some(self.prep.device_bytes() as u64);
         m.context = self.context.clone();
+        m.cold_setup =
+            (self.cache == CachePolicy::Cold).then(|| fusebench_engine::cold_setup(&self.prep.gpu));
         Ok(m)
     }
 }

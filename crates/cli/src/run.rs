@@ -43,9 +43,11 @@ pub struct Args {
 /// How the fusions of a program are timed (shared by run, compare and save).
 #[derive(clap::Args)]
 pub struct TimingArgs {
-    /// Stop once every fusion's 95% interval of the median is within this, or after --max-time.
-    #[arg(long, default_value = "1%", value_parser = parse_percent)]
-    pub target: f64,
+    /// Stop once every fusion's 95% interval of the median is within this, or after --max-time
+    /// [default: 1%; for compare 0.5%, since a 2% agreement needs each median known well
+    /// within 1%].
+    #[arg(long, value_parser = parse_percent)]
+    pub target: Option<f64>,
     /// Time budget in seconds per program and policy (and per standalone fusion and policy).
     #[arg(long, default_value_t = 3.0)]
     pub max_time: f64,
@@ -122,10 +124,11 @@ pub(crate) struct Timing {
 }
 
 impl Timing {
-    pub(crate) fn new(a: &TimingArgs) -> Result<Timing, ExitCode> {
+    /// `target`: the default when --target is not given.
+    pub(crate) fn new(a: &TimingArgs, target: f64) -> Result<Timing, ExitCode> {
         Ok(Timing {
             rule: NoiseTarget {
-                target: a.target,
+                target: a.target.unwrap_or(target),
                 max_time: Duration::from_secs_f64(a.max_time),
                 ..Default::default()
             },
@@ -309,7 +312,10 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         Ok(e) => e,
         Err(code) => return Ok(code),
     };
-    let t = match Timing::new(&a.timing) {
+    // Measured on the H200: with medians to +-1%, one or two of 33 fusions missed a 2%
+    // agreement by noise alone in a run; +-0.5% costs little (samples take microseconds).
+    let target = if standalone.is_some() { 0.005 } else { 0.01 };
+    let t = match Timing::new(&a.timing, target) {
         Ok(t) => t,
         Err(code) => return Ok(code),
     };
@@ -366,7 +372,7 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             info.sm_count,
             info.l2_cache_bytes >> 20,
             if t.cupti.is_some() { "CUPTI kernel records" } else { "CUDA events" },
-            a.timing.target * 100.0,
+            t.rule.target * 100.0,
             a.timing.max_time
         );
         for r in &reports {

@@ -169,7 +169,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let timing = match &engine {
-        Some(_) => match Timing::new(&a.timing) {
+        Some(_) => match Timing::new(&a.timing, 0.01) {
             Ok(t) => Some(t),
             Err(code) => return Ok(code),
         },

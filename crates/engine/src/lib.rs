@@ -13,4 +13,4 @@ pub use env::{environment, read_clocks};
 pub use error::EngineError;
 pub use prepared::{Bound, Engine, Prepared};
 pub use program::{time_program, ProgramTimes};
-pub use time::{copy_ceiling, copy_time, rotation_copies, Timed};
+pub use time::{cold_input_sets, cold_setup, copy_ceiling, copy_time, rotation_copies, Timed};

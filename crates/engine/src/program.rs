@@ -66,6 +66,14 @@ pub fn time_program(
         .map(|p| vec![Vec::new(); p.kernels.len()])
         .collect();
     let mut stops: Vec<Option<Stop>> = vec![None; n];
+    let sets = if cold {
+        crate::time::cold_input_sets()
+    } else {
+        1
+    };
+    for p in fusions {
+        p.make_input_copies(sets)?;
+    }
     if let Some(c) = cupti {
         gpu.synchronize()?;
         c.take()?;
@@ -75,6 +83,7 @@ pub fn time_program(
     while stops.iter().any(Option::is_none) {
         for (i, p) in fusions.iter().enumerate() {
             if cold {
+                p.use_input_set(steps);
                 gpu.flush_l2()?;
             }
             events[i][0].record(stream).map_err(err)?;
@@ -127,6 +136,9 @@ pub fn time_program(
             let times: Vec<f64> = samples[i].iter().map(|s| s.time_us).collect();
             stops[i] = rule.decide(&times, elapsed);
         }
+    }
+    for p in fusions {
+        p.use_input_set(0);
     }
     let elapsed = start.elapsed();
     Ok(ProgramTimes {

@@ -6,7 +6,9 @@ use crate::error::EngineError;
 use crate::prepared::Prepared;
 use cudarc::driver::sys::CUevent_flags;
 use fusebench_measure::{sample, CachePolicy, Run, Sample, StoppingRule};
-use fusebench_runtime::{Activity, ActivityKind, ClockReader, Cupti, Gpu, KernelArg};
+use fusebench_runtime::{
+    Activity, ActivityKind, ClockReader, Cupti, Gpu, KernelArg, HARNESS_KERNELS,
+};
 
 pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -63,16 +65,15 @@ impl Prepared {
                 "the in-program policy is measured inside a program, not on a single fusion".into(),
             ));
         }
-        let copies = if cache == CachePolicy::Rotate {
-            let n = rotation_copies(self.input_bytes(), self.gpu.info().l2_cache_bytes as usize);
-            self.make_input_copies(n)?;
-            n
-        } else {
-            1
+        let copies = match cache {
+            CachePolicy::Rotate => {
+                rotation_copies(self.input_bytes(), self.gpu.info().l2_cache_bytes as usize)
+            }
+            CachePolicy::Cold => cold_input_sets(),
+            _ => 1,
         };
+        self.make_input_copies(copies)?;
         let cold = cache == CachePolicy::Cold;
-        let spin_module = self.gpu.compile(SPIN_KERNEL, &["fb_spin"])?;
-        let spin = spin_module.function("fb_spin")?;
         let ctx = self.gpu.cuda_context();
         let stream = self.gpu.cuda_stream();
         let n = self.kernels.len();
@@ -94,13 +95,7 @@ impl Prepared {
             if cold {
                 self.gpu.flush_l2()?;
             } else {
-                self.gpu.launch(
-                    &spin,
-                    (1, 1, 1),
-                    (1, 1, 1),
-                    0,
-                    &[KernelArg::I64(SPIN_CYCLES)],
-                )?;
+                self.gpu.spin(SPIN_CYCLES)?;
             }
             events[0].record(stream).map_err(err)?;
             for k in 0..n {
@@ -171,7 +166,7 @@ pub(crate) fn kernel_records(
     let mut seen: Vec<Activity> = cupti
         .take()?
         .into_iter()
-        .filter(|a| a.kind == ActivityKind::Kernel && a.name != "fb_spin")
+        .filter(|a| a.kind == ActivityKind::Kernel && !HARNESS_KERNELS.contains(&a.name.as_str()))
         .collect();
     seen.sort_by_key(|a| a.start_ns);
     let recorded: Vec<(String, [u32; 6])> = seen.iter().map(Activity::launch).collect();
@@ -196,14 +191,26 @@ pub fn rotation_copies(input_bytes: usize, l2_bytes: usize) -> usize {
     (2 * l2_bytes).div_ceil(input_bytes).clamp(2, 4096)
 }
 
-/// Spins on the clock: about 25 µs at the H200's 1980 MHz, longer at idle clocks.
-const SPIN_KERNEL: &str = r#"
-extern "C" __global__ void fb_spin(long long cycles) {
-    const long long t0 = clock64();
-    while (clock64() - t0 < cycles) {}
+/// Placements of the inputs a cold sample cycles through (FUSEBENCH_COLD_SETS, default 4):
+/// the same values in separate allocations, so that a median is not one allocation's luck
+/// (on the H200 one placement of a fusion's inputs can be 2-3% slower than another).
+pub fn cold_input_sets() -> usize {
+    std::env::var("FUSEBENCH_COLD_SETS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(4)
+        .max(1)
 }
-"#;
+
+/// About 25 µs at the H200's 1980 MHz, longer at idle clocks.
 const SPIN_CYCLES: i64 = 50_000;
+
+/// What precedes every cold sample, for the record.
+pub fn cold_setup(gpu: &Gpu) -> String {
+    let n = cold_input_sets();
+    let s = if n == 1 { "" } else { "s" };
+    format!("{}, inputs in {n} placement{s}", gpu.flush_description())
+}
 
 const COPY_KERNEL: &str = r#"
 extern "C" __global__ void __launch_bounds__(256) fb_copy(const uint4* __restrict__ src, uint4* __restrict__ dst, long long n) {
@@ -231,8 +238,6 @@ pub fn copy_time(gpu: &Gpu, bytes: usize, samples: usize, cold: bool) -> Result<
     let half = (bytes / 2).div_ceil(16) * 16;
     let module = gpu.compile(COPY_KERNEL, &["fb_copy"])?;
     let k = module.function("fb_copy")?;
-    let spin_module = gpu.compile(SPIN_KERNEL, &["fb_spin"])?;
-    let spin = spin_module.function("fb_spin")?;
     let src = gpu.alloc(half)?;
     src.fill(0x3c)?;
     let dst = gpu.alloc(half)?;
@@ -247,13 +252,7 @@ pub fn copy_time(gpu: &Gpu, bytes: usize, samples: usize, cold: bool) -> Result<
             if cold {
                 gpu.flush_l2()?;
             } else {
-                gpu.launch(
-                    &spin,
-                    (1, 1, 1),
-                    (1, 1, 1),
-                    0,
-                    &[KernelArg::I64(SPIN_CYCLES)],
-                )?;
+                gpu.spin(SPIN_CYCLES)?;
             }
             let ms = gpu.time_ms(|| gpu.launch(&k, (grid, 1, 1), (256, 1, 1), 0, &args))?;
             if i >= 2 {

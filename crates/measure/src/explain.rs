@@ -259,14 +259,23 @@ pub fn explain(a: &Measurement, b: &Measurement) -> Explanation {
         ws,
         format!("A: {}; B: {}", l2(a), l2(b)),
     );
+    let setups_differ = a.cache == b.cache
+        && matches!((&a.cold_setup, &b.cold_setup), (Some(x), Some(y)) if x != y);
     push(
         Cause::CachePolicy,
-        if a.cache == b.cache {
+        if a.cache == b.cache && !setups_differ {
             Verdict::RuledOut
         } else {
             Verdict::Differs
         },
-        if a.cache == b.cache {
+        if setups_differ {
+            format!(
+                "both {}, but prepared differently: A {} vs B {} (a read flush leaves no dirty lines, warm instruction caches speed the first blocks)",
+                policy(a.cache),
+                a.cold_setup.as_deref().unwrap_or(""),
+                b.cold_setup.as_deref().unwrap_or("")
+            )
+        } else if a.cache == b.cache {
             format!("both {}", policy(a.cache))
         } else {
             format!(

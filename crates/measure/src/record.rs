@@ -153,6 +153,11 @@ pub struct Measurement {
     /// Where it ran: standalone, or inside a program ("program NAME, fusion i of n").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// For the cold policy, what ran before each sample ("write flush of 120 MiB,
+    /// instruction caches evicted, inputs in 4 placements"): two cold times taken with
+    /// different set-ups can differ by more than 10%.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_setup: Option<String>,
 }
 
 impl Measurement {
@@ -198,6 +203,7 @@ impl Measurement {
             environment,
             kernels,
             samples,
+            cold_setup: None,
             taken_at,
             bytes: None,
             device_bytes: None,
@@ -223,7 +229,12 @@ impl Measurement {
         let m: Measurement =
             serde_json::from_str(text).map_err(|e| MeasureError::Json(e.to_string()))?;
         // The summary is derived: recompute it rather than trust the file.
-        let (bytes, device_bytes, context) = (m.bytes, m.device_bytes, m.context.clone());
+        let (bytes, device_bytes, context, cold_setup) = (
+            m.bytes,
+            m.device_bytes,
+            m.context.clone(),
+            m.cold_setup.clone(),
+        );
         let mut out = Measurement::new(
             m.subject,
             m.method,
@@ -239,6 +250,7 @@ impl Measurement {
         out.bytes = bytes;
         out.device_bytes = device_bytes;
         out.context = context;
+        out.cold_setup = cold_setup;
         Ok(out)
     }
 
@@ -305,9 +317,13 @@ pub(crate) mod tests {
 
     #[test]
     fn json_round_trip_keeps_every_sample_and_recomputes_the_summary() {
-        let m = example(&[20.0, 19.0, 21.0, 19.5]).unwrap();
+        let mut m = example(&[20.0, 19.0, 21.0, 19.5]).unwrap();
+        m.bytes = Some(67 << 20);
+        m.device_bytes = Some(70 << 20);
+        m.context = Some("program p, fusion 1 of 2".into());
+        m.cold_setup = Some("write flush of 120 MiB, inputs in 4 placements".into());
         let back = Measurement::from_json(&m.to_json()).unwrap();
-        assert_eq!(back, m);
+        assert_eq!(back, m, "every field, the optional ones too");
         let mut v: serde_json::Value = serde_json::from_str(&m.to_json()).unwrap();
         v["summary"]["median"] = serde_json::json!(1.0);
         let fixed = Measurement::from_json(&v.to_string()).unwrap();

@@ -99,3 +99,30 @@ fn every_check_reports_on_identical_records() {
         }
     }
 }
+
+#[test]
+fn cold_times_prepared_differently_are_the_cache_policy() {
+    let (a, b) = (load("seed-cold-write-flush"), load("seed-cold-read-flush"));
+    let e = explain(&a, &b);
+    assert!(
+        e.ratio < 0.9,
+        "a read flush leaves no dirty lines to write back: {}",
+        e.ratio
+    );
+    assert_eq!(e.causes[0], Cause::CachePolicy, "{}", e.render(&a, &b));
+    let f = e
+        .findings
+        .iter()
+        .find(|f| f.cause == Cause::CachePolicy)
+        .unwrap();
+    assert!(f.detail.contains("read flush"), "{}", f.detail);
+    // Two cold records with the same set-up leave the policy ruled out.
+    let (c, d) = (load("seed-cold-1"), load("seed-cold-2"));
+    let same = explain(&c, &d);
+    let p = same
+        .findings
+        .iter()
+        .find(|f| f.cause == Cause::CachePolicy)
+        .unwrap();
+    assert_eq!(p.verdict, Verdict::RuledOut, "{}", p.detail);
+}

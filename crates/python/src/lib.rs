@@ -292,6 +292,8 @@ fn kernel_time(
     .map_err(runtime_err)?;
     record.bytes = bytes;
     record.context = context;
+    // The inputs are the caller's, in one placement: only the flush is the harness's.
+    record.cold_setup = (policy == CachePolicy::Cold).then(|| h.gpu.flush_description());
     Ok(Measurement { inner: record })
 }
 

@@ -30,6 +30,14 @@ pub(crate) struct GpuInner {
     launches: Mutex<LaunchLog>,
     /// Scratch for `flush_l2`, allocated on first use.
     pub(crate) l2_scratch: Mutex<Option<CudaSlice<u8>>>,
+    /// The kernel of a read flush, compiled on first use.
+    pub(crate) flush_read: std::sync::OnceLock<crate::Kernel>,
+    /// The spinning kernel, compiled on first use.
+    pub(crate) spin: std::sync::OnceLock<crate::Kernel>,
+    /// The page-touch kernel and its buffer (FUSEBENCH_TLB_GIB experiments).
+    pub(crate) touch: std::sync::OnceLock<crate::Kernel>,
+    pub(crate) evict: std::sync::OnceLock<crate::Kernel>,
+    pub(crate) tlb_pages: Mutex<Option<CudaSlice<u8>>>,
     /// Every module loaded, kept until the GPU handle goes: CUPTI names a kernel
     /// record by its function handle, and an unloaded module's handles are
     /// reused by the next one, whose records then carry the old names.
@@ -83,6 +91,11 @@ impl Gpu {
                     cache,
                     launches: Mutex::new(LaunchLog::default()),
                     l2_scratch: Mutex::new(None),
+                    flush_read: std::sync::OnceLock::new(),
+                    spin: std::sync::OnceLock::new(),
+                    touch: std::sync::OnceLock::new(),
+                    evict: std::sync::OnceLock::new(),
+                    tlb_pages: Mutex::new(None),
                     modules: Mutex::new(Vec::new()),
                 }),
             })

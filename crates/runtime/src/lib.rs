@@ -21,6 +21,7 @@ mod cupti;
 mod device;
 mod error;
 mod gpu;
+mod harness;
 mod launch;
 mod memory;
 
@@ -34,6 +35,7 @@ pub use cupti::{Activity, ActivityKind, Cupti};
 pub use device::{probe, probe_ordinal, Availability, DeviceInfo, Unavailable};
 pub use error::RuntimeError;
 pub use gpu::Gpu;
+pub use harness::{FlushKind, HARNESS_KERNELS};
 pub use launch::{check_launch, Kernel, KernelArg, KernelAttributes, DEFAULT_DYNAMIC_SMEM_LIMIT};
 pub use memory::DeviceBuffer;
 

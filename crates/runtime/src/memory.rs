@@ -65,40 +65,6 @@ impl Gpu {
         b.upload(data)?;
         Ok(b)
     }
-
-    /// Bytes written by `flush_l2`: twice the L2 size, and at least 8 MiB.
-    /// FUSEBENCH_FLUSH_MIB makes it larger, to study what else a bigger
-    /// flush evicts (address translations).
-    pub fn l2_flush_bytes(&self) -> usize {
-        let base = (2 * self.info().l2_cache_bytes as usize).max(8 << 20);
-        let asked = std::env::var("FUSEBENCH_FLUSH_MIB")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .map_or(0, |m| m << 20);
-        base.max(asked)
-    }
-
-    /// Evicts the inputs of the next kernel from L2 by writing a buffer twice its size (a
-    /// memset on this stream, so it runs right before whatever is enqueued next). The buffer is
-    /// allocated on first use and kept.
-    pub fn flush_l2(&self) -> Result<(), RuntimeError> {
-        self.cuda_context()
-            .bind_to_thread()
-            .ctx(|| "binding the CUDA context".into())?;
-        let mut scratch = self.l2_scratch().lock().unwrap_or_else(|p| p.into_inner());
-        if scratch.is_none() {
-            let n = self.l2_flush_bytes();
-            // SAFETY: only ever overwritten by memset, never read.
-            let s = unsafe { self.cuda_stream().alloc::<u8>(n) }
-                .ctx(|| format!("allocating the {n}-byte L2 flush buffer"))?;
-            *scratch = Some(s);
-        }
-        let s = scratch.as_ref().expect("allocated above");
-        let (ptr, _sync) = s.device_ptr(self.cuda_stream());
-        // SAFETY: `ptr` is a live allocation of `s.len()` bytes, ordered on this stream.
-        unsafe { dr::memset_d8_async(ptr, 0x5a, s.len(), self.cuda_stream().cu_stream()) }
-            .ctx(|| "flushing L2 (cuMemsetD8Async)".into())
-    }
 }
 
 impl DeviceBuffer {
