@@ -71,25 +71,26 @@ impl Entry {
         })
     }
 
-    /// From a mean, a relative standard deviation and a sample count, as
-    /// tools that keep no samples report: the normal approximation.
-    pub fn from_mean(
+    /// From a centre (the median where the tool gives one, else the mean), a relative
+    /// standard deviation and a sample count, as tools that keep no samples report: the
+    /// normal approximation of the interval.
+    pub fn from_summary(
         name: String,
         identity: String,
         gpu: String,
-        mean_us: f64,
+        center_us: f64,
         rel_stdev: f64,
         n: usize,
         source: &str,
     ) -> Entry {
-        let half = 1.96 * rel_stdev.abs() * mean_us / (n.max(1) as f64).sqrt();
+        let half = 1.96 * rel_stdev.abs() * center_us / (n.max(1) as f64).sqrt();
         Entry {
             name,
             identity,
             gpu,
-            median_us: mean_us,
-            ci_low_us: mean_us - half,
-            ci_high_us: mean_us + half,
+            median_us: center_us,
+            ci_low_us: center_us - half,
+            ci_high_us: center_us + half,
             n,
             samples_us: Vec::new(),
             record: None,

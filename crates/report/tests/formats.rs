@@ -124,7 +124,7 @@ fn nvbench_round_trip_keeps_every_number() {
         .map(|e| e.record.unwrap())
         .collect();
     assert_eq!(back, recs);
-    // Without fusebench's own record, as nvbench itself writes it: mean, noise and count are read.
+    // Without fusebench's own record, as nvbench itself writes it: median, noise and count are read.
     let mut plain = doc.clone();
     for b in plain["benchmarks"].as_array_mut().unwrap() {
         let sums = b["states"][0]["summaries"].as_array_mut().unwrap();
@@ -133,7 +133,7 @@ fn nvbench_round_trip_keeps_every_number() {
     std::fs::write(&p, plain.to_string()).unwrap();
     let entries = load(&p).unwrap();
     assert_eq!(entries.len(), recs.len());
-    assert!((entries[0].median_us - recs[0].summary.mean).abs() < 1e-6);
+    assert!((entries[0].median_us - recs[0].summary.median).abs() < 1e-6);
     assert_eq!(entries[0].n, recs[0].summary.n);
     assert_eq!(entries[0].gpu, "NVIDIA H200");
     std::fs::remove_dir_all(dir).ok();
@@ -176,6 +176,50 @@ fn a_file_pytest_benchmark_wrote_is_read() {
             entry.median_us
         );
     }
+}
+
+#[test]
+fn a_file_nvbench_wrote_is_read() {
+    let path = fixture("nvbench_copy.json");
+    let e = load(&path).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let bench = &v["benchmarks"][0];
+    let states = bench["states"].as_array().unwrap();
+    assert_eq!(e.len(), states.len(), "one entry per state");
+    let summary = |st: &serde_json::Value, tag: &str| -> f64 {
+        let s = st["summaries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["tag"] == tag)
+            .unwrap_or_else(|| panic!("{tag} missing"));
+        let d = &s["data"][0]["value"];
+        d.as_f64()
+            .or_else(|| d.as_str().and_then(|x| x.parse().ok()))
+            .unwrap()
+    };
+    for (entry, st) in e.iter().zip(states) {
+        assert_eq!(
+            entry.name,
+            format!("bf16_copy [{}]", st["name"].as_str().unwrap())
+        );
+        assert_eq!(entry.gpu, "NVIDIA H200");
+        assert_eq!(entry.n, summary(st, "nv/cold/sample_size") as usize);
+        let median_us = summary(st, "nv/cold/time/gpu/median") * 1e6;
+        assert!((entry.median_us - median_us).abs() < 1e-9 * median_us);
+        assert!(entry.ci_low_us < entry.median_us && entry.median_us < entry.ci_high_us);
+    }
+    // 2^24 bf16 elements copied (64 MiB moved) take longer than 2^20.
+    assert!(
+        e[1].median_us > 3.0 * e[0].median_us,
+        "{} vs {}",
+        e[1].median_us,
+        e[0].median_us
+    );
+    // A file compared with itself has no regression.
+    let d = diff(&e, &e, 0.02, false);
+    assert_eq!(d.regressions().count(), 0);
 }
 
 #[test]

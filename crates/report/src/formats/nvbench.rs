@@ -74,6 +74,13 @@ pub fn write(records: &[Measurement]) -> Value {
                     format!("{:e}", s.mean * 1e-6),
                 ),
                 summary(
+                    &format!("nv/{kind}/time/gpu/median"),
+                    "Median GPU Time",
+                    "duration",
+                    "float64",
+                    format!("{:e}", s.median * 1e-6),
+                ),
+                summary(
                     &format!("nv/{kind}/time/gpu/min"),
                     "Min GPU Time",
                     "duration",
@@ -180,10 +187,12 @@ pub fn read(v: &Value, path: &str) -> Result<Vec<Entry>, ReportError> {
             } else {
                 "batch"
             };
-            let Some(mean_s) = value(st, &format!("nv/{kind}/time/gpu/mean"))
-                .as_ref()
-                .and_then(num)
-            else {
+            // The median where nvbench reports one (newer versions), else the mean.
+            let Some(center_s) = ["median", "mean"].iter().find_map(|s| {
+                value(st, &format!("nv/{kind}/time/gpu/{s}"))
+                    .as_ref()
+                    .and_then(num)
+            }) else {
                 continue;
             };
             let noise = value(st, &format!("nv/{kind}/time/gpu/stdev/relative"))
@@ -195,11 +204,11 @@ pub fn read(v: &Value, path: &str) -> Result<Vec<Entry>, ReportError> {
                 .and_then(num)
                 .unwrap_or(1.0) as usize;
             let state = st["name"].as_str().unwrap_or("");
-            out.push(Entry::from_mean(
+            out.push(Entry::from_summary(
                 format!("{bname} [{state}]"),
                 format!("nvbench|{bname}|{state}|{kind}"),
                 device_name(&st["device"]),
-                mean_s * 1e6,
+                center_s * 1e6,
                 noise,
                 n,
                 path,

@@ -120,7 +120,7 @@ pub fn read(v: &Value, path: &str) -> Result<Vec<Entry>, ReportError> {
                     num(&st["stddev"]).unwrap_or(0.0),
                     num(&st["rounds"]).unwrap_or(1.0),
                 );
-                Entry::from_mean(
+                Entry::from_summary(
                     b["name"].as_str().unwrap_or("").into(),
                     format!("pytest-benchmark|{name}"),
                     machine.clone(),
