@@ -17,13 +17,17 @@ import math
 import os
 import sys
 
-import torch
-
-import fusebench
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nvfuser_peer import scripts, valid_indices  # noqa: E402
-from torch_fusion import build  # noqa: E402
+# torch, fusebench and the peers are imported where fusions are timed: --table needs none of them.
+torch = fusebench = scripts = valid_indices = build = None
+
+
+def import_peers():
+    global torch, fusebench, scripts, valid_indices, build
+    import torch
+    import fusebench
+    from nvfuser_peer import scripts, valid_indices
+    from torch_fusion import build
 
 
 def script_parts(path):
@@ -43,13 +47,52 @@ def timed(label, fn, *args, **kw):
         return None
 
 
+def as_json(row):
+    return {k: (json.loads(v.to_json()) if hasattr(v, "to_json") else v) for k, v in row.items() if v is not None}
+
+
+def print_table(rows, device):
+    """`rows`: dicts of file name and each peer's record (fusebench's JSON form)."""
+    peers = ["nvfuser", "eager", "compile", "fusebench"]
+    print(f"kernel time, µs: median (95% interval half-width) under fusebench.kernel_time, cold L2, CUPTI; {device}")
+    print("| fusion | " + " | ".join(peers) + " | nvFuser / fusebench |")
+    print("| --- |" + " --- |" * (len(peers) + 1))
+    ratios = []
+    for r in rows:
+        cells = []
+        for p in peers:
+            s = r[p]["summary"] if p in r else None
+            cells.append(f"{s['median']:.2f} (±{100 * s['rel_ci']:.1f}%)" if s else "–")
+        nv, fb = r.get("nvfuser"), r.get("fusebench")
+        ratio = nv["summary"]["median"] / fb["summary"]["median"] if nv and fb else None
+        if ratio:
+            ratios.append(ratio)
+        print(f"| {r['file']} | " + " | ".join(cells) + (f" | {ratio:.2f} |" if ratio else " | – |"))
+    if ratios:
+        geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        print(f"\ngeometric mean nvFuser / fusebench over {len(ratios)} fusions: {geo:.3f}")
+    for p in ("eager", "compile"):
+        r = [x[p]["summary"]["median"] / x["fusebench"]["summary"]["median"] for x in rows if p in x and "fusebench" in x]
+        if r:
+            geo = math.exp(sum(math.log(x) for x in r) / len(r))
+            print(f"geometric mean {p} / fusebench over {len(r)} fusions: {geo:.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("paths", nargs="+")
+    ap.add_argument("paths", nargs="*")
     ap.add_argument("--compile", default="", help="comma-separated file-name prefixes, or 'all'")
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", default=None, help="rewritten after each fusion, so a cut-short run keeps what it measured")
+    ap.add_argument("--table", nargs="+", default=None, help="only print the table of these --json files, merged")
     ap.add_argument("--max-time", type=float, default=1.0)
     a = ap.parse_args()
+    if a.table:
+        rows = [r for path in a.table for r in json.load(open(path))]
+        rows.sort(key=lambda r: r["file"])
+        dev = next((r[p]["environment"]["gpu_name"] for r in rows for p in r if isinstance(r[p], dict)), "?")
+        print_table(rows, dev)
+        return
+    import_peers()
     want_compile = a.compile.split(",") if a.compile else []
     rows = []
     for path in scripts(a.paths):
@@ -61,15 +104,21 @@ def main():
         except Exception as e:
             print(f"  script: FAILED: {e}", file=sys.stderr)
             continue
-        m = timed("nvFuser", fd.execute, inputs, name=name, max_time=a.max_time)
-        row["nvfuser"] = m
+        row["nvfuser"] = timed("nvFuser", fd.execute, inputs, name=name, max_time=a.max_time)
         try:
             fn = build(fusebench.fusion_json(path))
             with torch.no_grad():
                 row["eager"] = timed("eager", fn, *inputs, name=name, max_time=a.max_time)
                 if "all" in want_compile or any(name.startswith(p) for p in want_compile):
+                    # Every fusion's function shares one code object: without a reset, dynamo
+                    # stops recompiling after its cache limit and silently runs eager.
+                    torch._dynamo.reset()
                     cfn = torch.compile(fn, dynamic=False)
-                    row["compile"] = timed("torch.compile", cfn, *inputs, name=name, max_time=a.max_time)
+                    m = timed("torch.compile", cfn, *inputs, name=name, max_time=a.max_time)
+                    if m and not any(k["name"].startswith("triton") for k in m.kernels):
+                        print("  torch.compile: FAILED: no Triton kernel ran (it fell back to eager)", file=sys.stderr)
+                        m = None
+                    row["compile"] = m
         except Exception as e:
             print(f"  eager/compile: FAILED: {e}", file=sys.stderr)
         try:
@@ -84,28 +133,11 @@ def main():
             row["fusebench"] = timed("fusebench", f, *args, name=name, bytes=f.bytes, max_time=a.max_time)
         except Exception as e:
             print(f"  fusebench: FAILED: {e}", file=sys.stderr)
-        rows.append(row)
-    peers = ["nvfuser", "eager", "compile", "fusebench"]
-    print(f"kernel time, µs: median (95% interval half-width) under fusebench.kernel_time, cold L2, CUPTI; {torch.cuda.get_device_name()}")
-    print("| fusion | " + " | ".join(peers) + " | nvFuser / fusebench |")
-    print("| --- |" + " --- |" * (len(peers) + 1))
-    ratios = []
-    for r in rows:
-        cells = []
-        for p in peers:
-            m = r.get(p)
-            cells.append(f"{m.median:.2f} (±{100 * (m.ci[1] - m.ci[0]) / 2 / m.median:.1f}%)" if m else "–")
-        nv, fb = r.get("nvfuser"), r.get("fusebench")
-        ratio = nv.median / fb.median if nv and fb else None
-        if ratio:
-            ratios.append(ratio)
-        print(f"| {r['file']} | " + " | ".join(cells) + f" | {ratio:.2f} |" if ratio else f"| {r['file']} | " + " | ".join(cells) + " | – |")
-    if ratios:
-        geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-        print(f"\ngeometric mean nvFuser / fusebench over {len(ratios)} fusions: {geo:.3f}")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump([{k: (json.loads(v.to_json()) if hasattr(v, "to_json") else v) for k, v in r.items()} for r in rows], f)
+        rows.append(as_json(row))
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(rows, f)
+    print_table(rows, torch.cuda.get_device_name())
 
 
 if __name__ == "__main__":
