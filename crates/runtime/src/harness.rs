@@ -6,7 +6,8 @@ use cudarc::driver::DevicePtr;
 
 use crate::error::{DriverContext, RuntimeError};
 use crate::gpu::Gpu;
-use crate::launch::KernelArg;
+use crate::launch::{Kernel, KernelArg};
+use std::sync::OnceLock;
 
 impl Gpu {
     /// Bytes written by `flush_l2`: twice the L2 size, and at least 8 MiB.
@@ -54,7 +55,9 @@ impl Gpu {
                     .ctx(|| "flushing L2 (cuMemsetD8Async)".into())
             }
             FlushKind::Read => {
-                let k = self.flush_read_kernel()?;
+                let k = self.harness_kernel(&self.inner.flush_read, FLUSH_READ_NAME, || {
+                    FLUSH_READ_KERNEL.into()
+                })?;
                 let n = (s.len() / 16) as i64;
                 let grid = self.info().sm_count * 8;
                 // The sink is never written (the XOR of the flush buffer is not all ones).
@@ -119,15 +122,7 @@ impl Gpu {
         let b = pages.as_ref().expect("allocated above");
         let (ptr, _sync) = b.device_ptr(self.cuda_stream());
         let n = (b.len() >> 16) as i64;
-        let k = match self.inner.touch.get() {
-            Some(k) => k.clone(),
-            None => {
-                let k = self
-                    .compile(TOUCH_KERNEL, &[TOUCH_NAME])?
-                    .function(TOUCH_NAME)?;
-                self.inner.touch.get_or_init(|| k).clone()
-            }
-        };
+        let k = self.harness_kernel(&self.inner.touch, TOUCH_NAME, || TOUCH_KERNEL.into())?;
         let grid = (n as u64).div_ceil(256) as u32;
         self.launch(
             &k,
@@ -147,15 +142,7 @@ impl Gpu {
         if !evicts_code() {
             return Ok(());
         }
-        let k = match self.inner.evict.get() {
-            Some(k) => k.clone(),
-            None => {
-                let k = self
-                    .compile(&evict_code_source(), &[EVICT_NAME])?
-                    .function(EVICT_NAME)?;
-                self.inner.evict.get_or_init(|| k).clone()
-            }
-        };
+        let k = self.harness_kernel(&self.inner.evict, EVICT_NAME, evict_code_source)?;
         let grid = self.info().sm_count * 4;
         self.launch(
             &k,
@@ -166,28 +153,25 @@ impl Gpu {
         )
     }
 
-    fn flush_read_kernel(&self) -> Result<crate::Kernel, RuntimeError> {
-        if let Some(k) = self.inner.flush_read.get() {
+    /// One of the harness's kernels, compiled (or loaded from the cache) on first use and
+    /// kept in `cell`.
+    fn harness_kernel(
+        &self,
+        cell: &OnceLock<Kernel>,
+        name: &str,
+        source: impl FnOnce() -> String,
+    ) -> Result<Kernel, RuntimeError> {
+        if let Some(k) = cell.get() {
             return Ok(k.clone());
         }
-        let k = self
-            .compile(FLUSH_READ_KERNEL, &[FLUSH_READ_NAME])?
-            .function(FLUSH_READ_NAME)?;
-        Ok(self.inner.flush_read.get_or_init(|| k).clone())
+        let k = self.compile(&source(), &[name])?.function(name)?;
+        Ok(cell.get_or_init(|| k).clone())
     }
 
     /// Spins for `cycles` SM clock cycles on one thread, touching no memory (about 25 µs
     /// for 50 000 cycles at 1980 MHz): keeps the GPU busy while the host enqueues work.
     pub fn spin(&self, cycles: i64) -> Result<(), RuntimeError> {
-        let k = match self.inner.spin.get() {
-            Some(k) => k.clone(),
-            None => {
-                let k = self
-                    .compile(SPIN_KERNEL, &[SPIN_NAME])?
-                    .function(SPIN_NAME)?;
-                self.inner.spin.get_or_init(|| k).clone()
-            }
-        };
+        let k = self.harness_kernel(&self.inner.spin, SPIN_NAME, || SPIN_KERNEL.into())?;
         self.launch(&k, (1, 1, 1), (1, 1, 1), 0, &[KernelArg::I64(cycles)])
     }
 }

@@ -74,13 +74,6 @@ pub fn write(records: &[Measurement]) -> Value {
                     format!("{:e}", s.mean * 1e-6),
                 ),
                 summary(
-                    &format!("nv/{kind}/time/gpu/median"),
-                    "Median GPU Time",
-                    "duration",
-                    "float64",
-                    format!("{:e}", s.median * 1e-6),
-                ),
-                summary(
                     &format!("nv/{kind}/time/gpu/min"),
                     "Min GPU Time",
                     "duration",
