@@ -122,7 +122,8 @@ fn layouts(args: &Bound<'_, PyTuple>) -> Vec<InputLayout> {
 
 /// Times `func(*args)` on the GPU: median kernel time with its 95% interval.
 ///
-/// cache: "cold" (L2 flushed before each call, outside the time) or "warm".
+/// cache: "cold" (before each call, outside the time: the SMs' instruction caches evicted and L2
+/// flushed by a write; the record's `cold_setup` says so) or "warm".
 /// target: stop once the interval is within +-target of the median (after
 /// 10 samples and 50 ms), or after max_time seconds; samples: a fixed count
 /// instead (samples=1 with warmup=5 and cache="warm" is the common "five
