@@ -1030,65 +1030,43 @@ impl Scratch {
 
 // ---------------------------------------------------------------- kernels
 
-// load_f and load_i stay two functions: one generic over the register type,
-// converting through a closure, made `fusebench check` of the corpus 25% slower.
-#[inline]
-fn load_f<T: Elem>(
-    v: &[T],
-    segs: &[(usize, usize)],
-    bases: &[i64],
-    nl: usize,
-    leaf: usize,
-    stride: i64,
-    out: &mut [f64],
-) {
-    for (si, &(pos, n)) in segs.iter().enumerate() {
-        let base = bases[si * nl + leaf];
-        let dst = &mut out[pos..pos + n];
-        match stride {
-            1 => {
-                let b = base as usize;
-                dst.iter_mut()
-                    .zip(&v[b..b + n])
-                    .for_each(|(d, &x)| *d = x.to_f64());
+// load_f and load_i stay two monomorphic functions (one macro body): one generic
+// over the register type, converting through a closure, made `fusebench check`
+// of the corpus 25% slower.
+macro_rules! loader {
+    ($name:ident, $R:ty, $conv:ident) => {
+        #[inline]
+        fn $name<T: Elem>(
+            v: &[T],
+            segs: &[(usize, usize)],
+            bases: &[i64],
+            nl: usize,
+            leaf: usize,
+            stride: i64,
+            out: &mut [$R],
+        ) {
+            for (si, &(pos, n)) in segs.iter().enumerate() {
+                let base = bases[si * nl + leaf];
+                let dst = &mut out[pos..pos + n];
+                match stride {
+                    1 => {
+                        let b = base as usize;
+                        dst.iter_mut()
+                            .zip(&v[b..b + n])
+                            .for_each(|(d, &x)| *d = x.$conv());
+                    }
+                    0 => dst.fill(v[base as usize].$conv()),
+                    _ => dst
+                        .iter_mut()
+                        .enumerate()
+                        .for_each(|(k, d)| *d = v[(base + k as i64 * stride) as usize].$conv()),
+                }
             }
-            0 => dst.fill(v[base as usize].to_f64()),
-            _ => dst
-                .iter_mut()
-                .enumerate()
-                .for_each(|(k, d)| *d = v[(base + k as i64 * stride) as usize].to_f64()),
         }
-    }
+    };
 }
-
-#[inline]
-fn load_i<T: Elem>(
-    v: &[T],
-    segs: &[(usize, usize)],
-    bases: &[i64],
-    nl: usize,
-    leaf: usize,
-    stride: i64,
-    out: &mut [i64],
-) {
-    for (si, &(pos, n)) in segs.iter().enumerate() {
-        let base = bases[si * nl + leaf];
-        let dst = &mut out[pos..pos + n];
-        match stride {
-            1 => {
-                let b = base as usize;
-                dst.iter_mut()
-                    .zip(&v[b..b + n])
-                    .for_each(|(d, &x)| *d = x.to_i64());
-            }
-            0 => dst.fill(v[base as usize].to_i64()),
-            _ => dst
-                .iter_mut()
-                .enumerate()
-                .for_each(|(k, d)| *d = v[(base + k as i64 * stride) as usize].to_i64()),
-        }
-    }
-}
+loader!(load_f, f64, to_f64);
+loader!(load_i, i64, to_i64);
 
 /// A kernel's input per lane: a register's slice or a constant.
 #[derive(Clone, Copy)]

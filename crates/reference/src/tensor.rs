@@ -120,6 +120,21 @@ pub(crate) trait Elem: Copy + Send + Sync + Default + 'static {
     fn zeros(n: usize) -> Vec<Self>;
 }
 
+/// `wrap` and `slice` of an element type whose storage is `Buffer::$var`.
+macro_rules! buffer_of {
+    ($var:ident, $name:expr) => {
+        fn wrap(v: Vec<Self>) -> Buffer {
+            Buffer::$var(v)
+        }
+        fn slice(b: &Buffer) -> &[Self] {
+            match b {
+                Buffer::$var(v) => v,
+                _ => unreachable!("buffer is not {}", $name),
+            }
+        }
+    };
+}
+
 macro_rules! elem_prim {
     ($T:ty, $var:ident, $float:expr) => {
         impl Elem for $T {
@@ -140,15 +155,7 @@ macro_rules! elem_prim {
             fn from_i64(x: i64) -> Self {
                 x as $T
             }
-            fn wrap(v: Vec<Self>) -> Buffer {
-                Buffer::$var(v)
-            }
-            fn slice(b: &Buffer) -> &[Self] {
-                match b {
-                    Buffer::$var(v) => v,
-                    _ => unreachable!("buffer is not {}", stringify!($T)),
-                }
-            }
+            buffer_of!($var, stringify!($T));
             fn zeros(n: usize) -> Vec<Self> {
                 vec![0 as $T; n]
             }
@@ -178,15 +185,7 @@ impl Elem for bool {
     fn from_i64(x: i64) -> Self {
         x != 0
     }
-    fn wrap(v: Vec<Self>) -> Buffer {
-        Buffer::Bool(v)
-    }
-    fn slice(b: &Buffer) -> &[Self] {
-        match b {
-            Buffer::Bool(v) => v,
-            _ => unreachable!("buffer is not bool"),
-        }
-    }
+    buffer_of!(Bool, "bool");
     fn zeros(n: usize) -> Vec<Self> {
         vec![false; n]
     }
@@ -224,15 +223,7 @@ impl Elem for bf16 {
     fn from_i64(x: i64) -> Self {
         bf16::from_f32(x as f32)
     }
-    fn wrap(v: Vec<Self>) -> Buffer {
-        Buffer::BF16(v)
-    }
-    fn slice(b: &Buffer) -> &[Self] {
-        match b {
-            Buffer::BF16(v) => v,
-            _ => unreachable!("buffer is not bf16"),
-        }
-    }
+    buffer_of!(BF16, "bf16");
     fn zeros(n: usize) -> Vec<Self> {
         zeroed_u16_as(n)
     }
@@ -256,15 +247,7 @@ impl Elem for f16 {
     fn from_i64(x: i64) -> Self {
         f16::from_f32(x as f32)
     }
-    fn wrap(v: Vec<Self>) -> Buffer {
-        Buffer::F16(v)
-    }
-    fn slice(b: &Buffer) -> &[Self] {
-        match b {
-            Buffer::F16(v) => v,
-            _ => unreachable!("buffer is not f16"),
-        }
-    }
+    buffer_of!(F16, "f16");
     fn zeros(n: usize) -> Vec<Self> {
         zeroed_u16_as(n)
     }
