@@ -7,7 +7,7 @@
 
 use crate::error::EngineError;
 use crate::prepared::Prepared;
-use crate::time::{err, kernel_records, median};
+use crate::time::{between_events_us, err, kernel_records, median};
 use cudarc::driver::sys::CUevent_flags;
 use fusebench_measure::{CachePolicy, Run, Sample, Stop, StoppingRule};
 use fusebench_runtime::{ClockReader, Cupti};
@@ -106,15 +106,7 @@ pub fn time_program(
             }
             None => events
                 .iter()
-                .map(|ev| {
-                    ev.windows(2)
-                        .map(|w| {
-                            w[0].elapsed_ms(&w[1])
-                                .map(|ms| ms as f64 * 1e3)
-                                .map_err(err)
-                        })
-                        .collect::<Result<Vec<_>, _>>()
-                })
+                .map(|ev| between_events_us(ev))
                 .collect::<Result<_, _>>()?,
         };
         if steps <= warmup {

@@ -5,6 +5,7 @@
 use crate::error::EngineError;
 use crate::prepared::Prepared;
 use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::CudaEvent;
 use fusebench_measure::{sample, CachePolicy, Run, Sample, StoppingRule};
 use fusebench_runtime::{
     Activity, ActivityKind, ClockReader, Cupti, Gpu, KernelArg, HARNESS_KERNELS,
@@ -106,14 +107,7 @@ impl Prepared {
             taken += 1;
             let kernel_us: Vec<f64> = match cupti {
                 Some(c) => self.kernel_records(c)?,
-                None => (0..n)
-                    .map(|k| {
-                        events[k]
-                            .elapsed_ms(&events[k + 1])
-                            .map(|ms| ms as f64 * 1e3)
-                    })
-                    .collect::<Result<_, _>>()
-                    .map_err(err)?,
+                None => between_events_us(&events)?,
             };
             // Warm-up runs are not samples: only keep kernel times of samples.
             if taken > warmup {
@@ -179,6 +173,18 @@ pub(crate) fn kernel_records(
         )));
     }
     Ok(seen.iter().map(Activity::duration_us).collect())
+}
+
+/// Microseconds between each event and the next: one time per kernel bracketed.
+pub(crate) fn between_events_us(events: &[CudaEvent]) -> Result<Vec<f64>, EngineError> {
+    events
+        .windows(2)
+        .map(|w| {
+            w[0].elapsed_ms(&w[1])
+                .map(|ms| ms as f64 * 1e3)
+                .map_err(err)
+        })
+        .collect()
 }
 
 /// Sets of inputs the rotate policy cycles through: enough that together they

@@ -104,6 +104,29 @@ extern "C" fn buffer_completed(
     unsafe { dealloc(buffer, layout) };
 }
 
+impl Activity {
+    /// A memset or copy: timestamps and ids, no launch shape.
+    fn transfer(
+        kind: ActivityKind,
+        name: &str,
+        start_ns: u64,
+        end_ns: u64,
+        correlation_id: u32,
+        stream_id: u32,
+    ) -> Activity {
+        Activity {
+            kind,
+            name: name.into(),
+            start_ns,
+            end_ns,
+            correlation_id,
+            stream_id,
+            grid: [0; 3],
+            block: [0; 3],
+        }
+    }
+}
+
 /// Reads the fields every kernel-record version shares (new versions only
 /// append fields), and the memset/copy timestamps.
 unsafe fn parse(record: *const sys::CUpti_Activity, kind: CUpti_ActivityKind) -> Option<Activity> {
@@ -131,29 +154,25 @@ unsafe fn parse(record: *const sys::CUpti_Activity, kind: CUpti_ActivityKind) ->
         }
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET => {
             let m = &*(record as *const sys::CUpti_ActivityMemset4);
-            Some(Activity {
-                kind: ActivityKind::Memset,
-                name: "memset".into(),
-                start_ns: m.start,
-                end_ns: m.end,
-                correlation_id: m.correlationId,
-                stream_id: m.streamId,
-                grid: [0; 3],
-                block: [0; 3],
-            })
+            Some(Activity::transfer(
+                ActivityKind::Memset,
+                "memset",
+                m.start,
+                m.end,
+                m.correlationId,
+                m.streamId,
+            ))
         }
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY => {
             let m = &*(record as *const sys::CUpti_ActivityMemcpy6);
-            Some(Activity {
-                kind: ActivityKind::Memcpy,
-                name: "memcpy".into(),
-                start_ns: m.start,
-                end_ns: m.end,
-                correlation_id: m.correlationId,
-                stream_id: m.streamId,
-                grid: [0; 3],
-                block: [0; 3],
-            })
+            Some(Activity::transfer(
+                ActivityKind::Memcpy,
+                "memcpy",
+                m.start,
+                m.end,
+                m.correlationId,
+                m.streamId,
+            ))
         }
         _ => None,
     }
