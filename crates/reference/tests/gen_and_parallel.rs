@@ -29,6 +29,15 @@ fn gather_fusion(recipe: Option<Vec<InputRecipe>>) -> Fusion {
     f
 }
 
+/// `make_tensor(shape, dtype)` with the default range, as scripts write it.
+fn make_tensor(shape: Vec<usize>, dtype: DType) -> InputRecipe {
+    InputRecipe::MakeTensor {
+        shape,
+        dtype,
+        low: None,
+        high: None,
+    }
+}
 #[test]
 fn generated_inputs_are_deterministic_per_seed() {
     let f = gather_fusion(None);
@@ -79,18 +88,8 @@ fn large_generation_does_not_depend_on_threads() {
 fn index_inputs_are_drawn_in_range_with_a_note() {
     // The script's make_tensor would draw int64 in [-9, 10): invalid indices.
     let recipe = vec![
-        InputRecipe::MakeTensor {
-            shape: vec![2, 8],
-            dtype: DType::Int,
-            low: None,
-            high: None,
-        },
-        InputRecipe::MakeTensor {
-            shape: vec![100, 16],
-            dtype: DType::BFloat16,
-            low: None,
-            high: None,
-        },
+        make_tensor(vec![2, 8], DType::Int),
+        make_tensor(vec![100, 16], DType::BFloat16),
         InputRecipe::Scalar {
             value: Literal::Float(0.5),
         },
@@ -198,26 +197,11 @@ fn as_strided_zero_stride_input_is_honoured() {
 #[test]
 fn recipe_mismatches_are_errors() {
     let mut f = gather_fusion(None);
-    f.recipe = Some(vec![InputRecipe::MakeTensor {
-        shape: vec![2, 8],
-        dtype: DType::Int,
-        low: None,
-        high: None,
-    }]);
+    f.recipe = Some(vec![make_tensor(vec![2, 8], DType::Int)]);
     assert!(generate_inputs(&f, 0).is_err());
     f.recipe = Some(vec![
-        InputRecipe::MakeTensor {
-            shape: vec![2, 9],
-            dtype: DType::Int,
-            low: None,
-            high: None,
-        },
-        InputRecipe::MakeTensor {
-            shape: vec![100, 16],
-            dtype: DType::BFloat16,
-            low: None,
-            high: None,
-        },
+        make_tensor(vec![2, 9], DType::Int),
+        make_tensor(vec![100, 16], DType::BFloat16),
         InputRecipe::Scalar {
             value: Literal::Float(0.5),
         },

@@ -1,6 +1,6 @@
 //! Each op against hand-computed values.
 
-use fusebench_ir::{BinaryOp, DType, FusionBuilder, Literal, ReduceOp, UnaryOp};
+use fusebench_ir::{BinaryOp, DType, Fusion, FusionBuilder, Literal, ReduceOp, UnaryOp};
 use fusebench_reference::{run, Arg, Buffer, ExecError, Tensor};
 use std::sync::Arc;
 
@@ -44,6 +44,15 @@ fn assert_vals(t: &Tensor, dtype: DType, shape: &[usize], want: &[f64]) {
     assert!(bits_eq(&got, want), "got {got:?}, want {want:?}");
 }
 
+/// `kind` of two tensors of `n` elements of `dtype`, its result the output.
+fn binary_fusion(kind: BinaryOp, n: i64, dtype: DType) -> Fusion {
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[n], dtype).unwrap();
+    let y = fd.tensor(&[n], dtype).unwrap();
+    let z = fd.binary(kind, x, y).unwrap();
+    fd.add_output(z).unwrap();
+    fd.finish()
+}
 #[test]
 fn unary_ops_f32() {
     let xs = [0.5, 2.0, 4.0, 0.25];
@@ -136,13 +145,8 @@ fn binary_ops_f32() {
         (BinaryOp::Minimum, [0.5, -2.0, 3.0, f64::NAN]),
     ];
     for (kind, want) in cases {
-        let mut fd = FusionBuilder::new();
-        let x = fd.tensor(&[4], DType::Float).unwrap();
-        let y = fd.tensor(&[4], DType::Float).unwrap();
-        let z = fd.binary(*kind, x, y).unwrap();
-        fd.add_output(z).unwrap();
         let out = run(
-            &fd.finish(),
+            &binary_fusion(*kind, 4, DType::Float),
             &[t(DType::Float, &[4], &a), t(DType::Float, &[4], &b)],
         )
         .unwrap();
@@ -163,13 +167,8 @@ fn comparisons() {
         (BinaryOp::Ge, [0, 1, 1, 0]),
     ];
     for (kind, want) in cases {
-        let mut fd = FusionBuilder::new();
-        let x = fd.tensor(&[4], DType::Float).unwrap();
-        let y = fd.tensor(&[4], DType::Float).unwrap();
-        let z = fd.binary(*kind, x, y).unwrap();
-        fd.add_output(z).unwrap();
         let out = run(
-            &fd.finish(),
+            &binary_fusion(*kind, 4, DType::Float),
             &[t(DType::Float, &[4], &a), t(DType::Float, &[4], &b)],
         )
         .unwrap();
@@ -218,13 +217,8 @@ fn integer_binary_ops() {
         (BinaryOp::Minimum, [2, -7, 0, 3]),
     ];
     for (kind, want) in cases {
-        let mut fd = FusionBuilder::new();
-        let x = fd.tensor(&[4], DType::Int).unwrap();
-        let y = fd.tensor(&[4], DType::Int).unwrap();
-        let z = fd.binary(*kind, x, y).unwrap();
-        fd.add_output(z).unwrap();
         let out = run(
-            &fd.finish(),
+            &binary_fusion(*kind, 4, DType::Int),
             &[ti(DType::Int, &[4], &a), ti(DType::Int, &[4], &b)],
         )
         .unwrap();

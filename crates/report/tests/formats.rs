@@ -18,6 +18,30 @@ fn records() -> Vec<fusebench_measure::Measurement> {
         .collect()
 }
 
+/// A summary's value in an nvbench state, by tag (nvbench writes numbers as strings).
+fn nvbench_summary(state: &serde_json::Value, tag: &str) -> f64 {
+    let s = state["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["tag"] == tag)
+        .unwrap_or_else(|| panic!("{tag} missing"));
+    let d = &s["data"][0]["value"];
+    d.as_f64()
+        .or_else(|| d.as_str().and_then(|x| x.parse().ok()))
+        .unwrap()
+}
+
+/// `doc` written to `path` and read back as fusebench records.
+fn read_back(doc: &serde_json::Value, path: &Path) -> Vec<fusebench_measure::Measurement> {
+    std::fs::write(path, doc.to_string()).unwrap();
+    load(path)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.record.unwrap())
+        .collect()
+}
+
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fusebench-report-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -106,24 +130,11 @@ fn nvbench_round_trip_keeps_every_number() {
     let recs = records();
     let doc = nvbench::write(&recs);
     // The summaries nvbench's own tools read: GPU time in seconds, sample count.
-    let s0 = &doc["benchmarks"][0]["states"][0]["summaries"];
-    let mean = s0
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["tag"] == "nv/cold/time/gpu/mean")
-        .unwrap();
-    let v: f64 = mean["data"][0]["value"].as_str().unwrap().parse().unwrap();
+    let v = nvbench_summary(&doc["benchmarks"][0]["states"][0], "nv/cold/time/gpu/mean");
     assert!((v * 1e6 - recs[0].summary.mean).abs() < 1e-9 * recs[0].summary.mean.max(1.0));
     let dir = tmp("nvbench");
     let p = dir.join("nvbench.json");
-    std::fs::write(&p, doc.to_string()).unwrap();
-    let back: Vec<_> = load(&p)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.record.unwrap())
-        .collect();
-    assert_eq!(back, recs);
+    assert_eq!(read_back(&doc, &p), recs);
     // Without fusebench's own record, as nvbench itself writes it: median, noise and count are read.
     let mut plain = doc.clone();
     for b in plain["benchmarks"].as_array_mut().unwrap() {
@@ -148,14 +159,7 @@ fn pytest_benchmark_round_trip_keeps_every_number() {
     assert_eq!(st["data"].as_array().unwrap().len(), recs[0].samples.len());
     assert!((st["median"].as_f64().unwrap() * 1e6 - recs[0].summary.median).abs() < 1e-6);
     let dir = tmp("pytest");
-    let p = dir.join("pb.json");
-    std::fs::write(&p, doc.to_string()).unwrap();
-    let back: Vec<_> = load(&p)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.record.unwrap())
-        .collect();
-    assert_eq!(back, recs);
+    assert_eq!(read_back(&doc, &dir.join("pb.json")), recs);
     std::fs::remove_dir_all(dir).ok();
 }
 
@@ -187,26 +191,14 @@ fn a_file_nvbench_wrote_is_read() {
     let bench = &v["benchmarks"][0];
     let states = bench["states"].as_array().unwrap();
     assert_eq!(e.len(), states.len(), "one entry per state");
-    let summary = |st: &serde_json::Value, tag: &str| -> f64 {
-        let s = st["summaries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["tag"] == tag)
-            .unwrap_or_else(|| panic!("{tag} missing"));
-        let d = &s["data"][0]["value"];
-        d.as_f64()
-            .or_else(|| d.as_str().and_then(|x| x.parse().ok()))
-            .unwrap()
-    };
     for (entry, st) in e.iter().zip(states) {
         assert_eq!(
             entry.name,
             format!("bf16_copy [{}]", st["name"].as_str().unwrap())
         );
         assert_eq!(entry.gpu, "NVIDIA H200");
-        assert_eq!(entry.n, summary(st, "nv/cold/sample_size") as usize);
-        let median_us = summary(st, "nv/cold/time/gpu/median") * 1e6;
+        assert_eq!(entry.n, nvbench_summary(st, "nv/cold/sample_size") as usize);
+        let median_us = nvbench_summary(st, "nv/cold/time/gpu/median") * 1e6;
         assert!((entry.median_us - median_us).abs() < 1e-9 * median_us);
         assert!(entry.ci_low_us < entry.median_us && entry.median_us < entry.ci_high_us);
     }
