@@ -8,8 +8,9 @@ pub fn environment(info: &DeviceInfo) -> Environment {
     Environment {
         gpu_name: info.name.clone(),
         gpu_uuid: info.uuid.clone(),
-        driver: info.driver_version_string(),
-        cuda: format!("NVRTC {}.{}", info.nvrtc_version.0, info.nvrtc_version.1),
+        driver: String::new(),
+        cuda: info.driver_version_string(),
+        nvrtc: format!("{}.{}", info.nvrtc_version.0, info.nvrtc_version.1),
         sm_count: info.sm_count,
         l2_bytes: info.l2_cache_bytes,
         fusebench_version: env!("CARGO_PKG_VERSION").into(),

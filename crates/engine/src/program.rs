@@ -121,6 +121,7 @@ pub fn time_program(
             samples[i].push(Sample {
                 time_us: kernel_us[i].iter().sum(),
                 clocks: reading.clone(),
+                events_us: None,
             });
             for (k, &us) in kernel_us[i].iter().enumerate() {
                 per_kernel[i][k].push(us);

@@ -120,7 +120,11 @@ impl Prepared {
                 None => events[0].elapsed_ms(&events[n]).map_err(err)? as f64 * 1e3,
             };
             let clocks = crate::read_clocks(clocks);
-            Ok(Sample { time_us, clocks })
+            Ok(Sample {
+                time_us,
+                clocks,
+                events_us: None,
+            })
         })?;
         self.use_input_set(0);
         Ok(Timed {

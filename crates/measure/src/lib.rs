@@ -11,9 +11,9 @@ pub mod stopping;
 
 pub use explain::{explain, Cause, Explanation, Finding, Verdict};
 pub use record::{
-    CachePolicy, Clocks, Environment, InputLayout, KernelRecord, MeasureError, Measurement, Method,
-    Sample, Subject, SCHEMA_VERSION,
+    CachePolicy, Ceiling, Clocks, Environment, InputLayout, KernelRecord, MeasureError,
+    Measurement, Method, Sample, Subject, SCHEMA_VERSION,
 };
 pub use sampler::{sample, Run};
-pub use stats::{differ, summarize, Summary};
-pub use stopping::{FixedCount, NoiseTarget, Stop, StoppingRule};
+pub use stats::{differ, median, summarize, Summary};
+pub use stopping::{FixedCount, NoiseTarget, RuleSpec, Stop, StoppingRule, TimeLimit};

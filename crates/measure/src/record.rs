@@ -3,12 +3,14 @@
 //! old files and databases stay readable or are refused with a reason.
 
 use crate::stats::{summarize, Summary};
-use crate::stopping::Stop;
+use crate::stopping::{RuleSpec, Stop};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use thiserror::Error;
 
-/// Version of the record's JSON schema (docs/result-schema.md).
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the record's JSON schema (docs/result-schema.md). Version 1
+/// records are read too (their environment moved to version 2's fields).
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Error, Debug, Clone, PartialEq)]
 pub enum MeasureError {
@@ -18,7 +20,7 @@ pub enum MeasureError {
     BadSample { index: usize, value: f64 },
     #[error("measurement JSON: {0}")]
     Json(String),
-    #[error("measurement schema version {found} is not supported; this build reads version {SCHEMA_VERSION}")]
+    #[error("measurement schema version {found} is not supported; this build reads versions 1 to {SCHEMA_VERSION}")]
     Version { found: u32 },
 }
 
@@ -38,6 +40,10 @@ pub struct Sample {
     pub time_us: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clocks: Option<Clocks>,
+    /// With CUPTI kernel times, the same sample timed by CUDA events around the
+    /// launches: what the events method would have reported, for `explain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_us: Option<f64>,
 }
 
 impl Sample {
@@ -45,6 +51,7 @@ impl Sample {
         Sample {
             time_us,
             clocks: None,
+            events_us: None,
         }
     }
     pub fn throttled(&self) -> bool {
@@ -67,6 +74,18 @@ pub enum CachePolicy {
     InProgram,
 }
 
+impl CachePolicy {
+    /// The policy as records and tables spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CachePolicy::Cold => "cold",
+            CachePolicy::Warm => "warm",
+            CachePolicy::Rotate => "rotate",
+            CachePolicy::InProgram => "in_program",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
@@ -76,13 +95,28 @@ pub enum Method {
     CudaEvents,
 }
 
+impl Method {
+    /// The method as records spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Cupti => "cupti",
+            Method::CudaEvents => "cuda_events",
+        }
+    }
+}
+
 /// Where the measurement was taken.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
     pub gpu_name: String,
     pub gpu_uuid: String,
+    /// The driver release, as NVML reports it ("580.159.04"); empty when unknown.
     pub driver: String,
+    /// The CUDA API version the driver supports ("13.0").
     pub cuda: String,
+    /// The NVRTC version kernels were compiled with ("13.0"); empty when none were.
+    #[serde(default)]
+    pub nvrtc: String,
     pub sm_count: u32,
     pub l2_bytes: u64,
     pub fusebench_version: String,
@@ -158,6 +192,34 @@ pub struct Measurement {
     /// different set-ups can differ by more than 10%.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_setup: Option<String>,
+    /// The stopping rule by name with every parameter (`rule` says it in words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopping: Option<RuleSpec>,
+    /// How `bytes` was counted ("inputs as addressed, broadcast dims once; ...").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_counted: Option<String>,
+    /// A copy of `bytes` timed beside the subject by the same method, cache policy
+    /// and set-up: the ceiling "% of copy" is read against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<Ceiling>,
+    /// FUSEBENCH_* settings that were set and change this measurement.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub knobs: BTreeMap<String, String>,
+}
+
+/// A device-to-device copy timed like the subject beside it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ceiling {
+    /// Bytes read plus bytes written (half each).
+    pub bytes: u64,
+    /// The best median over the launch shapes tried, and its interval.
+    pub median_us: f64,
+    pub ci_low_us: f64,
+    pub ci_high_us: f64,
+    pub n: usize,
+    /// The launch shape of that best median.
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
 }
 
 impl Measurement {
@@ -208,6 +270,10 @@ impl Measurement {
             bytes: None,
             device_bytes: None,
             context: None,
+            stopping: None,
+            bytes_counted: None,
+            ceiling: None,
+            knobs: BTreeMap::new(),
         })
     }
 
@@ -215,7 +281,9 @@ impl Measurement {
         serde_json::to_string_pretty(self).expect("a measurement always serializes")
     }
 
-    /// Reads a record, refusing other schema versions and invalid samples.
+    /// Reads a record, refusing unknown schema versions and invalid samples.
+    /// The summary and the throttled count are derived: recomputed from the
+    /// samples rather than trusted.
     pub fn from_json(text: &str) -> Result<Measurement, MeasureError> {
         #[derive(Deserialize)]
         struct Version {
@@ -223,49 +291,87 @@ impl Measurement {
         }
         let v: Version =
             serde_json::from_str(text).map_err(|e| MeasureError::Json(e.to_string()))?;
-        if v.schema != SCHEMA_VERSION {
+        if !(1..=SCHEMA_VERSION).contains(&v.schema) {
             return Err(MeasureError::Version { found: v.schema });
         }
-        let m: Measurement =
+        let mut m: Measurement =
             serde_json::from_str(text).map_err(|e| MeasureError::Json(e.to_string()))?;
-        // The summary is derived: recompute it rather than trust the file.
-        let (bytes, device_bytes, context, cold_setup) = (
-            m.bytes,
-            m.device_bytes,
-            m.context.clone(),
-            m.cold_setup.clone(),
-        );
-        let mut out = Measurement::new(
-            m.subject,
+        if v.schema == 1 {
+            // Version 1 wrote the CUDA API version as `driver` and NVRTC's as `cuda`.
+            let e = &mut m.environment;
+            e.nvrtc = e.cuda.trim_start_matches("NVRTC ").to_string();
+            e.cuda = std::mem::take(&mut e.driver);
+        }
+        m.schema = SCHEMA_VERSION;
+        let fresh = Measurement::new(
+            m.subject.clone(),
             m.method,
             m.cache,
-            m.rule,
-            m.stop,
+            String::new(),
+            m.stop.clone(),
             m.warmup,
-            m.environment,
-            m.kernels,
-            m.samples,
+            Environment::default(),
+            Vec::new(),
+            std::mem::take(&mut m.samples),
             m.taken_at,
         )?;
-        out.bytes = bytes;
-        out.device_bytes = device_bytes;
-        out.context = context;
-        out.cold_setup = cold_setup;
-        Ok(out)
+        m.summary = fresh.summary;
+        m.throttled_samples = fresh.throttled_samples;
+        m.samples = fresh.samples;
+        Ok(m)
+    }
+
+    /// What was measured: the definition, the inputs' dtypes and shapes, the
+    /// cache policy and the context. Two results with the same `what` are the
+    /// same benchmark (and `diff` pairs them).
+    pub fn what(&self) -> String {
+        let shapes: Vec<String> = self
+            .subject
+            .inputs
+            .iter()
+            .map(|i| format!("{}{:?}", i.dtype, i.shape))
+            .collect();
+        format!(
+            "{}|{}|{}|{}",
+            self.subject.definition_hash,
+            shapes.join(","),
+            self.cache.name(),
+            self.context.as_deref().unwrap_or("standalone")
+        )
+    }
+
+    /// How it was measured: the method and the cold set-up. Results of one
+    /// benchmark taken differently are not comparable (a CUPTI time against an
+    /// events time, a read flush against a write flush).
+    pub fn how(&self) -> String {
+        format!(
+            "{}|{}",
+            self.method.name(),
+            self.cold_setup.as_deref().unwrap_or("")
+        )
+    }
+
+    /// "% of copy": the copy ceiling's median over this median, in percent.
+    pub fn pct_of_ceiling(&self) -> Option<f64> {
+        self.ceiling
+            .as_ref()
+            .map(|c| 100.0 * c.median_us / self.summary.median)
+    }
+
+    /// The median of the events times the samples carry beside their CUPTI times.
+    pub fn events_median_us(&self) -> Option<f64> {
+        let v: Vec<f64> = self.samples.iter().filter_map(|s| s.events_us).collect();
+        (v.len() == self.samples.len() && !v.is_empty()).then(|| crate::stats::median(&v))
     }
 
     /// The median SM clock over the samples that carry a reading.
     pub fn median_sm_mhz(&self) -> Option<f64> {
-        let mut v: Vec<f64> = self
+        let v: Vec<f64> = self
             .samples
             .iter()
             .filter_map(|s| s.clocks.as_ref().map(|c| c.sm_mhz as f64))
             .collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        Some(crate::stats::quantile_sorted(&v, 0.5))
+        (!v.is_empty()).then(|| crate::stats::median(&v))
     }
 }
 

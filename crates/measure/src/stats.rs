@@ -36,6 +36,18 @@ pub fn quantile_sorted(s: &[f64], q: f64) -> f64 {
     s[lo] + (s[hi] - s[lo]) * (pos - lo as f64)
 }
 
+/// The median of `v` (any order; the mean of the middle two for an even
+/// count): the one median every figure of fusebench is taken with. NaN for
+/// no values.
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    quantile_sorted(&s, 0.5)
+}
+
 /// Ranks (0-based, into sorted samples) bounding the 95% interval of the
 /// median: the order statistics `j` and `n + 1 - j` (1-based) for the largest
 /// `j` with P(Binomial(n, 1/2) < j) <= 2.5%, computed exactly; coverage is
@@ -117,6 +129,13 @@ mod tests {
         assert_eq!(s.p90, 4.6);
         let even = summarize(&[1.0, 2.0, 3.0, 10.0]);
         assert_eq!(even.median, 2.5);
+        assert_eq!(
+            median(&[10.0, 1.0, 3.0, 2.0]),
+            2.5,
+            "even counts: mean of the middle two"
+        );
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert!(median(&[]).is_nan());
     }
 
     #[test]

@@ -239,6 +239,7 @@ fn kernel_time(
         Ok(Sample {
             time_us: kernels.iter().map(Activity::duration_us).sum(),
             clocks,
+            events_us: None,
         })
     })?;
     let label = match name {

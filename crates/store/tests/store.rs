@@ -21,6 +21,7 @@ fn measurement(name: &str, times: &[f64], taken_at: u64) -> Measurement {
                 power_w: 310.5,
                 throttle_reasons: (i == 1) as u64,
             }),
+            events_us: None,
         })
         .collect();
     Measurement::new(

@@ -1,49 +1,44 @@
-//! When to stop taking samples. Rules are pluggable: a fixed count for
-//! comparisons with tools that take N samples, and a noise target that stops
-//! once the median is known well enough.
+//! `noise:TARGET`: stop once the 95% interval of the median is within
+//! +-TARGET of it, after a minimum of samples and time, or give up at a
+//! budget (and say so in the record).
 
+use super::{spec, Params, Rule, RuleSpec, Stop, StoppingRule};
 use crate::stats::summarize;
-use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Why sampling stopped. Recorded with every result: a result that stopped
-/// on its budget is less certain than one that converged.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "reason", rename_all = "snake_case")]
-pub enum Stop {
-    /// The interval of the median reached the target.
-    Converged { rel_ci: f64 },
-    /// A fixed number of samples was asked for and taken.
-    Count,
-    /// The time budget ran out first.
-    TimeBudget { rel_ci: f64 },
-    /// The sample budget ran out first.
-    SampleBudget { rel_ci: f64 },
-}
+pub(super) const RULE: Rule = Rule {
+    name: "noise",
+    first: "target",
+    usage: "noise:1% (interval of the median within +-1%; also min-samples=10, min-time=50ms, max-time=1s, max-samples=100000)",
+    from_params,
+};
 
-pub trait StoppingRule {
-    /// `None` to go on; `Some` to stop, with the reason.
-    fn decide(&self, samples: &[f64], elapsed: Duration) -> Option<Stop>;
-    /// One line for reports: "noise target +-1.0% (>= 10 samples, >= 0.05 s, <= 1 s)".
-    fn describe(&self) -> String;
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FixedCount(pub usize);
-
-impl StoppingRule for FixedCount {
-    fn decide(&self, samples: &[f64], _: Duration) -> Option<Stop> {
-        (samples.len() >= self.0).then_some(Stop::Count)
+fn from_params(p: &BTreeMap<String, f64>) -> Result<Box<dyn StoppingRule>, String> {
+    let d = NoiseTarget::default();
+    let mut q = Params::new(p);
+    let target = q.get("target", d.target, 1e-6, 1.0)?;
+    let min_samples = q.get("min_samples", d.min_samples as f64, 1.0, 1e9)?;
+    let min_time = q.get("min_time", d.min_time.as_secs_f64(), 0.0, 86_400.0)?;
+    let max_time = q.get("max_time", d.max_time.as_secs_f64(), 1e-3, 86_400.0)?;
+    let max_samples = q.get("max_samples", d.max_samples as f64, 1.0, 1e9)?;
+    q.done()?;
+    if min_samples.fract() != 0.0 || max_samples.fract() != 0.0 {
+        return Err("sample counts are whole numbers".into());
     }
-    fn describe(&self) -> String {
-        format!("fixed count of {} samples", self.0)
-    }
+    Ok(Box::new(NoiseTarget {
+        target,
+        min_samples: min_samples as usize,
+        min_time: Duration::from_secs_f64(min_time),
+        max_time: Duration::from_secs_f64(max_time),
+        max_samples: max_samples as usize,
+    }))
 }
 
 /// Stop when the 95% interval of the median is within `target` (relative
 /// half-width) after at least `min_samples` samples and `min_time`, or when
 /// `max_time` or `max_samples` is reached.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct NoiseTarget {
     pub target: f64,
     pub min_samples: usize,
@@ -91,21 +86,23 @@ impl StoppingRule for NoiseTarget {
             self.max_time.as_secs_f64()
         )
     }
+    fn spec(&self) -> RuleSpec {
+        spec(
+            "noise",
+            &[
+                ("target", self.target),
+                ("min_samples", self.min_samples as f64),
+                ("min_time", self.min_time.as_secs_f64()),
+                ("max_time", self.max_time.as_secs_f64()),
+                ("max_samples", self.max_samples as f64),
+            ],
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fixed_count_stops_at_its_count() {
-        let r = FixedCount(3);
-        assert_eq!(r.decide(&[1.0, 1.0], Duration::ZERO), None);
-        assert_eq!(
-            r.decide(&[1.0, 1.0, 1.0], Duration::ZERO),
-            Some(Stop::Count)
-        );
-    }
 
     #[test]
     fn noise_target_waits_for_minimums_then_converges() {

@@ -1,0 +1,366 @@
+//! Every `FUSEBENCH_*` environment variable fusebench reads, declared once in
+//! [`DECLARED`], parsed into one typed [`Knobs`] and validated as a whole: an
+//! unknown name or a value outside what a knob accepts (`FUSEBENCH_FLUSH=Read`)
+//! is an error naming what is accepted, never a silent default. A new knob is
+//! one line in `DECLARED` and one field (and one `match` arm) in `Knobs`.
+//!
+//! An empty value counts as unset (`FUSEBENCH_DB= fusebench ...`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use thiserror::Error;
+
+/// What a knob changes, and so which measurement records carry it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Affects {
+    /// What runs before a cold sample: every cold record (and its copy ceiling).
+    ColdSetup,
+    /// The kernels the planner makes: every record of a fusion fusebench planned.
+    Kernels,
+    /// Where things are kept, or diagnostics: no measurement.
+    Nothing,
+}
+
+/// One declared knob.
+#[derive(Clone, Copy, Debug)]
+pub struct Declared {
+    pub name: &'static str,
+    /// What it accepts, as an error message says it.
+    pub accepts: &'static str,
+    /// Its value when unset, in words.
+    pub default: &'static str,
+    pub affects: Affects,
+    pub doc: &'static str,
+}
+
+const fn knob(
+    name: &'static str,
+    accepts: &'static str,
+    default: &'static str,
+    affects: Affects,
+    doc: &'static str,
+) -> Declared {
+    Declared {
+        name,
+        accepts,
+        default,
+        affects,
+        doc,
+    }
+}
+
+/// Every knob, in the order `--help` texts and docs list them.
+pub const DECLARED: &[Declared] = &[
+    knob("FUSEBENCH_FLUSH", "write or read", "write", Affects::ColdSetup,
+        "how a cold sample evicts L2: by writing a buffer twice the L2 (dirty lines, as nvbench and Triton do) or by reading it (clean lines)"),
+    knob("FUSEBENCH_FLUSH_MIB", "a whole number of MiB, at least 1", "twice the L2, at least 8 MiB", Affects::ColdSetup,
+        "a larger L2 flush buffer, for experiments on what else a flush evicts"),
+    knob("FUSEBENCH_EVICT_CODE", "0 or 1", "1", Affects::ColdSetup,
+        "1: a cold sample first runs a long kernel on every SM, evicting the instruction caches; 0 leaves them warm"),
+    knob("FUSEBENCH_TLB_GIB", "a whole number of GiB", "0", Affects::ColdSetup,
+        "also evict address translations before a cold sample by touching a buffer of this size"),
+    knob("FUSEBENCH_COLD_SETS", "a whole number from 1 to 64", "4", Affects::ColdSetup,
+        "placements of the inputs a cold sample cycles through"),
+    knob("FUSEBENCH_ROW_BLOCKS_PER_SM", "a whole number from 1 to 64", "the planner's (2)", Affects::Kernels,
+        "blocks per SM of row reductions (tuning experiments)"),
+    knob("FUSEBENCH_NORM_BLOCKS_PER_SM", "a whole number from 0 to 64 (0: one row per block)", "the planner's (0)", Affects::Kernels,
+        "blocks per SM of normalizations (tuning experiments)"),
+    knob("FUSEBENCH_ROW_UNROLL", "a whole number from 1 to 16", "the planner's (2)", Affects::Kernels,
+        "rows per thread block iteration in row kernels (tuning experiments)"),
+    knob("FUSEBENCH_CACHE_DIR", "a directory", "$XDG_CACHE_HOME/fusebench/kernels, else ~/.cache/fusebench/kernels", Affects::Nothing,
+        "where compiled kernels are cached"),
+    knob("FUSEBENCH_NO_KERNEL_CACHE", "0 or 1", "0", Affects::Nothing,
+        "1: compile every kernel afresh (for timing compilation)"),
+    knob("FUSEBENCH_DB", "a file", "$XDG_DATA_HOME/fusebench/results.sqlite, else ~/.local/share/fusebench/results.sqlite", Affects::Nothing,
+        "the results database"),
+    knob("FUSEBENCH_REF_PROFILE", "0 or 1", "0", Affects::Nothing,
+        "1: the CPU reference prints the time of every node"),
+    knob("FUSEBENCH_SHARED", "a directory", "../shared beside the repository", Affects::Nothing,
+        "where tests find the corpus and golden fusions"),
+];
+
+/// How a cold sample evicts L2 (`FUSEBENCH_FLUSH`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// A memset of the flush buffer: leaves dirty lines the next kernel writes back.
+    Write,
+    /// A kernel that reads the flush buffer: leaves clean lines.
+    Read,
+}
+
+impl Flush {
+    pub fn name(self) -> &'static str {
+        match self {
+            Flush::Write => "write",
+            Flush::Read => "read",
+        }
+    }
+}
+
+/// The knobs' values, parsed and checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Knobs {
+    pub flush: Flush,
+    /// Flush buffer size asked for, in MiB (the flush uses the larger of this and its own).
+    pub flush_mib: Option<usize>,
+    pub evict_code: bool,
+    pub tlb_gib: usize,
+    pub cold_sets: usize,
+    pub row_blocks_per_sm: Option<u32>,
+    pub norm_blocks_per_sm: Option<u32>,
+    pub row_unroll: Option<u32>,
+    pub cache_dir: Option<PathBuf>,
+    pub no_kernel_cache: bool,
+    pub db: Option<PathBuf>,
+    pub ref_profile: bool,
+    pub shared: Option<PathBuf>,
+    /// The knobs that were set, as given.
+    pub set: BTreeMap<&'static str, String>,
+}
+
+impl Default for Knobs {
+    fn default() -> Knobs {
+        Knobs {
+            flush: Flush::Write,
+            flush_mib: None,
+            evict_code: true,
+            tlb_gib: 0,
+            cold_sets: 4,
+            row_blocks_per_sm: None,
+            norm_blocks_per_sm: None,
+            row_unroll: None,
+            cache_dir: None,
+            no_kernel_cache: false,
+            db: None,
+            ref_profile: false,
+            shared: None,
+            set: BTreeMap::new(),
+        }
+    }
+}
+
+/// Every problem with the environment's knobs, one per line.
+#[derive(Error, Debug, Clone, PartialEq)]
+#[error("{}", .0.join("\n"))]
+pub struct KnobError(pub Vec<String>);
+
+fn whole(v: &str, lo: u64, hi: u64) -> Option<u64> {
+    v.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (lo..=hi).contains(n))
+}
+
+fn flag(v: &str) -> Option<bool> {
+    match v.trim() {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
+}
+
+impl Knobs {
+    /// Parses `vars` (name, value pairs; names not starting with `FUSEBENCH_`
+    /// are ignored). Every problem is reported, not only the first.
+    pub fn from_vars<I, K, V>(vars: I) -> Result<Knobs, KnobError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut k = Knobs::default();
+        let mut errors = Vec::new();
+        for (name, value) in vars {
+            let (name, value) = (name.as_ref(), value.as_ref());
+            if !name.starts_with("FUSEBENCH_") || value.is_empty() {
+                continue;
+            }
+            let Some(d) = DECLARED.iter().find(|d| d.name == name) else {
+                let known: Vec<&str> = DECLARED.iter().map(|d| d.name).collect();
+                errors.push(format!(
+                    "{name} is not a fusebench setting; the settings are {}",
+                    known.join(", ")
+                ));
+                continue;
+            };
+            let ok = match name {
+                "FUSEBENCH_FLUSH" => match value {
+                    "write" => Some(k.flush = Flush::Write),
+                    "read" => Some(k.flush = Flush::Read),
+                    _ => None,
+                },
+                "FUSEBENCH_FLUSH_MIB" => {
+                    whole(value, 1, 1 << 20).map(|n| k.flush_mib = Some(n as usize))
+                }
+                "FUSEBENCH_EVICT_CODE" => flag(value).map(|b| k.evict_code = b),
+                "FUSEBENCH_TLB_GIB" => whole(value, 0, 4096).map(|n| k.tlb_gib = n as usize),
+                "FUSEBENCH_COLD_SETS" => whole(value, 1, 64).map(|n| k.cold_sets = n as usize),
+                "FUSEBENCH_ROW_BLOCKS_PER_SM" => {
+                    whole(value, 1, 64).map(|n| k.row_blocks_per_sm = Some(n as u32))
+                }
+                "FUSEBENCH_NORM_BLOCKS_PER_SM" => {
+                    whole(value, 0, 64).map(|n| k.norm_blocks_per_sm = Some(n as u32))
+                }
+                "FUSEBENCH_ROW_UNROLL" => {
+                    whole(value, 1, 16).map(|n| k.row_unroll = Some(n as u32))
+                }
+                "FUSEBENCH_CACHE_DIR" => Some(k.cache_dir = Some(value.into())),
+                "FUSEBENCH_NO_KERNEL_CACHE" => flag(value).map(|b| k.no_kernel_cache = b),
+                "FUSEBENCH_DB" => Some(k.db = Some(value.into())),
+                "FUSEBENCH_REF_PROFILE" => flag(value).map(|b| k.ref_profile = b),
+                "FUSEBENCH_SHARED" => Some(k.shared = Some(value.into())),
+                _ => unreachable!("every declared knob has a parser: {name}"),
+            };
+            match ok {
+                Some(()) => {
+                    k.set.insert(d.name, value.to_string());
+                }
+                None => errors.push(format!(
+                    "{name}={value:?} is not accepted: {name} takes {} (default {})",
+                    d.accepts, d.default
+                )),
+            }
+        }
+        if errors.is_empty() {
+            Ok(k)
+        } else {
+            Err(KnobError(errors))
+        }
+    }
+
+    /// The knobs that were set and change what `affects` covers, as `NAME=value`
+    /// pairs: written into every record they affect.
+    pub fn affecting(&self, affects: &[Affects]) -> BTreeMap<String, String> {
+        self.set
+            .iter()
+            .filter(|(name, _)| {
+                DECLARED
+                    .iter()
+                    .any(|d| d.name == **name && affects.contains(&d.affects))
+            })
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect()
+    }
+}
+
+/// The process's knobs, parsed from its environment on first use. A variable
+/// whose value is not UTF-8 is an error like any other bad value.
+pub fn get() -> Result<&'static Knobs, KnobError> {
+    static KNOBS: OnceLock<Result<Knobs, KnobError>> = OnceLock::new();
+    KNOBS
+        .get_or_init(|| {
+            let mut bad = Vec::new();
+            let vars: Vec<(String, String)> = std::env::vars_os()
+                .filter_map(|(k, v)| {
+                    let k = k.into_string().ok()?;
+                    if !k.starts_with("FUSEBENCH_") {
+                        return None;
+                    }
+                    match v.into_string() {
+                        Ok(v) => Some((k, v)),
+                        Err(_) => {
+                            bad.push(format!("{k} is not valid UTF-8"));
+                            None
+                        }
+                    }
+                })
+                .collect();
+            match (Knobs::from_vars(vars), bad.is_empty()) {
+                (Ok(k), true) => Ok(k),
+                (Ok(_), false) => Err(KnobError(bad)),
+                (Err(mut e), _) => {
+                    e.0.extend(bad);
+                    Err(e)
+                }
+            }
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The knobs as a table for `--help` texts and docs: name, accepted values, default, what it does.
+pub fn table() -> String {
+    DECLARED
+        .iter()
+        .map(|d| {
+            format!(
+                "{}: {} (default {}): {}\n",
+                d.name, d.accepts, d.default, d.doc
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unset_gives_the_defaults() {
+        let k = Knobs::from_vars([("PATH", "/bin"), ("FUSEBENCH_DB", "")]).unwrap();
+        assert_eq!(k, Knobs::default());
+    }
+
+    #[test]
+    fn values_are_parsed_and_remembered() {
+        let k = Knobs::from_vars([
+            ("FUSEBENCH_FLUSH", "read"),
+            ("FUSEBENCH_COLD_SETS", "2"),
+            ("FUSEBENCH_ROW_UNROLL", "1"),
+            ("FUSEBENCH_DB", "/tmp/x.sqlite"),
+        ])
+        .unwrap();
+        assert_eq!(k.flush, Flush::Read);
+        assert_eq!(k.cold_sets, 2);
+        assert_eq!(k.row_unroll, Some(1));
+        assert_eq!(
+            k.affecting(&[Affects::ColdSetup]),
+            BTreeMap::from([
+                ("FUSEBENCH_COLD_SETS".to_string(), "2".to_string()),
+                ("FUSEBENCH_FLUSH".to_string(), "read".to_string())
+            ])
+        );
+        assert_eq!(
+            k.affecting(&[Affects::Kernels]).keys().collect::<Vec<_>>(),
+            ["FUSEBENCH_ROW_UNROLL"]
+        );
+    }
+
+    #[test]
+    fn a_bad_value_names_what_is_accepted() {
+        let e = Knobs::from_vars([("FUSEBENCH_FLUSH", "Read")]).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("FUSEBENCH_FLUSH=\"Read\""), "{text}");
+        assert!(text.contains("write or read"), "{text}");
+        for (name, value) in [
+            ("FUSEBENCH_COLD_SETS", "0"),
+            ("FUSEBENCH_COLD_SETS", "four"),
+            ("FUSEBENCH_EVICT_CODE", "no"),
+            ("FUSEBENCH_TLB_GIB", "-1"),
+            ("FUSEBENCH_ROW_UNROLL", "99"),
+        ] {
+            assert!(
+                Knobs::from_vars([(name, value)]).is_err(),
+                "{name}={value} was accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_name_is_an_error_listing_the_known_ones() {
+        let e =
+            Knobs::from_vars([("FUSEBENCH_FLUHS", "read"), ("FUSEBENCH_FLUSH", "x")]).unwrap_err();
+        assert_eq!(e.0.len(), 2, "every problem is reported: {e}");
+        assert!(e.0[0].contains("FUSEBENCH_FLUHS is not a fusebench setting"));
+        assert!(e.0[0].contains("FUSEBENCH_FLUSH,"));
+    }
+
+    #[test]
+    fn every_declared_knob_parses_its_default_spelling() {
+        // Each declared name reaches a parser (no `unreachable!`), whatever the value.
+        for d in DECLARED {
+            let _ = Knobs::from_vars([(d.name, "1")]);
+        }
+    }
+}
