@@ -1,46 +1,30 @@
 //! `fusebench bench`: cold-L2 kernel time of each fusion on the GPU, beside
 //! nvFuser's time from the corpus index and a copy of the same bytes.
 
+pub use crate::timing::parse_percent;
+use crate::timing::TimingArgs;
 use crate::{exit, files};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
-use fusebench_engine::copy_ceiling;
-use fusebench_measure::{CachePolicy, FixedCount, NoiseTarget, StoppingRule};
+use fusebench_harness::{FusionSubject, Options};
+use fusebench_measure::CachePolicy;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Repro scripts (.py), fusions in JSON form (.json), or directories of them.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    /// A fixed number of samples per fusion (after 3 warm-up runs) instead of the noise target.
-    #[arg(long)]
-    samples: Option<usize>,
-    /// Stop once the 95% interval of the median is within this (1% = +-1%), after at least
-    /// 10 samples and 50 ms, or after --max-time.
-    #[arg(long, default_value = "1%", value_parser = parse_percent)]
-    target: f64,
-    /// Time budget per fusion, in seconds, for the noise target.
-    #[arg(long, default_value_t = 1.0)]
-    max_time: f64,
+    #[command(flatten)]
+    timing: TimingArgs,
     /// What is in L2 when a sample starts.
     #[arg(long, value_enum, default_value = "cold")]
     cache: CacheArg,
-    /// How a sample is timed: the kernels' own durations from CUPTI activity records
-    /// (checked against the launches; the default, falling back to events with a note where
-    /// CUPTI cannot start), or CUDA events around the launches (adds the launch gaps, about
-    /// 2 us per kernel on an H200).
-    #[arg(long, value_enum, default_value = "auto")]
-    method: MethodArg,
     /// Store each measurement in the results database (see `fusebench history`).
     #[arg(long)]
     save: bool,
-    /// Seed for the generated inputs.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
     #[arg(long)]
     json: bool,
     /// Also print each kernel: time, launch shape, registers and spills.
@@ -53,14 +37,6 @@ pub struct Args {
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
-pub enum MethodArg {
-    /// CUPTI where it starts, else events.
-    Auto,
-    Events,
-    Cupti,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
 pub enum CacheArg {
     /// L2 flushed before each sample.
     Cold,
@@ -68,22 +44,6 @@ pub enum CacheArg {
     Warm,
     /// Back to back over copies of the inputs that together exceed twice the L2.
     Rotate,
-}
-
-pub fn parse_percent(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let (num, scale) = match t.strip_suffix('%') {
-        Some(n) => (n, 0.01),
-        None => (t, 1.0),
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number or a percentage like 1%"))?;
-    if !(v > 0.0 && v.is_finite()) {
-        return Err(format!("{s:?} must be above zero"));
-    }
-    Ok(v * scale)
 }
 
 #[derive(Serialize)]
@@ -115,8 +75,9 @@ struct Row {
     nvfuser_cold_us: Option<f64>,
     /// nvFuser's time over ours: above 1 means fusebench is faster.
     speedup: Option<f64>,
-    bytes: usize,
+    bytes: u64,
     gbps: f64,
+    /// A copy of `bytes` timed by the same method, cache policy and set-up.
     copy_us: f64,
     pct_of_copy: f64,
     method: String,
@@ -160,16 +121,24 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let nvf = nvfuser_times(&paths, a.nvfuser.as_deref());
+    let rule = match a.timing.rule(0.01, 1.0) {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
+    let harness = match a.timing.harness(engine.gpu.clone()) {
+        Ok(h) => h,
+        Err(code) => return Ok(code),
+    };
     let mut store = if a.save {
         Some(fusebench_store::Store::open_default()?)
     } else {
         None
     };
-    let cupti = match crate::record::start_cupti(a.method) {
-        Ok(c) => c,
-        Err(code) => return Ok(code),
+    let cache = match a.cache {
+        CacheArg::Cold => CachePolicy::Cold,
+        CacheArg::Warm => CachePolicy::Warm,
+        CacheArg::Rotate => CachePolicy::Rotate,
     };
-    let clocks = crate::record::clock_reader();
     let info = engine.gpu.info().clone();
     let mut rows = Vec::new();
     let mut failed = 0;
@@ -190,58 +159,35 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
         let res = (|| -> anyhow::Result<Row> {
             let f = files::load(p)?;
-            let g = fusebench_reference::generate_inputs(&f, a.seed)?;
+            let g = fusebench_reference::generate_inputs(&f, a.timing.seed)?;
             for n in &g.notes {
                 bar.suspend(|| eprintln!("{}: note: {n}", p.display()));
             }
             let prep = engine.prepare(&f, &g.inputs)?;
-            let rule: Box<dyn StoppingRule> = match a.samples {
-                Some(n) => Box::new(FixedCount(n)),
-                None => Box::new(NoiseTarget {
-                    target: a.target,
-                    max_time: Duration::from_secs_f64(a.max_time),
-                    ..Default::default()
-                }),
-            };
-            let cache = match a.cache {
-                CacheArg::Cold => CachePolicy::Cold,
-                CacheArg::Warm => CachePolicy::Warm,
-                CacheArg::Rotate => CachePolicy::Rotate,
-            };
-            let warmup = 3;
-            let t = prep.measure(
-                cache,
-                warmup,
-                rule.as_ref(),
-                clocks.as_ref(),
-                cupti.as_ref(),
-            )?;
-            let bytes = prep.bytes_moved(&g.inputs);
-            let copy_us = copy_ceiling(&engine.gpu, bytes, 10)?;
             let name = p
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            let measured = harness.measure(
+                &FusionSubject::new(&name, &f, &prep),
+                &Options {
+                    cache,
+                    warmup: 3,
+                    rule: rule.as_ref(),
+                    context: None,
+                    ceiling: true,
+                },
+            )?;
+            let record = measured.record;
             let nv = nvf.get(&name).copied();
-            let record = crate::record::Measured {
-                name: &name,
-                fusion: &f,
-                inputs: &g.inputs,
-                prep: &prep,
-                cache,
-                cupti: cupti.is_some(),
-                rule: rule.as_ref(),
-                run: &t.run,
-                per_kernel_median_us: &t.per_kernel_median_us,
-                context: None,
-            }
-            .record()?;
             let kernels = record.kernels.clone();
             let stored_id = match store.as_mut() {
                 Some(s) => Some(s.save(&record)?),
                 None => None,
             };
             let summary = record.summary.clone();
+            let bytes = record.bytes.unwrap_or(0);
+            let copy_us = record.ceiling.as_ref().map_or(f64::NAN, |c| c.median_us);
             Ok(Row {
                 file: name,
                 kernels: prep
@@ -268,21 +214,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 rel_ci: summary.rel_ci,
                 samples: summary.n,
                 stop: serde_json::to_string(&record.stop).unwrap_or_default(),
-                sampling_s: t.run.elapsed.as_secs_f64(),
+                sampling_s: measured.elapsed.as_secs_f64(),
                 stored_id,
-                record,
                 nvfuser_cold_us: nv,
                 speedup: nv.map(|n| n / summary.median),
                 bytes,
                 gbps: bytes as f64 / summary.median / 1e3,
                 copy_us,
-                pct_of_copy: 100.0 * copy_us / summary.median,
-                method: if cupti.is_some() {
-                    "cupti"
-                } else {
-                    "cuda_events"
-                }
-                .to_string(),
+                pct_of_copy: record.pct_of_ceiling().unwrap_or(f64::NAN),
+                method: record.method.name().to_string(),
+                record,
             })
         })();
         match res {
@@ -336,30 +277,22 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 format!("{:.0}%", r.pct_of_copy),
             ]);
         }
-        let rule = match a.samples {
-            Some(n) => format!("of {n} samples"),
-            None => format!(
-                "until its 95% interval is within +-{:.1}% (at most {} s)",
-                a.target * 100.0,
-                a.max_time
-            ),
-        };
-        let cache = match a.cache {
+        let policy = match a.cache {
             CacheArg::Cold => "cold L2 (flushed before each sample)",
             CacheArg::Warm => "warm L2",
             CacheArg::Rotate => "inputs rotated through copies exceeding twice the L2",
         };
         println!(
-            "{} ({}, {} SMs, L2 {} MiB), {cache}, {}, median {rule}",
+            "{} ({}, {} SMs, L2 {} MiB), {policy}, {}, median until {}; copies timed the same way",
             info.name,
             info.arch,
             info.sm_count,
             info.l2_cache_bytes >> 20,
-            if cupti.is_some() {
-                "CUPTI kernel records"
-            } else {
-                "CUDA events"
-            }
+            match harness.method() {
+                fusebench_measure::Method::Cupti => "CUPTI kernel records",
+                fusebench_measure::Method::CudaEvents => "CUDA events",
+            },
+            rule.describe()
         );
         println!("{t}");
         if a.kernels {

@@ -7,16 +7,15 @@ mod emit;
 mod explain;
 mod export;
 mod files;
-mod fingerprint;
 mod gpu;
 mod history;
 mod peak;
 mod print;
 mod program;
-mod record;
 mod report;
 mod run;
 mod save;
+mod timing;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

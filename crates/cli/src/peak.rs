@@ -1,16 +1,19 @@
 //! `fusebench peak`: this GPU's copy bandwidth at several sizes, cold and
-//! warm, and its L2 size — the ceilings bandwidth numbers are judged against.
+//! warm, and its L2 size — the ceilings bandwidth numbers are judged against,
+//! timed exactly as `bench` times a fusion's copy ceiling (same method, cache
+//! set-up and placements).
 
+use crate::timing::MethodArg;
 use comfy_table::{presets::NOTHING, Table};
-use fusebench_engine::copy_time;
+use fusebench_measure::CachePolicy;
 use serde::Serialize;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Samples per size and launch shape.
-    #[arg(long, default_value_t = 20)]
-    samples: usize,
+    /// How a copy is timed (see `fusebench bench --help`).
+    #[arg(long, value_enum, default_value = "auto")]
+    method: MethodArg,
     #[arg(long)]
     json: bool,
 }
@@ -30,12 +33,24 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Ok(e) => e,
         Err(code) => return Ok(code),
     };
+    let timing = crate::timing::TimingArgs {
+        stop: None,
+        samples: None,
+        target: None,
+        max_time: None,
+        method: a.method,
+        seed: 0,
+    };
+    let harness = match timing.harness(engine.gpu.clone()) {
+        Ok(h) => h,
+        Err(code) => return Ok(code),
+    };
     let info = engine.gpu.info().clone();
     let mut rows = Vec::new();
     for mib in [16usize, 32, 64, 128, 256, 1024] {
         let bytes = mib << 20;
-        let cold_us = copy_time(&engine.gpu, bytes, a.samples, true)?;
-        let warm_us = copy_time(&engine.gpu, bytes, a.samples, false)?;
+        let cold_us = harness.ceiling(bytes as u64, CachePolicy::Cold)?.median_us;
+        let warm_us = harness.ceiling(bytes as u64, CachePolicy::Warm)?.median_us;
         rows.push(Row {
             bytes,
             cold_us,
@@ -51,13 +66,19 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    let env = harness.environment();
     println!(
-        "{} ({}, {} SMs), L2 {} MiB (device attribute), driver {}",
+        "{} ({}, {} SMs), L2 {} MiB (device attribute), driver {} (CUDA {}), copies timed by {}",
         info.name,
         info.arch,
         info.sm_count,
         info.l2_cache_bytes >> 20,
-        info.driver_version_string()
+        env.driver,
+        env.cuda,
+        match harness.method() {
+            fusebench_measure::Method::Cupti => "CUPTI kernel records",
+            fusebench_measure::Method::CudaEvents => "CUDA events",
+        }
     );
     let mut t = Table::new();
     t.load_preset(NOTHING);

@@ -3,21 +3,19 @@
 //! flushed before each (`cold`). `fusebench compare` adds each fusion timed
 //! standalone from its saved repro, and says per fusion whether the two agree.
 
-use crate::bench::{parse_percent, MethodArg};
 use crate::program::Program;
-use crate::record::Measured;
+pub(crate) use crate::timing::TimingArgs;
 use anyhow::Context;
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
-use fusebench_engine::{time_program, Engine, Prepared};
+use fusebench_engine::{Engine, Prepared};
+use fusebench_harness::{FusionSubject, Harness, Options, Subject};
 use fusebench_ir::Fusion;
-use fusebench_measure::{explain, CachePolicy, Measurement, NoiseTarget};
+use fusebench_measure::{explain, CachePolicy, Measurement, StoppingRule};
 use fusebench_reference::Generated;
-use fusebench_runtime::{ClockReader, Cupti};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,25 +36,6 @@ pub struct Args {
     /// Store every measurement in the results database.
     #[arg(long)]
     save: bool,
-}
-
-/// How the fusions of a program are timed (shared by run, compare and save).
-#[derive(clap::Args)]
-pub struct TimingArgs {
-    /// Stop once every fusion's 95% interval of the median is within this, or after --max-time
-    /// [default: 1%; for compare 0.5%, since a 2% agreement needs each median known well
-    /// within 1%].
-    #[arg(long, value_parser = parse_percent)]
-    pub target: Option<f64>,
-    /// Time budget in seconds per program and policy (and per standalone fusion and policy).
-    #[arg(long, default_value_t = 3.0)]
-    pub max_time: f64,
-    /// How a sample is timed (see `fusebench bench --help`).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub method: MethodArg,
-    /// Seed for the generated inputs.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
 }
 
 #[derive(clap::Args)]
@@ -118,24 +97,33 @@ pub(crate) fn load_and_prepare(engine: &Engine, path: &Path, seed: u64) -> anyho
 
 /// What timing needs besides the fusions.
 pub(crate) struct Timing {
-    pub rule: NoiseTarget,
-    pub cupti: Option<Cupti>,
-    pub clocks: Option<ClockReader>,
+    pub rule: Box<dyn StoppingRule>,
+    pub harness: Harness,
 }
 
 impl Timing {
-    /// `target`: the default when --target is not given.
-    pub(crate) fn new(a: &TimingArgs, target: f64) -> Result<Timing, ExitCode> {
+    /// `target`: the noise target when no rule is given; the budget is 3 s per program
+    /// and policy unless --max-time says otherwise.
+    pub(crate) fn new(a: &TimingArgs, engine: &Engine, target: f64) -> Result<Timing, ExitCode> {
         Ok(Timing {
-            rule: NoiseTarget {
-                target: a.target.unwrap_or(target),
-                max_time: Duration::from_secs_f64(a.max_time),
-                ..Default::default()
-            },
-            cupti: crate::record::start_cupti(a.method)?,
-            clocks: crate::record::clock_reader(),
+            rule: a.rule(target, 3.0)?,
+            harness: a.harness(engine.gpu.clone())?,
         })
     }
+
+    fn options(&self, cache: CachePolicy, context: Option<String>) -> Options<'_> {
+        Options {
+            cache,
+            warmup: 3,
+            rule: self.rule.as_ref(),
+            context,
+            ceiling: false,
+        }
+    }
+}
+
+fn subject(l: &Loaded) -> FusionSubject<'_> {
+    FusionSubject::new(&l.name, &l.fusion, &l.prep)
 }
 
 /// Records of one program under one policy, one per step, in program order.
@@ -145,27 +133,23 @@ pub(crate) fn time_in_program(
     cache: CachePolicy,
     t: &Timing,
 ) -> anyhow::Result<Vec<Measurement>> {
-    let preps: Vec<&Prepared> = loaded.iter().map(|l| &l.prep).collect();
-    let times = time_program(
-        &preps,
-        cache,
-        3,
-        &t.rule,
-        t.clocks.as_ref(),
-        t.cupti.as_ref(),
-    )
-    .with_context(|| format!("program {}", program.name))?;
+    let subjects: Vec<FusionSubject> = loaded.iter().map(|l| subject(l)).collect();
+    let steps: Vec<&dyn Subject> = subjects.iter().map(|s| s as &dyn Subject).collect();
     let n = loaded.len();
-    loaded
-        .iter()
-        .zip(&times.runs)
-        .zip(&times.per_kernel_median_us)
+    let measured = t
+        .harness
+        .measure_steps(&steps, &t.options(cache, None))
+        .with_context(|| format!("program {}", program.name))?;
+    Ok(measured
+        .into_iter()
         .enumerate()
-        .map(|(i, ((l, run), per_kernel))| {
-            let context = format!("program {}, fusion {} of {n}", program.name, i + 1);
-            record(l, cache, t, run, per_kernel, Some(context))
+        .map(|(i, m)| {
+            // Every step's record says where in the program it ran.
+            let mut r = m.record;
+            r.context = Some(format!("program {}, fusion {} of {n}", program.name, i + 1));
+            r
         })
-        .collect()
+        .collect())
 }
 
 /// One fusion timed alone under `cache`.
@@ -174,34 +158,10 @@ pub(crate) fn time_standalone(
     cache: CachePolicy,
     t: &Timing,
 ) -> anyhow::Result<Measurement> {
-    let timed = l
-        .prep
-        .measure(cache, 3, &t.rule, t.clocks.as_ref(), t.cupti.as_ref())
-        .with_context(|| format!("{}: standalone", l.name))?;
-    record(l, cache, t, &timed.run, &timed.per_kernel_median_us, None)
-}
-
-fn record(
-    l: &Loaded,
-    cache: CachePolicy,
-    t: &Timing,
-    run: &fusebench_measure::Run,
-    per_kernel_median_us: &[f64],
-    context: Option<String>,
-) -> anyhow::Result<Measurement> {
-    Measured {
-        name: &l.name,
-        fusion: &l.fusion,
-        inputs: &l.generated.inputs,
-        prep: &l.prep,
-        cache,
-        cupti: t.cupti.is_some(),
-        rule: &t.rule,
-        run,
-        per_kernel_median_us,
-        context,
-    }
-    .record()
+    Ok(t.harness
+        .measure(&subject(l), &t.options(cache, None))
+        .with_context(|| format!("{}: standalone", l.name))?
+        .record)
 }
 
 #[derive(Serialize)]
@@ -315,7 +275,7 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     // Measured on the H200: with medians to +-1%, one or two of 33 fusions missed a 2%
     // agreement by noise alone in a run; +-0.5% costs little (samples take microseconds).
     let target = if standalone.is_some() { 0.005 } else { 0.01 };
-    let t = match Timing::new(&a.timing, target) {
+    let t = match Timing::new(&a.timing, &engine, target) {
         Ok(t) => t,
         Err(code) => return Ok(code),
     };
@@ -366,14 +326,16 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         );
     } else {
         println!(
-            "{} ({}, {} SMs, L2 {} MiB), {}, median until its 95% interval is within +-{:.1}% (at most {} s per policy)",
+            "{} ({}, {} SMs, L2 {} MiB), {}, median until {} (per program and policy)",
             info.name,
             info.arch,
             info.sm_count,
             info.l2_cache_bytes >> 20,
-            if t.cupti.is_some() { "CUPTI kernel records" } else { "CUDA events" },
-            t.rule.target * 100.0,
-            a.timing.max_time
+            match t.harness.method() {
+                fusebench_measure::Method::Cupti => "CUPTI kernel records",
+                fusebench_measure::Method::CudaEvents => "CUDA events",
+            },
+            t.rule.describe()
         );
         for r in &reports {
             print_program(r, standalone.is_some());

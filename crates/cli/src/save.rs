@@ -102,7 +102,9 @@ pub fn saved_fusion(
             Arg::Scalar(_) => None,
         })
         .collect();
-    let (inputs_hash, _) = crate::fingerprint::inputs(&l.generated.inputs);
+    let inputs_hash = fusebench_harness::fingerprint::inputs(&fusebench_engine::input_layouts(
+        &l.generated.inputs,
+    ));
     let mut header = vec![
         format!(
             "fusebench save: fusion {position} of program {program}, from {}",
@@ -110,7 +112,7 @@ pub fn saved_fusion(
         ),
         format!(
             "definition {}, inputs {inputs_hash}",
-            crate::fingerprint::definition(&l.fusion)
+            fusebench_harness::fingerprint::definition(&l.fusion)
         ),
     ];
     if let Some(m) = live {
@@ -169,7 +171,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let timing = match &engine {
-        Some(_) => match Timing::new(&a.timing, 0.01) {
+        Some(e) => match Timing::new(&a.timing, e, 0.01) {
             Ok(t) => Some(t),
             Err(code) => return Ok(code),
         },

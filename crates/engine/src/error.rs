@@ -12,4 +12,7 @@ pub enum EngineError {
     Tensor(#[from] fusebench_reference::ExecError),
     #[error("inputs: {0}")]
     Inputs(String),
+    /// A FUSEBENCH_* setting that is not accepted.
+    #[error("{0}")]
+    Settings(String),
 }

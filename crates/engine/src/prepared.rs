@@ -5,6 +5,7 @@ use crate::error::EngineError;
 use crate::transfer::{buffer_bytes, layout};
 use fusebench_codegen::{plan, Device, KernelArg as PlanArg, OutputSource, Plan};
 use fusebench_ir::{DType, Fusion, Literal};
+use fusebench_measure::InputLayout;
 use fusebench_reference::{Arg, Tensor};
 use fusebench_runtime::{CompiledModule, DeviceBuffer, Gpu, Kernel, KernelArg};
 use std::sync::Arc;
@@ -22,22 +23,17 @@ impl Engine {
         Ok(Engine { gpu: Gpu::new(0)? })
     }
 
-    /// The device as the planner sees it. The FUSEBENCH_* variables are for
-    /// tuning experiments; the defaults are the measured choices (BENCHMARKS.md).
-    pub fn device(&self) -> Device {
+    /// The device as the planner sees it. The FUSEBENCH_ROW_* and _NORM_* settings are
+    /// for tuning experiments; the defaults are the measured choices (BENCHMARKS.md).
+    pub fn device(&self) -> Result<Device, EngineError> {
         let d = Device::default();
-        let knob = |name: &str, default: u32| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(default)
-        };
-        Device {
+        let k = fusebench_knobs::get().map_err(|e| EngineError::Settings(e.to_string()))?;
+        Ok(Device {
             sm_count: self.gpu.info().sm_count,
-            row_blocks_per_sm: knob("FUSEBENCH_ROW_BLOCKS_PER_SM", d.row_blocks_per_sm),
-            norm_blocks_per_sm: knob("FUSEBENCH_NORM_BLOCKS_PER_SM", d.norm_blocks_per_sm),
-            row_unroll: knob("FUSEBENCH_ROW_UNROLL", d.row_unroll),
-        }
+            row_blocks_per_sm: k.row_blocks_per_sm.unwrap_or(d.row_blocks_per_sm),
+            norm_blocks_per_sm: k.norm_blocks_per_sm.unwrap_or(d.norm_blocks_per_sm),
+            row_unroll: k.row_unroll.unwrap_or(d.row_unroll),
+        })
     }
 
     /// Plans, compiles, uploads inputs and allocates outputs.
@@ -56,7 +52,7 @@ impl Engine {
                 Arg::Scalar(_) => None,
             })
             .collect();
-        let plan = plan(f, &layouts, self.device())?;
+        let plan = plan(f, &layouts, self.device()?)?;
         let names: Vec<&str> = plan.kernels.iter().map(|k| k.name.as_str()).collect();
         let module = self.gpu.compile(&plan.source, &names)?;
         let kernels = plan
@@ -86,8 +82,11 @@ impl Engine {
             .iter()
             .map(|t| self.gpu.alloc(t.elements * t.dtype.size_bytes()))
             .collect::<Result<Vec<_>, _>>()?;
+        let bytes = bytes_moved(inputs, plan.written_bytes());
         Ok(Prepared {
             gpu: self.gpu.clone(),
+            input_layouts: input_layouts(inputs),
+            bytes,
             plan,
             module,
             kernels,
@@ -108,6 +107,53 @@ impl Engine {
     }
 }
 
+/// How each input lies in memory, as records say it.
+pub fn input_layouts(inputs: &[Arg]) -> Vec<InputLayout> {
+    inputs.iter().map(input_layout).collect()
+}
+
+/// The layout record of one input: dtype, shape, strides, alignment; a scalar by value.
+fn input_layout(a: &Arg) -> InputLayout {
+    match a {
+        Arg::Tensor(t) => InputLayout {
+            dtype: t.dtype().torch_name().into(),
+            shape: t.shape().to_vec(),
+            strides: t.strides().to_vec(),
+            byte_offset: t.offset() * t.dtype().size_bytes(),
+        },
+        Arg::Scalar(l) => InputLayout {
+            dtype: format!("scalar {l}"),
+            shape: vec![],
+            strides: vec![],
+            byte_offset: 0,
+        },
+    }
+}
+
+/// Bytes the fusion must move: every element `inputs` address, read once
+/// (broadcast dims once), and every output a kernel writes.
+fn bytes_moved(inputs: &[Arg], written: usize) -> (usize, String) {
+    let read: usize = inputs
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => {
+                t.shape()
+                    .iter()
+                    .zip(t.strides())
+                    .filter(|(_, &s)| s != 0)
+                    .map(|(&e, _)| e)
+                    .product::<usize>()
+                    * t.dtype().size_bytes()
+            }
+            Arg::Scalar(_) => 0,
+        })
+        .sum();
+    (
+        read + written,
+        format!("{read} bytes of inputs as addressed (broadcast dims once) + {written} bytes of outputs written"),
+    )
+}
+
 /// An input given from outside for the next launches.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Bound {
@@ -119,6 +165,10 @@ pub enum Bound {
 pub struct Prepared {
     pub gpu: Gpu,
     pub plan: Plan,
+    /// How each input lay in memory when prepared (scalars by value).
+    input_layouts: Vec<InputLayout>,
+    /// Bytes the fusion must move, and how they were counted.
+    bytes: (usize, String),
     pub module: Arc<CompiledModule>,
     pub kernels: Vec<Kernel>,
     inputs: Vec<Option<DeviceBuffer>>,
@@ -210,25 +260,32 @@ impl Prepared {
         self.inputs.iter().flatten().map(|b| b.len()).sum()
     }
 
-    /// Bytes the fusion must move: every element `inputs` address (the ones
-    /// it was prepared with), read once, and every output a kernel writes.
-    pub fn bytes_moved(&self, inputs: &[Arg]) -> usize {
-        let read: usize = inputs
+    /// Bytes the fusion must move, and how they were counted.
+    pub fn bytes_moved(&self) -> (usize, String) {
+        self.bytes.clone()
+    }
+
+    /// How each input lay in memory when prepared.
+    pub fn input_layouts(&self) -> &[InputLayout] {
+        &self.input_layouts
+    }
+
+    /// Name and launch shape (grid then block) of each kernel, in launch order:
+    /// what CUPTI must record for one run.
+    pub fn launch_list(&self) -> Vec<(String, [u32; 6])> {
+        self.plan
+            .kernels
             .iter()
-            .map(|a| match a {
-                Arg::Tensor(t) => {
-                    t.shape()
-                        .iter()
-                        .zip(t.strides())
-                        .filter(|(_, &s)| s != 0)
-                        .map(|(&e, _)| e)
-                        .product::<usize>()
-                        * t.dtype().size_bytes()
-                }
-                Arg::Scalar(_) => 0,
+            .map(|k| {
+                let (g, b) = (k.grid, k.block);
+                (k.name.clone(), [g[0], g[1], g[2], b[0], b[1], b[2]])
             })
-            .sum();
-        read + self.plan.written_bytes()
+            .collect()
+    }
+
+    /// Sets of inputs made: the prepared one and its copies.
+    pub fn input_sets(&self) -> usize {
+        self.rotation.borrow().len() + 1
     }
 
     /// Device memory this fusion holds: inputs (with any rotation copies),

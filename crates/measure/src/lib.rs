@@ -14,6 +14,6 @@ pub use record::{
     CachePolicy, Ceiling, Clocks, Environment, InputLayout, KernelRecord, MeasureError,
     Measurement, Method, Sample, Subject, SCHEMA_VERSION,
 };
-pub use sampler::{sample, Run};
+pub use sampler::{sample, sample_steps, Run, Taken};
 pub use stats::{differ, median, summarize, Summary};
 pub use stopping::{FixedCount, NoiseTarget, RuleSpec, Stop, StoppingRule, TimeLimit};

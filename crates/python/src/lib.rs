@@ -10,21 +10,18 @@
 
 use fusebench_codegen::OutputSource;
 use fusebench_engine::Bound as Given;
+use fusebench_harness::{Choice, Harness, HarnessError, Options};
 use fusebench_ir::recipe::row_major_strides;
 use fusebench_ir::{DType, Literal};
-use fusebench_measure::{
-    CachePolicy, FixedCount, InputLayout, KernelRecord, Measurement as Record, Method, NoiseTarget,
-    Sample, StoppingRule, Subject,
-};
-use fusebench_runtime::{Activity, ActivityKind, ClockReader, Cupti, Gpu};
+use fusebench_measure::{CachePolicy, Measurement as Record};
 
 mod dlpack;
+mod subject;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 create_exception!(
     _native,
@@ -33,26 +30,16 @@ create_exception!(
     "No GPU, driver, NVRTC or CUPTI: fusebench cannot measure here (the message says which)."
 );
 
-/// What a measurement needs for the life of the process: CUPTI takes one
-/// session per process.
-struct Harness {
-    gpu: Gpu,
-    cupti: Cupti,
-    clocks: Option<ClockReader>,
-}
-
+/// The harness for the life of the process: CUPTI takes one session per process.
 static HARNESS: OnceLock<Result<Mutex<Harness>, String>> = OnceLock::new();
 
 fn harness() -> PyResult<&'static Mutex<Harness>> {
     let h = HARNESS.get_or_init(|| {
         fusebench_runtime::probe().map_err(|e| e.to_string())?;
-        let gpu = Gpu::new(0).map_err(|e| e.to_string())?;
-        let cupti = Cupti::start().map_err(|e| format!("CUPTI: {e}"))?;
-        Ok(Mutex::new(Harness {
-            gpu,
-            cupti,
-            clocks: ClockReader::new(0).ok(),
-        }))
+        let gpu = fusebench_runtime::Gpu::new(0).map_err(|e| e.to_string())?;
+        Harness::new(gpu, Choice::Cupti)
+            .map(Mutex::new)
+            .map_err(|e| format!("CUPTI: {e}"))
     });
     h.as_ref()
         .map_err(|reason| Unavailable::new_err(format!("fusebench cannot measure here: {reason}")))
@@ -60,6 +47,17 @@ fn harness() -> PyResult<&'static Mutex<Harness>> {
 
 fn runtime_err(e: impl std::fmt::Display) -> PyErr {
     PyRuntimeError::new_err(e.to_string())
+}
+
+/// The function's own exception comes back as it was raised; anything else as a RuntimeError.
+fn harness_err(e: HarnessError) -> PyErr {
+    match e {
+        HarnessError::Subject(inner) => match inner.downcast::<PyErr>() {
+            Ok(py) => *py,
+            Err(other) => runtime_err(other),
+        },
+        other => runtime_err(other),
+    }
 }
 
 /// `(True, description)` when a GPU can be measured, else `(False, why not)`.
@@ -79,61 +77,28 @@ fn gpu_status() -> (bool, String) {
     }
 }
 
-type Signature = Vec<(String, [u32; 6])>;
-
-fn signature(kernels: &[Activity]) -> Signature {
-    kernels.iter().map(Activity::launch).collect()
-}
-
-/// Tensor-like arguments (anything with `data_ptr`, `shape`, `stride`,
-/// `dtype`), also inside lists and tuples one level down.
-fn layouts(args: &Bound<'_, PyTuple>) -> Vec<InputLayout> {
-    fn one(x: &Bound<'_, PyAny>, out: &mut Vec<InputLayout>) {
-        let get = || -> PyResult<InputLayout> {
-            let ptr: u64 = x.call_method0("data_ptr")?.extract()?;
-            let shape: Vec<usize> = x.getattr("shape")?.extract()?;
-            let strides: Vec<i64> = x.call_method0("stride")?.extract()?;
-            let dtype: String = x.getattr("dtype")?.str()?.extract()?;
-            Ok(InputLayout {
-                dtype: dtype.trim_start_matches("torch.").to_string(),
-                shape,
-                strides,
-                byte_offset: (ptr % 256) as usize,
-            })
-        };
-        if let Ok(l) = get() {
-            out.push(l);
-        }
-    }
-    let mut out = Vec::new();
-    for a in args.iter() {
-        if a.is_instance_of::<PyList>() || a.is_instance_of::<PyTuple>() {
-            if let Ok(it) = a.try_iter() {
-                for x in it.flatten() {
-                    one(&x, &mut out);
-                }
-            }
-        } else {
-            one(&a, &mut out);
-        }
-    }
-    out
-}
-
-/// Times `func(*args)` on the GPU: median kernel time with its 95% interval.
+/// Times `func(*args)` on the GPU: median kernel time with its 95% interval,
+/// through fusebench's harness (the same one `fusebench bench` uses).
+///
+/// A sample: the cache set-up, then the whole CUDA context waited for, the
+/// call, the context waited for again, and the durations of the kernels CUPTI
+/// recorded in between summed; a sample whose kernels (names and launch
+/// shapes) differ from those of the last warm-up call is rejected.
 ///
 /// cache: "cold" (before each call, outside the time: the SMs' instruction caches evicted and L2
 /// flushed by a write; the record's `cold_setup` says so) or "warm".
-/// target: stop once the interval is within +-target of the median (after
-/// 10 samples and 50 ms), or after max_time seconds; samples: a fixed count
-/// instead (samples=1 with warmup=5 and cache="warm" is the common "five
-/// warm-ups, one profiled call" method). bytes: what the call moves, for
-/// bandwidth. name/context: labels kept in the record.
+/// stop: a stopping rule by name ("noise:1%", "samples:30", "time:2s"); without it,
+/// target/max_time give the noise rule and samples a fixed count (samples=1 with warmup=5
+/// and cache="warm" is the common "five warm-ups, one profiled call" method).
+/// bytes: what the call moves, for bandwidth; with ceiling=True also a copy of those bytes
+/// timed the same way (the record's `ceiling`). name: a label for people (default: the
+/// callable's qualified name). definition: what identifies the work measured (default:
+/// derived from the callable; a `fusebench.load` fusion's definition hash). context: a label
+/// for where it ran.
 #[pyfunction]
-#[pyo3(signature = (func, *args, cache = "cold", target = 0.01, max_time = 1.0, warmup = 3, samples = None, bytes = None, name = None, context = None))]
+#[pyo3(signature = (func, *args, cache = "cold", target = 0.01, max_time = 1.0, warmup = 3, samples = None, stop = None, bytes = None, ceiling = false, name = None, definition = None, context = None))]
 #[allow(clippy::too_many_arguments)]
 fn kernel_time(
-    py: Python<'_>,
     func: &Bound<'_, PyAny>,
     args: &Bound<'_, PyTuple>,
     cache: &str,
@@ -141,8 +106,11 @@ fn kernel_time(
     max_time: f64,
     warmup: usize,
     samples: Option<usize>,
+    stop: Option<String>,
     bytes: Option<u64>,
+    ceiling: bool,
     name: Option<String>,
+    definition: Option<String>,
     context: Option<String>,
 ) -> PyResult<Measurement> {
     let policy = match cache {
@@ -159,144 +127,74 @@ fn kernel_time(
             "target and max_time must be above zero",
         ));
     }
+    if samples == Some(0) {
+        return Err(PyValueError::new_err("samples must be at least 1"));
+    }
+    let spec = match (stop, samples) {
+        (Some(s), None) => s,
+        (Some(_), Some(_)) => {
+            return Err(PyValueError::new_err("give stop or samples, not both"));
+        }
+        (None, Some(n)) => format!("samples:{n}"),
+        (None, None) => format!("noise:{target},max-time={max_time}"),
+    };
+    let rule = fusebench_measure::stopping::parse(&spec).map_err(PyValueError::new_err)?;
     let h = harness()?;
     let h = h
         .lock()
         .map_err(|_| runtime_err("the harness was poisoned by an earlier panic"))?;
-    let ctx = h.gpu.cuda_context().clone();
-    if samples == Some(0) {
-        return Err(PyValueError::new_err("samples must be at least 1"));
-    }
-    let rule: Box<dyn StoppingRule> = match samples {
-        Some(n) => Box::new(FixedCount(n)),
-        None => Box::new(NoiseTarget {
-            target,
-            max_time: Duration::from_secs_f64(max_time),
-            ..Default::default()
-        }),
+    // A fusion fusebench loaded is named by its definition and runs on its own inputs
+    // when none are given.
+    let loaded = func.cast::<Fusion>().ok();
+    let (label, definition_hash, inputs) = match &loaded {
+        Some(f) => {
+            let f = f.borrow();
+            let inputs = if args.is_empty() {
+                f.prep.input_layouts().to_vec()
+            } else {
+                subject::layouts(args)
+            };
+            (f.name.clone(), f.definition_hash.clone(), inputs)
+        }
+        None => (
+            subject::qualified_name(func),
+            fusebench_harness::fingerprint::hash(&subject::definition_text(
+                func,
+                definition.as_deref(),
+            )),
+            subject::layouts(args),
+        ),
     };
-    let mut reference: Option<Signature> = None;
-    let mut per_kernel: Vec<Vec<f64>> = Vec::new();
-    let mut calls = 0usize;
-    let run = fusebench_measure::sample(warmup, rule.as_ref(), || -> PyResult<Sample> {
-        if policy == CachePolicy::Cold {
-            h.gpu.flush_l2().map_err(runtime_err)?;
-        }
-        ctx.synchronize().map_err(runtime_err)?;
-        h.cupti.take().map_err(runtime_err)?;
-        func.call1(args)?;
-        ctx.synchronize().map_err(runtime_err)?;
-        let mut kernels: Vec<Activity> = h
-            .cupti
-            .take()
-            .map_err(runtime_err)?
-            .into_iter()
-            .filter(|a| a.kind == ActivityKind::Kernel)
-            .collect();
-        kernels.sort_by_key(|a| a.start_ns);
-        calls += 1;
-        if kernels.is_empty() {
-            return Err(runtime_err(
-                "the function launched no kernel on the GPU (CUPTI recorded none in the call)",
-            ));
-        }
-        let sig = signature(&kernels);
-        // The last warm-up call sets the kernels every sample must launch: first
-        // calls may compile, autotune or initialize (torch.compile, Triton).
-        match &reference {
-            Some(r) if calls > warmup && *r != sig => {
-                let names = |s: &Signature| {
-                    let mut v: Vec<String> = s
-                        .iter()
-                        .take(6)
-                        .map(|(n, _)| n.chars().take(60).collect())
-                        .collect();
-                    if s.len() > 6 {
-                        v.push(format!("... {} in all", s.len()));
-                    }
-                    v
-                };
-                return Err(runtime_err(format!(
-                    "call {calls} launched kernels {:?}, the calls before {:?}; the sample is rejected, not summed",
-                    names(&sig),
-                    names(r)
-                )));
-            }
-            Some(_) if calls > warmup => {}
-            // The last warm-up call sets the kernels every sample must launch: first
-            // calls may compile, autotune or initialize (torch.compile, Triton).
-            _ => {
-                per_kernel = vec![Vec::new(); sig.len()];
-                reference = Some(sig);
-            }
-        }
-        if calls > warmup {
-            for (p, k) in per_kernel.iter_mut().zip(&kernels) {
-                p.push(k.duration_us());
-            }
-        }
-        let clocks = fusebench_engine::read_clocks(h.clocks.as_ref());
-        Ok(Sample {
-            time_us: kernels.iter().map(Activity::duration_us).sum(),
-            clocks,
-            events_us: None,
-        })
-    })?;
-    let label = match name {
-        Some(n) => n,
-        None => func
-            .getattr("__qualname__")
-            .or_else(|_| func.getattr("__name__"))
-            .and_then(|n| n.extract::<String>())
-            .unwrap_or_else(|_| "callable".into()),
+    let definition_hash = match (&loaded, &definition) {
+        (Some(_), Some(d)) => fusebench_harness::fingerprint::hash(&format!("given: {d}")),
+        _ => definition_hash,
     };
-    let sig = reference.unwrap_or_default();
-    let kernels = sig
-        .iter()
-        .zip(per_kernel.iter_mut())
-        .map(|((n, s), times)| {
-            times.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            KernelRecord {
-                name: n.clone(),
-                code_hash: String::new(),
-                grid: [s[0], s[1], s[2]],
-                block: [s[3], s[4], s[5]],
-                shared_bytes: 0,
-                registers: 0,
-                median_us: times.get(times.len() / 2).copied().unwrap_or(f64::NAN),
-            }
-        })
-        .collect();
-    let environment = fusebench_engine::environment(h.gpu.info());
-    let taken_at = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let _ = py;
-    let mut record = Record::new(
-        Subject {
-            name: label,
-            // A Python callable has no fusion definition fusebench can hash.
-            definition_hash: "python callable".into(),
-            inputs_hash: String::new(),
-            inputs: layouts(args),
-        },
-        Method::Cupti,
-        policy,
-        rule.describe(),
-        run.stop,
-        warmup,
-        environment,
-        kernels,
-        run.samples,
-        taken_at,
-    )
-    .map_err(runtime_err)?;
-    record.bytes = bytes;
-    record.context = context;
-    // The inputs are the caller's, in one placement: only the flush is the harness's.
-    record.cold_setup = (policy == CachePolicy::Cold).then(|| h.gpu.flush_description());
-    Ok(Measurement { inner: record })
+    let id = fusebench_measure::Subject {
+        name: name.unwrap_or(label),
+        definition_hash,
+        inputs_hash: fusebench_harness::fingerprint::inputs(&inputs),
+        inputs,
+    };
+    let measured = h
+        .measure(
+            &subject::Callable {
+                func,
+                args,
+                id,
+                bytes,
+            },
+            &Options {
+                cache: policy,
+                warmup,
+                rule: rule.as_ref(),
+                context,
+                ceiling,
+            },
+        )
+        .map_err(harness_err)?;
+    Ok(Measurement {
+        inner: measured.record,
+    })
 }
 
 /// A measurement: the median kernel time with its interval, every sample,
@@ -354,6 +252,24 @@ impl Measurement {
     #[getter]
     fn bytes(&self) -> Option<u64> {
         self.inner.bytes
+    }
+    /// The copy of the same bytes timed the same way, in microseconds (ceiling=True).
+    #[getter]
+    fn ceiling_us(&self) -> Option<f64> {
+        self.inner.ceiling.as_ref().map(|c| c.median_us)
+    }
+    /// The copy's time over this time, in percent (ceiling=True).
+    #[getter]
+    fn pct_of_copy(&self) -> Option<f64> {
+        self.inner.pct_of_ceiling()
+    }
+    /// Who was measured: (name, definition hash).
+    #[getter]
+    fn subject(&self) -> (String, String) {
+        (
+            self.inner.subject.name.clone(),
+            self.inner.subject.definition_hash.clone(),
+        )
     }
     /// GB/s when the bytes moved were given.
     #[getter]
@@ -457,6 +373,9 @@ struct Fusion {
     layouts: Vec<Option<Planned>>,
     #[pyo3(get)]
     name: String,
+    /// The hash of the fusion's definition, as fusebench's records name it.
+    #[pyo3(get)]
+    definition_hash: String,
     /// Bytes the fusion moves (inputs it addresses, outputs it writes).
     #[pyo3(get)]
     bytes: u64,
@@ -736,7 +655,8 @@ fn load(path: &str, seed: u64) -> PyResult<Fusion> {
         })
         .collect();
     Ok(Fusion {
-        bytes: prep.bytes_moved(&g.inputs) as u64,
+        bytes: prep.bytes_moved().0 as u64,
+        definition_hash: fusebench_harness::fingerprint::definition(&f),
         prep,
         layouts,
         name: std::path::Path::new(path)

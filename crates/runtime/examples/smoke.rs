@@ -258,7 +258,7 @@ fn run(checks: &mut Checks, no_fault: bool) -> Result<(), RuntimeError> {
     println!(
         "  flush_l2 itself: {:.2} us for {} MiB",
         flush_ms * 1e3,
-        gpu.l2_flush_bytes() >> 20
+        gpu.l2_flush_bytes().unwrap_or(0) >> 20
     );
     checks.check(
         w > 0.0 && c > 0.0 && c.is_finite(),

@@ -87,16 +87,18 @@ pub struct KernelCache {
 
 impl KernelCache {
     /// From the environment; `FUSEBENCH_NO_KERNEL_CACHE=1` turns it off (for measuring compile
-    /// times).
-    pub fn from_env() -> Self {
-        let off = std::env::var_os("FUSEBENCH_NO_KERNEL_CACHE")
-            .is_some_and(|v| !v.is_empty() && v != "0");
-        if off {
-            return Self::disabled();
+    /// times). An invalid FUSEBENCH_* setting is an error naming what is accepted.
+    pub fn from_env() -> Result<Self, crate::RuntimeError> {
+        let k = fusebench_knobs::get().map_err(|e| crate::RuntimeError::Invalid(e.to_string()))?;
+        if k.no_kernel_cache {
+            return Ok(Self::disabled());
         }
-        Self {
-            dir: default_cache_dir(|k| std::env::var_os(k)),
-        }
+        Ok(Self {
+            dir: default_cache_dir(|name| match name {
+                "FUSEBENCH_CACHE_DIR" => k.cache_dir.clone().map(Into::into),
+                other => std::env::var_os(other),
+            }),
+        })
     }
 
     pub fn at(dir: impl Into<PathBuf>) -> Self {

@@ -58,6 +58,14 @@ impl ClockReader {
     }
 }
 
+/// The driver release as NVML reports it ("580.159.04"), or why not.
+pub fn driver_release() -> Result<String, String> {
+    let nvml = std::panic::catch_unwind(Nvml::init)
+        .map_err(|_| "NVML panicked while loading".to_string())?
+        .map_err(|e| format!("NVML (libnvidia-ml.so.1) not available: {e}"))?;
+    nvml.sys_driver_version().map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -9,7 +9,7 @@ use crate::error::RuntimeError;
 use cudarc::cupti::result::activity;
 use cudarc::cupti::sys::{self, CUptiResult, CUpti_ActivityKind};
 use std::alloc::{alloc, dealloc, Layout};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// One finished activity: a kernel, or a memset/copy (which timing skips).
@@ -43,6 +43,8 @@ impl Activity {
         )
     }
 
+    /// Its duration; a record whose end precedes its start reads as zero here and is
+    /// rejected by whoever checks a sample's records.
     pub fn duration_us(&self) -> f64 {
         self.end_ns.saturating_sub(self.start_ns) as f64 / 1e3
     }
@@ -53,8 +55,16 @@ const BUFFER_ALIGN: usize = 8;
 
 static RECORDS: Mutex<Vec<Activity>> = Mutex::new(Vec::new());
 static ACTIVE: AtomicBool = AtomicBool::new(false);
-/// Set when CUPTI reports dropped records: a sample taken then is incomplete.
-static DROPPED: AtomicBool = AtomicBool::new(false);
+/// Records CUPTI dropped since the last `take` (its own count, read as each buffer
+/// completes, plus any record that could not be read): a sample taken then is incomplete.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Every activity finished since the last `take`, and how many CUPTI dropped.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Records {
+    pub activities: Vec<Activity>,
+    pub dropped: u64,
+}
 
 extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
     let layout = Layout::from_size_align(BUFFER_SIZE, BUFFER_ALIGN).expect("a valid layout");
@@ -67,12 +77,18 @@ extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_recor
 }
 
 extern "C" fn buffer_completed(
-    _ctx: cudarc::driver::sys::CUcontext,
-    _stream: u32,
+    ctx: cudarc::driver::sys::CUcontext,
+    stream: u32,
     buffer: *mut u8,
     _size: usize,
     valid: usize,
 ) {
+    let mut dropped = 0usize;
+    // SAFETY: CUPTI's own count for the context and stream this buffer served.
+    let r = unsafe { sys::cuptiActivityGetNumDroppedRecords(ctx, stream, &mut dropped) };
+    if r == CUptiResult::CUPTI_SUCCESS && dropped > 0 {
+        DROPPED.fetch_add(dropped as u64, Ordering::SeqCst);
+    }
     if buffer.is_null() {
         return;
     }
@@ -90,7 +106,7 @@ extern "C" fn buffer_completed(
             }
             Err(e) if e.0 == CUptiResult::CUPTI_ERROR_MAX_LIMIT_REACHED => break,
             Err(_) => {
-                DROPPED.store(true, Ordering::SeqCst);
+                DROPPED.fetch_add(1, Ordering::SeqCst);
                 break;
             }
         }
@@ -106,7 +122,7 @@ extern "C" fn buffer_completed(
 
 impl Activity {
     /// A memset or copy: timestamps and ids, no launch shape.
-    fn transfer(
+    pub fn transfer(
         kind: ActivityKind,
         name: &str,
         start_ns: u64,
@@ -230,19 +246,25 @@ impl Cupti {
     }
 
     /// Every activity finished since the last call (the GPU's work must be
-    /// synchronized first). Errors if CUPTI reported dropping records.
-    pub fn take(&self) -> Result<Vec<Activity>, RuntimeError> {
+    /// synchronized first), with the number of records CUPTI dropped meanwhile:
+    /// whoever reads them decides that a sample with dropped records is incomplete.
+    pub fn take(&self) -> Result<Records, RuntimeError> {
         // CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1: hand back partly filled buffers too.
         activity::flush_all(1).map_err(|e| err("flush", e))?;
-        if DROPPED.swap(false, Ordering::SeqCst) {
-            RECORDS.lock().unwrap_or_else(|p| p.into_inner()).clear();
-            return Err(RuntimeError::Invalid(
-                "CUPTI dropped activity records; the sample is incomplete".into(),
-            ));
-        }
-        Ok(std::mem::take(
-            &mut *RECORDS.lock().unwrap_or_else(|p| p.into_inner()),
-        ))
+        let mut global = 0usize;
+        // SAFETY: the count of records dropped from buffers not tied to a context.
+        let r =
+            unsafe { sys::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut global) };
+        let dropped = DROPPED.swap(0, Ordering::SeqCst)
+            + if r == CUptiResult::CUPTI_SUCCESS {
+                global as u64
+            } else {
+                0
+            };
+        Ok(Records {
+            activities: std::mem::take(&mut *RECORDS.lock().unwrap_or_else(|p| p.into_inner())),
+            dropped,
+        })
     }
 }
 

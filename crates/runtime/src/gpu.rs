@@ -63,7 +63,7 @@ impl std::fmt::Debug for Gpu {
 impl Gpu {
     /// Opens device `ordinal` with the kernel cache from the environment.
     pub fn new(ordinal: usize) -> Result<Gpu, RuntimeError> {
-        Self::with_cache(ordinal, KernelCache::from_env())
+        Self::with_cache(ordinal, KernelCache::from_env()?)
     }
 
     pub fn with_cache(ordinal: usize, cache: KernelCache) -> Result<Gpu, RuntimeError> {

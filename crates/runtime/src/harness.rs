@@ -7,19 +7,21 @@ use cudarc::driver::DevicePtr;
 use crate::error::{DriverContext, RuntimeError};
 use crate::gpu::Gpu;
 use crate::launch::{Kernel, KernelArg};
+use fusebench_knobs::{Flush, Knobs};
 use std::sync::OnceLock;
+
+/// The FUSEBENCH_* settings, or the error naming what is accepted.
+fn knobs() -> Result<&'static Knobs, RuntimeError> {
+    fusebench_knobs::get().map_err(|e| RuntimeError::Invalid(e.to_string()))
+}
 
 impl Gpu {
     /// Bytes written by `flush_l2`: twice the L2 size, and at least 8 MiB.
     /// FUSEBENCH_FLUSH_MIB makes it larger, to study what else a bigger
     /// flush evicts (address translations).
-    pub fn l2_flush_bytes(&self) -> usize {
+    pub fn l2_flush_bytes(&self) -> Result<usize, RuntimeError> {
         let base = (2 * self.info().l2_cache_bytes as usize).max(8 << 20);
-        let asked = std::env::var("FUSEBENCH_FLUSH_MIB")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .map_or(0, |m| m << 20);
-        base.max(asked)
+        Ok(base.max(knobs()?.flush_mib.map_or(0, |m| m << 20)))
     }
 
     /// Evicts the inputs of the next kernel from L2 (enqueued on this stream, so it runs right
@@ -32,9 +34,10 @@ impl Gpu {
             .ctx(|| "binding the CUDA context".into())?;
         self.touch_pages()?;
         self.evict_code()?;
+        let flush = knobs()?.flush;
         let mut scratch = self.l2_scratch().lock().unwrap_or_else(|p| p.into_inner());
         if scratch.is_none() {
-            let n = self.l2_flush_bytes();
+            let n = self.l2_flush_bytes()?;
             // SAFETY: filled right below, before anything reads it.
             let s = unsafe { self.cuda_stream().alloc::<u8>(n) }
                 .ctx(|| format!("allocating the {n}-byte L2 flush buffer"))?;
@@ -48,13 +51,13 @@ impl Gpu {
         }
         let s = scratch.as_ref().expect("allocated above");
         let (ptr, _sync) = s.device_ptr(self.cuda_stream());
-        match FlushKind::from_env() {
+        match flush {
             // SAFETY: `ptr` is a live allocation of `s.len()` bytes, ordered on this stream.
-            FlushKind::Write => {
+            Flush::Write => {
                 unsafe { dr::memset_d8_async(ptr, 0x5a, s.len(), self.cuda_stream().cu_stream()) }
                     .ctx(|| "flushing L2 (cuMemsetD8Async)".into())
             }
-            FlushKind::Read => {
+            Flush::Read => {
                 let k = self.harness_kernel(&self.inner.flush_read, FLUSH_READ_NAME, || {
                     FLUSH_READ_KERNEL.into()
                 })?;
@@ -68,31 +71,26 @@ impl Gpu {
     }
 
     /// Bytes of the page-touch buffer: FUSEBENCH_TLB_GIB GiB, none by default.
-    pub fn tlb_touch_bytes(&self) -> usize {
-        std::env::var("FUSEBENCH_TLB_GIB")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .map_or(0, |g| g << 30)
+    pub fn tlb_touch_bytes(&self) -> Result<usize, RuntimeError> {
+        Ok(knobs()?.tlb_gib << 30)
     }
 
     /// What `flush_l2` does, for records: two cold times are comparable only with the same.
-    pub fn flush_description(&self) -> String {
+    pub fn flush_description(&self) -> Result<String, RuntimeError> {
+        let k = knobs()?;
         let mut d = format!(
             "{} flush of {} MiB",
-            match FlushKind::from_env() {
-                FlushKind::Write => "write",
-                FlushKind::Read => "read",
-            },
-            self.l2_flush_bytes() >> 20
+            k.flush.name(),
+            self.l2_flush_bytes()? >> 20
         );
-        if evicts_code() {
+        if k.evict_code {
             d.push_str(", instruction caches evicted");
         }
-        let tlb = self.tlb_touch_bytes();
+        let tlb = self.tlb_touch_bytes()?;
         if tlb > 0 {
             d.push_str(&format!(", pages of {} GiB touched", tlb >> 30));
         }
-        d
+        Ok(d)
     }
 
     /// With FUSEBENCH_TLB_GIB=N, one load per 64 KiB of an N GiB buffer before the flush:
@@ -100,7 +98,7 @@ impl Gpu {
     /// H200, with instruction caches evicted, 32 GiB changed no fusion's cold time beyond
     /// noise (BENCHMARKS.md), and it costs the memory.
     fn touch_pages(&self) -> Result<(), RuntimeError> {
-        let n = self.tlb_touch_bytes();
+        let n = self.tlb_touch_bytes()?;
         if n == 0 {
             return Ok(());
         }
@@ -139,7 +137,7 @@ impl Gpu {
     /// 1.2% faster (geomean, up to 3.7%) than after other fusions. FUSEBENCH_EVICT_CODE=0
     /// leaves them warm.
     fn evict_code(&self) -> Result<(), RuntimeError> {
-        if !evicts_code() {
+        if !knobs()?.evict_code {
             return Ok(());
         }
         let k = self.harness_kernel(&self.inner.evict, EVICT_NAME, evict_code_source)?;
@@ -173,30 +171,6 @@ impl Gpu {
     pub fn spin(&self, cycles: i64) -> Result<(), RuntimeError> {
         let k = self.harness_kernel(&self.inner.spin, SPIN_NAME, || SPIN_KERNEL.into())?;
         self.launch(&k, (1, 1, 1), (1, 1, 1), 0, &[KernelArg::I64(cycles)])
-    }
-}
-
-fn evicts_code() -> bool {
-    std::env::var("FUSEBENCH_EVICT_CODE").as_deref() != Ok("0")
-}
-
-/// How `flush_l2` evicts L2. A write (memset, the default, as nvbench and Triton do) leaves
-/// L2 full of dirty lines that the next kernel's loads must write back to DRAM, as the
-/// outputs of the kernel before it would in a model. A read leaves clean lines, dropped for
-/// free: on the H200 cold times are 11.5% lower (geomean of the corpus), copies of 16-128 MiB
-/// 11-16% faster. FUSEBENCH_FLUSH=read|write picks one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FlushKind {
-    Write,
-    Read,
-}
-
-impl FlushKind {
-    pub fn from_env() -> FlushKind {
-        match std::env::var("FUSEBENCH_FLUSH").as_deref() {
-            Ok("read") => FlushKind::Read,
-            _ => FlushKind::Write,
-        }
     }
 }
 

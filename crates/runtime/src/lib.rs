@@ -29,13 +29,13 @@ pub use arch::{choose_target, compute_arch, sm_arch, ImageKind, Target};
 pub use cache::{
     cache_key, default_cache_dir, CacheKeyParts, CachedImage, KernelCache, CACHE_FORMAT,
 };
-pub use clocks::{ClockReader, ClockReading};
+pub use clocks::{driver_release, ClockReader, ClockReading};
 pub use compile::{build_options, source_excerpt, CompiledModule, ModuleInfo, BASE_OPTIONS};
-pub use cupti::{Activity, ActivityKind, Cupti};
+pub use cupti::{Activity, ActivityKind, Cupti, Records};
 pub use device::{probe, probe_ordinal, Availability, DeviceInfo, Unavailable};
 pub use error::RuntimeError;
 pub use gpu::Gpu;
-pub use harness::{FlushKind, HARNESS_KERNELS};
+pub use harness::HARNESS_KERNELS;
 pub use launch::{check_launch, Kernel, KernelArg, KernelAttributes, DEFAULT_DYNAMIC_SMEM_LIMIT};
 pub use memory::DeviceBuffer;
 

@@ -1,0 +1,346 @@
+//! The harness: one loop that takes samples of a subject, or of a program of
+//! subjects run step after step, under a cache policy, by a method, until a
+//! stopping rule stops, reading the clocks after every step and turning the
+//! runs into records.
+
+use crate::method::{self, Choice, Method, Step};
+use crate::policy;
+use crate::subject::{Launch, Subject};
+use crate::{clocks, HarnessError};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::CudaEvent;
+use fusebench_measure::{
+    sample_steps, CachePolicy, Environment, KernelRecord, Measurement, Run, Sample, StoppingRule,
+    Taken,
+};
+use fusebench_runtime::{ClockReader, Gpu, Kernel};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub struct Harness {
+    gpu: Gpu,
+    method: Box<dyn Method>,
+    clocks: Option<ClockReader>,
+    environment: Environment,
+    copy: OnceLock<Kernel>,
+    /// What the caller should tell the user: a method fallen back to, clocks not read.
+    pub notes: Vec<String>,
+}
+
+/// How to measure.
+pub struct Options<'a> {
+    pub cache: CachePolicy,
+    /// Runs before the samples, not kept (the last one sets the kernels a call must launch).
+    pub warmup: usize,
+    pub rule: &'a dyn StoppingRule,
+    /// Where it ran, for the record ("program P, fusion i of n"); standalone when `None`.
+    pub context: Option<String>,
+    /// Also time a copy of the subject's bytes the same way, for the record's `ceiling`.
+    pub ceiling: bool,
+}
+
+/// A record and how long its sampling took.
+pub struct Measured {
+    pub record: Measurement,
+    pub elapsed: Duration,
+}
+
+impl Harness {
+    /// A harness on `gpu` with the method asked for; NVML's clock reader where it loads.
+    pub fn new(gpu: Gpu, choice: Choice) -> Result<Harness, HarnessError> {
+        fusebench_knobs::get().map_err(|e| HarnessError::Usage(e.to_string()))?;
+        let (method, note) = method::start(choice)?;
+        let mut notes: Vec<String> = note.into_iter().collect();
+        let clocks = match ClockReader::new(0) {
+            Ok(c) => Some(c),
+            Err(reason) => {
+                notes.push(format!("samples carry no clock readings: {reason}"));
+                None
+            }
+        };
+        Ok(Harness {
+            environment: clocks::environment(gpu.info()),
+            gpu,
+            method,
+            clocks,
+            copy: OnceLock::new(),
+            notes,
+        })
+    }
+
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    pub fn method(&self) -> fusebench_measure::Method {
+        self.method.kind()
+    }
+
+    pub fn environment(&self) -> &Environment {
+        &self.environment
+    }
+
+    pub(crate) fn copy_kernel(&self) -> Result<Kernel, HarnessError> {
+        if let Some(k) = self.copy.get() {
+            return Ok(k.clone());
+        }
+        let k = self
+            .gpu
+            .compile(crate::ceiling::COPY_KERNEL, &["fb_copy"])?
+            .function("fb_copy")?;
+        Ok(self.copy.get_or_init(|| k).clone())
+    }
+
+    /// One subject measured alone.
+    pub fn measure(&self, s: &dyn Subject, o: &Options) -> Result<Measured, HarnessError> {
+        Ok(self.measure_steps(&[s], o)?.remove(0))
+    }
+
+    /// A program: `subjects` run in order, step after step; each subject's
+    /// sample is its time in a step, and each stops on its own samples. One
+    /// subject is a program of one.
+    pub fn measure_steps(
+        &self,
+        subjects: &[&dyn Subject],
+        o: &Options,
+    ) -> Result<Vec<Measured>, HarnessError> {
+        if subjects.is_empty() {
+            return Err(HarnessError::Usage("nothing to measure".into()));
+        }
+        let expected: Vec<Option<Vec<Launch>>> = subjects.iter().map(|s| s.launches()).collect();
+        let calls = expected.iter().filter(|e| e.is_none()).count();
+        if calls > 0 && subjects.len() > 1 {
+            return Err(HarnessError::Usage(
+                "a call is measured on its own, not in a program".into(),
+            ));
+        }
+        if calls > 0 && !self.method.times_calls() {
+            return Err(HarnessError::Usage(format!(
+                "{} cannot time a call that launches on streams fusebench does not own; use CUPTI",
+                self.method.kind().name()
+            )));
+        }
+        let policy = policy::of(o.cache);
+        let placements = subjects
+            .iter()
+            .map(|s| policy.placements(&self.gpu, *s))
+            .collect::<Result<Vec<usize>, _>>()?;
+        let events = self.events(&expected)?;
+        let ctx = self.gpu.cuda_context();
+        let stream = self.gpu.cuda_stream();
+        let record = |e: &CudaEvent| {
+            e.record(stream)
+                .map_err(|e| HarnessError::driver("recording an event", e))
+        };
+        // Records of earlier work (uploads, placements, other measurements) are not these.
+        self.gpu.synchronize()?;
+        self.method.discard()?;
+        // A call's kernels: set by its last warm-up run, then every sample's must match.
+        let mut reference: Option<Vec<Launch>> = None;
+        let runs = sample_steps(subjects.len(), o.warmup, o.rule, |step| {
+            policy.before_step(&self.gpu)?;
+            for (i, s) in subjects.iter().enumerate() {
+                policy.before_subject(&self.gpu, *s, step)?;
+                match &expected[i] {
+                    Some(launches) => {
+                        record(&events[i][0])?;
+                        for k in 0..launches.len() {
+                            s.launch(k)?;
+                            record(&events[i][k + 1])?;
+                        }
+                    }
+                    None => {
+                        let sync = || {
+                            ctx.synchronize()
+                                .map_err(|e| HarnessError::driver("synchronizing the context", e))
+                        };
+                        sync()?;
+                        self.method.discard()?;
+                        s.call()?;
+                        sync()?;
+                    }
+                }
+            }
+            self.gpu.synchronize()?;
+            let times = self.method.collect(&Step {
+                expected: &expected,
+                events: &events,
+            })?;
+            if calls > 0 {
+                check_call(&times[0].launches, &mut reference, step < o.warmup)?;
+            }
+            let clocks = clocks::read(self.clocks.as_ref());
+            Ok::<_, HarnessError>(
+                times
+                    .into_iter()
+                    .map(|t| Taken {
+                        sample: Sample {
+                            time_us: t.time_us,
+                            clocks: clocks.clone(),
+                            events_us: t.events_us,
+                        },
+                        kernels_us: t.kernels_us,
+                    })
+                    .collect(),
+            )
+        });
+        for s in subjects {
+            s.use_placement(0);
+        }
+        let runs = runs?;
+        subjects
+            .iter()
+            .zip(runs)
+            .zip(expected)
+            .zip(placements)
+            .map(|(((s, run), launches), placements)| {
+                let launches = launches.or_else(|| reference.clone()).unwrap_or_default();
+                let setup = policy.setup(&self.gpu, placements)?;
+                self.record(*s, run, &launches, setup, o)
+            })
+            .collect()
+    }
+
+    /// One event before each stream subject's first kernel and one after each of its kernels.
+    fn events(
+        &self,
+        expected: &[Option<Vec<Launch>>],
+    ) -> Result<Vec<Vec<CudaEvent>>, HarnessError> {
+        let ctx = self.gpu.cuda_context();
+        expected
+            .iter()
+            .map(|e| {
+                let n = e.as_ref().map_or(0, |l| l.len() + 1);
+                (0..n)
+                    .map(|_| {
+                        // Timing needs CU_EVENT_DEFAULT: cudarc's default (None) disables timing.
+                        ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                            .map_err(|e| HarnessError::driver("creating an event", e))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn record(
+        &self,
+        s: &dyn Subject,
+        run: Run,
+        launches: &[Launch],
+        setup: Option<String>,
+        o: &Options,
+    ) -> Result<Measured, HarnessError> {
+        let facts = s.kernel_facts();
+        let kernels = launches
+            .iter()
+            .enumerate()
+            .map(|(k, (name, l))| {
+                let f = facts.get(k).cloned().unwrap_or_default();
+                KernelRecord {
+                    name: name.clone(),
+                    code_hash: f.code_hash,
+                    grid: [l[0], l[1], l[2]],
+                    block: [l[3], l[4], l[5]],
+                    shared_bytes: f.shared_bytes,
+                    registers: f.registers,
+                    median_us: run
+                        .kernels_us
+                        .get(k)
+                        .map_or(f64::NAN, |v| fusebench_measure::median(v)),
+                }
+            })
+            .collect();
+        let taken_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let mut m = Measurement::new(
+            s.identity(),
+            self.method.kind(),
+            o.cache,
+            o.rule.describe(),
+            run.stop,
+            run.warmup,
+            self.environment.clone(),
+            kernels,
+            run.samples,
+            taken_at,
+        )?;
+        m.stopping = Some(o.rule.spec());
+        m.context = o.context.clone();
+        m.device_bytes = s.device_bytes();
+        if let Some((bytes, how)) = s.bytes() {
+            m.bytes = Some(bytes);
+            m.bytes_counted = Some(how);
+            if o.ceiling && bytes > 0 {
+                m.ceiling = Some(self.ceiling(bytes, o.cache)?);
+            }
+        }
+        m.knobs = s.knobs();
+        if setup.is_some() {
+            m.knobs.extend(
+                fusebench_knobs::get()
+                    .map(|k| k.affecting(&[fusebench_knobs::Affects::ColdSetup]))
+                    .unwrap_or_default(),
+            );
+        }
+        m.cold_setup = setup;
+        Ok(Measured {
+            record: m,
+            elapsed: run.elapsed,
+        })
+    }
+}
+
+/// A call's kernels in one run: during warm-up they become the reference;
+/// afterwards they must equal it, or the sample is rejected.
+fn check_call(
+    launches: &[Launch],
+    reference: &mut Option<Vec<Launch>>,
+    warming_up: bool,
+) -> Result<(), HarnessError> {
+    if launches.is_empty() {
+        return Err(HarnessError::Incomplete(
+            "the call launched no kernel on the GPU (CUPTI recorded none in it)".into(),
+        ));
+    }
+    match reference {
+        Some(r) if !warming_up => {
+            if r.as_slice() != launches {
+                return Err(HarnessError::Incomplete(format!(
+                    "{} (the kernels of the last warm-up run against this sample's); the sample is rejected, not summed",
+                    crate::complete::mismatch(r, launches)
+                )));
+            }
+        }
+        _ => *reference = Some(launches.to_vec()),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_call;
+
+    #[test]
+    fn a_call_must_launch_what_its_last_warm_up_launched() {
+        let a = vec![("k1".to_string(), [1, 1, 1, 32, 1, 1])];
+        let b = vec![("k2".to_string(), [1, 1, 1, 32, 1, 1])];
+        let mut r = None;
+        check_call(&b, &mut r, true).unwrap();
+        check_call(&a, &mut r, true).unwrap();
+        assert_eq!(
+            r.as_ref(),
+            Some(&a),
+            "the last warm-up run sets the kernels"
+        );
+        check_call(&a, &mut r, false).unwrap();
+        let e = check_call(&b, &mut r, false).unwrap_err().to_string();
+        assert!(e.contains("rejected"), "{e}");
+        assert!(check_call(&[], &mut r, false).is_err(), "no kernel at all");
+        // Without warm-up, the first sample sets them.
+        let mut r = None;
+        check_call(&b, &mut r, false).unwrap();
+        assert_eq!(r, Some(b));
+    }
+}

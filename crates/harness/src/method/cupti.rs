@@ -1,0 +1,68 @@
+//! CUPTI kernel records: a sample is the sum of the subject's kernel
+//! durations (gaps between kernels, the flush and the harness's own kernels
+//! excluded), after checking that the records are exactly the launches
+//! (`complete`). One CUPTI session per process.
+
+use super::{window, Method, Step, Times};
+use crate::complete::check;
+use crate::HarnessError;
+use fusebench_runtime::Cupti;
+
+pub struct CuptiMethod(Cupti);
+
+impl CuptiMethod {
+    pub fn start() -> Result<CuptiMethod, HarnessError> {
+        Ok(CuptiMethod(Cupti::start()?))
+    }
+}
+
+impl Method for CuptiMethod {
+    fn kind(&self) -> fusebench_measure::Method {
+        fusebench_measure::Method::Cupti
+    }
+
+    fn times_calls(&self) -> bool {
+        true
+    }
+
+    fn discard(&self) -> Result<(), HarnessError> {
+        self.0.take()?;
+        Ok(())
+    }
+
+    fn collect(&self, step: &Step) -> Result<Vec<Times>, HarnessError> {
+        let records = self.0.take()?;
+        // With every launch known, the whole step is checked at once, then split.
+        let known: Option<Vec<_>> = step.expected.iter().cloned().collect();
+        let all = check(&records, known.as_ref().map(|v| v.concat()).as_deref())
+            .map_err(HarnessError::Incomplete)?;
+        if known.is_none() {
+            if step.expected.len() != 1 {
+                return Err(HarnessError::Usage(
+                    "a call is measured on its own, not in a program".into(),
+                ));
+            }
+            return Ok(vec![times(all, None)]);
+        }
+        let mut it = all.into_iter();
+        step.expected
+            .iter()
+            .zip(step.events)
+            .map(|(expected, events)| {
+                let n = expected.as_ref().map_or(0, |e| e.len());
+                let mine: Vec<_> = it.by_ref().take(n).collect();
+                Ok(times(mine, Some(window(events)?)))
+            })
+            .collect()
+    }
+}
+
+fn times(kernels: Vec<(crate::subject::Launch, f64)>, events_us: Option<f64>) -> Times {
+    let (launches, kernels_us): (Vec<_>, Vec<_>) = kernels.into_iter().unzip();
+    Times {
+        time_us: kernels_us.iter().sum(),
+        launches,
+        kernels_us,
+        events_us,
+    }
+}

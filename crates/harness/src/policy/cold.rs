@@ -1,0 +1,43 @@
+//! Cold: before every sample the SMs' instruction caches are evicted and L2 is
+//! flushed (by a write or a read, FUSEBENCH_FLUSH), and the inputs cycle over
+//! FUSEBENCH_COLD_SETS placements so that a median is not one allocation's luck
+//! (on the H200 one placement of a fusion's inputs ran 2-3% slower than another).
+
+use super::Policy;
+use crate::subject::Subject;
+use crate::HarnessError;
+use fusebench_measure::CachePolicy;
+use fusebench_runtime::Gpu;
+
+pub struct Cold;
+
+impl Policy for Cold {
+    fn kind(&self) -> CachePolicy {
+        CachePolicy::Cold
+    }
+
+    fn placements(&self, _: &Gpu, subject: &dyn Subject) -> Result<usize, HarnessError> {
+        let n = fusebench_knobs::get()
+            .map_err(|e| HarnessError::Usage(e.to_string()))?
+            .cold_sets;
+        subject.make_placements(n)
+    }
+
+    fn before_subject(
+        &self,
+        gpu: &Gpu,
+        subject: &dyn Subject,
+        step: usize,
+    ) -> Result<(), HarnessError> {
+        subject.use_placement(step);
+        Ok(gpu.flush_l2()?)
+    }
+
+    fn setup(&self, gpu: &Gpu, placements: usize) -> Result<Option<String>, HarnessError> {
+        let s = if placements == 1 { "" } else { "s" };
+        Ok(Some(format!(
+            "{}, inputs in {placements} placement{s}",
+            gpu.flush_description()?
+        )))
+    }
+}

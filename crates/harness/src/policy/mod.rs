@@ -1,0 +1,62 @@
+//! Cache policies: what is in L2 (and the SMs' caches) when a sample starts.
+//! Each policy is one file here and one arm in [`of`]; the policy decides how
+//! many placements of a subject's inputs a run cycles through, what runs
+//! before each step and before each subject, and what the record says of it.
+
+mod cold;
+mod in_program;
+mod rotate;
+mod warm;
+
+pub use rotate::rotation_copies;
+
+use crate::subject::Subject;
+use crate::HarnessError;
+use fusebench_measure::CachePolicy;
+use fusebench_runtime::Gpu;
+
+pub trait Policy: Sync {
+    fn kind(&self) -> CachePolicy;
+    /// Makes the placements of `subject`'s inputs a run cycles through; returns how many.
+    fn placements(&self, gpu: &Gpu, subject: &dyn Subject) -> Result<usize, HarnessError> {
+        let _ = (gpu, subject);
+        Ok(1)
+    }
+    /// Before each step (every subject once), outside any subject's time.
+    fn before_step(&self, gpu: &Gpu) -> Result<(), HarnessError> {
+        let _ = gpu;
+        Ok(())
+    }
+    /// Before `subject` in step `step` (counted from 0, warm-up included).
+    fn before_subject(
+        &self,
+        gpu: &Gpu,
+        subject: &dyn Subject,
+        step: usize,
+    ) -> Result<(), HarnessError> {
+        let _ = (gpu, subject, step);
+        Ok(())
+    }
+    /// What runs before a sample, for the record, given the placements made.
+    fn setup(&self, gpu: &Gpu, placements: usize) -> Result<Option<String>, HarnessError> {
+        let _ = (gpu, placements);
+        Ok(None)
+    }
+}
+
+/// The policy of a kind.
+pub fn of(kind: CachePolicy) -> &'static dyn Policy {
+    match kind {
+        CachePolicy::Cold => &cold::Cold,
+        CachePolicy::Warm => &warm::Warm,
+        CachePolicy::Rotate => &rotate::Rotate,
+        CachePolicy::InProgram => &in_program::InProgram,
+    }
+}
+
+/// About 25 us at the H200's 1980 MHz, longer at idle clocks: a kernel that keeps the
+/// GPU busy, touching no memory, while the host enqueues the timed launches (launch
+/// latency stays out of an events window, as with nvbench's blocking kernel).
+pub(crate) fn spin(gpu: &Gpu) -> Result<(), HarnessError> {
+    Ok(gpu.spin(50_000)?)
+}
