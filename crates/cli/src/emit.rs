@@ -50,10 +50,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let plan = fusebench_codegen::plan(
         &f,
         &layouts(&f),
-        fusebench_codegen::Device {
-            sm_count: a.sms,
-            ..Default::default()
-        },
+        fusebench_engine::planner_device(a.sms)?,
     )?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);

@@ -26,14 +26,7 @@ impl Engine {
     /// The device as the planner sees it. The FUSEBENCH_ROW_* and _NORM_* settings are
     /// for tuning experiments; the defaults are the measured choices (BENCHMARKS.md).
     pub fn device(&self) -> Result<Device, EngineError> {
-        let d = Device::default();
-        let k = fusebench_knobs::get().map_err(|e| EngineError::Settings(e.to_string()))?;
-        Ok(Device {
-            sm_count: self.gpu.info().sm_count,
-            row_blocks_per_sm: k.row_blocks_per_sm.unwrap_or(d.row_blocks_per_sm),
-            norm_blocks_per_sm: k.norm_blocks_per_sm.unwrap_or(d.norm_blocks_per_sm),
-            row_unroll: k.row_unroll.unwrap_or(d.row_unroll),
-        })
+        planner_device(self.gpu.info().sm_count)
     }
 
     /// Plans, compiles, uploads inputs and allocates outputs.
@@ -105,6 +98,19 @@ impl Engine {
             temps,
         })
     }
+}
+
+/// A device of `sm_count` SMs as the planner sees it, with the FUSEBENCH_ROW_* and
+/// _NORM_* settings applied (for `emit` without a GPU as for a run).
+pub fn planner_device(sm_count: u32) -> Result<Device, EngineError> {
+    let d = Device::default();
+    let k = fusebench_knobs::get().map_err(|e| EngineError::Settings(e.to_string()))?;
+    Ok(Device {
+        sm_count,
+        row_blocks_per_sm: k.row_blocks_per_sm.unwrap_or(d.row_blocks_per_sm),
+        norm_blocks_per_sm: k.norm_blocks_per_sm.unwrap_or(d.norm_blocks_per_sm),
+        row_unroll: k.row_unroll.unwrap_or(d.row_unroll),
+    })
 }
 
 /// How each input lies in memory, as records say it.
