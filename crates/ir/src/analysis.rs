@@ -37,7 +37,9 @@ pub fn index_inputs(f: &Fusion) -> Vec<IndexUse> {
     out
 }
 
-fn source_input(f: &Fusion, mut v: ValueId) -> Option<usize> {
+/// The input `v` is, moved by ops that do not change values (`None` when it
+/// is computed).
+pub(crate) fn source_input(f: &Fusion, mut v: ValueId) -> Option<usize> {
     loop {
         match f.value(v).def {
             ValueDef::TensorInput(_) => return f.inputs.iter().position(|&i| i == v),

@@ -14,6 +14,7 @@ pub mod op;
 pub mod recipe;
 pub mod round;
 pub mod scalar;
+pub mod traffic;
 pub mod value;
 
 pub use builder::FusionBuilder;
@@ -22,4 +23,5 @@ pub use error::IrError;
 pub use fusion::{Fusion, Node, ScriptInfo, Syntax};
 pub use op::{BinaryOp, Op, ReduceOp, UnaryOp};
 pub use recipe::{InputIssue, InputRecipe};
+pub use traffic::{traffic, InputShape, InputTraffic, Traffic};
 pub use value::{Literal, TensorDecl, Value, ValueDef, ValueId};
