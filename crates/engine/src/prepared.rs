@@ -75,7 +75,7 @@ impl Engine {
             .iter()
             .map(|t| self.gpu.alloc(t.elements * t.dtype.size_bytes()))
             .collect::<Result<Vec<_>, _>>()?;
-        let bytes = bytes_moved(inputs, plan.written_bytes());
+        let bytes = bytes_moved(f, inputs, plan.written_bytes());
         Ok(Prepared {
             gpu: self.gpu.clone(),
             input_layouts: input_layouts(inputs),
@@ -136,27 +136,27 @@ fn input_layout(a: &Arg) -> InputLayout {
     }
 }
 
-/// Bytes the fusion must move: every element `inputs` address, read once
-/// (broadcast dims once), and every output a kernel writes.
-fn bytes_moved(inputs: &[Arg], written: usize) -> (usize, String) {
-    let read: usize = inputs
+/// Bytes the fusion must move: what it must read of each input (a gather
+/// table only the rows its ids select, counted from the ids' distinct values
+/// here, where they are known) and every output a kernel writes; with the
+/// line that says how they were counted.
+fn bytes_moved(f: &Fusion, inputs: &[Arg], written: usize) -> (usize, String) {
+    let shapes: Vec<Option<fusebench_ir::InputShape>> = inputs
         .iter()
         .map(|a| match a {
-            Arg::Tensor(t) => {
-                t.shape()
-                    .iter()
-                    .zip(t.strides())
-                    .filter(|(_, &s)| s != 0)
-                    .map(|(&e, _)| e)
-                    .product::<usize>()
-                    * t.dtype().size_bytes()
-            }
-            Arg::Scalar(_) => 0,
+            Arg::Tensor(t) => Some(fusebench_ir::InputShape {
+                dtype: t.dtype(),
+                shape: t.shape().to_vec(),
+                strides: t.strides().to_vec(),
+            }),
+            Arg::Scalar(_) => None,
         })
-        .sum();
+        .collect();
+    let distinct = fusebench_reference::facts::distinct_ids(f, inputs);
+    let t = fusebench_ir::traffic(f, &shapes, &distinct);
     (
-        read + written,
-        format!("{read} bytes of inputs as addressed (broadcast dims once) + {written} bytes of outputs written"),
+        t.read as usize + written,
+        t.describe(written as u64),
     )
 }
 
