@@ -1,8 +1,10 @@
 //! `fusebench history`: stored measurements of a fusion, oldest first, with
-//! regressions beyond the noise flagged.
+//! regressions beyond the noise flagged. Exit codes: 0 fine, 1 a regression,
+//! 2 nothing stored or a database that cannot be read.
 
 use crate::exit;
 use comfy_table::{presets::NOTHING, Table};
+use fusebench_store::{Store, StoreError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -40,24 +42,58 @@ fn utc(secs: u64) -> String {
     )
 }
 
+/// Exit code 2 for a database that cannot be read, with the reason said.
+fn unreadable(e: &StoreError) -> ExitCode {
+    match e {
+        StoreError::Missing { .. } => {
+            eprintln!("error: {e} (`fusebench bench --save` saves measurements)")
+        }
+        _ => eprintln!("error: {e}"),
+    }
+    ExitCode::from(exit::USAGE)
+}
+
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let store = match &a.db {
-        Some(p) => fusebench_store::Store::open(p)?,
-        None => fusebench_store::Store::open_default()?,
+    // Read-only: looking at the history never creates a database or a directory.
+    let opened = match &a.db {
+        Some(p) => Store::open_read_only(p),
+        None => fusebench_store::default_path().and_then(|p| Store::open_read_only(&p)),
     };
-    let h = store.history(&a.fusion)?;
-    if h.is_empty() {
+    let store = match opened {
+        Ok(s) => s,
+        Err(e) => return Ok(unreadable(&e)),
+    };
+    let h = match store.history(&a.fusion) {
+        Ok(h) => h,
+        Err(e) => return Ok(unreadable(&e)),
+    };
+    for s in &h.skipped {
         eprintln!(
-            "no stored measurements of {:?} (save some with `fusebench bench --save`)",
+            "warning: results database {}: record {} skipped: {}",
+            store.path().display(),
+            s.id,
+            s.reason
+        );
+    }
+    if h.records.is_empty() {
+        let readable = if h.skipped.is_empty() {
+            ""
+        } else {
+            "readable "
+        };
+        eprintln!(
+            "no {readable}stored measurements of {:?} (save some with `fusebench bench --save`)",
             a.fusion
         );
-        return Ok(ExitCode::from(exit::FAILED));
+        return Ok(ExitCode::from(exit::USAGE));
     }
-    let regressions = fusebench_store::regressions(&h, a.threshold);
+    let regressions = fusebench_store::regressions(&h.records, a.threshold);
+    let regression_of = |id: i64| regressions.iter().find(|r| r.after == id);
     if a.json {
         let rows: Vec<_> = h
+            .records
             .iter()
-            .map(|s| serde_json::json!({ "id": s.id, "regression": regressions.iter().any(|r| r.after == s.id), "measurement": s.measurement }))
+            .map(|s| serde_json::json!({ "id": s.id, "regression": regression_of(s.id).is_some(), "measurement": s.measurement }))
             .collect();
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
@@ -67,6 +103,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "id",
             "taken",
             "GPU",
+            "method",
             "cache",
             "median us",
             "95% CI us",
@@ -75,17 +112,19 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "throttled",
             "",
         ]);
-        for s in &h {
+        for s in &h.records {
             let m = &s.measurement;
-            let flag = regressions
-                .iter()
-                .find(|r| r.after == s.id)
-                .map_or(String::new(), |r| format!("REGRESSION x{:.3}", r.ratio));
+            // Each record is compared with the latest earlier one of its own kind
+            // (same benchmark, method, set-up and GPU), which need not be the row above.
+            let flag = regression_of(s.id).map_or(String::new(), |r| {
+                format!("REGRESSION x{:.3} vs id {}", r.ratio, r.before)
+            });
             t.add_row(vec![
                 s.id.to_string(),
                 utc(m.taken_at),
                 m.environment.gpu_name.clone(),
-                format!("{:?}", m.cache).to_lowercase(),
+                m.method.name().to_string(),
+                m.cache.name().to_string(),
                 format!("{:.2}", m.summary.median),
                 format!("{:.2}-{:.2}", m.summary.ci_low, m.summary.ci_high),
                 m.summary.n.to_string(),

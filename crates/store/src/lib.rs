@@ -1,11 +1,25 @@
 //! The results store: every measurement with its raw samples (and the clock
 //! reading of each) in an SQLite database, written in one transaction so a
 //! killed run leaves either the whole measurement or none of it.
+//!
+//! Opening checks the file before changing it (`open.rs`); a stored record
+//! that no longer reads is skipped with its reason rather than failing the
+//! whole history; regressions compare records of one identity
+//! (`regressions.rs`).
+
+mod open;
+mod path;
+mod regressions;
 
 use fusebench_measure::{MeasureError, Measurement};
-use rusqlite::{params, Connection, OptionalExtension};
+use open::{classify, file_kind, invalid, layout, reader, FileKind, Layout, Stamp};
+use rusqlite::types::ValueRef;
+use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
+
+pub use path::{default_path, default_path_from};
+pub use regressions::{regressions, Regression};
 
 /// Version of the database layout; bump with a migration when it changes.
 pub const DB_VERSION: u32 = 1;
@@ -19,32 +33,24 @@ pub enum StoreError {
     },
     #[error("results database {path}: {message}")]
     Invalid { path: String, message: String },
+    #[error("results database {path} does not exist: nothing has been saved there")]
+    Missing { path: String },
     #[error(transparent)]
     Measurement(#[from] MeasureError),
     #[error("no place for the results database: set FUSEBENCH_DB, XDG_DATA_HOME or HOME")]
     NoPath,
+    /// The `FUSEBENCH_*` settings do not validate (the settings' own message).
+    #[error("{0}")]
+    Settings(String),
 }
 
 pub struct Store {
     conn: Connection,
-    path: String,
-}
-
-/// `$FUSEBENCH_DB`, else `$XDG_DATA_HOME/fusebench/results.sqlite`, else
-/// `~/.local/share/fusebench/results.sqlite`.
-pub fn default_path(var: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    if let Some(p) = var("FUSEBENCH_DB").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    let base = var("XDG_DATA_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            var("HOME")
-                .filter(|p| !p.is_empty())
-                .map(|h| Path::new(&h).join(".local/share"))
-        })?;
-    Some(base.join("fusebench/results.sqlite"))
+    path: PathBuf,
+    name: String,
+    /// Set when an idle WAL database is read as an immutable file: the file as
+    /// it was then. A read that finds it changed is done again with locks.
+    quiet: Option<Stamp>,
 }
 
 /// A stored measurement and its row id.
@@ -54,18 +60,25 @@ pub struct Stored {
     pub measurement: Measurement,
 }
 
-/// A later measurement slower than the one before it beyond both their noise.
+/// A stored record that could not be read, and why.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Regression {
-    pub before: i64,
-    pub after: i64,
-    /// after median / before median.
-    pub ratio: f64,
+pub struct Skipped {
+    pub id: i64,
+    pub reason: String,
+}
+
+/// The stored measurements of a subject, oldest first, and the records of it
+/// that were skipped because they do not read (damaged, or written by a newer
+/// fusebench).
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    pub records: Vec<Stored>,
+    pub skipped: Vec<Skipped>,
 }
 
 const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS measurements (
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE measurements (
     id INTEGER PRIMARY KEY,
     taken_at INTEGER NOT NULL,
     subject_name TEXT NOT NULL,
@@ -81,8 +94,8 @@ CREATE TABLE IF NOT EXISTS measurements (
     ci_high_us REAL NOT NULL,
     record TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS measurements_subject ON measurements (definition_hash, inputs_hash, gpu_uuid, taken_at);
-CREATE TABLE IF NOT EXISTS samples (
+CREATE INDEX measurements_subject ON measurements (definition_hash, inputs_hash, gpu_uuid, taken_at);
+CREATE TABLE samples (
     measurement_id INTEGER NOT NULL REFERENCES measurements (id) ON DELETE CASCADE,
     idx INTEGER NOT NULL,
     time_us REAL NOT NULL,
@@ -96,67 +109,129 @@ CREATE TABLE IF NOT EXISTS samples (
 ";
 
 impl Store {
-    /// Opens (creating if needed) the database at `path`.
+    /// Opens the database at `path` for writing, creating it (and its
+    /// directory) when missing or empty. An existing file is read first and
+    /// refused untouched when it is not SQLite, not a results database, or of
+    /// a newer layout version.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         let name = path.display().to_string();
-        let sq = |source| StoreError::Sqlite {
-            path: name.clone(),
-            source,
+        let kind = file_kind(path, &name)?;
+        let found = match kind {
+            FileKind::Missing | FileKind::Empty => Layout::Empty,
+            FileKind::Rollback | FileKind::Wal => {
+                Store::reading(path, name.clone(), kind)?.layout()?
+            }
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Invalid {
-                path: name.clone(),
-                message: format!("creating {}: {e}", dir.display()),
-            })?;
+        if kind == FileKind::Missing {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| invalid(&name, format!("creating {}: {e}", dir.display())))?;
+            }
         }
-        let conn = Connection::open(path).map_err(sq)?;
+        let mut conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| classify(&name, e))?;
+        if found == Layout::Empty {
+            // Checked again under the write lock: another process may have
+            // set the file up since it was read.
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| classify(&name, e))?;
+            if layout(&tx, &name)? == Layout::Empty {
+                tx.execute_batch(SCHEMA)
+                    .and_then(|()| {
+                        tx.execute(
+                            "INSERT INTO meta (key, value) VALUES ('db_version', ?1)",
+                            params![DB_VERSION.to_string()],
+                        )
+                    })
+                    .map_err(|e| classify(&name, e))?;
+            }
+            tx.commit().map_err(|e| classify(&name, e))?;
+        }
         // WAL keeps readers working while a run writes, and survives a kill.
         conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sq)?;
-        conn.pragma_update(None, "foreign_keys", "ON").map_err(sq)?;
-        conn.execute_batch(SCHEMA).map_err(sq)?;
-        let version: Option<String> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'db_version'", [], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(sq)?;
-        match version.as_deref().map(str::parse::<u32>) {
-            None => {
-                conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('db_version', ?1)",
-                    params![DB_VERSION.to_string()],
-                )
-                .map_err(sq)?;
-            }
-            Some(Ok(v)) if v == DB_VERSION => {}
-            Some(Ok(v)) => {
-                return Err(StoreError::Invalid {
-                    path: name,
-                    message: format!("database version {v}; this build reads version {DB_VERSION}"),
-                })
-            }
-            Some(Err(_)) => {
-                return Err(StoreError::Invalid {
-                    path: name,
-                    message: "unreadable db_version".into(),
-                })
-            }
-        }
-        Ok(Store { conn, path: name })
+            .and_then(|()| conn.pragma_update(None, "foreign_keys", "ON"))
+            .map_err(|e| classify(&name, e))?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            name,
+            quiet: None,
+        })
     }
 
-    /// Opens the database at the default per-user path.
+    /// Opens the database at `path` for reading only: no file or directory is
+    /// created, and nothing in the file changes. A missing file is
+    /// [`StoreError::Missing`]; the file is checked as [`Store::open`] does.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let name = path.display().to_string();
+        let kind = file_kind(path, &name)?;
+        if kind == FileKind::Missing {
+            return Err(StoreError::Missing { path: name });
+        }
+        let store = Store::reading(path, name, kind)?;
+        store.layout()?;
+        Ok(store)
+    }
+
+    /// A store that only reads `path`, before its layout is checked.
+    fn reading(path: &Path, name: String, kind: FileKind) -> Result<Store, StoreError> {
+        let (conn, quiet) = reader(path, kind, &name)?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            name,
+            quiet,
+        })
+    }
+
+    /// What the file holds now: [`Layout::Empty`] for an empty file opened
+    /// read-only, which has no tables to read.
+    fn layout(&self) -> Result<Layout, StoreError> {
+        self.read(|c| Ok(layout(c, &self.name)))?
+    }
+
+    /// Opens the database at the default per-user path for writing.
     pub fn open_default() -> Result<Store, StoreError> {
-        let p = default_path(|v| std::env::var(v).ok()).ok_or(StoreError::NoPath)?;
-        Store::open(&p)
+        Store::open(&default_path()?)
     }
 
-    fn err(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite {
-            path: self.path.clone(),
-            source,
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, e: rusqlite::Error) -> StoreError {
+        classify(&self.name, e)
+    }
+
+    /// Runs a read. On a database read as an immutable file, a writer that
+    /// came meanwhile may have changed what was read, so the read is done
+    /// again with SQLite's locks (a few times, should writers keep coming).
+    fn read<T>(&self, f: impl Fn(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+        let first = f(&self.conn);
+        let Some(stamp) = &self.quiet else {
+            return first.map_err(|e| self.err(e));
+        };
+        if Stamp::of(&self.path).as_ref() == Some(stamp) {
+            return first.map_err(|e| self.err(e));
         }
+        for _ in 0..3 {
+            let (conn, quiet) = reader(&self.path, FileKind::Wal, &self.name)?;
+            let r = f(&conn);
+            if quiet.is_none() || Stamp::of(&self.path) == quiet {
+                return r.map_err(|e| self.err(e));
+            }
+        }
+        Err(invalid(
+            &self.name,
+            "kept changing while being read; try again",
+        ))
     }
 
     /// Saves a measurement and all its samples in one transaction. A record
@@ -164,60 +239,69 @@ impl Store {
     pub fn save(&mut self, m: &Measurement) -> Result<i64, StoreError> {
         // Re-derive from the samples: what is stored is valid by construction.
         let m = Measurement::from_json(&m.to_json())?;
-        let tx = self.conn.transaction().map_err(|e| StoreError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        })?;
-        let id = insert(&tx, &m).map_err(|e| StoreError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        })?;
-        tx.commit().map_err(|e| StoreError::Sqlite {
-            path: self.path.clone(),
-            source: e,
-        })?;
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| classify(&self.name, e))?;
+        let id = insert(&tx, &m).map_err(|e| classify(&self.name, e))?;
+        tx.commit().map_err(|e| classify(&self.name, e))?;
         Ok(id)
     }
 
     /// Every stored measurement of a subject (matched by name or definition
-    /// hash), oldest first.
-    pub fn history(&self, subject: &str) -> Result<Vec<Stored>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT id, record FROM measurements WHERE subject_name = ?1 OR definition_hash = ?1 ORDER BY taken_at, id")
-            .map_err(|e| self.err(e))?;
-        let rows = st
-            .query_map(params![subject], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })
-            .map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, record) = row.map_err(|e| self.err(e))?;
-            out.push(Stored {
-                id,
-                measurement: Measurement::from_json(&record)?,
-            });
+    /// hash), oldest first. A record that does not read is skipped and said,
+    /// so one damaged row does not hide the rest.
+    pub fn history(&self, subject: &str) -> Result<History, StoreError> {
+        if self.layout()? == Layout::Empty {
+            return Ok(History::default());
+        }
+        let rows = self.read(|c| {
+            let mut st = c.prepare(
+                "SELECT id, record FROM measurements WHERE subject_name = ?1 OR definition_hash = ?1
+                 ORDER BY taken_at, id",
+            )?;
+            let rows = st.query_map(params![subject], |r| {
+                Ok((r.get::<_, i64>(0)?, record_text(r.get_ref(1)?)))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+        let mut out = History::default();
+        for (id, text) in rows {
+            match text.and_then(|t| Measurement::from_json(&t).map_err(|e| e.to_string())) {
+                Ok(measurement) => out.records.push(Stored { id, measurement }),
+                Err(reason) => out.skipped.push(Skipped { id, reason }),
+            }
         }
         Ok(out)
     }
 
     /// Number of stored measurements and samples.
     pub fn counts(&self) -> Result<(i64, i64), StoreError> {
-        let m = self
-            .conn
-            .query_row("SELECT count(*) FROM measurements", [], |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        let s = self
-            .conn
-            .query_row("SELECT count(*) FROM samples", [], |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        Ok((m, s))
+        if self.layout()? == Layout::Empty {
+            return Ok((0, 0));
+        }
+        self.read(|c| {
+            let m = c.query_row("SELECT count(*) FROM measurements", [], |r| r.get(0))?;
+            let s = c.query_row("SELECT count(*) FROM samples", [], |r| r.get(0))?;
+            Ok((m, s))
+        })
     }
 }
 
+/// The `record` column as text, or why it is not.
+fn record_text(v: ValueRef) -> Result<String, String> {
+    let what = match v {
+        ValueRef::Text(t) => {
+            return String::from_utf8(t.to_vec()).map_err(|_| "the record is not UTF-8 text".into())
+        }
+        ValueRef::Null => "empty",
+        ValueRef::Integer(_) | ValueRef::Real(_) => "a number",
+        ValueRef::Blob(_) => "binary data",
+    };
+    Err(format!("the record is {what}, not JSON text"))
+}
+
 fn insert(tx: &rusqlite::Transaction, m: &Measurement) -> Result<i64, rusqlite::Error> {
-    let enum_text = |v: String| v.trim_matches('"').to_string();
     tx.execute(
         "INSERT INTO measurements (taken_at, subject_name, definition_hash, inputs_hash, gpu_name, gpu_uuid, method, cache,
              n, median_us, ci_low_us, ci_high_us, record)
@@ -229,8 +313,8 @@ fn insert(tx: &rusqlite::Transaction, m: &Measurement) -> Result<i64, rusqlite::
             m.subject.inputs_hash,
             m.environment.gpu_name,
             m.environment.gpu_uuid,
-            enum_text(serde_json::to_string(&m.method).unwrap_or_default()),
-            enum_text(serde_json::to_string(&m.cache).unwrap_or_default()),
+            m.method.name(),
+            m.cache.name(),
             m.summary.n as i64,
             m.summary.median,
             m.summary.ci_low,
@@ -257,29 +341,4 @@ fn insert(tx: &rusqlite::Transaction, m: &Measurement) -> Result<i64, rusqlite::
         ])?;
     }
     Ok(id)
-}
-
-/// Consecutive measurements of one subject on one GPU where the later is
-/// slower beyond the noise of both (their intervals of the median do not
-/// overlap) and by more than `threshold` (0.02 = 2%).
-pub fn regressions(history: &[Stored], threshold: f64) -> Vec<Regression> {
-    let mut out = Vec::new();
-    for w in history.windows(2) {
-        let (a, b) = (&w[0].measurement, &w[1].measurement);
-        if a.environment.gpu_uuid != b.environment.gpu_uuid
-            || a.subject != b.subject
-            || a.cache != b.cache
-        {
-            continue;
-        }
-        let ratio = b.summary.median / a.summary.median;
-        if fusebench_measure::differ(&a.summary, &b.summary) && ratio > 1.0 + threshold {
-            out.push(Regression {
-                before: w[0].id,
-                after: w[1].id,
-                ratio,
-            });
-        }
-    }
-    out
 }

@@ -1,53 +1,14 @@
 //! The results store as a user relies on it: what is saved comes back whole,
-//! a failed measurement stores nothing, and a run killed mid-write leaves the
-//! database consistent.
+//! a failed measurement stores nothing, a run killed mid-write leaves the
+//! database consistent, and the default path follows the settings.
 
-use fusebench_measure::{
-    CachePolicy, Clocks, Environment, Measurement, Method, Sample, Stop, Subject,
-};
-use fusebench_store::{default_path, regressions, Store, StoreError};
+mod common;
+
+use common::measurement;
+use fusebench_knobs::Knobs;
+use fusebench_store::{default_path_from, Store, StoreError};
+use std::path::Path;
 use std::process::Command;
-
-fn measurement(name: &str, times: &[f64], taken_at: u64) -> Measurement {
-    let samples = times
-        .iter()
-        .enumerate()
-        .map(|(i, &t)| Sample {
-            time_us: t,
-            clocks: Some(Clocks {
-                sm_mhz: 1980,
-                mem_mhz: 3201,
-                temperature_c: 40,
-                power_w: 310.5,
-                throttle_reasons: (i == 1) as u64,
-            }),
-            events_us: None,
-        })
-        .collect();
-    Measurement::new(
-        Subject {
-            name: name.into(),
-            definition_hash: format!("def-{name}"),
-            inputs_hash: "in".into(),
-            inputs: vec![],
-        },
-        Method::CudaEvents,
-        CachePolicy::Cold,
-        "fixed count".into(),
-        Stop::Count,
-        3,
-        Environment {
-            gpu_name: "NVIDIA H200".into(),
-            gpu_uuid: "GPU-1".into(),
-            sm_count: 132,
-            ..Default::default()
-        },
-        vec![],
-        samples,
-        taken_at,
-    )
-    .unwrap()
-}
 
 #[test]
 fn saved_measurements_come_back_whole() {
@@ -60,16 +21,19 @@ fn saved_measurements_come_back_whole() {
     drop(store);
     let store = Store::open(&path).unwrap();
     let h = store.history("rmsnorm").unwrap();
-    assert_eq!(h.len(), 1);
-    assert_eq!(h[0].id, id);
-    assert_eq!(h[0].measurement, m);
-    assert_eq!(h[0].measurement.throttled_samples, 1);
+    assert_eq!(h.records.len(), 1);
+    assert!(h.skipped.is_empty());
+    assert_eq!(h.records[0].id, id);
+    assert_eq!(h.records[0].measurement, m);
+    assert_eq!(h.records[0].measurement.throttled_samples, 1);
     assert_eq!(
-        store.history("def-rmsnorm").unwrap().len(),
+        store.history("def-rmsnorm").unwrap().records.len(),
         1,
         "by definition hash too"
     );
     assert_eq!(store.counts().unwrap(), (2, 5));
+    let reader = Store::open_read_only(&path).unwrap();
+    assert_eq!(reader.history("rmsnorm").unwrap().records[0].measurement, m);
 }
 
 #[test]
@@ -85,43 +49,23 @@ fn a_failed_measurement_stores_nothing() {
 }
 
 #[test]
-fn a_newer_database_is_refused_with_a_reason() {
+fn a_read_only_store_refuses_to_save_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.sqlite");
-    drop(Store::open(&path).unwrap());
-    let c = rusqlite::Connection::open(&path).unwrap();
-    c.execute("UPDATE meta SET value = '99' WHERE key = 'db_version'", [])
+    Store::open(&path)
+        .unwrap()
+        .save(&measurement("f", &[1.0], 1))
         .unwrap();
-    drop(c);
-    let e = Store::open(&path).err().expect("refused");
-    assert!(e.to_string().contains("database version 99"), "{e}");
+    let before = common::snapshot(&path);
+    let mut reader = Store::open_read_only(&path).unwrap();
+    let e = reader.save(&measurement("f", &[2.0], 2)).unwrap_err();
+    assert!(e.to_string().contains(&path.display().to_string()), "{e}");
+    drop(reader);
+    assert_eq!(common::snapshot(&path), before);
 }
 
 #[test]
-fn regressions_need_more_than_noise() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("r.sqlite")).unwrap();
-    let quiet = |base: f64| {
-        (0..40)
-            .map(|i| base + (i % 5) as f64 * 0.05)
-            .collect::<Vec<_>>()
-    };
-    store.save(&measurement("f", &quiet(20.0), 1)).unwrap();
-    store.save(&measurement("f", &quiet(20.05), 2)).unwrap(); // within noise
-    let slow = store.save(&measurement("f", &quiet(21.0), 3)).unwrap(); // 5% slower
-    let h = store.history("f").unwrap();
-    let r = regressions(&h, 0.02);
-    assert_eq!(r.len(), 1, "{r:?}");
-    assert_eq!(r[0].after, slow);
-    assert!(r[0].ratio > 1.04 && r[0].ratio < 1.06);
-    assert!(
-        regressions(&h, 0.10).is_empty(),
-        "5% is below a 10% threshold"
-    );
-}
-
-#[test]
-fn default_path_follows_the_environment() {
+fn default_path_follows_the_settings() {
     let env = |pairs: &'static [(&'static str, &'static str)]| {
         move |k: &str| {
             pairs
@@ -130,45 +74,79 @@ fn default_path_follows_the_environment() {
                 .map(|(_, v)| v.to_string())
         }
     };
+    let none = Knobs::default();
+    let db = Knobs::from_vars([("FUSEBENCH_DB", "/x/db.sqlite")]).unwrap();
+    let path = |k: &Knobs, vars| default_path_from(Ok(k), vars).unwrap();
+    assert_eq!(path(&db, env(&[("HOME", "/h")])), Path::new("/x/db.sqlite"));
     assert_eq!(
-        default_path(env(&[("FUSEBENCH_DB", "/x/db.sqlite"), ("HOME", "/h")]))
-            .unwrap()
-            .to_str(),
-        Some("/x/db.sqlite")
+        path(&none, env(&[("XDG_DATA_HOME", "/d"), ("HOME", "/h")])),
+        Path::new("/d/fusebench/results.sqlite")
     );
     assert_eq!(
-        default_path(env(&[("XDG_DATA_HOME", "/d"), ("HOME", "/h")]))
-            .unwrap()
-            .to_str(),
-        Some("/d/fusebench/results.sqlite")
+        path(&none, env(&[("XDG_DATA_HOME", ""), ("HOME", "/h")])),
+        Path::new("/h/.local/share/fusebench/results.sqlite")
     );
-    assert_eq!(
-        default_path(env(&[("HOME", "/h")])).unwrap().to_str(),
-        Some("/h/.local/share/fusebench/results.sqlite")
+    assert!(matches!(
+        default_path_from(Ok(&none), env(&[])),
+        Err(StoreError::NoPath)
+    ));
+    let bad = Knobs::from_vars([("FUSEBENCH_DB", "/x"), ("FUSEBENCH_FLUHS", "read")]);
+    let e = default_path_from(bad.as_ref(), env(&[("HOME", "/h")])).unwrap_err();
+    assert!(matches!(e, StoreError::Settings(_)), "{e:?}");
+    assert!(
+        e.to_string()
+            .contains("FUSEBENCH_FLUHS is not a fusebench setting"),
+        "{e}"
     );
-    assert!(default_path(env(&[])).is_none());
 }
 
-/// The child half of the next test: writes half a measurement inside a
-/// transaction and dies before committing.
+/// The variable that makes `child_killed_mid_write` act: the database path.
+/// Not `FUSEBENCH_*`: those are fusebench's settings, and an unknown one is an error.
+const CHILD_DB: &str = "STORE_TEST_KILLED_DB";
+
+/// What the trigger planted by the parent calls: the process dies on the spot,
+/// as under `kill -9`, with the save's transaction open.
+fn add_die(c: rusqlite::Connection) -> rusqlite::Result<()> {
+    c.create_scalar_function(
+        "die_mid_write",
+        0,
+        rusqlite::functions::FunctionFlags::SQLITE_UTF8,
+        |_| -> rusqlite::Result<i64> {
+            eprintln!("dying mid-write");
+            std::process::abort()
+        },
+    )
+}
+
+unsafe extern "C" fn add_die_raw(
+    db: *mut rusqlite::ffi::sqlite3,
+    err: *mut *mut std::ffi::c_char,
+    _: *const rusqlite::ffi::sqlite3_api_routines,
+) -> std::ffi::c_int {
+    unsafe { rusqlite::auto_extension::init_auto_extension(db, err, add_die) }
+}
+
+/// The child half of the next test: saves a measurement through the store,
+/// which dies at its third sample.
 #[test]
 fn child_killed_mid_write() {
-    let Ok(path) = std::env::var("FUSEBENCH_STORE_CHILD") else {
+    let Ok(path) = std::env::var(CHILD_DB) else {
         return;
     };
-    let mut c = rusqlite::Connection::open(&path).unwrap();
-    let tx = c.transaction().unwrap();
-    tx.execute(
-        "INSERT INTO measurements (taken_at, subject_name, definition_hash, inputs_hash, gpu_name, gpu_uuid, method, cache, n,
-             median_us, ci_low_us, ci_high_us, record) VALUES (9, 'half', 'h', 'i', 'g', 'u', 'cupti', 'cold', 1, 1, 1, 1, '{}')",
-        [],
-    )
-    .unwrap();
-    std::process::abort();
+    // SAFETY: registered before this process opens any connection; it only
+    // adds a function to each new one.
+    unsafe { rusqlite::auto_extension::register_auto_extension(add_die_raw) }.unwrap();
+    let mut store = Store::open(Path::new(&path)).unwrap();
+    store
+        .save(&measurement("half", &[1.0, 2.0, 3.0, 4.0], 9))
+        .unwrap();
+    panic!("the save finished: the trigger did not fire");
 }
 
+#[cfg(unix)]
 #[test]
 fn a_killed_run_leaves_the_database_consistent() {
+    use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.sqlite");
     let mut store = Store::open(&path).unwrap();
@@ -176,22 +154,49 @@ fn a_killed_run_leaves_the_database_consistent() {
         .save(&measurement("kept", &[1.0, 2.0, 3.0], 1))
         .unwrap();
     drop(store);
-    let status = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_killed_mid_write", "--nocapture"])
-        .env("FUSEBENCH_STORE_CHILD", &path)
-        .status()
+    let plant = rusqlite::Connection::open(&path).unwrap();
+    plant
+        .execute_batch(
+            "CREATE TRIGGER die AFTER INSERT ON samples WHEN NEW.idx = 2
+             BEGIN SELECT die_mid_write(); END;",
+        )
         .unwrap();
-    assert!(!status.success(), "the child must die mid-write");
-    let store = Store::open(&path).unwrap();
+    drop(plant);
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_killed_mid_write", "--nocapture"])
+        .env(CHILD_DB, &path)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
-        store.counts().unwrap(),
+        out.status.signal(),
+        Some(6),
+        "the child must die by abort inside save: {}{said}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(said.contains("dying mid-write"), "{said}");
+    let reader = Store::open_read_only(&path).unwrap();
+    assert_eq!(
+        reader.counts().unwrap(),
         (1, 3),
         "the half-written measurement is gone"
     );
-    assert_eq!(store.history("half").unwrap().len(), 0);
+    assert_eq!(reader.history("half").unwrap().records.len(), 0);
+    drop(reader);
     let c = rusqlite::Connection::open(&path).unwrap();
     let ok: String = c
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(ok, "ok");
+    c.execute_batch("DROP TRIGGER die").unwrap();
+    drop(c);
+    let mut store = Store::open(&path).unwrap();
+    store
+        .save(&measurement("half", &[1.0, 2.0, 3.0, 4.0], 10))
+        .unwrap();
+    assert_eq!(
+        store.counts().unwrap(),
+        (2, 7),
+        "the database takes writes again"
+    );
 }
