@@ -23,7 +23,7 @@ pub(crate) enum FileKind {
 /// What an SQLite file holds, read without changing it.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Layout {
-    /// No tables at all: ours to set up.
+    /// Nothing at all (no table, view, index or trigger): ours to set up.
     Empty,
     /// A results database of this build's layout version.
     Current,
@@ -163,23 +163,33 @@ pub(crate) fn classify(name: &str, e: rusqlite::Error) -> StoreError {
 
 /// Reads what the file holds; writes nothing.
 pub(crate) fn layout(conn: &Connection, name: &str) -> Result<Layout, StoreError> {
-    let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+    let objects: Vec<(String, String)> = conn
+        .prepare("SELECT type, name FROM sqlite_master ORDER BY name")
+        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
         .map_err(|e| classify(name, e))?;
-    if tables.is_empty() {
+    // Empty only when it holds nothing at all: a file with only views or
+    // triggers is someone else's too.
+    if objects.is_empty() {
         return Ok(Layout::Empty);
     }
+    let named = |kinds: &[&str]| -> Vec<&str> {
+        objects
+            .iter()
+            .filter(|(kind, _)| kinds.contains(&kind.as_str()))
+            .map(|(_, name)| name.as_str())
+            .collect()
+    };
+    let tables = named(&["table"]);
     let foreign = |why: &str| {
         invalid(
             name,
             format!(
-                "not a fusebench results database ({why}; its tables: {}); left untouched",
-                tables.join(", ")
+                "not a fusebench results database ({why}; it holds {}); left untouched",
+                named(&["table", "view"]).join(", ")
             ),
         )
     };
-    if !tables.iter().any(|t| t == "meta") {
+    if !tables.contains(&"meta") {
         return Err(foreign("no meta table"));
     }
     let columns: Vec<String> = conn
@@ -227,7 +237,7 @@ pub(crate) fn layout(conn: &Connection, name: &str) -> Result<Layout, StoreError
         ));
     }
     for needed in ["measurements", "samples"] {
-        if !tables.iter().any(|t| t == needed) {
+        if !tables.contains(&needed) {
             return Err(foreign(&format!("no {needed} table")));
         }
     }

@@ -47,13 +47,20 @@ fn another_programs_sqlite_file_is_refused_untouched() {
         drop(c);
         refused_untouched(&path, "not a fusebench results database");
     }
-    // A `meta` table, but not ours.
-    let path = dir.path().join("meta.sqlite");
-    let c = rusqlite::Connection::open(&path).unwrap();
-    c.execute_batch("CREATE TABLE meta (name TEXT, size INTEGER);")
-        .unwrap();
-    drop(c);
-    refused_untouched(&path, "not a fusebench results database");
+    // A `meta` table, but not ours; a file of views only.
+    for (file, sql) in [
+        (
+            "meta.sqlite",
+            "CREATE TABLE meta (name TEXT, size INTEGER);",
+        ),
+        ("view.sqlite", "CREATE VIEW answer AS SELECT 42;"),
+    ] {
+        let path = dir.path().join(file);
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(sql).unwrap();
+        drop(c);
+        refused_untouched(&path, "not a fusebench results database");
+    }
 }
 
 #[test]
