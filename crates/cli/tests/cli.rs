@@ -226,7 +226,7 @@ fn history_lists_stored_results_and_flags_regressions() {
         text(&o)
     );
     let o = fusebench(&["history", "nothing.py", "--db", db.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "nothing stored is exit 2");
     assert!(text(&o).contains("no stored measurements"), "{}", text(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
