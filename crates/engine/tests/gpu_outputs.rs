@@ -1,0 +1,648 @@
+//! The engine's outputs on the GPU against the exact CPU reference, for every
+//! fusion of the shared corpus and every golden case, and against nvFuser's
+//! own recorded outputs for the golden cases.
+//!
+//! Inputs are generated with seed 0 (the seed `fusebench check --device gpu`
+//! uses by default) and with a seed taken from the clock, so every run also
+//! tries inputs no earlier run saw; the seed is printed, and
+//! `fusebench check --device gpu --seed N FILE` redoes one fusion with it.
+//!
+//! Each set of inputs runs twice: once as the engine runs it (outputs and
+//! temporaries filled with 0xFF bytes first) and once with the outputs filled
+//! with zero bytes instead. 0xFF reads back as NaN in a float, -1 in an
+//! integer and `true` in a bool, so on its own it lets an element no kernel
+//! wrote pass wherever the right answer is NaN, -1 or `true`; zero bytes read
+//! back as 0 and `false`. No value equals both, so an unwritten element fails
+//! one of the two runs whatever it should have held.
+//!
+//! Every mismatch is collected (file, inputs, which fill, output, how many
+//! elements, largest error) and the test fails at the end with all of them.
+//!
+//! Data: `FUSEBENCH_SHARED` when set, else `../shared` beside the workspace.
+//! Without it the tests say they skipped, or fail naming the path they looked
+//! for when `CI=true`. Without a GPU they say they skipped and why.
+
+use fusebench_engine::{Engine, Prepared};
+use fusebench_ir::{DType, Fusion};
+use fusebench_reference::compare::{compare, Comparison, Tolerance};
+use fusebench_reference::{generate_inputs, Arg, Buffer, Tensor};
+use safetensors::{Dtype, SafeTensors};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The shared corpus has 33 fusions; fewer means a partial copy, which would
+/// let most of the corpus go unchecked.
+const CORPUS_MIN: usize = 30;
+
+/// Where the shared corpus and golden cases are.
+fn shared_dir() -> PathBuf {
+    let knobs = fusebench_knobs::get().unwrap_or_else(|e| panic!("FUSEBENCH_* settings: {e}"));
+    knobs
+        .shared
+        .clone()
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
+}
+
+/// `present` when the data is there; otherwise a failure naming `looked_for`
+/// under CI (where the data is expected), else a skip said on stderr.
+fn data_or_skip(test: &str, present: bool, looked_for: &Path) -> bool {
+    if present {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!(
+            "{test}: the shared data is missing: looked for {} (set FUSEBENCH_SHARED, or put shared/ beside the repository)",
+            looked_for.display()
+        );
+    }
+    eprintln!(
+        "skipped {test}: shared data not found: looked for {}",
+        looked_for.display()
+    );
+    false
+}
+
+/// The engine on the first GPU, or `None` with the reason said.
+fn engine_or_skip(test: &str) -> Option<Engine> {
+    if let Err(reason) = fusebench_runtime::probe() {
+        eprintln!("skipped: no GPU: {reason} ({test})");
+        return None;
+    }
+    Some(Engine::new().expect("the probe found a GPU, so the engine must open it"))
+}
+
+/// A seed no earlier run used: nanoseconds of the clock (never 0, which is
+/// the other seed).
+fn fresh_seed() -> u64 {
+    let ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_nanos();
+    (ns as u64 ^ (ns >> 64) as u64).max(1)
+}
+
+/// The `*.py` files of `dir`, by name.
+fn scripts(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "py"))
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+/// What the outputs are filled with before the kernels run.
+#[derive(Clone, Copy, Debug)]
+enum Fill {
+    /// `Prepared::run`: 0xFF bytes in every output and temporary.
+    Ones,
+    /// Temporaries 0xFF as above, outputs zero bytes.
+    Zeros,
+}
+
+impl Fill {
+    fn describe(self) -> &'static str {
+        match self {
+            Fill::Ones => "outputs filled with 0xFF",
+            Fill::Zeros => "outputs filled with 0x00",
+        }
+    }
+}
+
+/// Runs the prepared fusion once with its outputs filled as `fill` says, and
+/// brings the outputs back.
+fn run_filled(p: &Prepared, f: &Fusion, inputs: &[Arg], fill: Fill) -> Result<Vec<Tensor>, String> {
+    match fill {
+        Fill::Ones => p.run().map_err(|e| e.to_string())?,
+        Fill::Zeros => {
+            p.poison().map_err(|e| e.to_string())?;
+            zero_outputs(p)?;
+            p.launch_all().map_err(|e| e.to_string())?;
+            p.gpu.synchronize().map_err(|e| e.to_string())?;
+        }
+    }
+    p.outputs(f, inputs).map_err(|e| e.to_string())
+}
+
+/// Zero bytes in every output a kernel writes, enqueued on the engine's
+/// stream so it is ordered before the launches. `Prepared` only fills with
+/// 0xFF, so this is the driver's memset (the call `DeviceBuffer::fill`
+/// makes) on the outputs' addresses.
+fn zero_outputs(p: &Prepared) -> Result<(), String> {
+    use fusebench_runtime::cudarc::driver::result::memset_d8_async;
+    p.gpu
+        .cuda_context()
+        .bind_to_thread()
+        .map_err(|e| format!("binding the CUDA context: {e}"))?;
+    let stream = p.gpu.cuda_stream().cu_stream();
+    for (i, o) in p.plan.outputs.iter().enumerate() {
+        // Views of inputs or of other outputs have no buffer of their own.
+        let Some(ptr) = p.output_ptr(i) else { continue };
+        // The size the engine allocated for this output.
+        let bytes = o.shape.iter().product::<usize>() * o.dtype.size_bytes();
+        if bytes == 0 {
+            continue;
+        }
+        // SAFETY: `ptr` is the start of output i's allocation of exactly
+        // `bytes` bytes, owned by `p`, which outlives the stream's use of it
+        // (the caller synchronizes before returning).
+        unsafe { memset_d8_async(ptr, 0, bytes, stream) }
+            .map_err(|e| format!("zeroing output {i} ({bytes} bytes): {e}"))?;
+    }
+    Ok(())
+}
+
+/// What the GPU's outputs are compared with.
+#[derive(Clone, Copy)]
+enum Against<'a> {
+    /// The CPU reference on the same inputs, with the tolerance `fusebench
+    /// check --device gpu` states for each dtype.
+    Reference(&'a [Tensor]),
+    /// nvFuser's outputs recorded on the same inputs.
+    NvFuser(&'a [Tensor]),
+}
+
+impl Against<'_> {
+    fn name(&self) -> &'static str {
+        match self {
+            Against::Reference(_) => "the CPU reference",
+            Against::NvFuser(_) => "nvFuser's recorded outputs",
+        }
+    }
+
+    fn outputs(&self) -> &[Tensor] {
+        match self {
+            Against::Reference(t) | Against::NvFuser(t) => t,
+        }
+    }
+}
+
+/// GPU against nvFuser. Each of them is allowed the dtype's tolerance from
+/// the exact result (`Tolerance::for_dtype`), so they may differ from each
+/// other by twice it; integers, booleans and exact ops must be equal, and so
+/// must dtypes and shapes. NaN matches only NaN, infinity only itself.
+fn compare_nvfuser(got: &Tensor, want: &Tensor) -> Comparison {
+    let d = want.dtype();
+    let one = Tolerance::for_dtype(d);
+    let tol = Tolerance {
+        rtol: 2.0 * one.rtol,
+        atol: 2.0 * one.atol,
+    };
+    let mut c = Comparison {
+        ok: false,
+        elements: want.numel(),
+        mismatches: 0,
+        max_abs_err: 0.0,
+        max_rel_err: 0.0,
+        ref_abs_max: 0.0,
+        tolerance: tol,
+        first_mismatch: None,
+        problem: None,
+    };
+    if got.dtype() != d || got.shape() != want.shape() {
+        c.problem = Some(format!(
+            "{} {:?}, nvFuser's is {} {:?}",
+            got.dtype(),
+            got.shape(),
+            d,
+            want.shape()
+        ));
+        return c;
+    }
+    let bad_at = |c: &mut Comparison, i: usize, a: f64, b: f64| {
+        c.mismatches += 1;
+        if c.first_mismatch.is_none() {
+            c.first_mismatch = Some((unravel(i, want.shape()), a, b));
+        }
+    };
+    if tol.rtol == 0.0 {
+        // Integers compare as integers: an i64 beyond 2^53 stays exact.
+        for (i, (&a, &b)) in got.to_i64_vec().iter().zip(&want.to_i64_vec()).enumerate() {
+            if a != b {
+                let e = (a as i128 - b as i128).unsigned_abs() as f64;
+                c.max_abs_err = c.max_abs_err.max(e);
+                bad_at(&mut c, i, a as f64, b as f64);
+            }
+        }
+    } else {
+        let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+        c.ref_abs_max = w
+            .iter()
+            .filter(|x| x.is_finite())
+            .fold(0.0f64, |m, x| m.max(x.abs()));
+        let slack = tol.atol * c.ref_abs_max;
+        for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
+            let bad = if a.is_nan() || b.is_nan() {
+                !(a.is_nan() && b.is_nan())
+            } else if a.is_infinite() || b.is_infinite() {
+                a != b
+            } else {
+                let e = (a - b).abs();
+                c.max_abs_err = c.max_abs_err.max(e);
+                if b != 0.0 {
+                    c.max_rel_err = c.max_rel_err.max(e / b.abs());
+                }
+                e > tol.rtol * b.abs() + slack
+            };
+            if bad {
+                bad_at(&mut c, i, a, b);
+            }
+        }
+    }
+    c.ok = c.mismatches == 0;
+    c
+}
+
+fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        idx[d] = i % shape[d].max(1);
+        i /= shape[d].max(1);
+    }
+    idx
+}
+
+/// A mismatch in one line.
+fn describe(c: &Comparison) -> String {
+    if let Some(p) = &c.problem {
+        return p.clone();
+    }
+    let mut s = format!(
+        "{} of {} elements outside tolerance, max abs err {:.3e}, max rel err {:.3e}",
+        c.mismatches, c.elements, c.max_abs_err, c.max_rel_err
+    );
+    if let Some((idx, got, want)) = &c.first_mismatch {
+        s.push_str(&format!("; first at {idx:?}: GPU {got}, expected {want}"));
+    }
+    s
+}
+
+/// How much was checked, so a run that checks nothing cannot pass.
+#[derive(Default)]
+struct Tally {
+    runs: usize,
+    outputs: usize,
+    failures: Vec<String>,
+}
+
+/// Runs `f` on `inputs` on the GPU, twice (each fill), and compares every
+/// output with each of `against`; every mismatch goes into `tally`, labelled
+/// with `label` (the file and which inputs).
+fn check_on_gpu(
+    engine: &Engine,
+    f: &Fusion,
+    inputs: &[Arg],
+    against: &[Against],
+    label: &str,
+    tally: &mut Tally,
+) {
+    let p = match engine.prepare(f, inputs) {
+        Ok(p) => p,
+        Err(e) => {
+            tally
+                .failures
+                .push(format!("{label}: preparing on the GPU: {e}"));
+            return;
+        }
+    };
+    for fill in [Fill::Ones, Fill::Zeros] {
+        let got = match run_filled(&p, f, inputs, fill) {
+            Ok(g) => g,
+            Err(e) => {
+                tally
+                    .failures
+                    .push(format!("{label}, {}: running: {e}", fill.describe()));
+                continue;
+            }
+        };
+        tally.runs += 1;
+        compare_all(
+            f,
+            &got,
+            against,
+            &format!("{label}, {}", fill.describe()),
+            tally,
+        );
+    }
+}
+
+/// Compares the outputs `got` with each of `against`; every mismatch goes
+/// into `tally`, labelled with `label`.
+fn compare_all(f: &Fusion, got: &[Tensor], against: &[Against], label: &str, tally: &mut Tally) {
+    for a in against {
+        let want = a.outputs();
+        if got.len() != want.len() {
+            tally.failures.push(format!(
+                "{label}: {} outputs on the GPU, {} from {}",
+                got.len(),
+                want.len(),
+                a.name()
+            ));
+            continue;
+        }
+        for (k, (g, w)) in got.iter().zip(want).enumerate() {
+            tally.outputs += 1;
+            let c = match a {
+                Against::Reference(_) => compare(g, w),
+                Against::NvFuser(_) => compare_nvfuser(g, w),
+            };
+            if !c.ok {
+                let name = f
+                    .outputs
+                    .get(k)
+                    .map_or_else(|| format!("#{k}"), |&v| f.value(v).name.clone());
+                tally.failures.push(format!(
+                    "{label}: output {name} ({}) against {}: {}",
+                    w.dtype(),
+                    a.name(),
+                    describe(&c)
+                ));
+            }
+        }
+    }
+}
+
+/// Generated inputs with each seed, the GPU against the CPU reference.
+fn check_generated(engine: &Engine, file: &str, f: &Fusion, seeds: &[u64], tally: &mut Tally) {
+    for &seed in seeds {
+        let label = format!("{file} (inputs of seed {seed})");
+        let inputs = match generate_inputs(f, seed) {
+            Ok(g) => g.inputs,
+            Err(e) => {
+                tally
+                    .failures
+                    .push(format!("{label}: generating inputs: {e}"));
+                continue;
+            }
+        };
+        let cpu = match fusebench_reference::run(f, &inputs) {
+            Ok(o) => o,
+            Err(e) => {
+                tally.failures.push(format!("{label}: CPU reference: {e}"));
+                continue;
+            }
+        };
+        check_on_gpu(
+            engine,
+            f,
+            &inputs,
+            &[Against::Reference(&cpu)],
+            &label,
+            tally,
+        );
+    }
+}
+
+/// One file's checks, a panic in them (a bug in fusebench) kept as a failure
+/// so that it does not hide the other files' results.
+fn guarded(file: &str, tally: &mut Tally, check: impl FnOnce(&mut Tally)) {
+    let mut inner = Tally::default();
+    match catch_unwind(AssertUnwindSafe(|| check(&mut inner))) {
+        Ok(()) => {}
+        Err(e) => {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a panic".into());
+            inner.failures.push(format!("{file}: panicked: {msg}"));
+        }
+    }
+    tally.runs += inner.runs;
+    tally.outputs += inner.outputs;
+    tally.failures.extend(inner.failures);
+}
+
+/// Ends the test: a summary on stderr, then every failure at once.
+fn finish(test: &str, what: &str, tally: Tally, expected_runs: usize) {
+    eprintln!(
+        "{test}: {what}: {} GPU runs, {} output comparisons, {} mismatches",
+        tally.runs,
+        tally.outputs,
+        tally.failures.len()
+    );
+    assert!(
+        tally.failures.is_empty(),
+        "{} mismatch(es) between the GPU and what it should give:\n{}",
+        tally.failures.len(),
+        tally.failures.join("\n")
+    );
+    // Every run that should have happened did: nothing was skipped quietly.
+    assert_eq!(tally.runs, expected_runs, "{test}: GPU runs made");
+    assert!(tally.outputs > 0, "{test}: no output was compared");
+}
+
+#[test]
+fn corpus_outputs_match_the_reference() {
+    let test = "corpus_outputs_match_the_reference";
+    let dir = shared_dir().join("corpus");
+    let files = scripts(&dir);
+    if !data_or_skip(test, !files.is_empty(), &dir) {
+        return;
+    }
+    assert!(
+        files.len() >= CORPUS_MIN,
+        "{}: {} fusions, the shared corpus has 33: a partial copy?",
+        dir.display(),
+        files.len()
+    );
+    let Some(engine) = engine_or_skip(test) else {
+        return;
+    };
+    if cfg!(debug_assertions) {
+        // As crates/reference/tests/corpus.rs: the unoptimized CPU reference
+        // takes minutes on the corpus.
+        eprintln!("skipped {test}: the corpus runs in the release test command (cargo test --workspace --release)");
+        return;
+    }
+    let seeds = [0, fresh_seed()];
+    eprintln!(
+        "{test}: seeds {seeds:?} (redo one with: fusebench check --device gpu --seed N FILE)"
+    );
+    let mut tally = Tally::default();
+    for path in &files {
+        let file = file_name(path);
+        guarded(
+            &file,
+            &mut tally,
+            |t| match fusebench_frontend::parse_file(path) {
+                Ok(f) => check_generated(&engine, &file, &f, &seeds, t),
+                Err(e) => t.failures.push(format!("{file}: parsing: {e}")),
+            },
+        );
+    }
+    let what = format!("{} fusions x {} seeds x 2 fills", files.len(), seeds.len());
+    finish(test, &what, tally, files.len() * seeds.len() * 2);
+}
+
+/// Golden data type names as the reference spells them.
+fn dtype_of(d: Dtype) -> Result<DType, String> {
+    Ok(match d {
+        Dtype::BOOL => DType::Bool,
+        Dtype::I32 => DType::Int32,
+        Dtype::I64 => DType::Int,
+        Dtype::F16 => DType::Half,
+        Dtype::BF16 => DType::BFloat16,
+        Dtype::F32 => DType::Float,
+        Dtype::F64 => DType::Double,
+        other => return Err(format!("dtype {other:?} is not one fusebench has")),
+    })
+}
+
+/// Tensor `name` of a golden file (stored contiguous in logical order).
+fn load(st: &SafeTensors, name: &str) -> Result<Tensor, String> {
+    let v = st.tensor(name).map_err(|e| format!("{name}: {e}"))?;
+    Tensor::from_le_bytes(dtype_of(v.dtype())?, v.shape(), v.data())
+        .map_err(|e| format!("{name}: {e}"))
+}
+
+/// The same logical values laid out with `strides` (possibly 0 or permuted),
+/// as nvFuser was given them (crates/reference/tests/golden.rs does the same).
+fn with_strides(t: &Tensor, strides: &[i64]) -> Result<Tensor, String> {
+    let shape = t.shape().to_vec();
+    if shape.contains(&0) {
+        return Ok(t.clone());
+    }
+    let reach = shape
+        .iter()
+        .zip(strides)
+        .map(|(&e, &s)| (e as i64 - 1) * s)
+        .sum::<i64>() as usize
+        + 1;
+    let floats = t.to_f64_vec();
+    let ints = t.to_i64_vec();
+    let mut idx = vec![0usize; shape.len()];
+    let mut fstore = vec![0f64; reach];
+    let mut istore = vec![0i64; reach];
+    for k in 0..floats.len() {
+        let off: i64 = idx.iter().zip(strides).map(|(&i, &s)| i as i64 * s).sum();
+        fstore[off as usize] = floats[k];
+        istore[off as usize] = ints[k];
+        for d in (0..shape.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    let dense = if t.dtype().is_float() {
+        Tensor::from_f64s(t.dtype(), &[reach], &fstore)
+    } else {
+        Tensor::from_i64s(t.dtype(), &[reach], &istore)
+    }
+    .map_err(|e| e.to_string())?;
+    let buf: Arc<Buffer> = dense.buffer_arc().clone();
+    Tensor::new(t.dtype(), shape, strides.to_vec(), 0, buf).map_err(|e| e.to_string())
+}
+
+/// nvFuser's inputs (in the layouts it was given) and outputs of one case.
+fn golden_case(
+    dir: &Path,
+    case: &str,
+    info: &serde_json::Value,
+) -> Result<(Vec<Arg>, Vec<Tensor>), String> {
+    let path = dir.join(format!("{case}.safetensors"));
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let st = SafeTensors::deserialize(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let specs = info["inputs"]
+        .as_array()
+        .ok_or("manifest: no inputs list")?;
+    let mut inputs = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let t = load(&st, &format!("in{i}"))?;
+        let strides: Vec<i64> = spec["stride"]
+            .as_array()
+            .ok_or_else(|| format!("manifest: input {i} has no strides"))?
+            .iter()
+            .map(|s| {
+                s.as_i64()
+                    .ok_or("manifest: a stride that is not an integer")
+            })
+            .collect::<Result<_, _>>()?;
+        inputs.push(Arg::Tensor(with_strides(&t, &strides)?));
+    }
+    let n_out = info["outputs"]
+        .as_array()
+        .ok_or("manifest: no outputs list")?
+        .len();
+    let outputs = (0..n_out)
+        .map(|k| load(&st, &format!("out{k}")))
+        .collect::<Result<_, _>>()?;
+    Ok((inputs, outputs))
+}
+
+#[test]
+fn golden_outputs_match_the_reference_and_nvfuser() {
+    let test = "golden_outputs_match_the_reference_and_nvfuser";
+    let dir = shared_dir().join("golden");
+    let manifest_path = dir.join("manifest.json");
+    if !data_or_skip(test, manifest_path.is_file(), &manifest_path) {
+        return;
+    }
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&manifest_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", manifest_path.display())),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", manifest_path.display()));
+    let cases = manifest
+        .as_object()
+        .unwrap_or_else(|| panic!("{}: not an object", manifest_path.display()));
+    assert!(!cases.is_empty(), "{}: no cases", manifest_path.display());
+    let Some(engine) = engine_or_skip(test) else {
+        return;
+    };
+    let seeds = [0, fresh_seed()];
+    eprintln!(
+        "{test}: seeds {seeds:?} (redo one with: fusebench check --device gpu --seed N FILE)"
+    );
+    let mut tally = Tally::default();
+    for (case, info) in cases {
+        let file = format!("{case}.py");
+        guarded(&file, &mut tally, |t| {
+            let f = match fusebench_frontend::parse_file(&dir.join(&file)) {
+                Ok(f) => f,
+                Err(e) => {
+                    t.failures.push(format!("{file}: parsing: {e}"));
+                    return;
+                }
+            };
+            // nvFuser's own inputs: the GPU against the CPU reference on them
+            // and against what nvFuser gave.
+            let label = format!("{file} (nvFuser's inputs)");
+            match golden_case(&dir, case, info) {
+                Ok((inputs, nvfuser)) => match fusebench_reference::run(&f, &inputs) {
+                    Ok(cpu) => check_on_gpu(
+                        &engine,
+                        &f,
+                        &inputs,
+                        &[Against::Reference(&cpu), Against::NvFuser(&nvfuser)],
+                        &label,
+                        t,
+                    ),
+                    Err(e) => t.failures.push(format!("{label}: CPU reference: {e}")),
+                },
+                Err(e) => t.failures.push(format!("{label}: reading: {e}")),
+            }
+            check_generated(&engine, &file, &f, &seeds, t);
+        });
+    }
+    let what = format!(
+        "{} cases x (nvFuser's inputs + {} seeds) x 2 fills",
+        cases.len(),
+        seeds.len()
+    );
+    finish(test, &what, tally, cases.len() * (1 + seeds.len()) * 2);
+}
