@@ -8,6 +8,7 @@
 #          scripts/gpu.sh python [ARGS] (the Python module's GPU tests, the report redone, bench/peers.py)
 #          scripts/gpu.sh nvbench      (a file nvbench itself writes; cuda-bench wheels in .gpu/wheels)
 #          scripts/gpu.sh flush [ARGS] (L2 flush by write vs by read: copy ceilings, cold program vs standalone)
+#          scripts/gpu.sh figures      (copy ceilings by the same method, % of copy, gather bytes, explain's planted pairs)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -172,6 +173,50 @@ flush)
     done
     python3 bench/flush_summary.py "$out" | tee "$out/flush-summary.txt"
     rm -rf "$out/saved"
+    ;;
+figures)
+    # Every figure beside the headline, measured the way it is: the copy ceilings (peak), the
+    # seed RMSNorm's % of copy, the gather fusions' bytes, and the records explain is checked on:
+    # for b1 (1x1024x4096, fits in L2) and seed (4x1024x4096), a base (cold, CUPTI), three
+    # single-change arms (other kernels: FUSEBENCH_ROW_UNROLL=1; warm; CUDA events), three
+    # two-cause pairs and a second base run; and the transposed-layout pair.
+    shift || true
+    mkdir -p "$out/planted"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$out/gpu.txt"
+    $bin peak | tee "$out/peak.txt"
+    seed=$shared/corpus/seed_rmsnorm_legacy.py
+    cp $seed "$out/seed.py"
+    sed 's/\[4, 1024/[1, 1024/g; s/(4, 1024/(1, 1024/g' $seed >"$out/b1.py"
+    rec() { # NAME COMMAND...: the record of a bench of one fusion, as a measurement file
+        local name=$1
+        shift
+        "$@" --json 2>"$out/planted/$name.err" |
+            python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["rows"][0]["record"], indent=1))' \
+                >"$out/planted/$name.json" || tail -3 "$out/planted/$name.err"
+    }
+    for f in b1 seed; do
+        rec $f-cold $bin bench "$out/$f.py"
+        FUSEBENCH_ROW_UNROLL=1 rec $f-cold-unroll1 $bin bench "$out/$f.py"
+        rec $f-warm $bin bench "$out/$f.py" --cache warm
+        rec $f-cold-events $bin bench "$out/$f.py" --method events
+        FUSEBENCH_ROW_UNROLL=1 rec $f-warm-unroll1 $bin bench "$out/$f.py" --cache warm
+        rec $f-warm-events $bin bench "$out/$f.py" --cache warm --method events
+        FUSEBENCH_ROW_UNROLL=1 rec $f-cold-unroll1-events $bin bench "$out/$f.py" --method events
+        rec $f-cold-2 $bin bench "$out/$f.py"
+    done
+    fx=crates/cli/tests/fixtures/explain
+    rec square-rows $bin bench $fx/square_rows.py
+    rec square-columns $bin bench $fx/square_columns.py
+    echo "== seed and the gather (embedding) fusions: bytes and % of copy, copies timed the same way"
+    $bin bench $seed $shared/corpus/000_*.py $shared/corpus/012_*.py $shared/corpus/023_*.py 2>/dev/null | tee "$out/gather.txt"
+    for f in b1 seed; do
+        for b in cold-unroll1 warm cold-events warm-unroll1 warm-events cold-unroll1-events cold-2; do
+            echo "== explain $f-cold $f-$b"
+            $bin explain "$out/planted/$f-cold.json" "$out/planted/$f-$b.json" | sed -n '/^B\/A/p;/^Most likely/,$p'
+        done
+    done | tee "$out/explain.txt"
+    tar czf /tmp/figures.tgz -C "$out" planted explain.txt peak.txt gather.txt gpu.txt && mv /tmp/figures.tgz "$out/"
+    rm -rf "$out/planted"
     ;;
 nvbench)
     # A file nvbench itself writes, for the nvbench reader's tests: cuda-bench and cuda-bindings

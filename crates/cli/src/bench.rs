@@ -176,6 +176,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     rule: rule.as_ref(),
                     context: None,
                     ceiling: true,
+                    siblings: true,
                 },
             )?;
             let record = measured.record;

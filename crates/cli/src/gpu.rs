@@ -14,7 +14,9 @@ pub struct GpuCheck {
     pub ok: bool,
 }
 
-/// Runs `f` on the GPU (outputs poisoned first) and compares every output with `cpu`.
+/// Runs `f` on the GPU once per poison (outputs filled with 0xFF bytes, then
+/// with zero bytes, so that no unwritten element can pass) and compares every
+/// output with `cpu`; an output is reported from the first fill it fails under.
 pub fn check(
     engine: &Engine,
     f: &Fusion,
@@ -22,9 +24,21 @@ pub fn check(
     cpu: &[Tensor],
 ) -> anyhow::Result<GpuCheck> {
     let p = engine.prepare(f, inputs)?;
-    p.run()?;
-    let outs = p.outputs(f, inputs)?;
-    let outputs: Vec<Comparison> = outs.iter().zip(cpu).map(|(g, c)| compare(g, c)).collect();
+    let mut outputs: Vec<Comparison> = Vec::new();
+    for byte in fusebench_engine::POISONS {
+        p.run_poisoned(byte)?;
+        let outs = p.outputs(f, inputs)?;
+        let these: Vec<Comparison> = outs.iter().zip(cpu).map(|(g, c)| compare(g, c)).collect();
+        if outputs.is_empty() {
+            outputs = these;
+        } else {
+            for (o, t) in outputs.iter_mut().zip(these) {
+                if o.ok && !t.ok {
+                    *o = t;
+                }
+            }
+        }
+    }
     Ok(GpuCheck {
         kernels: p.kernels.len(),
         compile_ms: p.module.compile_ms(),

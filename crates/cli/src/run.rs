@@ -118,6 +118,7 @@ impl Timing {
             rule: self.rule.as_ref(),
             context,
             ceiling: false,
+            siblings: false,
         }
     }
 }

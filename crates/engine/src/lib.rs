@@ -8,4 +8,4 @@ mod prepared;
 mod transfer;
 
 pub use error::EngineError;
-pub use prepared::{input_layouts, planner_device, Bound, Engine, Prepared};
+pub use prepared::{input_layouts, planner_device, Bound, Engine, Prepared, POISONS};

@@ -10,6 +10,10 @@ use fusebench_reference::{Arg, Tensor};
 use fusebench_runtime::{CompiledModule, DeviceBuffer, Gpu, Kernel, KernelArg};
 use std::sync::Arc;
 
+/// The fills a check runs with: NaN bytes for floats, and zero bytes for the
+/// bools, integers and NaN-valued floats that 0xFF would let pass.
+pub const POISONS: [u8; 2] = [0xFF, 0x00];
+
 pub struct Engine {
     pub gpu: Gpu,
 }
@@ -194,7 +198,17 @@ impl Prepared {
     /// Fills every written output and temporary with 0xFF bytes (NaN for
     /// floats), so that an element no kernel wrote cannot pass a comparison.
     pub fn poison(&self) -> Result<(), EngineError> {
-        for b in self.outputs.iter().flatten().chain(&self.temps) {
+        self.poison_with(0xFF)
+    }
+
+    /// Fills every written output with `byte` and every temporary with 0xFF.
+    /// One fill is not enough: 0xFF reads back as `true` for a bool and as -1
+    /// for an integer, so a check runs with each of [`POISONS`].
+    pub fn poison_with(&self, byte: u8) -> Result<(), EngineError> {
+        for b in self.outputs.iter().flatten() {
+            b.fill(byte)?;
+        }
+        for b in &self.temps {
             b.fill(0xFF)?;
         }
         Ok(())
@@ -347,7 +361,12 @@ impl Prepared {
 
     /// Poisons the outputs, runs every kernel and waits.
     pub fn run(&self) -> Result<(), EngineError> {
-        self.poison()?;
+        self.run_poisoned(0xFF)
+    }
+
+    /// Fills the outputs with `byte` (see `poison_with`), runs every kernel and waits.
+    pub fn run_poisoned(&self, byte: u8) -> Result<(), EngineError> {
+        self.poison_with(byte)?;
         self.launch_all()?;
         self.gpu.synchronize()?;
         Ok(())

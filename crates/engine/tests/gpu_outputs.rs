@@ -124,44 +124,12 @@ impl Fill {
 /// Runs the prepared fusion once with its outputs filled as `fill` says, and
 /// brings the outputs back.
 fn run_filled(p: &Prepared, f: &Fusion, inputs: &[Arg], fill: Fill) -> Result<Vec<Tensor>, String> {
-    match fill {
-        Fill::Ones => p.run().map_err(|e| e.to_string())?,
-        Fill::Zeros => {
-            p.poison().map_err(|e| e.to_string())?;
-            zero_outputs(p)?;
-            p.launch_all().map_err(|e| e.to_string())?;
-            p.gpu.synchronize().map_err(|e| e.to_string())?;
-        }
-    }
+    let byte = match fill {
+        Fill::Ones => fusebench_engine::POISONS[0],
+        Fill::Zeros => fusebench_engine::POISONS[1],
+    };
+    p.run_poisoned(byte).map_err(|e| e.to_string())?;
     p.outputs(f, inputs).map_err(|e| e.to_string())
-}
-
-/// Zero bytes in every output a kernel writes, enqueued on the engine's
-/// stream so it is ordered before the launches. `Prepared` only fills with
-/// 0xFF, so this is the driver's memset (the call `DeviceBuffer::fill`
-/// makes) on the outputs' addresses.
-fn zero_outputs(p: &Prepared) -> Result<(), String> {
-    use fusebench_runtime::cudarc::driver::result::memset_d8_async;
-    p.gpu
-        .cuda_context()
-        .bind_to_thread()
-        .map_err(|e| format!("binding the CUDA context: {e}"))?;
-    let stream = p.gpu.cuda_stream().cu_stream();
-    for (i, o) in p.plan.outputs.iter().enumerate() {
-        // Views of inputs or of other outputs have no buffer of their own.
-        let Some(ptr) = p.output_ptr(i) else { continue };
-        // The size the engine allocated for this output.
-        let bytes = o.shape.iter().product::<usize>() * o.dtype.size_bytes();
-        if bytes == 0 {
-            continue;
-        }
-        // SAFETY: `ptr` is the start of output i's allocation of exactly
-        // `bytes` bytes, owned by `p`, which outlives the stream's use of it
-        // (the caller synchronizes before returning).
-        unsafe { memset_d8_async(ptr, 0, bytes, stream) }
-            .map_err(|e| format!("zeroing output {i} ({bytes} bytes): {e}"))?;
-    }
-    Ok(())
 }
 
 /// What the GPU's outputs are compared with.

@@ -119,6 +119,7 @@ impl Harness {
                         rule: &rule,
                         context: None,
                         ceiling: false,
+                        siblings: false,
                     },
                 )?
                 .record;

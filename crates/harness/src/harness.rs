@@ -10,8 +10,8 @@ use crate::{clocks, HarnessError};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::CudaEvent;
 use fusebench_measure::{
-    sample_steps, CachePolicy, Environment, KernelRecord, Measurement, Run, Sample, StoppingRule,
-    Taken,
+    sample_steps, CachePolicy, Environment, FixedCount, KernelRecord, Measurement, Run, Sample,
+    Sibling, StoppingRule, Taken,
 };
 use fusebench_runtime::{ClockReader, Gpu, Kernel};
 use std::sync::OnceLock;
@@ -37,7 +37,14 @@ pub struct Options<'a> {
     pub context: Option<String>,
     /// Also time a copy of the subject's bytes the same way, for the record's `ceiling`.
     pub ceiling: bool,
+    /// Also time the subject briefly under the other cache policy (cold beside warm),
+    /// for the record's `siblings`.
+    pub siblings: bool,
 }
+
+/// Samples of a sibling measurement: enough for its median to be known well
+/// within the differences `explain` splits, few enough to cost little.
+const SIBLING_SAMPLES: usize = 30;
 
 /// A record and how long its sampling took.
 pub struct Measured {
@@ -91,9 +98,27 @@ impl Harness {
         Ok(self.copy.get_or_init(|| k).clone())
     }
 
-    /// One subject measured alone.
+    /// One subject measured alone, and with `siblings` briefly under the other policy.
     pub fn measure(&self, s: &dyn Subject, o: &Options) -> Result<Measured, HarnessError> {
-        Ok(self.measure_steps(&[s], o)?.remove(0))
+        let mut m = self.measure_steps(&[s], o)?.remove(0);
+        if o.siblings {
+            let rule = FixedCount(SIBLING_SAMPLES);
+            for &cache in policy::siblings(o.cache) {
+                let sib = self.measure_steps(
+                    &[s],
+                    &Options {
+                        cache,
+                        warmup: 2,
+                        rule: &rule,
+                        context: o.context.clone(),
+                        ceiling: false,
+                        siblings: false,
+                    },
+                )?;
+                m.record.siblings.push(Sibling::of(&sib[0].record));
+            }
+        }
+        Ok(m)
     }
 
     /// A program: `subjects` run in order, step after step; each subject's

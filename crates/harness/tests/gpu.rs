@@ -89,14 +89,49 @@ impl Loaded {
     }
 }
 
-fn options(cache: CachePolicy, rule: &FixedCount, ceiling: bool) -> Options<'_> {
+/// `extras`: the copy ceiling and the sibling under the other policy too.
+fn options(cache: CachePolicy, rule: &FixedCount, extras: bool) -> Options<'_> {
     Options {
         cache,
         warmup: WARMUP,
         rule,
         context: None,
-        ceiling,
+        ceiling: extras,
+        siblings: extras,
     }
+}
+
+/// The sibling beside a record: the other policy (warm beside cold, cold beside
+/// warm and rotate), 30 samples, one median per kernel, events beside CUPTI.
+fn check_sibling(p: &mut Problems, r: &Measurement, at: &str) {
+    let want = if r.cache == CachePolicy::Cold {
+        CachePolicy::Warm
+    } else {
+        CachePolicy::Cold
+    };
+    p.check(r.siblings.len() == 1, || {
+        format!("{at}: {} siblings, want one", r.siblings.len())
+    });
+    let Some(s) = r.siblings.first() else { return };
+    p.check(s.cache == want, || {
+        format!("{at}: sibling under {}, want {}", s.cache.name(), want.name())
+    });
+    p.check(s.n == 30, || format!("{at}: sibling of {} samples", s.n));
+    p.check(s.kernels_us.len() == r.kernels.len(), || {
+        format!("{at}: sibling has {} kernel medians", s.kernels_us.len())
+    });
+    p.check(
+        s.ci_low_us <= s.median_us && s.median_us <= s.ci_high_us,
+        || format!("{at}: sibling median outside its interval"),
+    );
+    p.check(
+        (s.cold_setup.is_some()) == (s.cache == CachePolicy::Cold),
+        || format!("{at}: sibling cold set-up {:?}", s.cold_setup),
+    );
+    p.check(
+        (s.events_median_us.is_some()) == (r.method == Method::Cupti),
+        || format!("{at}: sibling events median {:?}", s.events_median_us),
+    );
 }
 
 fn harness(engine: &Engine, choice: Choice) -> Harness {
@@ -306,6 +341,7 @@ fn seed_rmsnorm_by_each_method_and_cache_policy() {
             check_record(&mut p, r, &seed, method, cache);
             let at = format!("{SEED} {} {}", method.name(), cache.name());
             check_ceiling(&mut p, r, &at);
+            check_sibling(&mut p, r, &at);
         }
         // Events add the launch processing to each kernel (about 2 us on the
         // H200 against about 20 us for this kernel): above CUPTI's times for

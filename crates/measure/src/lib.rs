@@ -12,7 +12,7 @@ pub mod stopping;
 pub use explain::{explain, Cause, Explanation, Finding, Verdict};
 pub use record::{
     CachePolicy, Ceiling, Clocks, Environment, InputLayout, KernelRecord, MeasureError,
-    Measurement, Method, Sample, Subject, SCHEMA_VERSION,
+    Measurement, Method, Sample, Sibling, Subject, SCHEMA_VERSION,
 };
 pub use sampler::{sample, sample_steps, Run, Taken};
 pub use stats::{differ, median, summarize, Summary};

@@ -205,6 +205,45 @@ pub struct Measurement {
     /// FUSEBENCH_* settings that were set and change this measurement.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub knobs: BTreeMap<String, String>,
+    /// The same subject timed the same way right after, under another cache policy
+    /// (cold beside warm, warm beside cold): how much this subject's own time moves
+    /// with the policy, which `explain` needs to tell a policy's share of a
+    /// difference from the kernels'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub siblings: Vec<Sibling>,
+}
+
+/// A short measurement of the same subject under another cache policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sibling {
+    pub cache: CachePolicy,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_setup: Option<String>,
+    pub median_us: f64,
+    pub ci_low_us: f64,
+    pub ci_high_us: f64,
+    pub n: usize,
+    /// The events window of the same samples, with CUPTI kernel times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_median_us: Option<f64>,
+    /// Each kernel's median, in launch order.
+    pub kernels_us: Vec<f64>,
+}
+
+impl Sibling {
+    /// The sibling of a record: its summary, events median and kernel medians.
+    pub fn of(m: &Measurement) -> Sibling {
+        Sibling {
+            cache: m.cache,
+            cold_setup: m.cold_setup.clone(),
+            median_us: m.summary.median,
+            ci_low_us: m.summary.ci_low,
+            ci_high_us: m.summary.ci_high,
+            n: m.summary.n,
+            events_median_us: m.events_median_us(),
+            kernels_us: m.kernels.iter().map(|k| k.median_us).collect(),
+        }
+    }
 }
 
 /// A device-to-device copy timed like the subject beside it.
@@ -274,6 +313,7 @@ impl Measurement {
             bytes_counted: None,
             ceiling: None,
             knobs: BTreeMap::new(),
+            siblings: Vec::new(),
         })
     }
 

@@ -91,12 +91,14 @@ fn gpu_status() -> (bool, String) {
 /// target/max_time give the noise rule and samples a fixed count (samples=1 with warmup=5
 /// and cache="warm" is the common "five warm-ups, one profiled call" method).
 /// bytes: what the call moves, for bandwidth; with ceiling=True also a copy of those bytes
-/// timed the same way (the record's `ceiling`). name: a label for people (default: the
+/// timed the same way (the record's `ceiling`). siblings=True: also 30 samples under the
+/// other cache policy (the record's `siblings`, which `explain` uses to tell a policy's share
+/// of a difference from the kernels'). name: a label for people (default: the
 /// callable's qualified name). definition: what identifies the work measured (default:
 /// derived from the callable; a `fusebench.load` fusion's definition hash). context: a label
 /// for where it ran.
 #[pyfunction]
-#[pyo3(signature = (func, *args, cache = "cold", target = 0.01, max_time = 1.0, warmup = 3, samples = None, stop = None, bytes = None, ceiling = false, name = None, definition = None, context = None))]
+#[pyo3(signature = (func, *args, cache = "cold", target = 0.01, max_time = 1.0, warmup = 3, samples = None, stop = None, bytes = None, ceiling = false, siblings = false, name = None, definition = None, context = None))]
 #[allow(clippy::too_many_arguments)]
 fn kernel_time(
     func: &Bound<'_, PyAny>,
@@ -109,6 +111,7 @@ fn kernel_time(
     stop: Option<String>,
     bytes: Option<u64>,
     ceiling: bool,
+    siblings: bool,
     name: Option<String>,
     definition: Option<String>,
     context: Option<String>,
@@ -189,6 +192,7 @@ fn kernel_time(
                 rule: rule.as_ref(),
                 context,
                 ceiling,
+                siblings,
             },
         )
         .map_err(harness_err)?;

@@ -54,9 +54,22 @@ pub fn of(kind: CachePolicy) -> &'static dyn Policy {
     }
 }
 
-/// About 25 us at the H200's 1980 MHz, longer at idle clocks: a kernel that keeps the
-/// GPU busy, touching no memory, while the host enqueues the timed launches (launch
-/// latency stays out of an events window, as with nvbench's blocking kernel).
+/// The policies a record's siblings are measured under: the subject's time moves
+/// between cold and warm, which is what `explain` splits a difference by.
+pub fn siblings(kind: CachePolicy) -> &'static [CachePolicy] {
+    match kind {
+        CachePolicy::Cold => &[CachePolicy::Warm],
+        CachePolicy::Warm | CachePolicy::Rotate => &[CachePolicy::Cold],
+        // In a program the other fusions are the context: its cold run is the sibling.
+        CachePolicy::InProgram => &[],
+    }
+}
+
+/// About 100 us at the H200's 1980 MHz, longer at idle clocks: a kernel that keeps the
+/// GPU busy, touching no memory, while the host enqueues the timed launches, so launch
+/// latency stays out of an events window (as with nvbench's blocking kernel). Measured
+/// on the H200: 25 us covered a plain launch but not one under CUPTI, whose events
+/// window then read 13 us more than the kernel and its launch gap.
 pub(crate) fn spin(gpu: &Gpu) -> Result<(), HarnessError> {
-    Ok(gpu.spin(50_000)?)
+    Ok(gpu.spin(200_000)?)
 }
