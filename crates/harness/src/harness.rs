@@ -255,26 +255,7 @@ impl Harness {
         setup: Option<String>,
         o: &Options,
     ) -> Result<Measured, HarnessError> {
-        let facts = s.kernel_facts();
-        let kernels = launches
-            .iter()
-            .enumerate()
-            .map(|(k, (name, l))| {
-                let f = facts.get(k).cloned().unwrap_or_default();
-                KernelRecord {
-                    name: name.clone(),
-                    code_hash: f.code_hash,
-                    grid: [l[0], l[1], l[2]],
-                    block: [l[3], l[4], l[5]],
-                    shared_bytes: f.shared_bytes,
-                    registers: f.registers,
-                    median_us: run
-                        .kernels_us
-                        .get(k)
-                        .map_or(f64::NAN, |v| fusebench_measure::median(v)),
-                }
-            })
-            .collect();
+        let kernels = kernel_records(launches, &s.kernel_facts(), &run.kernels_us);
         let taken_at = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -317,6 +298,33 @@ impl Harness {
     }
 }
 
+/// One record per kernel launched: its launch, what the subject says of it, and
+/// the median of its times over the kept samples.
+fn kernel_records(
+    launches: &[Launch],
+    facts: &[crate::KernelFacts],
+    kernels_us: &[Vec<f64>],
+) -> Vec<KernelRecord> {
+    launches
+        .iter()
+        .enumerate()
+        .map(|(k, (name, l))| {
+            let f = facts.get(k).cloned().unwrap_or_default();
+            KernelRecord {
+                name: name.clone(),
+                code_hash: f.code_hash,
+                grid: [l[0], l[1], l[2]],
+                block: [l[3], l[4], l[5]],
+                shared_bytes: f.shared_bytes,
+                registers: f.registers,
+                median_us: kernels_us
+                    .get(k)
+                    .map_or(f64::NAN, |v| fusebench_measure::median(v)),
+            }
+        })
+        .collect()
+}
+
 /// A call's kernels in one run: during warm-up they become the reference;
 /// afterwards they must equal it, or the sample is rejected.
 fn check_call(
@@ -345,7 +353,24 @@ fn check_call(
 
 #[cfg(test)]
 mod tests {
-    use super::check_call;
+    use super::{check_call, kernel_records};
+
+    #[test]
+    fn a_kernel_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        let launches = vec![
+            ("a".to_string(), [2, 1, 1, 64, 1, 1]),
+            ("b".to_string(), [4, 1, 1, 64, 1, 1]),
+        ];
+        let k = kernel_records(
+            &launches,
+            &[],
+            &[vec![4.0, 1.0, 3.0, 2.0], vec![5.0, 7.0, 6.0]],
+        );
+        assert_eq!(k[0].median_us, 2.5);
+        assert_eq!(k[1].median_us, 6.0);
+        assert_eq!((k[1].grid, k[1].block), ([4, 1, 1], [64, 1, 1]));
+        assert_eq!(k[0].code_hash, "", "a call's kernels have no code hash");
+    }
 
     #[test]
     fn a_call_must_launch_what_its_last_warm_up_launched() {

@@ -201,6 +201,20 @@ fn kernel_time(
     })
 }
 
+/// `(name, definition hash)` a record of `func` would carry: for tests of how
+/// callables are named, where there is no GPU to time them.
+#[pyfunction]
+#[pyo3(signature = (func, definition = None))]
+fn _subject_of(func: &Bound<'_, PyAny>, definition: Option<String>) -> (String, String) {
+    (
+        subject::qualified_name(func),
+        fusebench_harness::fingerprint::hash(&subject::definition_text(
+            func,
+            definition.as_deref(),
+        )),
+    )
+}
+
 /// A measurement: the median kernel time with its interval, every sample,
 /// the kernels, and the fingerprints of where and how it was taken.
 #[pyclass(module = "fusebench", frozen)]
@@ -690,6 +704,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_dlpack_layout, m)?)?;
     m.add_function(wrap_pyfunction!(_dlpack_reexport, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_time, m)?)?;
+    m.add_function(wrap_pyfunction!(_subject_of, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_status, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;

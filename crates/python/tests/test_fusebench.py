@@ -39,6 +39,43 @@ class WithoutAGpu(unittest.TestCase):
         with self.assertRaises(ValueError):
             fusebench.load(str(ROOT / "crates" / "cli" / "tests" / "fixtures" / "explain" / "nope.py"))
 
+    def test_two_callables_are_never_the_same_definition(self):
+        def scale(x):
+            return x * 2
+
+        def shift(x):
+            return x + 2
+
+        f, g = (lambda x: x * 2), (lambda x: x + 2)
+        names = [fusebench._subject_of(h) for h in (scale, shift, f, g)]
+        self.assertEqual(len({h for _, h in names}), 4, names)
+        self.assertTrue(names[0][0].endswith("scale"), names[0])
+        # The same callable is named the same every time.
+        self.assertEqual(fusebench._subject_of(scale), names[0])
+
+        class Fusion:
+            def __init__(self, text):
+                self.text = text
+
+            def __repr__(self):
+                return f"Fusion({self.text})"
+
+            def execute(self, inputs):
+                return inputs
+
+        a, b = Fusion("add"), Fusion("mul")
+        ha, hb = fusebench._subject_of(a.execute)[1], fusebench._subject_of(b.execute)[1]
+        self.assertNotEqual(ha, hb, "methods bound to different objects")
+        self.assertEqual(ha, fusebench._subject_of(Fusion("add").execute)[1], "same repr, same definition")
+        # Objects that only print their address are told apart by identity.
+        o1, o2 = object(), object()
+        self.assertNotEqual(fusebench._subject_of(o1.__eq__)[1], fusebench._subject_of(o2.__eq__)[1])
+        # A definition given by the caller names it instead.
+        self.assertEqual(
+            fusebench._subject_of(scale, definition="rmsnorm v2")[1],
+            fusebench._subject_of(shift, definition="rmsnorm v2")[1],
+        )
+
     def test_records_read_and_explain(self):
         cold, warm = record("b1-cold"), record("b1-warm")
         self.assertAlmostEqual(cold.median, 6.85, delta=0.05)
@@ -107,10 +144,20 @@ class OnAGpu(unittest.TestCase):
         import torch
 
         x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-        m = fusebench.kernel_time(torch.mul, x, x, bytes=3 * x.numel() * 2)
+        m = fusebench.kernel_time(torch.mul, x, x, bytes=3 * x.numel() * 2, ceiling=True, siblings=True)
         self.assertGreater(m.median, 0)
         self.assertGreaterEqual(len(m.kernels), 1)
         self.assertGreater(m.gbps, 100)
+        self.assertIn("mul", m.subject[0])
+        # The copy of the same bytes, timed the same way, beside it.
+        self.assertGreater(m.ceiling_us, 0)
+        self.assertAlmostEqual(m.pct_of_copy, 100 * m.ceiling_us / m.median)
+        record = __import__("json").loads(m.to_json())
+        self.assertEqual(record["siblings"][0]["cache"], "warm")
+        self.assertEqual(record["stopping"]["name"], "noise")
+        add = fusebench.kernel_time(torch.add, x, x, stop="samples:5")
+        self.assertEqual(add.n, 5)
+        self.assertNotEqual(add.subject[1], m.subject[1], "another callable, another definition")
 
     def test_fusebench_engine_is_timed_and_checked(self):
         path = str(ROOT / "examples" / "seed_rmsnorm_legacy.py")
@@ -119,6 +166,7 @@ class OnAGpu(unittest.TestCase):
         self.assertTrue(ok, report)
         m = fusebench.kernel_time(f, bytes=f.bytes)
         self.assertEqual([k["name"] for k in m.kernels], [k[0] for k in f.kernels])
+        self.assertEqual(m.subject, (f.name, f.definition_hash), "named by its definition")
 
     def test_torch_tensors_in_and_out_through_dlpack(self):
         import torch

@@ -22,4 +22,5 @@ from ._native import (  # noqa: F401
     __version__,
     _dlpack_layout,
     _dlpack_reexport,
+    _subject_of,
 )
