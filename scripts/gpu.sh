@@ -9,6 +9,7 @@
 #          scripts/gpu.sh nvbench      (a file nvbench itself writes; cuda-bench wheels in .gpu/wheels)
 #          scripts/gpu.sh flush [ARGS] (L2 flush by write vs by read: copy ceilings, cold program vs standalone)
 #          scripts/gpu.sh figures      (copy ceilings by the same method, % of copy, gather bytes, explain's planted pairs)
+#          scripts/gpu.sh tests        (the GPU tests built by stage: engine outputs, the harness)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,20 @@ stage)
     rm -rf .gpu/shared/corpus .gpu/shared/golden
     cp -r ../shared/corpus ../shared/golden .gpu/shared/
     strip -o .gpu/fusebench target/release/fusebench
+    # The GPU tests, built here (no Rust toolchain there).
+    mkdir -p .gpu/tests
+    cargo test --release --no-run -p fusebench-engine -p fusebench-harness --message-format=json 2>/dev/null |
+        python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        name = m["target"]["name"]
+        if name in ("gpu_outputs", "gpu"):
+            dest = ".gpu/tests/" + ("harness_gpu" if name == "gpu" else name)
+            shutil.copy(m["executable"], dest)
+            print("staged", dest)
+'
     bash scripts/python.sh wheel
     rm -f .gpu/fusebench-*.whl && cp target/wheels/fusebench-*.whl .gpu/
     ;;
@@ -173,6 +188,16 @@ flush)
     done
     python3 bench/flush_summary.py "$out" | tee "$out/flush-summary.txt"
     rm -rf "$out/saved"
+    ;;
+tests)
+    # The cargo tests that need a GPU, built here by stage.
+    mkdir -p "$out"
+    for t in .gpu/tests/*; do
+        echo "== $t"
+        FUSEBENCH_SHARED=$shared $t --nocapture >"$out/$(basename $t).txt" 2>&1
+        echo "exit $?"
+        grep -E "^test |test result|mismatch|MISMATCH|panicked|skipped" "$out/$(basename $t).txt" | tail -15
+    done
     ;;
 figures)
     # Every figure beside the headline, measured the way it is: the copy ceilings (peak), the
