@@ -24,12 +24,11 @@
 
 use fusebench_engine::{Engine, Prepared};
 use fusebench_ir::{DType, Fusion};
-use fusebench_reference::compare::{compare, Comparison, Tolerance};
-use fusebench_reference::{generate_inputs, Arg, Buffer, Tensor};
+use fusebench_reference::compare::{compare, Comparison};
+use fusebench_reference::{generate_inputs, Arg, Tensor};
 use safetensors::{Dtype, SafeTensors};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The shared corpus has 33 fusions; fewer means a partial copy, which would
@@ -157,91 +156,6 @@ impl Against<'_> {
     }
 }
 
-/// GPU against nvFuser. Each of them is allowed the dtype's tolerance from
-/// the exact result (`Tolerance::for_dtype`), so they may differ from each
-/// other by twice it; integers, booleans and exact ops must be equal, and so
-/// must dtypes and shapes. NaN matches only NaN, infinity only itself.
-fn compare_nvfuser(got: &Tensor, want: &Tensor) -> Comparison {
-    let d = want.dtype();
-    let one = Tolerance::for_dtype(d);
-    let tol = Tolerance {
-        rtol: 2.0 * one.rtol,
-        atol: 2.0 * one.atol,
-    };
-    let mut c = Comparison {
-        ok: false,
-        elements: want.numel(),
-        mismatches: 0,
-        max_abs_err: 0.0,
-        max_rel_err: 0.0,
-        ref_abs_max: 0.0,
-        tolerance: tol,
-        first_mismatch: None,
-        problem: None,
-    };
-    if got.dtype() != d || got.shape() != want.shape() {
-        c.problem = Some(format!(
-            "{} {:?}, nvFuser's is {} {:?}",
-            got.dtype(),
-            got.shape(),
-            d,
-            want.shape()
-        ));
-        return c;
-    }
-    let bad_at = |c: &mut Comparison, i: usize, a: f64, b: f64| {
-        c.mismatches += 1;
-        if c.first_mismatch.is_none() {
-            c.first_mismatch = Some((unravel(i, want.shape()), a, b));
-        }
-    };
-    if tol.rtol == 0.0 {
-        // Integers compare as integers: an i64 beyond 2^53 stays exact.
-        for (i, (&a, &b)) in got.to_i64_vec().iter().zip(&want.to_i64_vec()).enumerate() {
-            if a != b {
-                let e = (a as i128 - b as i128).unsigned_abs() as f64;
-                c.max_abs_err = c.max_abs_err.max(e);
-                bad_at(&mut c, i, a as f64, b as f64);
-            }
-        }
-    } else {
-        let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
-        c.ref_abs_max = w
-            .iter()
-            .filter(|x| x.is_finite())
-            .fold(0.0f64, |m, x| m.max(x.abs()));
-        let slack = tol.atol * c.ref_abs_max;
-        for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
-            let bad = if a.is_nan() || b.is_nan() {
-                !(a.is_nan() && b.is_nan())
-            } else if a.is_infinite() || b.is_infinite() {
-                a != b
-            } else {
-                let e = (a - b).abs();
-                c.max_abs_err = c.max_abs_err.max(e);
-                if b != 0.0 {
-                    c.max_rel_err = c.max_rel_err.max(e / b.abs());
-                }
-                e > tol.rtol * b.abs() + slack
-            };
-            if bad {
-                bad_at(&mut c, i, a, b);
-            }
-        }
-    }
-    c.ok = c.mismatches == 0;
-    c
-}
-
-fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for d in (0..shape.len()).rev() {
-        idx[d] = i % shape[d].max(1);
-        i /= shape[d].max(1);
-    }
-    idx
-}
-
 /// A mismatch in one line.
 fn describe(c: &Comparison) -> String {
     if let Some(p) = &c.problem {
@@ -324,7 +238,7 @@ fn compare_all(f: &Fusion, got: &[Tensor], against: &[Against], label: &str, tal
             tally.outputs += 1;
             let c = match a {
                 Against::Reference(_) => compare(g, w),
-                Against::NvFuser(_) => compare_nvfuser(g, w),
+                Against::NvFuser(_) => fusebench_reference::compare::compare_peers(g, w),
             };
             if !c.ok {
                 let name = f
@@ -476,45 +390,6 @@ fn load(st: &SafeTensors, name: &str) -> Result<Tensor, String> {
         .map_err(|e| format!("{name}: {e}"))
 }
 
-/// The same logical values laid out with `strides` (possibly 0 or permuted),
-/// as nvFuser was given them (crates/reference/tests/golden.rs does the same).
-fn with_strides(t: &Tensor, strides: &[i64]) -> Result<Tensor, String> {
-    let shape = t.shape().to_vec();
-    if shape.contains(&0) {
-        return Ok(t.clone());
-    }
-    let reach = shape
-        .iter()
-        .zip(strides)
-        .map(|(&e, &s)| (e as i64 - 1) * s)
-        .sum::<i64>() as usize
-        + 1;
-    let floats = t.to_f64_vec();
-    let ints = t.to_i64_vec();
-    let mut idx = vec![0usize; shape.len()];
-    let mut fstore = vec![0f64; reach];
-    let mut istore = vec![0i64; reach];
-    for k in 0..floats.len() {
-        let off: i64 = idx.iter().zip(strides).map(|(&i, &s)| i as i64 * s).sum();
-        fstore[off as usize] = floats[k];
-        istore[off as usize] = ints[k];
-        for d in (0..shape.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
-    let dense = if t.dtype().is_float() {
-        Tensor::from_f64s(t.dtype(), &[reach], &fstore)
-    } else {
-        Tensor::from_i64s(t.dtype(), &[reach], &istore)
-    }
-    .map_err(|e| e.to_string())?;
-    let buf: Arc<Buffer> = dense.buffer_arc().clone();
-    Tensor::new(t.dtype(), shape, strides.to_vec(), 0, buf).map_err(|e| e.to_string())
-}
 
 /// nvFuser's inputs (in the layouts it was given) and outputs of one case.
 fn golden_case(
@@ -540,7 +415,7 @@ fn golden_case(
                     .ok_or("manifest: a stride that is not an integer")
             })
             .collect::<Result<_, _>>()?;
-        inputs.push(Arg::Tensor(with_strides(&t, &strides)?));
+        inputs.push(Arg::Tensor(t.relaid(&strides).map_err(|e| e.to_string())?));
     }
     let n_out = info["outputs"]
         .as_array()

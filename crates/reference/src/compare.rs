@@ -76,8 +76,33 @@ pub struct Comparison {
 
 /// Compares `got` with the reference `want` using `want`'s dtype tolerance.
 pub fn compare(got: &Tensor, want: &Tensor) -> Comparison {
+    compare_within(got, want, Tolerance::for_dtype(want.dtype()), Dtypes::SameKind)
+}
+
+/// Two results of which each may be off by its dtype's tolerance from the
+/// exact one (the GPU's and nvFuser's): twice the tolerance, dtypes equal.
+pub fn compare_peers(got: &Tensor, want: &Tensor) -> Comparison {
+    let one = Tolerance::for_dtype(want.dtype());
+    let two = Tolerance {
+        rtol: 2.0 * one.rtol,
+        atol: 2.0 * one.atol,
+    };
+    compare_within(got, want, two, Dtypes::Equal)
+}
+
+/// What dtypes two compared tensors may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dtypes {
+    /// Equal, or both integers (Index against Int32/Int: the width is the executor's).
+    SameKind,
+    Equal,
+}
+
+/// Compares `got` with `want` within `tol`. Integers (a zero `rtol`) compare
+/// as integers, so an i64 beyond 2^53 stays exact; NaN matches only NaN and
+/// infinity only itself, so a poisoned element never passes.
+pub fn compare_within(got: &Tensor, want: &Tensor, tol: Tolerance, dtypes: Dtypes) -> Comparison {
     let d = want.dtype();
-    let tol = Tolerance::for_dtype(d);
     let mut c = Comparison {
         ok: false,
         elements: want.numel(),
@@ -97,48 +122,50 @@ pub fn compare(got: &Tensor, want: &Tensor) -> Comparison {
         ));
         return c;
     }
-    let same_kind = |a: DType, b: DType| a == b || (a.is_integral() && b.is_integral());
-    if !same_kind(got.dtype(), d) {
+    let dtype_ok = match dtypes {
+        Dtypes::Equal => got.dtype() == d,
+        Dtypes::SameKind => got.dtype() == d || (got.dtype().is_integral() && d.is_integral()),
+    };
+    if !dtype_ok {
         c.problem = Some(format!("dtype {}, expected {}", got.dtype(), d));
         return c;
     }
-    let exact = tol.rtol == 0.0;
-    let (g, w) = if exact {
-        (
-            got.to_i64_vec()
-                .into_iter()
-                .map(|x| x as f64)
-                .collect::<Vec<_>>(),
-            want.to_i64_vec()
-                .into_iter()
-                .map(|x| x as f64)
-                .collect::<Vec<_>>(),
-        )
-    } else {
-        (got.to_f64_vec(), want.to_f64_vec())
+    let bad_at = |c: &mut Comparison, i: usize, a: f64, b: f64| {
+        c.mismatches += 1;
+        if c.first_mismatch.is_none() {
+            c.first_mismatch = Some((unravel(i, want.shape()), a, b));
+        }
     };
-    c.ref_abs_max = w
-        .iter()
-        .filter(|x| x.is_finite())
-        .fold(0.0f64, |m, x| m.max(x.abs()));
-    let slack = tol.atol * c.ref_abs_max;
-    for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
-        let bad = if b.is_nan() || a.is_nan() {
-            !(a.is_nan() && b.is_nan())
-        } else if b.is_infinite() || a.is_infinite() {
-            a != b
-        } else {
-            let e = (a - b).abs();
-            c.max_abs_err = c.max_abs_err.max(e);
-            if b != 0.0 {
-                c.max_rel_err = c.max_rel_err.max(e / b.abs());
+    if tol.rtol == 0.0 {
+        for (i, (&a, &b)) in got.to_i64_vec().iter().zip(&want.to_i64_vec()).enumerate() {
+            if a != b {
+                let e = (a as i128 - b as i128).unsigned_abs() as f64;
+                c.max_abs_err = c.max_abs_err.max(e);
+                bad_at(&mut c, i, a as f64, b as f64);
             }
-            e > tol.rtol * b.abs() + slack
-        };
-        if bad {
-            c.mismatches += 1;
-            if c.first_mismatch.is_none() {
-                c.first_mismatch = Some((unravel(i, want.shape()), a, b));
+        }
+    } else {
+        let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+        c.ref_abs_max = w
+            .iter()
+            .filter(|x| x.is_finite())
+            .fold(0.0f64, |m, x| m.max(x.abs()));
+        let slack = tol.atol * c.ref_abs_max;
+        for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
+            let bad = if a.is_nan() || b.is_nan() {
+                !(a.is_nan() && b.is_nan())
+            } else if a.is_infinite() || b.is_infinite() {
+                a != b
+            } else {
+                let e = (a - b).abs();
+                c.max_abs_err = c.max_abs_err.max(e);
+                if b != 0.0 {
+                    c.max_rel_err = c.max_rel_err.max(e / b.abs());
+                }
+                e > tol.rtol * b.abs() + slack
+            };
+            if bad {
+                bad_at(&mut c, i, a, b);
             }
         }
     }
@@ -178,5 +205,21 @@ mod tests {
         assert!(!compare(&ints2, &ints).ok);
         let wrong_shape = Tensor::from_f64s(DType::Float, &[1, 3], &[1.0, -2.0, 100.0]).unwrap();
         assert!(compare(&wrong_shape, &want).problem.is_some());
+        // Integers beyond 2^53 compare exactly.
+        let big = Tensor::from_i64s(DType::Int, &[1], &[(1 << 60) + 1]).unwrap();
+        let big2 = Tensor::from_i64s(DType::Int, &[1], &[1 << 60]).unwrap();
+        assert!(!compare(&big, &big2).ok);
+    }
+
+    #[test]
+    fn peers_may_each_be_off_by_one_tolerance_and_must_share_a_dtype() {
+        let want = Tensor::from_f64s(DType::Float, &[1], &[1.0]).unwrap();
+        let near = Tensor::from_f64s(DType::Float, &[1], &[1.0 + 1.5e-5]).unwrap();
+        assert!(!compare(&near, &want).ok);
+        assert!(compare_peers(&near, &want).ok);
+        let i32s = Tensor::from_i64s(DType::Int32, &[1], &[3]).unwrap();
+        let i64s = Tensor::from_i64s(DType::Int, &[1], &[3]).unwrap();
+        assert!(compare(&i32s, &i64s).ok);
+        assert!(compare_peers(&i32s, &i64s).problem.is_some());
     }
 }

@@ -390,6 +390,49 @@ impl Tensor {
         })
     }
 
+    /// The same logical values laid out with `strides` (in elements, none
+    /// negative; permuted, padded or 0 for a broadcast dim) in a fresh buffer:
+    /// how golden cases rebuild the layouts nvFuser was given.
+    pub fn relaid(&self, strides: &[i64]) -> Result<Tensor, ExecError> {
+        let shape = self.shape.clone();
+        if strides.len() != shape.len() || strides.iter().any(|&s| s < 0) {
+            return Err(ExecError::Tensor(format!(
+                "strides {strides:?} for shape {shape:?}: one non-negative stride per dim"
+            )));
+        }
+        if shape.contains(&0) {
+            return Ok(self.clone());
+        }
+        let reach = shape
+            .iter()
+            .zip(strides)
+            .map(|(&e, &s)| (e as i64 - 1) * s)
+            .sum::<i64>() as usize
+            + 1;
+        let (floats, ints) = (self.to_f64_vec(), self.to_i64_vec());
+        let mut idx = vec![0usize; shape.len()];
+        let mut fstore = vec![0f64; reach];
+        let mut istore = vec![0i64; reach];
+        for k in 0..floats.len() {
+            let off: i64 = idx.iter().zip(strides).map(|(&i, &s)| i as i64 * s).sum();
+            fstore[off as usize] = floats[k];
+            istore[off as usize] = ints[k];
+            for d in (0..shape.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        let dense = if self.dtype.is_float() {
+            Tensor::from_f64s(self.dtype, &[reach], &fstore)?
+        } else {
+            Tensor::from_i64s(self.dtype, &[reach], &istore)?
+        };
+        Tensor::new(self.dtype, shape, strides.to_vec(), 0, dense.data)
+    }
+
     /// A dense row-major tensor owning `data`.
     pub fn from_buffer(dtype: DType, shape: Vec<usize>, data: Buffer) -> Result<Tensor, ExecError> {
         let numel: usize = shape.iter().product();

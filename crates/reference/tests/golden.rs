@@ -4,10 +4,9 @@
 //! elsewhere. Skipped when shared/golden is not beside the repository.
 
 use fusebench_ir::DType;
-use fusebench_reference::{run, Arg, Buffer, Tensor};
+use fusebench_reference::{run, Arg, Tensor};
 use safetensors::{Dtype, SafeTensors};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 fn golden_dir() -> Option<PathBuf> {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/golden");
@@ -32,43 +31,6 @@ fn load(st: &SafeTensors, name: &str) -> Tensor {
     Tensor::from_le_bytes(dtype_of(v.dtype()), v.shape(), v.data()).unwrap()
 }
 
-/// The same logical values laid out with `strides` (possibly 0 or permuted).
-fn with_strides(t: &Tensor, strides: &[i64]) -> Tensor {
-    let shape = t.shape().to_vec();
-    if shape.contains(&0) {
-        return t.clone();
-    }
-    let reach = shape
-        .iter()
-        .zip(strides)
-        .map(|(&e, &s)| (e as i64 - 1) * s)
-        .sum::<i64>() as usize
-        + 1;
-    let vals = t.to_f64_vec();
-    let ivals = t.to_i64_vec();
-    let mut idx = vec![0usize; shape.len()];
-    let mut fstore = vec![0f64; reach];
-    let mut istore = vec![0i64; reach];
-    for k in 0..vals.len() {
-        let off: i64 = idx.iter().zip(strides).map(|(&i, &s)| i as i64 * s).sum();
-        fstore[off as usize] = vals[k];
-        istore[off as usize] = ivals[k];
-        for d in (0..shape.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
-    let dense = if t.dtype().is_float() {
-        Tensor::from_f64s(t.dtype(), &[reach], &fstore).unwrap()
-    } else {
-        Tensor::from_i64s(t.dtype(), &[reach], &istore).unwrap()
-    };
-    let buf: Arc<Buffer> = dense.buffer_arc().clone();
-    Tensor::new(t.dtype(), shape, strides.to_vec(), 0, buf).unwrap()
-}
 
 /// (relative, absolute) tolerance for comparing floats of a dtype.
 fn tolerance(d: DType) -> (f64, f64) {
@@ -109,7 +71,7 @@ fn golden_cases_match_nvfuser() {
                     .iter()
                     .map(|s| s.as_i64().unwrap())
                     .collect();
-                Arg::Tensor(with_strides(&t, &strides))
+                Arg::Tensor(t.relaid(&strides).unwrap())
             })
             .collect();
         let outs = run(&f, &inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
