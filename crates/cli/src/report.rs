@@ -1,7 +1,7 @@
 //! `fusebench report`: a run, or a diff of two, as markdown with an SVG chart.
 
 use crate::bench::parse_percent;
-use fusebench_report::{diff, load_paths, markdown, svg};
+use fusebench_report::{diff, load_paths, markdown, svg, Across};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -45,7 +45,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(crate::exit::USAGE));
                 }
             };
-            let d = diff(&old, &new, a.threshold, false);
+            let d = diff(&old, &new, a.threshold, Across::default());
             svg::diff(&d, &a.out.join("diff.svg"))?;
             markdown::diff(&d, Some("diff.svg"))
         }

@@ -9,7 +9,9 @@ pub mod sampler;
 pub mod stats;
 pub mod stopping;
 
-pub use explain::{explain, Cause, Explanation, Finding, Verdict};
+pub use explain::{
+    explain, explain_sides, Answer, Basis, Cause, Explanation, Finding, Side, Verdict,
+};
 pub use record::{
     CachePolicy, Ceiling, Clocks, Environment, InputLayout, KernelRecord, MeasureError,
     Measurement, Method, Sample, Sibling, Subject, SCHEMA_VERSION,

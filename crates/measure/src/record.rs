@@ -93,6 +93,12 @@ pub enum Method {
     Cupti,
     /// CUDA events around the launches, a blocking kernel in front.
     CudaEvents,
+    /// CUDA events around many launches back to back, divided by their count
+    /// (nvbench's batch time): launch overhead overlaps the kernels.
+    CudaEventsBatch,
+    /// A host clock around the call (pytest-benchmark, Google Benchmark's real
+    /// time): the call itself, the launches and the wait for the GPU.
+    HostClock,
 }
 
 impl Method {
@@ -101,6 +107,8 @@ impl Method {
         match self {
             Method::Cupti => "cupti",
             Method::CudaEvents => "cuda_events",
+            Method::CudaEventsBatch => "cuda_events_batch",
+            Method::HostClock => "host_clock",
         }
     }
 }

@@ -10,7 +10,7 @@ pub mod formats;
 pub mod markdown;
 pub mod svg;
 
-pub use diff::{diff, Diff, Pair, Verdict};
-pub use entry::Entry;
+pub use diff::{diff, Across, Diff, Pair, Verdict};
+pub use entry::{Entry, Origin, Tool};
 pub use error::ReportError;
 pub use formats::{load, load_paths};

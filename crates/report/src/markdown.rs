@@ -53,7 +53,7 @@ pub fn diff(d: &Diff, svg: Option<&str>) -> String {
     for p in &d.pairs {
         let v = match p.verdict {
             Verdict::Regression => "**regression**".to_string(),
-            other => other.label(),
+            _ => p.verdict_text(),
         };
         s += &format!(
             "| {} | {} | {} | {} | {} |\n",
@@ -66,5 +66,13 @@ pub fn diff(d: &Diff, svg: Option<&str>) -> String {
     }
     let n = d.regressions().count();
     s += &format!("\n{n} regression(s).\n");
+    let refused = d.refused().count();
+    s += &format!("{} compared", d.compared());
+    if refused > 0 {
+        s += &format!(
+            "; {refused} not compared (another GPU, or taken another way: method or cold set-up)"
+        );
+    }
+    s += ".\n";
     s
 }

@@ -1,7 +1,7 @@
 //! Readers, writers, diff and reports on recorded results (fixtures/README.md).
 
 use fusebench_report::formats::{nvbench, pytest_benchmark};
-use fusebench_report::{diff, load, load_paths, markdown, svg, Verdict};
+use fusebench_report::{diff, load, load_paths, markdown, svg, Across, Verdict};
 use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
@@ -55,7 +55,7 @@ fn two_runs_of_one_build_have_no_regression() {
         load(&fixture("corpus-run-2.json")).unwrap(),
     );
     assert_eq!(a.len(), 32);
-    let d = diff(&a, &b, 0.02, false);
+    let d = diff(&a, &b, 0.02, Across::default());
     assert_eq!(d.pairs.len(), 32);
     assert_eq!(
         d.regressions().count(),
@@ -72,11 +72,11 @@ fn one_fusion_five_percent_slower_is_the_one_regression() {
         load(&fixture("corpus-run-1.json")).unwrap(),
         load(&fixture("corpus-run-2-029-slower.json")).unwrap(),
     );
-    let d = diff(&a, &b, 0.02, false);
+    let d = diff(&a, &b, 0.02, Across::default());
     let r: Vec<&str> = d.regressions().map(|p| p.name.as_str()).collect();
     assert_eq!(r, ["029_pythia-1b_bw_nvFusion6.py"]);
     // Below the threshold the same change is reported, not failed.
-    let d = diff(&a, &b, 0.10, false);
+    let d = diff(&a, &b, 0.10, Across::default());
     assert_eq!(d.regressions().count(), 0);
     let p = d.pairs.iter().find(|p| p.name.starts_with("029")).unwrap();
     assert_eq!(p.verdict, Verdict::Slower);
@@ -89,9 +89,17 @@ fn results_of_another_gpu_are_refused_unless_asked() {
     for e in &mut b {
         e.gpu = "NVIDIA A100-SXM4-80GB".into();
     }
-    let d = diff(&a, &b, 0.02, false);
+    let d = diff(&a, &b, 0.02, Across::default());
     assert!(d.pairs.iter().all(|p| p.verdict == Verdict::DifferentGpu));
-    let d = diff(&a, &b, 0.02, true);
+    let d = diff(
+        &a,
+        &b,
+        0.02,
+        Across {
+            gpus: true,
+            ..Across::default()
+        },
+    );
     assert!(d.pairs.iter().all(|p| p.verdict != Verdict::DifferentGpu));
 }
 
@@ -119,7 +127,7 @@ fn partial_runs_merge_with_the_latest_result_winning() {
     let merged = load_paths(std::slice::from_ref(&dir)).unwrap();
     assert_eq!(merged.len(), 32);
     let base = load(&fixture("corpus-run-1.json")).unwrap();
-    let d = diff(&base, &merged, 0.02, false);
+    let d = diff(&base, &merged, 0.02, Across::default());
     let r: Vec<&str> = d.regressions().map(|p| p.name.as_str()).collect();
     assert_eq!(r, ["029_pythia-1b_bw_nvFusion6.py"]);
     std::fs::remove_dir_all(dir).ok();
@@ -210,7 +218,7 @@ fn a_file_nvbench_wrote_is_read() {
         e[0].median_us
     );
     // A file compared with itself has no regression.
-    let d = diff(&e, &e, 0.02, false);
+    let d = diff(&e, &e, 0.02, Across::default());
     assert_eq!(d.regressions().count(), 0);
 }
 
@@ -263,7 +271,7 @@ fn reports_render_for_a_corpus_run_and_a_diff() {
         md.matches("\n| 0").count() + md.matches("\n| seed").count(),
         a.len()
     );
-    let d = diff(&a, &b, 0.02, false);
+    let d = diff(&a, &b, 0.02, Across::default());
     svg::diff(&d, &dir.join("diff.svg")).unwrap();
     let md = markdown::diff(&d, Some("diff.svg"));
     assert!(

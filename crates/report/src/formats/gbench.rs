@@ -4,7 +4,7 @@
 //! `run_name` become the samples of one entry; aggregates are skipped.
 
 use super::num;
-use crate::{Entry, ReportError};
+use crate::{Entry, Origin, ReportError, Tool};
 use serde_json::Value;
 
 fn to_us(v: f64, unit: &str) -> f64 {
@@ -50,6 +50,7 @@ pub fn read(v: &Value, path: &str) -> Result<Vec<Entry>, ReportError> {
                 format!("google-benchmark|{name}"),
                 host.clone(),
                 samples,
+                Origin::host_clock(Tool::GoogleBenchmark),
                 path,
             )
         })

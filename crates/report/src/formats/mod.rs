@@ -63,8 +63,9 @@ pub fn load(path: &Path) -> Result<Vec<Entry>, ReportError> {
 }
 
 /// Every entry of the files and directories given (a directory gives its
-/// `.json` files), merged: for one identity the latest result wins, so a
-/// partial rerun replaces what it reran and keeps the rest.
+/// `.json` files), merged: for one identity on one GPU taken one way, the
+/// latest result wins, so a partial rerun replaces what it reran and keeps
+/// the rest (and a CUPTI result never replaces an events one).
 pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<Entry>, ReportError> {
     let mut files = Vec::new();
     for p in paths {
@@ -85,7 +86,7 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<Entry>, ReportError> {
         for e in load(&f)? {
             match out
                 .iter_mut()
-                .find(|x| x.identity == e.identity && x.gpu == e.gpu)
+                .find(|x| x.identity == e.identity && x.gpu == e.gpu && x.how() == e.how())
             {
                 Some(x) if e.taken_at >= x.taken_at => *x = e,
                 Some(_) => {}

@@ -6,7 +6,7 @@
 //! keeps every number.
 
 use super::num;
-use crate::{Entry, ReportError};
+use crate::{Entry, Origin, ReportError};
 use fusebench_measure::{CachePolicy, Measurement};
 use serde_json::{json, Value};
 
@@ -204,6 +204,7 @@ pub fn read(v: &Value, path: &str) -> Result<Vec<Entry>, ReportError> {
                 center_s * 1e6,
                 noise,
                 n,
+                Origin::nvbench(kind == "cold"),
                 path,
             ));
         }

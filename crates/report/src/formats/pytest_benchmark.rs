@@ -6,7 +6,7 @@
 //! and reading it back keeps every number.
 
 use super::num;
-use crate::{Entry, ReportError};
+use crate::{Entry, Origin, ReportError, Tool};
 use fusebench_measure::{stats::quantile_sorted, Measurement};
 use serde_json::{json, Value};
 
@@ -111,6 +111,7 @@ pub fn read(v: &Value, path: &str) -> Result<Vec<Entry>, ReportError> {
             format!("pytest-benchmark|{name}"),
             machine.clone(),
             data,
+            Origin::host_clock(Tool::PytestBenchmark),
             path,
         ) {
             Some(e) => e,
@@ -127,6 +128,7 @@ pub fn read(v: &Value, path: &str) -> Result<Vec<Entry>, ReportError> {
                     mean * 1e6,
                     sd / mean,
                     n as usize,
+                    Origin::host_clock(Tool::PytestBenchmark),
                     path,
                 )
             }

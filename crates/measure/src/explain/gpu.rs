@@ -1,0 +1,56 @@
+//! The GPU, the card and the driver. No record times the same kernels on
+//! both, so the effect is not measured: when this differs it takes what the
+//! measured causes leave (the kernels' difference too, when they were compiled
+//! for it: see `kernels.rs`).
+
+use super::check::{mb, Check, Ctx, Est};
+
+pub(super) const TITLE: &str = "different GPU or driver";
+
+/// Differ only where both records say: another tool's file may leave a field empty.
+fn known_differ(x: &str, y: &str) -> bool {
+    !x.is_empty() && !y.is_empty() && x != y
+}
+
+pub(super) fn check(ctx: &Ctx) -> Check {
+    let (ea, eb) = (&ctx.a().environment, &ctx.b().environment);
+    let mut d = Vec::new();
+    if known_differ(&ea.gpu_name, &eb.gpu_name) {
+        d.push(format!("GPU {} vs {}", ea.gpu_name, eb.gpu_name));
+    } else if known_differ(&ea.gpu_uuid, &eb.gpu_uuid) {
+        d.push(format!(
+            "same model, another card ({} vs {})",
+            ea.gpu_uuid, eb.gpu_uuid
+        ));
+    }
+    if known_differ(&ea.driver, &eb.driver) || known_differ(&ea.cuda, &eb.cuda) {
+        d.push(format!(
+            "driver {} / CUDA {} vs {} / {}",
+            ea.driver, ea.cuda, eb.driver, eb.cuda
+        ));
+    }
+    if (ea.sm_count > 0 && eb.sm_count > 0 && ea.sm_count != eb.sm_count)
+        || (ea.l2_bytes > 0 && eb.l2_bytes > 0 && ea.l2_bytes != eb.l2_bytes)
+    {
+        d.push(format!(
+            "{} SMs, L2 {} vs {} SMs, L2 {}",
+            ea.sm_count,
+            mb(ea.l2_bytes),
+            eb.sm_count,
+            mb(eb.l2_bytes)
+        ));
+    }
+    if d.is_empty() {
+        let driver = if ea.driver.is_empty() {
+            format!("CUDA {}", ea.cuda)
+        } else {
+            format!("driver {}", ea.driver)
+        };
+        Check::ruled_out(format!("same GPU ({}) and {driver}", ea.gpu_name))
+    } else {
+        Check::differs(
+            d.join("; "),
+            Est::open("not measured separately: no record times the same kernels on both"),
+        )
+    }
+}
