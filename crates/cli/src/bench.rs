@@ -289,10 +289,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             info.arch,
             info.sm_count,
             info.l2_cache_bytes >> 20,
-            match harness.method() {
-                fusebench_measure::Method::Cupti => "CUPTI kernel records",
-                fusebench_measure::Method::CudaEvents => "CUDA events",
-            },
+            harness.method().words(),
             rule.describe()
         );
         println!("{t}");

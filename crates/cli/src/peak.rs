@@ -75,10 +75,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         info.l2_cache_bytes >> 20,
         env.driver,
         env.cuda,
-        match harness.method() {
-            fusebench_measure::Method::Cupti => "CUPTI kernel records",
-            fusebench_measure::Method::CudaEvents => "CUDA events",
-        }
+        harness.method().words()
     );
     let mut t = Table::new();
     t.load_preset(NOTHING);

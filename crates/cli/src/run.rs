@@ -332,10 +332,7 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             info.arch,
             info.sm_count,
             info.l2_cache_bytes >> 20,
-            match t.harness.method() {
-                fusebench_measure::Method::Cupti => "CUPTI kernel records",
-                fusebench_measure::Method::CudaEvents => "CUDA events",
-            },
+            t.harness.method().words(),
             t.rule.describe()
         );
         for r in &reports {

@@ -252,6 +252,9 @@ fn check_record(p: &mut Problems, r: &Measurement, l: &Loaded, method: Method, c
                 format!("{at}: an events sample carries a second events time")
             });
         }
+        other => p.check(false, || {
+            format!("{at}: the harness does not time by {}", other.name())
+        }),
     }
 
     let (bytes, how) = l.prep.bytes_moved();

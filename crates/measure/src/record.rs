@@ -111,6 +111,16 @@ impl Method {
             Method::HostClock => "host_clock",
         }
     }
+
+    /// The method in words, as tables head their times.
+    pub fn words(self) -> &'static str {
+        match self {
+            Method::Cupti => "CUPTI kernel records",
+            Method::CudaEvents => "CUDA events",
+            Method::CudaEventsBatch => "CUDA events over a batch",
+            Method::HostClock => "a host clock",
+        }
+    }
 }
 
 /// Where the measurement was taken.

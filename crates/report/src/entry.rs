@@ -318,6 +318,7 @@ impl Entry {
             bytes_counted: None,
             ceiling: None,
             knobs: Default::default(),
+            siblings: Vec::new(),
         };
         Side {
             record: Cow::Owned(record),
