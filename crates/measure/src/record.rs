@@ -223,18 +223,20 @@ pub struct Measurement {
     /// FUSEBENCH_* settings that were set and change this measurement.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub knobs: BTreeMap<String, String>,
-    /// The same subject timed the same way right after, under another cache policy
-    /// (cold beside warm, warm beside cold): how much this subject's own time moves
-    /// with the policy, which `explain` needs to tell a policy's share of a
-    /// difference from the kernels'.
+    /// The same subject timed right after under the other cache policy and by the
+    /// other method (cold and warm, CUPTI and CUDA events: every combination but
+    /// this record's own): how much this subject's own time moves with each, which
+    /// `explain` needs to tell the environment's share of a difference from the
+    /// kernels'. An events sibling of a CUPTI record is timed with CUPTI paused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub siblings: Vec<Sibling>,
 }
 
-/// A short measurement of the same subject under another cache policy.
+/// A short measurement of the same subject under another policy or method.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sibling {
     pub cache: CachePolicy,
+    pub method: Method,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_setup: Option<String>,
     pub median_us: f64,
@@ -253,6 +255,7 @@ impl Sibling {
     pub fn of(m: &Measurement) -> Sibling {
         Sibling {
             cache: m.cache,
+            method: m.method,
             cold_setup: m.cold_setup.clone(),
             median_us: m.summary.median,
             ci_low_us: m.summary.ci_low,
@@ -407,6 +410,13 @@ impl Measurement {
             self.method.name(),
             self.cold_setup.as_deref().unwrap_or("")
         )
+    }
+
+    /// The sibling timed under `cache` by `method`, if the record has one.
+    pub fn sibling(&self, cache: CachePolicy, method: Method) -> Option<&Sibling> {
+        self.siblings
+            .iter()
+            .find(|s| s.cache == cache && s.method == method)
     }
 
     /// "% of copy": the copy ceiling's median over this median, in percent.
