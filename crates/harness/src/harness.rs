@@ -98,27 +98,59 @@ impl Harness {
         Ok(self.copy.get_or_init(|| k).clone())
     }
 
-    /// One subject measured alone, and with `siblings` briefly under the other policy.
+    /// One subject measured alone; with `siblings`, then briefly under the other
+    /// cache policy and by the other method (every combination but its own).
     pub fn measure(&self, s: &dyn Subject, o: &Options) -> Result<Measured, HarnessError> {
         let mut m = self.measure_steps(&[s], o)?.remove(0);
         if o.siblings {
-            let rule = FixedCount(SIBLING_SAMPLES);
-            for &cache in policy::siblings(o.cache) {
-                let sib = self.measure_steps(
-                    &[s],
-                    &Options {
-                        cache,
-                        warmup: 2,
-                        rule: &rule,
-                        context: o.context.clone(),
-                        ceiling: false,
-                        siblings: false,
-                    },
-                )?;
-                m.record.siblings.push(Sibling::of(&sib[0].record));
-            }
+            m.record.siblings = self.siblings(s, o)?;
         }
         Ok(m)
+    }
+
+    /// The siblings of a measurement of `s` under `o`: 30 samples each. An events
+    /// sibling is timed with CUPTI paused (CUPTI's tracing slows some kernels: an
+    /// events time beside CUPTI is not what an events run gives); a CUPTI sibling
+    /// of an events harness needs a CUPTI session of its own and is left out, with
+    /// a note, where none starts. A call cannot be timed by events.
+    fn siblings(&self, s: &dyn Subject, o: &Options) -> Result<Vec<Sibling>, HarnessError> {
+        use fusebench_measure::Method as M;
+        let rule = FixedCount(SIBLING_SAMPLES);
+        let mut out = Vec::new();
+        let caches = std::iter::once(o.cache).chain(policy::siblings(o.cache).iter().copied());
+        for cache in caches {
+            for method in [M::Cupti, M::CudaEvents] {
+                if (cache, method) == (o.cache, self.method.kind()) {
+                    continue;
+                }
+                let opts = Options {
+                    cache,
+                    warmup: 2,
+                    rule: &rule,
+                    context: o.context.clone(),
+                    ceiling: false,
+                    siblings: false,
+                };
+                let measured = if method == self.method.kind() {
+                    self.measure_steps_with(self.method.as_ref(), &[s], &opts)?
+                } else if method == M::CudaEvents {
+                    if s.launches().is_none() {
+                        continue;
+                    }
+                    self.method.pause()?;
+                    let r = self.measure_steps_with(&method::Events, &[s], &opts);
+                    self.method.resume()?;
+                    r?
+                } else {
+                    match method::CuptiMethod::start() {
+                        Ok(c) => self.measure_steps_with(&c, &[s], &opts)?,
+                        Err(_) => continue,
+                    }
+                };
+                out.push(Sibling::of(&measured[0].record));
+            }
+        }
+        Ok(out)
     }
 
     /// A program: `subjects` run in order, step after step; each subject's
@@ -126,6 +158,15 @@ impl Harness {
     /// subject is a program of one.
     pub fn measure_steps(
         &self,
+        subjects: &[&dyn Subject],
+        o: &Options,
+    ) -> Result<Vec<Measured>, HarnessError> {
+        self.measure_steps_with(self.method.as_ref(), subjects, o)
+    }
+
+    fn measure_steps_with(
+        &self,
+        method: &dyn Method,
         subjects: &[&dyn Subject],
         o: &Options,
     ) -> Result<Vec<Measured>, HarnessError> {
@@ -139,10 +180,10 @@ impl Harness {
                 "a call is measured on its own, not in a program".into(),
             ));
         }
-        if calls > 0 && !self.method.times_calls() {
+        if calls > 0 && !method.times_calls() {
             return Err(HarnessError::Usage(format!(
                 "{} cannot time a call that launches on streams fusebench does not own; use CUPTI",
-                self.method.kind().name()
+                method.kind().name()
             )));
         }
         let policy = policy::of(o.cache);
@@ -159,7 +200,7 @@ impl Harness {
         };
         // Records of earlier work (uploads, placements, other measurements) are not these.
         self.gpu.synchronize()?;
-        self.method.discard()?;
+        method.discard()?;
         // A call's kernels: set by its last warm-up run, then every sample's must match.
         let mut reference: Option<Vec<Launch>> = None;
         let runs = sample_steps(subjects.len(), o.warmup, o.rule, |step| {
@@ -180,14 +221,14 @@ impl Harness {
                                 .map_err(|e| HarnessError::driver("synchronizing the context", e))
                         };
                         sync()?;
-                        self.method.discard()?;
+                        method.discard()?;
                         s.call()?;
                         sync()?;
                     }
                 }
             }
             self.gpu.synchronize()?;
-            let times = self.method.collect(&Step {
+            let times = method.collect(&Step {
                 expected: &expected,
                 events: &events,
             })?;
@@ -221,7 +262,7 @@ impl Harness {
             .map(|(((s, run), launches), placements)| {
                 let launches = launches.or_else(|| reference.clone()).unwrap_or_default();
                 let setup = policy.setup(&self.gpu, placements)?;
-                self.record(*s, run, &launches, setup, o)
+                self.record(method.kind(), *s, run, &launches, setup, o)
             })
             .collect()
     }
@@ -249,6 +290,7 @@ impl Harness {
 
     fn record(
         &self,
+        method: fusebench_measure::Method,
         s: &dyn Subject,
         run: Run,
         launches: &[Launch],
@@ -262,7 +304,7 @@ impl Harness {
             .unwrap_or(0);
         let mut m = Measurement::new(
             s.identity(),
-            self.method.kind(),
+            method,
             o.cache,
             o.rule.describe(),
             run.stop,

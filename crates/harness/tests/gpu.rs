@@ -101,37 +101,54 @@ fn options(cache: CachePolicy, rule: &FixedCount, extras: bool) -> Options<'_> {
     }
 }
 
-/// The sibling beside a record: the other policy (warm beside cold, cold beside
-/// warm and rotate), 30 samples, one median per kernel, events beside CUPTI.
+/// The siblings beside a record: under its own policy and the other one (warm
+/// beside cold, cold beside warm and rotate), by CUPTI and by events, every
+/// combination but the record's own; 30 samples each, one median per kernel,
+/// an events median beside CUPTI's, a cold set-up only when cold.
 fn check_sibling(p: &mut Problems, r: &Measurement, at: &str) {
-    let want = if r.cache == CachePolicy::Cold {
+    let other = if r.cache == CachePolicy::Cold {
         CachePolicy::Warm
     } else {
         CachePolicy::Cold
     };
-    p.check(r.siblings.len() == 1, || {
-        format!("{at}: {} siblings, want one", r.siblings.len())
-    });
-    let Some(s) = r.siblings.first() else { return };
-    p.check(s.cache == want, || {
-        format!("{at}: sibling under {}, want {}", s.cache.name(), want.name())
-    });
-    p.check(s.n == 30, || format!("{at}: sibling of {} samples", s.n));
-    p.check(s.kernels_us.len() == r.kernels.len(), || {
-        format!("{at}: sibling has {} kernel medians", s.kernels_us.len())
-    });
-    p.check(
-        s.ci_low_us <= s.median_us && s.median_us <= s.ci_high_us,
-        || format!("{at}: sibling median outside its interval"),
-    );
-    p.check(
-        (s.cold_setup.is_some()) == (s.cache == CachePolicy::Cold),
-        || format!("{at}: sibling cold set-up {:?}", s.cold_setup),
-    );
-    p.check(
-        (s.events_median_us.is_some()) == (r.method == Method::Cupti),
-        || format!("{at}: sibling events median {:?}", s.events_median_us),
-    );
+    let mut want = Vec::new();
+    for cache in [r.cache, other] {
+        for method in [Method::Cupti, Method::CudaEvents] {
+            if (cache, method) != (r.cache, r.method) {
+                want.push((cache, method));
+            }
+        }
+    }
+    let got: Vec<(CachePolicy, Method)> = r.siblings.iter().map(|s| (s.cache, s.method)).collect();
+    p.check(got == want, || format!("{at}: siblings {got:?}, want {want:?}"));
+    for s in &r.siblings {
+        let at = format!("{at}, sibling {} {}", s.cache.name(), s.method.name());
+        p.check(s.n == 30, || format!("{at}: {} samples", s.n));
+        p.check(s.kernels_us.len() == r.kernels.len(), || {
+            format!("{at}: {} kernel medians", s.kernels_us.len())
+        });
+        p.check(
+            s.ci_low_us <= s.median_us && s.median_us <= s.ci_high_us,
+            || format!("{at}: median outside its interval"),
+        );
+        p.check(
+            s.cold_setup.is_some() == (s.cache == CachePolicy::Cold),
+            || format!("{at}: cold set-up {:?}", s.cold_setup),
+        );
+        p.check(
+            s.events_median_us.is_some() == (s.method == Method::Cupti),
+            || format!("{at}: events median {:?}", s.events_median_us),
+        );
+    }
+    // The events sibling under the record's own policy is an events run of the same
+    // kernels: its time lies above the CUPTI kernel time, as an events record's does.
+    if r.method == Method::Cupti {
+        if let Some(e) = r.sibling(r.cache, Method::CudaEvents) {
+            p.check(e.median_us > r.summary.median, || {
+                format!("{at}: events sibling {} not above the CUPTI median {}", e.median_us, r.summary.median)
+            });
+        }
+    }
 }
 
 fn harness(engine: &Engine, choice: Choice) -> Harness {

@@ -268,6 +268,28 @@ impl Cupti {
     }
 }
 
+impl Cupti {
+    /// Stops recording until `resume`: work done meanwhile runs as it would
+    /// without CUPTI (whose tracing slows some kernels measurably), and its
+    /// records, and any not yet taken, are dropped.
+    pub fn pause(&self) -> Result<(), RuntimeError> {
+        for k in KINDS {
+            activity::disable(k).map_err(|e| err("disable", e))?;
+        }
+        activity::flush_all(1).map_err(|e| err("flush", e))?;
+        RECORDS.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        Ok(())
+    }
+
+    /// Records again after `pause`.
+    pub fn resume(&self) -> Result<(), RuntimeError> {
+        for k in KINDS {
+            activity::enable(k).map_err(|e| err("enable", e))?;
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Cupti {
     fn drop(&mut self) {
         for k in KINDS {

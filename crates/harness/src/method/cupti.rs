@@ -30,6 +30,14 @@ impl Method for CuptiMethod {
         Ok(())
     }
 
+    fn pause(&self) -> Result<(), HarnessError> {
+        Ok(self.0.pause()?)
+    }
+
+    fn resume(&self) -> Result<(), HarnessError> {
+        Ok(self.0.resume()?)
+    }
+
     fn collect(&self, step: &Step) -> Result<Vec<Times>, HarnessError> {
         let records = self.0.take()?;
         // With every launch known, the whole step is checked at once, then split.

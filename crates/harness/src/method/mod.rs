@@ -7,6 +7,9 @@
 mod cupti;
 mod events;
 
+pub(crate) use cupti::CuptiMethod;
+pub(crate) use events::Events;
+
 use crate::subject::Launch;
 use crate::HarnessError;
 use cudarc::driver::CudaEvent;
@@ -39,6 +42,13 @@ pub trait Method: Send {
     }
     /// The step's times per subject, after checking that they are complete.
     fn collect(&self, step: &Step) -> Result<Vec<Times>, HarnessError>;
+    /// Stops whatever it does to the process while another method times (CUPTI's tracing).
+    fn pause(&self) -> Result<(), HarnessError> {
+        Ok(())
+    }
+    fn resume(&self) -> Result<(), HarnessError> {
+        Ok(())
+    }
 }
 
 /// Which method a command asks for.
