@@ -29,14 +29,14 @@ stage)
     mkdir -p .gpu/tests
     cargo test --release --no-run -p fusebench-engine -p fusebench-harness --message-format=json 2>/dev/null |
         python3 -c '
-import json, sys, shutil
+import json, sys, subprocess
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         name = m["target"]["name"]
         if name in ("gpu_outputs", "gpu"):
             dest = ".gpu/tests/" + ("harness_gpu" if name == "gpu" else name)
-            shutil.copy(m["executable"], dest)
+            subprocess.run(["strip", "-o", dest, m["executable"]], check=True)
             print("staged", dest)
 '
     bash scripts/python.sh wheel
