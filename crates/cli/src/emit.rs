@@ -47,11 +47,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         return Ok(code);
     }
     let f = files::load(&a.file)?;
-    let plan = fusebench_codegen::plan(
-        &f,
-        &layouts(&f),
-        fusebench_engine::planner_device(a.sms)?,
-    )?;
+    let plan = fusebench_codegen::plan(&f, &layouts(&f), fusebench_engine::planner_device(a.sms)?)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(ExitCode::SUCCESS);

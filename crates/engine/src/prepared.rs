@@ -158,10 +158,7 @@ fn bytes_moved(f: &Fusion, inputs: &[Arg], written: usize) -> (usize, String) {
         .collect();
     let distinct = fusebench_reference::facts::distinct_ids(f, inputs);
     let t = fusebench_ir::traffic(f, &shapes, &distinct);
-    (
-        t.read as usize + written,
-        t.describe(written as u64),
-    )
+    (t.read as usize + written, t.describe(written as u64))
 }
 
 /// An input given from outside for the next launches.

@@ -390,7 +390,6 @@ fn load(st: &SafeTensors, name: &str) -> Result<Tensor, String> {
         .map_err(|e| format!("{name}: {e}"))
 }
 
-
 /// nvFuser's inputs (in the layouts it was given) and outputs of one case.
 fn golden_case(
     dir: &Path,

@@ -120,7 +120,9 @@ fn check_sibling(p: &mut Problems, r: &Measurement, at: &str) {
         }
     }
     let got: Vec<(CachePolicy, Method)> = r.siblings.iter().map(|s| (s.cache, s.method)).collect();
-    p.check(got == want, || format!("{at}: siblings {got:?}, want {want:?}"));
+    p.check(got == want, || {
+        format!("{at}: siblings {got:?}, want {want:?}")
+    });
     for s in &r.siblings {
         let at = format!("{at}, sibling {} {}", s.cache.name(), s.method.name());
         p.check(s.n == 30, || format!("{at}: {} samples", s.n));
@@ -145,7 +147,10 @@ fn check_sibling(p: &mut Problems, r: &Measurement, at: &str) {
     if r.method == Method::Cupti {
         if let Some(e) = r.sibling(r.cache, Method::CudaEvents) {
             p.check(e.median_us > r.summary.median, || {
-                format!("{at}: events sibling {} not above the CUPTI median {}", e.median_us, r.summary.median)
+                format!(
+                    "{at}: events sibling {} not above the CUPTI median {}",
+                    e.median_us, r.summary.median
+                )
             });
         }
     }

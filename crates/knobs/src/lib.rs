@@ -186,10 +186,11 @@ impl Knobs {
             };
             let ok = match name {
                 "FUSEBENCH_FLUSH" => match value {
-                    "write" => Some(k.flush = Flush::Write),
-                    "read" => Some(k.flush = Flush::Read),
+                    "write" => Some(Flush::Write),
+                    "read" => Some(Flush::Read),
                     _ => None,
-                },
+                }
+                .map(|f| k.flush = f),
                 "FUSEBENCH_FLUSH_MIB" => {
                     whole(value, 1, 1 << 20).map(|n| k.flush_mib = Some(n as usize))
                 }
@@ -205,11 +206,11 @@ impl Knobs {
                 "FUSEBENCH_ROW_UNROLL" => {
                     whole(value, 1, 16).map(|n| k.row_unroll = Some(n as u32))
                 }
-                "FUSEBENCH_CACHE_DIR" => Some(k.cache_dir = Some(value.into())),
+                "FUSEBENCH_CACHE_DIR" => Some(value).map(|v| k.cache_dir = Some(v.into())),
                 "FUSEBENCH_NO_KERNEL_CACHE" => flag(value).map(|b| k.no_kernel_cache = b),
-                "FUSEBENCH_DB" => Some(k.db = Some(value.into())),
+                "FUSEBENCH_DB" => Some(value).map(|v| k.db = Some(v.into())),
                 "FUSEBENCH_REF_PROFILE" => flag(value).map(|b| k.ref_profile = b),
-                "FUSEBENCH_SHARED" => Some(k.shared = Some(value.into())),
+                "FUSEBENCH_SHARED" => Some(value).map(|v| k.shared = Some(v.into())),
                 _ => unreachable!("every declared knob has a parser: {name}"),
             };
             match ok {

@@ -53,8 +53,9 @@ pub fn sample_steps<E>(
         step(i)?;
     }
     let start = Instant::now();
-    let mut runs: Vec<(Vec<Sample>, Vec<Vec<f64>>, Vec<f64>, Option<Stop>)> =
-        (0..subjects).map(|_| Default::default()).collect();
+    // Per subject: kept samples, each kernel's kept times, the sample times, and why it stopped.
+    type Sampling = (Vec<Sample>, Vec<Vec<f64>>, Vec<f64>, Option<Stop>);
+    let mut runs: Vec<Sampling> = (0..subjects).map(|_| Default::default()).collect();
     let mut i = warmup;
     while runs.iter().any(|r| r.3.is_none()) {
         let taken = step(i)?;

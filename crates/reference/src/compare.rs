@@ -76,7 +76,12 @@ pub struct Comparison {
 
 /// Compares `got` with the reference `want` using `want`'s dtype tolerance.
 pub fn compare(got: &Tensor, want: &Tensor) -> Comparison {
-    compare_within(got, want, Tolerance::for_dtype(want.dtype()), Dtypes::SameKind)
+    compare_within(
+        got,
+        want,
+        Tolerance::for_dtype(want.dtype()),
+        Dtypes::SameKind,
+    )
 }
 
 /// Two results of which each may be off by its dtype's tolerance from the

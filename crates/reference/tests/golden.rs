@@ -31,7 +31,6 @@ fn load(st: &SafeTensors, name: &str) -> Tensor {
     Tensor::from_le_bytes(dtype_of(v.dtype()), v.shape(), v.data()).unwrap()
 }
 
-
 /// (relative, absolute) tolerance for comparing floats of a dtype.
 fn tolerance(d: DType) -> (f64, f64) {
     match d {

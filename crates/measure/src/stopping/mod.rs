@@ -70,8 +70,11 @@ pub struct Rule {
     pub usage: &'static str,
     /// Builds the rule from its parameters (defaults for those not given);
     /// an unknown key or a bad value is an error naming what is accepted.
-    pub from_params: fn(&BTreeMap<String, f64>) -> Result<Box<dyn StoppingRule>, String>,
+    pub from_params: FromParams,
 }
+
+/// Builds a rule from its parameters.
+pub type FromParams = fn(&BTreeMap<String, f64>) -> Result<Box<dyn StoppingRule>, String>;
 
 /// Every stopping rule, by name.
 pub const RULES: &[Rule] = &[noise::RULE, samples::RULE, time::RULE];
