@@ -239,7 +239,10 @@ fn run(checks: &mut Checks, no_fault: bool) -> Result<(), RuntimeError> {
         Ok(())
     })? / 10.0;
     let flush_ms = gpu.time_ms(|| gpu.flush_l2())?;
-    let (w, c) = (median(&mut warm_ms), median(&mut cold_ms));
+    let (w, c) = (
+        fusebench_measure::median(&warm_ms),
+        fusebench_measure::median(&cold_ms),
+    );
     println!(
         "\nsaxpy 2^24 floats ({:.0} MB moved), grid {grid} x block {block}:",
         bytes / 1e6
@@ -327,9 +330,4 @@ fn from_bytes(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(4)
         .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
