@@ -116,15 +116,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
+    let rule = match a.timing.rule(0.01, 1.0) {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
     let engine = match crate::engine("fusebench bench") {
         Ok(e) => e,
         Err(code) => return Ok(code),
     };
     let nvf = nvfuser_times(&paths, a.nvfuser.as_deref());
-    let rule = match a.timing.rule(0.01, 1.0) {
-        Ok(r) => r,
-        Err(code) => return Ok(code),
-    };
     let harness = match a.timing.harness(engine.gpu.clone()) {
         Ok(h) => h,
         Err(code) => return Ok(code),

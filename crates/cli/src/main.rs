@@ -64,6 +64,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Settings are checked before anything runs: a misspelt value is an error, never a default.
+    if let Err(e) = fusebench_knobs::get() {
+        eprintln!("error: {e}");
+        return ExitCode::from(exit::USAGE);
+    }
     let result = match cli.command {
         Command::Check(a) => check::run(a),
         Command::Print(a) => print::run(a),

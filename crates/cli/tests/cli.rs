@@ -414,3 +414,40 @@ fn saved_fusions_record_their_inputs_and_checks_respect_them() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_misspelt_setting_is_an_error_naming_what_is_accepted() {
+    let run = |var: &str, value: &str| {
+        Command::new(env!("CARGO_BIN_EXE_fusebench"))
+            .args(["check", "examples/seed_rmsnorm_legacy.py"])
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .env(var, value)
+            .output()
+            .expect("fusebench runs")
+    };
+    let o = run("FUSEBENCH_FLUSH", "Read");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("FUSEBENCH_FLUSH takes write or read"),
+        "{}",
+        text(&o)
+    );
+    let o = run("FUSEBENCH_FLUHS", "read");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("not a fusebench setting"), "{}", text(&o));
+    let o = run("FUSEBENCH_FLUSH", "read");
+    assert_eq!(o.status.code(), Some(0), "a valid setting: {}", text(&o));
+}
+
+#[test]
+fn a_stopping_rule_that_does_not_parse_is_a_usage_error() {
+    // Checked before a GPU is looked for, so the message is the rule's everywhere.
+    let o = fusebench(&[
+        "bench",
+        "examples/seed_rmsnorm_legacy.py",
+        "--stop",
+        "nosie:1%",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("the rules are"), "{}", text(&o));
+}
