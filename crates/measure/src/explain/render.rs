@@ -21,7 +21,8 @@ fn effect(f: &Finding) -> Option<String> {
     };
     Some(match &f.basis {
         Basis::None => return None,
-        Basis::Measured => format!("effect {}", us(f)),
+        Basis::Measured { from } => format!("effect {}; measured: {from}", us(f)),
+        Basis::Model { model } => format!("effect {}; {model}", us(f)),
         Basis::Through { cause } => format!("effect {}, measured as the {}", us(f), cause.title()),
         Basis::CountedUnder { cause } => format!("counted under {}", cause.title()),
         Basis::Rest { why } => format!(
@@ -107,10 +108,23 @@ impl Explanation {
             if !parts.is_empty() {
                 s += &format!("Shares of B − A: {}.\n", parts.join("; "));
             }
-            if self.together_us.abs() > 0.0 {
+            for t in &self.together {
+                let noise = match (t.low_us, t.high_us) {
+                    (Some(lo), Some(hi)) => format!(
+                        "; {} (the intervals allow {lo:+.2} to {hi:+.2} us)",
+                        if lo <= 0.0 && 0.0 <= hi {
+                            "within noise"
+                        } else {
+                            "beyond noise"
+                        }
+                    ),
+                    _ => String::new(),
+                };
                 s += &format!(
-                    "Together the causes add {:+.2} us beyond their effects alone.\n",
-                    self.together_us
+                    "Together: {:+.2} us ({}) beyond the causes' effects alone: {}{noise}.\n",
+                    t.effect_us,
+                    t.share.map_or("–".into(), pct),
+                    t.detail
                 );
             }
             s += &format!(
