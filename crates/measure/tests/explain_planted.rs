@@ -71,7 +71,6 @@ fn adds_up(e: &Explanation) -> bool {
 }
 
 #[test]
-#[ignore = "needs the GPU-recorded planted pairs"]
 fn each_cause_of_a_two_cause_pair_matches_its_single_change_arm() {
     let mut failures = Vec::new();
     for size in ["b1", "seed"] {
@@ -101,7 +100,6 @@ fn each_cause_of_a_two_cause_pair_matches_its_single_change_arm() {
 }
 
 #[test]
-#[ignore = "needs the GPU-recorded planted pairs"]
 fn each_single_change_is_named_with_its_measured_share() {
     let mut failures = Vec::new();
     for size in ["b1", "seed"] {
@@ -130,7 +128,6 @@ fn each_single_change_is_named_with_its_measured_share() {
 }
 
 #[test]
-#[ignore = "needs the GPU-recorded planted pairs"]
 fn a_transposed_input_is_named_with_its_share() {
     let (a, b) = (load("square-rows"), load("square-columns"));
     let e = explain(&a, &b);
@@ -144,7 +141,6 @@ fn a_transposed_input_is_named_with_its_share() {
 }
 
 #[test]
-#[ignore = "needs the GPU-recorded planted pairs"]
 fn two_runs_of_the_base_are_not_explained_by_a_cause() {
     for size in ["b1", "seed"] {
         let (a, b) = (

@@ -77,7 +77,9 @@ pub(super) fn check(ctx: &Ctx) -> Check {
                 ),
                 Est::Model {
                     us: effect,
-                    model: "model: A's memory-bound share (from its copy ceiling) scales with the memory clock, the rest with the SM clock".into(),
+                    model: "model: A's memory-bound share (from its copy ceiling) scales with \
+                            the memory clock, the rest with the SM clock"
+                        .into(),
                 },
             )
         }

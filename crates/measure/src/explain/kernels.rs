@@ -155,7 +155,10 @@ pub(super) fn check(ctx: &Ctx) -> Check {
             Some(o) => Est::CountedUnder(o, Some(alone)),
             None if corrected => Est::Model {
                 us: alone,
-                model: "model: the kernels' own medians, B's with the cache, clock and method estimates taken out".into(),
+                model: "model: the kernels' own medians, B's with the cache, clock and method \
+                        estimates taken out; a kernel's change does not scale with its \
+                        environment (docs/why-timings-differ.md)"
+                    .into(),
             },
             None => Est::Measured {
                 us: alone,
@@ -168,7 +171,8 @@ pub(super) fn check(ctx: &Ctx) -> Check {
             us: (r - 1.0) * alone,
             range: None,
             detail: format!(
-                "the kernels' change under B's conditions is {r:.3} × their change under A's (the ratio the cache and clock estimates predict)"
+                "the kernels' change under B's conditions is {r:.3} × their change under A's \
+                 (the ratio the cache and clock estimates predict)"
             ),
         });
     }

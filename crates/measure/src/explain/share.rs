@@ -1,9 +1,10 @@
 //! Each cause's share of B − A. Measured and modelled effects count where
 //! they were taken, or under the cause they belong to; what the causes add
-//! together is its own term for each check that measured it; of what is left, a cause that differs but was not
-//! measured takes it when it is the only one that can (its possible range
-//! holds what is left); the rest is the remainder, judged against the noise
-//! the two intervals of the medians allow.
+//! together is its own term for each check that measured it; of what is
+//! left, a cause that differs but was not measured takes it when it is the
+//! only one that can (its possible range holds what is left); the rest is
+//! the remainder, judged against the noise the two intervals of the medians
+//! allow.
 
 use super::check::{Check, Est};
 use super::noise::same_samples;
@@ -45,7 +46,7 @@ pub(super) fn attribute(
             })
         })
         .collect();
-    // Largest share first, as the causes are.
+    // The largest first, by size, whichever way it pushes.
     together.sort_by(|x, y| y.effect_us.abs().total_cmp(&x.effect_us.abs()));
     let together_us: f64 = together.iter().map(|t| t.effect_us).sum();
 
