@@ -196,6 +196,16 @@ fn the_policy_and_the_method_add_what_they_do_together_on_a_s_subject() {
     assert!(close(e.remainder_us, b.summary.median - warm_ev), "{text}");
     adds_up(&e);
     ordered(&e);
+    // Warm L2 undid most of what the method added: the method's share is
+    // above the whole difference, and the answer says why.
+    assert!(
+        matches!(e.answer, Answer::Cause { cause: Cause::Method, share } if share > 1.0),
+        "{text}"
+    );
+    assert!(
+        text.contains("(more than all of it: other causes pulled the other way)"),
+        "{text}"
+    );
 }
 
 #[test]

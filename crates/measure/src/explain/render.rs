@@ -43,9 +43,15 @@ impl Explanation {
             }
             Answer::WithinNoise => "Within noise: the intervals of the medians overlap.".into(),
             Answer::Cause { cause, share } => format!(
-                "Most likely cause: {}. Share: {} of the difference.",
+                "Most likely cause: {}. Share: {} of the difference{}.",
                 cause.title(),
-                pct(*share)
+                pct(*share),
+                // A share above the whole: causes with negative shares undid part of it.
+                if *share > 1.0 {
+                    " (more than all of it: other causes pulled the other way)"
+                } else {
+                    ""
+                }
             ),
             Answer::Together => {
                 "No single cause accounts for most of the difference; together the causes above account for it within noise.".into()
