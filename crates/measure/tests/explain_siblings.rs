@@ -192,8 +192,14 @@ fn the_policy_and_the_method_add_what_they_do_together_on_a_s_subject() {
         close(t.effect_us, (warm_ev - warm) - (cold_ev - cold)),
         "{text}"
     );
-    // What is left is B against A's sibling timed B's way: the drift.
+    // What is left is B against A's sibling timed B's way: the drift, said as such.
     assert!(close(e.remainder_us, b.summary.median - warm_ev), "{text}");
+    let runs = e.remainder_detail.as_deref().unwrap_or_default();
+    assert!(
+        runs.starts_with("two runs of the same subject timed the same way")
+            && runs.contains(&format!("A's sibling (warm, CUDA events) {warm_ev:.2} us")),
+        "{text}"
+    );
     adds_up(&e);
     ordered(&e);
     // Warm L2 undid most of what the method added: the method's share is
@@ -203,7 +209,7 @@ fn the_policy_and_the_method_add_what_they_do_together_on_a_s_subject() {
         "{text}"
     );
     assert!(
-        text.contains("(more than all of it: other causes pulled the other way)"),
+        text.contains("(more than all of it: what else differs pulled the other way)"),
         "{text}"
     );
 }

@@ -426,6 +426,20 @@ impl<'a> Ctx<'a> {
         Some(c)
     }
 
+    /// When nothing about the subject differs and A's siblings hold A timed
+    /// B's way: B against that sibling, two runs of the same subject timed
+    /// the same way, which is what the measured steps from A leave.
+    pub fn runs_step(&self) -> Option<Step> {
+        if self.same_conditions() || SUBJECT.into_iter().any(|c| self.differs(c)) {
+            return None;
+        }
+        self.a_at(self.b(), self.b().method).map(|from| Step {
+            from,
+            to: self.b_self(),
+            at: "B's",
+        })
+    }
+
     /// What the subject's change and the environment (policy, method) add
     /// together: how much going from A's conditions to B's moves B's subject
     /// (B − B's sibling at A's conditions) against how much it moves A's (A's

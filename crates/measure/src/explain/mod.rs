@@ -181,6 +181,9 @@ pub struct Explanation {
     /// The part of B − A that no cause accounts for, and its share.
     pub remainder_us: f64,
     pub remainder_share: Option<f64>,
+    /// What the remainder is, when the siblings say: B against A's sibling
+    /// timed B's way, with the range their intervals allow.
+    pub remainder_detail: Option<String>,
     /// The range of remainders the two intervals of the medians allow around
     /// zero: a remainder inside it is within noise.
     pub noise_low_us: f64,
@@ -256,5 +259,6 @@ pub fn explain_sides(a: &Side, b: &Side) -> Explanation {
         }
         done.push((cause, c));
     }
-    share::attribute(&a.record, &b.record, done)
+    let runs = Ctx { a, b, done: &done }.runs_step();
+    share::attribute(&a.record, &b.record, done, runs)
 }

@@ -46,9 +46,10 @@ impl Explanation {
                 "Most likely cause: {}. Share: {} of the difference{}.",
                 cause.title(),
                 pct(*share),
-                // A share above the whole: causes with negative shares undid part of it.
+                // A share above the whole: other causes, what they do together or the
+                // remainder undid part of it.
                 if *share > 1.0 {
-                    " (more than all of it: other causes pulled the other way)"
+                    " (more than all of it: what else differs pulled the other way)"
                 } else {
                     ""
                 }
@@ -134,7 +135,7 @@ impl Explanation {
                 );
             }
             s += &format!(
-                "Remainder: {:+.2} us ({}), {} (the intervals allow {:+.2} to {:+.2} us).\n",
+                "Remainder: {:+.2} us ({}), {} (the intervals allow {:+.2} to {:+.2} us){}.\n",
                 self.remainder_us,
                 self.remainder_share.map_or("–".into(), pct),
                 if self.remainder_within_noise {
@@ -143,7 +144,10 @@ impl Explanation {
                     "beyond noise"
                 },
                 self.noise_low_us,
-                self.noise_high_us
+                self.noise_high_us,
+                self.remainder_detail
+                    .as_ref()
+                    .map_or(String::new(), |d| format!(": {d}"))
             );
         }
         s += &self.answer_text();

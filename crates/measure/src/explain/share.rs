@@ -6,7 +6,7 @@
 //! the remainder, judged against the noise the two intervals of the medians
 //! allow.
 
-use super::check::{Check, Est};
+use super::check::{Check, Est, Step};
 use super::noise::same_samples;
 use super::{Answer, Basis, Cause, Explanation, Finding, Together, Verdict};
 use crate::record::Measurement;
@@ -24,6 +24,7 @@ pub(super) fn attribute(
     a: &Measurement,
     b: &Measurement,
     mut done: Vec<(Cause, Check)>,
+    runs: Option<Step>,
 ) -> Explanation {
     let (sa, sb) = (&a.summary, &b.summary);
     let d = sb.median - sa.median;
@@ -152,6 +153,22 @@ pub(super) fn attribute(
     });
     let within = in_noise(remainder);
     let remainder_share = (d != 0.0).then(|| remainder / d);
+    // The steps measured from A reach A's sibling timed B's way; what is
+    // left is then B against it, two runs, whose intervals say more than A's.
+    let remainder_detail = runs
+        .filter(|r| (r.us() - remainder).abs() <= 1e-9 * d.abs().max(1.0))
+        .map(|r| {
+            let (low, high) = (r.to.low - r.from.high, r.to.high - r.from.low);
+            format!(
+                "two runs of the same subject timed the same way: {}; {} (their intervals allow {low:+.2} to {high:+.2} us)",
+                r.words(),
+                if low <= 0.0 && 0.0 <= high {
+                    "within their noise"
+                } else {
+                    "a difference between the runs beyond their intervals"
+                }
+            )
+        });
     let (answer, causes) = if differs(Cause::SingleSample) {
         (Answer::SingleSample, vec![Cause::SingleSample])
     } else if ranked.is_empty() && same_samples(a, b) {
@@ -188,6 +205,7 @@ pub(super) fn attribute(
         together_us,
         remainder_us: remainder,
         remainder_share,
+        remainder_detail,
         noise_low_us: noise_low,
         noise_high_us: noise_high,
         remainder_within_noise: within,
