@@ -153,6 +153,66 @@ fn the_cause_with_the_largest_share_is_named_not_the_first_in_a_list() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A record of `planted-no-siblings/` (recorded without siblings).
+fn planted(name: &str) -> Value {
+    read(&format!(
+        "crates/measure/tests/fixtures/explain/planted-no-siblings/{name}.json"
+    ))
+}
+
+/// The sibling the record `r` stands for: its summary, as the harness writes
+/// a sibling.
+fn sibling_of(r: &Value) -> Value {
+    let s = &r["summary"];
+    json!({
+        "cache": r["cache"],
+        "method": r["method"],
+        "cold_setup": r["cold_setup"],
+        "median_us": s["median"],
+        "ci_low_us": s["ci_low"],
+        "ci_high_us": s["ci_high"],
+        "n": s["n"],
+        "kernels_us": r["kernels"].as_array().unwrap().iter().map(|k| k["median_us"].clone()).collect::<Vec<_>>(),
+    })
+}
+
+#[test]
+fn explain_measures_each_cause_from_the_siblings_and_what_they_add_together() {
+    // Other kernels timed by events against the base timed by CUPTI; the
+    // siblings the harness takes beside each are built here from the records
+    // of the same run that were timed those ways.
+    let dir = tmp("siblings");
+    let mut a = planted("b1-cold");
+    a["siblings"] =
+        json!(["b1-warm", "b1-cold-events", "b1-warm-events"].map(|n| sibling_of(&planted(n))));
+    let mut b = planted("b1-cold-unroll1-events");
+    b["siblings"] = json!([sibling_of(&planted("b1-cold-unroll1"))]);
+    let median = |r: &Value| r["summary"]["median"].as_f64().unwrap();
+    let on_a = median(&planted("b1-cold-events")) - median(&a);
+    let on_b = median(&b) - median(&planted("b1-cold-unroll1"));
+    let (a, b) = (write(&dir, "a.json", &a), write(&dir, "b.json", &b));
+    let o = fusebench(&["explain", &a, &b]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("measured: A's sibling (cold, CUDA events) − A"),
+        "{t}"
+    );
+    assert!(t.contains("measured: B's sibling (cold, CUPTI) − A"), "{t}");
+    assert!(
+        t.contains(&format!(
+            "B's method (CUDA events) changes A's kernels by {on_a:+.2} us"
+        )) && t.contains(&format!("B's by {on_b:+.2} us")),
+        "{t}"
+    );
+    let o = fusebench(&["explain", "--json", &a, &b]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["causes"], json!(["method", "kernels"]));
+    assert_eq!(v["together"][0]["cause"], "kernels");
+    assert_eq!(v["answer"]["cause"], "method");
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn explain_reports_each_causes_share_in_json() {
     let o = fusebench(&[

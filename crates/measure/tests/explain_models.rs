@@ -108,7 +108,12 @@ fn the_method_is_the_events_overhead_per_kernel_from_the_record_holding_both() {
     let o = events_over_cupti(&a);
     let e = explain(&a, &b);
     assert!(close(effect(&e, Cause::Method), o), "{}", e.render(&a, &b));
-    assert_eq!(finding(&e, Cause::Method).basis, Basis::Measured);
+    // No sibling by the other method: the overhead model, said as one.
+    assert!(
+        matches!(&finding(&e, Cause::Method).basis, Basis::Model { model } if model.starts_with("model: the events overhead per kernel")),
+        "{:?}",
+        finding(&e, Cause::Method).basis
+    );
     assert!(close(
         finding(&e, Cause::Method).share.unwrap(),
         o / (e.b_us - e.a_us)
@@ -270,7 +275,11 @@ fn warm_against_cold_is_predicted_from_the_two_copy_ceilings() {
         "{}",
         e.render(&a, &b)
     );
-    assert_eq!(finding(&e, Cause::WorkingSetVsL2).basis, Basis::Measured);
+    assert!(
+        matches!(&finding(&e, Cause::WorkingSetVsL2).basis, Basis::Model { model } if model.contains("overstates")),
+        "{:?}",
+        finding(&e, Cause::WorkingSetVsL2).basis
+    );
     assert_eq!(
         finding(&e, Cause::CachePolicy).basis,
         Basis::CountedUnder {

@@ -1,7 +1,10 @@
 //! The cache policy (cold, warm, rotate, in-program) and, for two cold
 //! records, how each sample was prepared (a write or a read flush, code
-//! eviction, input placements). Estimated from the two copy ceilings, each
-//! timed under its record's policy and set-up: see `Ctx::cache_effect`.
+//! eviction, input placements). Measured by a sibling under the other policy
+//! (`Ctx::policy_check`). Siblings differ from their record by the policy
+//! only, never by the set-up, so two cold set-ups, and a record without
+//! siblings, are estimated from the two copy ceilings, each timed under its
+//! record's policy and set-up (`Ctx::cache_effect`).
 
 use super::check::{Check, Ctx, Est};
 use super::working_set::fits_l2;
@@ -53,11 +56,8 @@ pub(super) fn check(ctx: &Ctx) -> Check {
             Est::CountedUnder(Cause::WorkingSetVsL2, None),
         );
     }
-    match ctx.cache_effect() {
-        Ok((us, model)) => Check::differs(
-            format!("{detail}; estimate from {model}"),
-            Est::Measured(us),
-        ),
+    match ctx.policy_check(&detail) {
+        Ok(c) => c,
         Err(why) => Check::differs(detail, Est::open(format!("not measured: {why}"))),
     }
 }

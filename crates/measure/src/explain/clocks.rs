@@ -1,5 +1,6 @@
 //! Clocks and throttling. Every sample carries the SM and memory clocks read
-//! right after it. The memory-bound part of A's time (m, from A's copy
+//! right after it. fusebench never changes the clocks, so no sibling runs at
+//! the other side's clocks: this stays a model. The memory-bound part of A's time (m, from A's copy
 //! ceiling) scales with the memory clock, the rest with the SM clock:
 //! B/A = m × memA/memB + (1 − m) × smA/smB, applied to A's time under B's
 //! cache policy. Without a ceiling m is unknown, and the effect lies between
@@ -74,7 +75,12 @@ pub(super) fn check(ctx: &Ctx) -> Check {
                     1.0 - m,
                     ratio(m)
                 ),
-                Est::Measured(effect),
+                Est::Model {
+                    us: effect,
+                    model: "model: A's memory-bound share (from its copy ceiling) scales with \
+                            the memory clock, the rest with the SM clock"
+                        .into(),
+                },
             )
         }
         Err(why) => {

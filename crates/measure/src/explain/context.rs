@@ -1,7 +1,8 @@
 //! In a program or standalone: what ran before the fusion. Timed inside a
 //! program, its cache policy is `in_program` (L2 holds what the earlier
 //! fusions left), so against a standalone record the context is the cache
-//! policy's mechanism and counted there.
+//! policy's mechanism and counted there. Otherwise it is a change of the
+//! subject, measured as one (`Ctx::subject_check`) where siblings allow.
 
 use super::check::{Check, Ctx, Est};
 use super::Cause;
@@ -29,6 +30,8 @@ pub(super) fn check(ctx: &Ctx) -> Check {
             format!("{detail}; what ran before is what the in-program policy keeps in L2: counted under {}", c.title()),
             Est::CountedUnder(c, None),
         ),
-        _ => Check::differs(detail, Est::open("not measured separately")),
+        _ => ctx
+            .subject_check(Cause::Context, &detail)
+            .unwrap_or_else(|| Check::differs(detail, Est::open("not measured separately"))),
     }
 }

@@ -1,7 +1,9 @@
 //! The fusion's definition. A definition declares its inputs' layouts, so
 //! when the layouts differ too, the more specific cause (the layout) holds
-//! the effect; otherwise it is not measured on its own and takes what the
-//! measured causes leave (or the kernels' difference, `kernels.rs`).
+//! the effect. Otherwise, when the two were timed differently, B's sibling at
+//! A's conditions less A measures it (`Ctx::subject_check`); else it is not
+//! measured on its own and takes what the measured causes leave (or the
+//! kernels' difference, `kernels.rs`).
 
 use super::check::{Check, Ctx, Est};
 use super::Cause;
@@ -17,6 +19,9 @@ pub(super) fn check(ctx: &Ctx) -> Check {
         "definitions differ ({} vs {}): {} vs {}",
         sa.definition_hash, sb.definition_hash, sa.name, sb.name
     );
+    if let Some(c) = ctx.subject_check(Cause::Fusion, &detail) {
+        return c;
+    }
     if ctx.differs(Cause::InputLayout) {
         return Check::differs(
             format!("{detail}; the inputs' layouts, which a definition declares, differ too: counted under input layout"),

@@ -1,9 +1,12 @@
-//! The GPU, the card and the driver. No record times the same kernels on
-//! both, so the effect is not measured: when this differs it takes what the
-//! measured causes leave (the kernels' difference too, when they were compiled
-//! for it: see `kernels.rs`).
+//! The GPU, the card and the driver. When the two were timed differently,
+//! B's sibling at A's conditions less A measures B's subject on B's GPU
+//! against A's on A's (`Ctx::subject_check`): the GPU holds that change as
+//! the first cause of the subject. Otherwise no record times the same kernels
+//! on both, so it takes what the measured causes leave (the kernels'
+//! difference too, when they were compiled for it: see `kernels.rs`).
 
 use super::check::{mb, Check, Ctx, Est};
+use super::Cause;
 
 pub(super) const TITLE: &str = "different GPU or driver";
 
@@ -48,9 +51,12 @@ pub(super) fn check(ctx: &Ctx) -> Check {
         };
         Check::ruled_out(format!("same GPU ({}) and {driver}", ea.gpu_name))
     } else {
-        Check::differs(
-            d.join("; "),
-            Est::open("not measured separately: no record times the same kernels on both"),
-        )
+        let detail = d.join("; ");
+        ctx.subject_check(Cause::Gpu, &detail).unwrap_or_else(|| {
+            Check::differs(
+                detail,
+                Est::open("not measured separately: no record times the same kernels on both"),
+            )
+        })
     }
 }

@@ -1,5 +1,10 @@
-//! The kernels: code and launch configuration. Each record holds every
-//! kernel's own median. Kernels the same on both sides (code hash and launch
+//! The kernels: code and launch configuration. When the two were timed
+//! differently (policy, set-up or method), B's sibling at A's conditions less
+//! A measures the change, as a run changing only the kernels does, and B's
+//! subject against A's under B's conditions says what the change adds
+//! together with the policy and method (`Ctx::subject_check`). When they
+//! were timed the same way, or no sibling holds the time, each record's own
+//! kernel medians: kernels the same on both sides (code hash and launch
 //! shape) change only by the other causes; for those that differ, the effect
 //! alone is B's kernels with the estimated environmental effects (cache
 //! policy, clocks) taken out, less A's: kB / r − kA, r being the ratio those
@@ -9,7 +14,7 @@
 //! layout or the definition differs, the kernels differ because of it, and
 //! their effect is counted under that cause.
 
-use super::check::{Check, Ctx, Est};
+use super::check::{Check, Ctx, Est, Joint};
 use super::Cause;
 use crate::record::{KernelRecord, Measurement};
 
@@ -83,6 +88,9 @@ pub(super) fn check(ctx: &Ctx) -> Check {
         ));
     }
     let detail = d.join("; ");
+    if let Some(c) = ctx.subject_check(Cause::Kernels, &detail) {
+        return c;
+    }
     let owner = [Cause::Gpu, Cause::InputLayout, Cause::Fusion]
         .into_iter()
         .find(|&c| ctx.differs(c));
@@ -135,6 +143,9 @@ pub(super) fn check(ctx: &Ctx) -> Check {
         );
     }
     model += &format!("; effect {alone:+.2} us");
+    // With nothing to take out, the kernels' own medians measure the change;
+    // otherwise the models of the other causes shape it.
+    let corrected = (r - 1.0).abs() > 1e-12 || ctx.overhead_in(a) > 0.0 || ctx.overhead_in(b) > 0.0;
     let mut c = Check::differs(
         match owner {
             Some(o) => format!("{model}, counted under {} (their source)", o.title()),
@@ -142,9 +153,28 @@ pub(super) fn check(ctx: &Ctx) -> Check {
         },
         match owner {
             Some(o) => Est::CountedUnder(o, Some(alone)),
-            None => Est::Measured(alone),
+            None if corrected => Est::Model {
+                us: alone,
+                model: "model: the kernels' own medians, B's with the cache, clock and method \
+                        estimates taken out; a kernel's change does not scale with its \
+                        environment (docs/why-timings-differ.md)"
+                    .into(),
+            },
+            None => Est::Measured {
+                us: alone,
+                from: "the kernels that differ, each record's own kernel medians".into(),
+            },
         },
     );
-    c.together_us = (r - 1.0) * alone;
+    if (r - 1.0).abs() > 1e-12 {
+        c.together = Some(Joint {
+            us: (r - 1.0) * alone,
+            range: None,
+            detail: format!(
+                "the kernels' change under B's conditions is {r:.3} × their change under A's \
+                 (the ratio the cache and clock estimates predict)"
+            ),
+        });
+    }
     c
 }

@@ -1,9 +1,12 @@
-//! The inputs' dtypes, shapes, strides and alignment. Not measured on its
-//! own: another layout usually gets other kernels, whose own time difference
-//! is then counted here (`kernels.rs`); with the same kernels it takes what
-//! the measured causes leave.
+//! The inputs' dtypes, shapes, strides and alignment. When the two were timed
+//! differently, B's sibling at A's conditions less A measures the change of
+//! the subject, and the layout holds it unless the GPU differs too
+//! (`Ctx::subject_check`). Otherwise another layout usually gets other
+//! kernels, whose own time difference is then counted here (`kernels.rs`);
+//! with the same kernels it takes what the measured causes leave.
 
 use super::check::{Check, Ctx, Est};
+use super::Cause;
 
 pub(super) const TITLE: &str = "different input layout or alignment";
 
@@ -54,6 +57,8 @@ pub(super) fn check(ctx: &Ctx) -> Check {
             ia.len()
         ))
     } else {
-        Check::differs(d.join("; "), Est::open("not measured separately"))
+        let detail = d.join("; ");
+        ctx.subject_check(Cause::InputLayout, &detail)
+            .unwrap_or_else(|| Check::differs(detail, Est::open("not measured separately")))
     }
 }

@@ -1,10 +1,14 @@
 //! How the time was taken. CUDA events around the launches hold the launch
 //! processing and the gaps between kernels; CUPTI kernel records hold only the
-//! kernels. A CUPTI record that also timed each sample by events gives the
-//! overhead per kernel o = (events median − CUPTI median) / kernels, and the
-//! events side's time holds o for each kernel it launches.
+//! kernels, and CUPTI itself slows some kernels. A record's sibling by the
+//! other method (an events sibling of a CUPTI record is timed with CUPTI
+//! paused) measures the effect on A's subject under A's policy: A's sibling
+//! less A. Without one, the model: a CUPTI record that also timed each sample
+//! by events gives the overhead per kernel o = (events median − CUPTI
+//! median) / kernels, and the events side's time holds o for each kernel it
+//! launches; it cannot see CUPTI's own slowdown of a kernel.
 
-use super::check::{is_events, launches, Check, Ctx, Est};
+use super::check::{is_events, launches, Check, Ctx, Est, OVERHEAD_MODEL};
 use super::Side;
 use crate::record::Method;
 
@@ -50,6 +54,19 @@ pub(super) fn check(ctx: &Ctx) -> Check {
             Est::open("not estimated: no record times the same samples both ways"),
         );
     }
+    if let Some(step) = ctx.method_step() {
+        return Check::differs(
+            format!(
+                "{detail}; measured at {} conditions: {}",
+                step.at,
+                step.words()
+            ),
+            Est::Measured {
+                us: step.us(),
+                from: step.source(),
+            },
+        );
+    }
     // The events side is the slower one: its window holds the overhead.
     let (events, sign) = if is_events(b) { (b, 1.0) } else { (a, -1.0) };
     let Some(o) = ctx.overhead() else {
@@ -61,7 +78,8 @@ pub(super) fn check(ctx: &Ctx) -> Check {
         return Check::differs(
             detail,
             Est::Open {
-                why: "not estimated: neither record holds both methods' times of the same samples"
+                why: "not estimated: no sibling by the other method, and neither record holds \
+                      both methods' times of the same samples"
                     .into(),
                 low,
                 high,
@@ -80,6 +98,9 @@ pub(super) fn check(ctx: &Ctx) -> Check {
             o.kernels.max(1),
             o.per_kernel_us,
         ),
-        Est::Measured(effect),
+        Est::Model {
+            us: effect,
+            model: OVERHEAD_MODEL.into(),
+        },
     )
 }

@@ -2,14 +2,21 @@
 //!
 //! Every mechanism that moves a kernel's measured time is one file here and
 //! one line in the list below (`causes!`). Each file checks whether its cause
-//! differs between A and B and, where the records hold the measurements its
-//! model needs, estimates its effect on B − A in microseconds. `share.rs`
-//! then gives every cause its share of the observed difference, hands on
-//! the effects that belong to another cause, lets one cause that differs but
-//! was not measured take what the measured ones leave, and says how much
-//! nothing accounts for. The list's order is the order the checks run in: a
-//! check may read the findings of the checks above it (the cache model needs
-//! the method's overhead, the kernels need the environmental effects).
+//! differs between A and B and, where it can, takes its effect on B − A in
+//! microseconds from the records' own times: a record's siblings hold its
+//! subject timed under the other cache policy and by the other method, so
+//! the policy's and the method's effects are measured at A's conditions, and
+//! the subject's own change (kernels, layout, definition) is B's sibling at
+//! A's conditions less A, which is what a run changing only the subject
+//! measures. Where no sibling holds the time (older records, other tools'
+//! files, program records) a model estimates it, and the finding says which
+//! (`Basis`). `share.rs` then gives every cause its share of the observed
+//! difference, adds what the causes do together beyond their effects alone,
+//! lets one cause that differs but was not measured take what the others
+//! leave, and says how much nothing accounts for. The list's order is the
+//! order the checks run in: a check may read the findings of the checks
+//! above it (the cache model needs the method's overhead, the subject's
+//! change takes out the clocks' effect).
 
 mod check;
 mod render;
@@ -85,8 +92,12 @@ pub enum Verdict {
 pub enum Basis {
     /// Not a cause of this difference: ruled out or unknown.
     None,
-    /// Estimated from the two records' measurements (the model is in the detail).
-    Measured,
+    /// Taken from the records' times: `from` names them ("A's sibling
+    /// (warm, CUPTI) − A"; the numbers are in the detail).
+    Measured { from: String },
+    /// Predicted by a model where no time measures it: `model` names the
+    /// model and what it is known to get wrong (the numbers are in the detail).
+    Model { model: String },
     /// Measured on a consequence of this cause and counted here (the kernels'
     /// own time difference, when they differ because the input layout does).
     Through { cause: Cause },
@@ -110,6 +121,23 @@ pub struct Finding {
     /// `effect_us` over B − A: signed, so a cause that pushed the other way has
     /// a negative share, and the shares plus the remainder's make 1.
     pub share: Option<f64>,
+}
+
+/// What causes add acting together beyond the sum of their effects alone
+/// (the events method costs less on B's kernels than on A's; other kernels
+/// gain more from warm L2).
+#[derive(Clone, Debug, Serialize)]
+pub struct Together {
+    /// The cause whose check measured it; `detail` names the others.
+    pub cause: Cause,
+    pub effect_us: f64,
+    /// `effect_us` over B − A.
+    pub share: Option<f64>,
+    /// The range the intervals of the medians it comes from allow; none when
+    /// a model predicted it.
+    pub low_us: Option<f64>,
+    pub high_us: Option<f64>,
+    pub detail: String,
 }
 
 /// What the explanation comes to.
@@ -146,11 +174,16 @@ pub struct Explanation {
     /// Causes that differ, the largest share first (then those without one).
     pub causes: Vec<Cause>,
     /// What the causes add when they act together beyond the sum of their
-    /// effects alone (other kernels run under another cache policy).
+    /// effects alone, each term with its evidence.
+    pub together: Vec<Together>,
+    /// The sum of `together`.
     pub together_us: f64,
     /// The part of B − A that no cause accounts for, and its share.
     pub remainder_us: f64,
     pub remainder_share: Option<f64>,
+    /// What the remainder is, when the siblings say: B against A's sibling
+    /// timed B's way, with the range their intervals allow.
+    pub remainder_detail: Option<String>,
     /// The range of remainders the two intervals of the medians allow around
     /// zero: a remainder inside it is within noise.
     pub noise_low_us: f64,
@@ -226,5 +259,6 @@ pub fn explain_sides(a: &Side, b: &Side) -> Explanation {
         }
         done.push((cause, c));
     }
-    share::attribute(&a.record, &b.record, done)
+    let runs = Ctx { a, b, done: &done }.runs_step();
+    share::attribute(&a.record, &b.record, done, runs)
 }

@@ -21,7 +21,8 @@ fn effect(f: &Finding) -> Option<String> {
     };
     Some(match &f.basis {
         Basis::None => return None,
-        Basis::Measured => format!("effect {}", us(f)),
+        Basis::Measured { from } => format!("effect {}; measured: {from}", us(f)),
+        Basis::Model { model } => format!("effect {}; {model}", us(f)),
         Basis::Through { cause } => format!("effect {}, measured as the {}", us(f), cause.title()),
         Basis::CountedUnder { cause } => format!("counted under {}", cause.title()),
         Basis::Rest { why } => format!(
@@ -42,9 +43,16 @@ impl Explanation {
             }
             Answer::WithinNoise => "Within noise: the intervals of the medians overlap.".into(),
             Answer::Cause { cause, share } => format!(
-                "Most likely cause: {}. Share: {} of the difference.",
+                "Most likely cause: {}. Share: {} of the difference{}.",
                 cause.title(),
-                pct(*share)
+                pct(*share),
+                // A share above the whole: other causes, what they do together or the
+                // remainder undid part of it.
+                if *share > 1.0 {
+                    " (more than all of it: what else differs pulled the other way)"
+                } else {
+                    ""
+                }
             ),
             Answer::Together => {
                 "No single cause accounts for most of the difference; together the causes above account for it within noise.".into()
@@ -107,14 +115,27 @@ impl Explanation {
             if !parts.is_empty() {
                 s += &format!("Shares of B − A: {}.\n", parts.join("; "));
             }
-            if self.together_us.abs() > 0.0 {
+            for t in &self.together {
+                let noise = match (t.low_us, t.high_us) {
+                    (Some(lo), Some(hi)) => format!(
+                        "; {} (the intervals allow {lo:+.2} to {hi:+.2} us)",
+                        if lo <= 0.0 && 0.0 <= hi {
+                            "within noise"
+                        } else {
+                            "beyond noise"
+                        }
+                    ),
+                    _ => String::new(),
+                };
                 s += &format!(
-                    "Together the causes add {:+.2} us beyond their effects alone.\n",
-                    self.together_us
+                    "Together: {:+.2} us ({}) beyond the causes' effects alone: {}{noise}.\n",
+                    t.effect_us,
+                    t.share.map_or("–".into(), pct),
+                    t.detail
                 );
             }
             s += &format!(
-                "Remainder: {:+.2} us ({}), {} (the intervals allow {:+.2} to {:+.2} us).\n",
+                "Remainder: {:+.2} us ({}), {} (the intervals allow {:+.2} to {:+.2} us){}.\n",
                 self.remainder_us,
                 self.remainder_share.map_or("–".into(), pct),
                 if self.remainder_within_noise {
@@ -123,7 +144,10 @@ impl Explanation {
                     "beyond noise"
                 },
                 self.noise_low_us,
-                self.noise_high_us
+                self.noise_high_us,
+                self.remainder_detail
+                    .as_ref()
+                    .map_or(String::new(), |d| format!(": {d}"))
             );
         }
         s += &self.answer_text();

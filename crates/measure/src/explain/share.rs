@@ -1,13 +1,14 @@
-//! Each cause's share of B − A. Measured effects count where they were
-//! measured, or under the cause they belong to; what the causes add together
-//! is its own term; of what is left, a cause that differs but was not
-//! measured takes it when it is the only one that can (its possible range
-//! holds what is left); the rest is the remainder, judged against the noise
-//! the two intervals of the medians allow.
+//! Each cause's share of B − A. Measured and modelled effects count where
+//! they were taken, or under the cause they belong to; what the causes add
+//! together is its own term for each check that measured it; of what is
+//! left, a cause that differs but was not measured takes it when it is the
+//! only one that can (its possible range holds what is left); the rest is
+//! the remainder, judged against the noise the two intervals of the medians
+//! allow.
 
-use super::check::{Check, Est};
+use super::check::{Check, Est, Step};
 use super::noise::same_samples;
-use super::{Answer, Basis, Cause, Explanation, Finding, Verdict};
+use super::{Answer, Basis, Cause, Explanation, Finding, Together, Verdict};
 use crate::record::Measurement;
 use crate::stats::differ;
 
@@ -22,7 +23,8 @@ struct Open {
 pub(super) fn attribute(
     a: &Measurement,
     b: &Measurement,
-    done: Vec<(Cause, Check)>,
+    mut done: Vec<(Cause, Check)>,
+    runs: Option<Step>,
 ) -> Explanation {
     let (sa, sb) = (&a.summary, &b.summary);
     let d = sb.median - sa.median;
@@ -31,7 +33,23 @@ pub(super) fn attribute(
     // d − r lies there.
     let noise_low = -((sb.ci_high - sb.median) + (sa.median - sa.ci_low));
     let noise_high = (sb.median - sb.ci_low) + (sa.ci_high - sa.median);
-    let together_us: f64 = done.iter().map(|(_, c)| c.together_us).sum();
+    let mut together: Vec<Together> = done
+        .iter_mut()
+        .filter_map(|(cause, c)| {
+            let j = c.together.take()?;
+            Some(Together {
+                cause: *cause,
+                effect_us: j.us,
+                share: (d != 0.0).then(|| j.us / d),
+                low_us: j.range.map(|r| r.0),
+                high_us: j.range.map(|r| r.1),
+                detail: j.detail,
+            })
+        })
+        .collect();
+    // The largest first, by size, whichever way it pushes.
+    together.sort_by(|x, y| y.effect_us.abs().total_cmp(&x.effect_us.abs()));
+    let together_us: f64 = together.iter().map(|t| t.effect_us).sum();
 
     let mut findings = Vec::with_capacity(done.len());
     let mut moved = Vec::new();
@@ -39,7 +57,8 @@ pub(super) fn attribute(
     for (i, (cause, c)) in done.into_iter().enumerate() {
         let (basis, effect_us) = match c.estimate {
             Est::None => (Basis::None, None),
-            Est::Measured(us) => (Basis::Measured, Some(us)),
+            Est::Measured { us, from } => (Basis::Measured { from }, Some(us)),
+            Est::Model { us, model } => (Basis::Model { model }, Some(us)),
             Est::CountedUnder(to, us) => {
                 if let Some(us) = us {
                     moved.push((to, cause, us));
@@ -134,6 +153,22 @@ pub(super) fn attribute(
     });
     let within = in_noise(remainder);
     let remainder_share = (d != 0.0).then(|| remainder / d);
+    // The steps measured from A reach A's sibling timed B's way; what is
+    // left is then B against it, two runs, whose intervals say more than A's.
+    let remainder_detail = runs
+        .filter(|r| (r.us() - remainder).abs() <= 1e-9 * d.abs().max(1.0))
+        .map(|r| {
+            let (low, high) = (r.to.low - r.from.high, r.to.high - r.from.low);
+            format!(
+                "two runs of the same subject timed the same way: {}; {} (their intervals allow {low:+.2} to {high:+.2} us)",
+                r.words(),
+                if low <= 0.0 && 0.0 <= high {
+                    "within their noise"
+                } else {
+                    "a difference between the runs beyond their intervals"
+                }
+            )
+        });
     let (answer, causes) = if differs(Cause::SingleSample) {
         (Answer::SingleSample, vec![Cause::SingleSample])
     } else if ranked.is_empty() && same_samples(a, b) {
@@ -166,9 +201,11 @@ pub(super) fn attribute(
         beyond_noise,
         findings,
         causes,
+        together,
         together_us,
         remainder_us: remainder,
         remainder_share,
+        remainder_detail,
         noise_low_us: noise_low,
         noise_high_us: noise_high,
         remainder_within_noise: within,

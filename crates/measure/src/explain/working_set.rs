@@ -1,8 +1,9 @@
 //! Working set vs L2: a policy that keeps L2 between samples (warm) reads a
 //! working set that fits from L2, the cold policy from DRAM. The same
-//! mechanism as the cache policy, measured the same way (the copy ceilings: a
-//! warm copy of bytes that fit in L2 is fast); when this differs, the effect
-//! is counted here and the cache policy says so.
+//! mechanism as the cache policy, measured the same way (a sibling under the
+//! other policy, else the copy ceilings: a warm copy of bytes that fit in L2
+//! is fast); when this differs, the effect is counted here and the cache
+//! policy says so.
 
 use super::check::{mb, Check, Ctx, Est};
 use crate::record::{CachePolicy, Measurement};
@@ -64,11 +65,8 @@ pub(super) fn check(ctx: &Ctx) -> Check {
     if !differs {
         return Check::ruled_out(detail);
     }
-    match ctx.cache_effect() {
-        Ok((us, model)) => Check::differs(
-            format!("{detail}; estimate from {model}"),
-            Est::Measured(us),
-        ),
+    match ctx.policy_check(&detail) {
+        Ok(c) => c,
         Err(why) => {
             // Reading from L2 can only make that side faster.
             let (low, high) = match (la, lb) {
