@@ -237,7 +237,7 @@ figures)
     for f in b1 seed; do
         for b in cold-unroll1 warm cold-events warm-unroll1 warm-events cold-unroll1-events cold-2; do
             echo "== explain $f-cold $f-$b"
-            $bin explain "$out/planted/$f-cold.json" "$out/planted/$f-$b.json" | sed -n '/^B\/A/p;/^Most likely/,$p'
+            $bin explain "$out/planted/$f-cold.json" "$out/planted/$f-$b.json" | sed -n '/^B − A/p;/^Shares/,$p'
         done
     done | tee "$out/explain.txt"
     tar czf /tmp/figures.tgz -C "$out" planted explain.txt peak.txt gather.txt gpu.txt && mv /tmp/figures.tgz "$out/"

@@ -10,7 +10,7 @@ pub mod stats;
 pub mod stopping;
 
 pub use explain::{
-    explain, explain_sides, Answer, Basis, Cause, Explanation, Finding, Side, Verdict,
+    explain, explain_sides, Answer, Basis, Cause, Explanation, Finding, Side, Together, Verdict,
 };
 pub use record::{
     CachePolicy, Ceiling, Clocks, Environment, InputLayout, KernelRecord, MeasureError,

@@ -348,9 +348,18 @@ struct Explanation {
     ratio: f64,
     #[pyo3(get)]
     beyond_noise: bool,
-    /// The causes that differ, most likely first.
+    /// The causes that differ, the largest share first.
     #[pyo3(get)]
     causes: Vec<String>,
+    /// Each differing cause's estimated share of B - A (1.0 = all of it), where estimated.
+    #[pyo3(get)]
+    shares: Vec<(String, f64)>,
+    /// B - A in microseconds.
+    #[pyo3(get)]
+    difference_us: f64,
+    /// The one-line answer ("Most likely cause: ...", "unexplained: ...", "Same: ...").
+    #[pyo3(get)]
+    answer: String,
     #[pyo3(get)]
     text: String,
 }
@@ -368,10 +377,24 @@ impl Explanation {
 #[pyfunction]
 fn explain(a: &Measurement, b: &Measurement) -> Explanation {
     let e = fusebench_measure::explain(&a.inner, &b.inner);
+    let shares = e
+        .causes
+        .iter()
+        .filter_map(|c| {
+            e.findings
+                .iter()
+                .find(|f| f.cause == *c)
+                .and_then(|f| f.share)
+                .map(|s| (c.title().to_string(), s))
+        })
+        .collect();
     Explanation {
         ratio: e.ratio,
         beyond_noise: e.beyond_noise,
         causes: e.causes.iter().map(|c| c.title().to_string()).collect(),
+        shares,
+        difference_us: e.difference_us,
+        answer: e.answer_text(),
         text: e.render(&a.inner, &b.inner),
     }
 }

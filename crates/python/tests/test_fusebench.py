@@ -91,6 +91,11 @@ class WithoutAGpu(unittest.TestCase):
         self.assertEqual(e.causes[0], "working set vs L2 size")
         self.assertTrue(e.beyond_noise)
         self.assertIn("Most likely cause", str(e))
+        self.assertIn("Most likely cause: working set vs L2 size", e.answer)
+        self.assertAlmostEqual(e.difference_us, warm.median - cold.median)
+        self.assertEqual(e.shares[0][0], "working set vs L2 size")
+        self.assertGreater(e.shares[0][1], 0.5)
+        self.assertTrue(fusebench.explain(cold, cold).answer.startswith("Same"))
         again = fusebench.Measurement.from_json(cold.to_json())
         self.assertEqual(again.samples, cold.samples)
         with self.assertRaises(ValueError):
