@@ -160,7 +160,7 @@ program)
     done
     # One archive: the device tool returns only a few files.
     tar czf /tmp/program.tgz -C "$out" . && mv /tmp/program.tgz "$out/" &&
-        find "$out" -mindepth 1 -not -name program.tgz -not -name compare.txt -delete
+        find "$out" -mindepth 1 -not -name "*.tgz" -not -name compare.txt -delete
     ;;
 python)
     # The Python module with nvFuser, Thunder and PyTorch beside it: its tests on the GPU, the
