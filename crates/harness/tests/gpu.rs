@@ -199,6 +199,17 @@ fn check_record(p: &mut Problems, r: &Measurement, l: &Loaded, method: Method, c
     p.check(r.subject.inputs == l.prep.input_layouts(), || {
         format!("{at}: inputs {:?}", r.subject.inputs)
     });
+    // The driver release as NVML says it (580.159.04), the CUDA API version beside it (13.0).
+    let e = &r.environment;
+    p.check(
+        e.driver.split('.').count() >= 2 && e.driver != e.cuda && e.cuda.split('.').count() == 2,
+        || {
+            format!(
+                "{at}: driver {:?}, CUDA {:?}, NVRTC {:?}",
+                e.driver, e.cuda, e.nvrtc
+            )
+        },
+    );
     p.check(r.samples.len() == SAMPLES && r.summary.n == SAMPLES, || {
         format!(
             "{at}: {} samples, summary of {}, asked for {SAMPLES}",
