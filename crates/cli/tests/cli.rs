@@ -1,23 +1,9 @@
 //! The `fusebench` command as a user runs it: exit codes, messages, JSON.
 
+mod common;
+use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn fusebench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fusebench"))
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .output()
-        .expect("fusebench runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::process::Command;
 
 fn fixture(name: &str) -> String {
     format!("crates/cli/tests/fixtures/{name}")

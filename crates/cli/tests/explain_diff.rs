@@ -2,29 +2,10 @@
 //! results with fields changed where a case needs it (the changed copies are
 //! written to a temporary directory).
 
+mod common;
+use common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn fusebench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fusebench"))
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .output()
-        .expect("fusebench runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn explain_fixture(name: &str) -> String {
     format!("crates/measure/tests/fixtures/explain/{name}.json")

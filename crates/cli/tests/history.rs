@@ -3,9 +3,11 @@
 //! within each kind of record, damaged records skipped with a warning, and a
 //! database that is never created or changed by reading it.
 
+mod common;
+use common::text;
 use fusebench_measure::{CachePolicy, Environment, Measurement, Method, Sample, Stop, Subject};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 /// A fresh directory of this test's own under the system's temporary one.
 fn scratch(name: &str) -> PathBuf {
@@ -21,13 +23,8 @@ fn history(args: &[&str], env: &[(&str, &Path)]) -> (Option<i32>, String) {
     for (k, v) in env {
         c.env(k, v);
     }
-    let o: Output = c.output().expect("fusebench runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o.status.code(), text)
+    let o = c.output().expect("fusebench runs");
+    (o.status.code(), text(&o))
 }
 
 /// 40 samples around `base` (an interval of the median of about +-0.25%),

@@ -2,16 +2,14 @@
 //! differs in one planted way, and explain must name that cause first, as
 //! the one that accounts for more than half of the difference.
 
-use fusebench_measure::{explain, Answer, Cause, Measurement, Verdict};
+mod common;
+use common::*;
 
 fn load(name: &str) -> Measurement {
-    let path = format!(
-        "{}/tests/fixtures/explain/{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    Measurement::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    load_from("", name)
 }
+
+use fusebench_measure::{explain, Answer, Cause, Measurement, Verdict};
 
 fn first_cause(a: &str, b: &str) -> Cause {
     let (x, y) = (load(a), load(b));

@@ -3,19 +3,16 @@
 //! CUPTI times, copy ceilings, per-sample clocks): every expected number is
 //! worked out here from the records' own values, independently of explain.
 
-use fusebench_measure::{
-    explain, median, Answer, Basis, Cause, Ceiling, Explanation, Finding, KernelRecord,
-    Measurement, Method, Verdict,
-};
+mod common;
+use common::*;
 
 fn load(name: &str) -> Measurement {
-    let path = format!(
-        "{}/tests/fixtures/explain/{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    Measurement::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    load_from("", name)
 }
+
+use fusebench_measure::{
+    explain, median, Answer, Basis, Cause, Ceiling, KernelRecord, Measurement, Method, Verdict,
+};
 
 /// The record read back, so that its summary is recomputed from its samples.
 fn fresh(m: Measurement) -> Measurement {
@@ -64,36 +61,7 @@ fn ceiling(m: &Measurement, median_us: f64) -> Option<Ceiling> {
     })
 }
 
-fn finding(e: &Explanation, c: Cause) -> &Finding {
-    e.findings.iter().find(|f| f.cause == c).unwrap()
-}
-
-fn close(x: f64, y: f64) -> bool {
-    (x - y).abs() <= 1e-9 * y.abs().max(1.0)
-}
-
-fn effect(e: &Explanation, c: Cause) -> f64 {
-    finding(e, c)
-        .effect_us
-        .unwrap_or_else(|| panic!("{c:?} has no effect: {:#?}", finding(e, c)))
-}
-
 /// The shares, what the causes add together and the remainder make up B − A.
-fn adds_up(e: &Explanation) {
-    let d = e.b_us - e.a_us;
-    let parts: f64 = e.findings.iter().filter_map(|f| f.effect_us).sum();
-    assert!(
-        close(parts + e.together_us + e.remainder_us, d),
-        "{parts} + {} + {} != {d}",
-        e.together_us,
-        e.remainder_us
-    );
-    let shares: f64 = e.findings.iter().filter_map(|f| f.share).sum();
-    assert!(close(
-        shares + e.together_us / d + e.remainder_share.unwrap(),
-        1.0
-    ));
-}
 
 fn events_over_cupti(m: &Measurement) -> f64 {
     let ev: Vec<f64> = m.samples.iter().map(|s| s.events_us.unwrap()).collect();

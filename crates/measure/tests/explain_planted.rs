@@ -5,16 +5,14 @@
 //! times (their siblings), not from a model. The pairs of one change are
 //! named as before, now with their shares.
 
-use fusebench_measure::{explain, Answer, Basis, Cause, Explanation, Measurement};
+mod common;
+use common::*;
 
 fn load(name: &str) -> Measurement {
-    let path = format!(
-        "{}/tests/fixtures/explain/planted/{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    Measurement::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    load_from("planted", name)
 }
+
+use fusebench_measure::{explain, Answer, Basis, Cause, Explanation, Measurement};
 
 /// The changes the pairs combine, with the arm that makes each alone.
 #[derive(Clone, Copy, Debug)]

@@ -5,19 +5,15 @@
 //! recorded medians, worked out here independently of explain. The records
 //! as recorded, without siblings, check the fallbacks to the models.
 
-use fusebench_measure::explain::Together;
-use fusebench_measure::{
-    explain, Answer, Basis, Cause, Explanation, Finding, Measurement, Sibling,
-};
+mod common;
+use common::*;
 
 fn load(name: &str) -> Measurement {
-    let path = format!(
-        "{}/tests/fixtures/explain/planted-no-siblings/{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    Measurement::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    load_from("planted-no-siblings", name)
 }
+
+use fusebench_measure::explain::Together;
+use fusebench_measure::{explain, Answer, Basis, Cause, Explanation, Measurement, Sibling};
 
 fn median(name: &str) -> f64 {
     load(name).summary.median
@@ -43,20 +39,6 @@ fn base(size: &str) -> Measurement {
     )
 }
 
-fn finding(e: &Explanation, c: Cause) -> &Finding {
-    e.findings.iter().find(|f| f.cause == c).unwrap()
-}
-
-fn close(x: f64, y: f64) -> bool {
-    (x - y).abs() <= 1e-9 * y.abs().max(1.0)
-}
-
-fn effect(e: &Explanation, c: Cause) -> f64 {
-    finding(e, c)
-        .effect_us
-        .unwrap_or_else(|| panic!("{c:?} has no effect: {:#?}", finding(e, c)))
-}
-
 fn measured_from(e: &Explanation, c: Cause) -> String {
     match &finding(e, c).basis {
         Basis::Measured { from } => from.clone(),
@@ -73,23 +55,6 @@ fn together(e: &Explanation, c: Cause) -> &Together {
 
 /// The effects, what the causes add together and the remainder make up
 /// B − A, and the shares make 1.
-fn adds_up(e: &Explanation) {
-    let d = e.b_us - e.a_us;
-    let parts: f64 = e.findings.iter().filter_map(|f| f.effect_us).sum();
-    assert!(
-        close(parts + e.together_us + e.remainder_us, d),
-        "{parts} + {} + {} != {d}",
-        e.together_us,
-        e.remainder_us
-    );
-    let shares: f64 = e.findings.iter().filter_map(|f| f.share).sum::<f64>()
-        + e.together.iter().filter_map(|t| t.share).sum::<f64>();
-    assert!(close(shares + e.remainder_share.unwrap(), 1.0));
-    assert!(close(
-        e.together_us,
-        e.together.iter().map(|t| t.effect_us).sum()
-    ));
-}
 
 /// The causes are ordered by share, and the answer names the first when its
 /// share is above half.

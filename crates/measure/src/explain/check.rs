@@ -104,6 +104,21 @@ impl Step {
         format!("{} − {}", self.to.what, self.from.what)
     }
 
+    /// A cause that differs, measured by this step: `detail` with the step's numbers.
+    pub fn check(&self, detail: &str) -> Check {
+        Check::differs(
+            format!(
+                "{detail}; measured at {} conditions: {}",
+                self.at,
+                self.words()
+            ),
+            Est::Measured {
+                us: self.us(),
+                from: self.source(),
+            },
+        )
+    }
+
     /// The step with its numbers: "A's sibling (warm, CUPTI) 4.99 us − A 6.75 us = −1.76 us".
     pub fn words(&self) -> String {
         format!(
@@ -532,17 +547,7 @@ impl<'a> Ctx<'a> {
     /// (`cache_effect`). The check with `detail` prefixed, or why neither.
     pub fn policy_check(&self, detail: &str) -> Result<Check, String> {
         if let Some(step) = self.policy_step() {
-            let mut c = Check::differs(
-                format!(
-                    "{detail}; measured at {} conditions: {}",
-                    step.at,
-                    step.words()
-                ),
-                Est::Measured {
-                    us: step.us(),
-                    from: step.source(),
-                },
-            );
+            let mut c = step.check(detail);
             c.together = self.policy_method_joint();
             return Ok(c);
         }

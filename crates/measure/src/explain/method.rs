@@ -55,17 +55,7 @@ pub(super) fn check(ctx: &Ctx) -> Check {
         );
     }
     if let Some(step) = ctx.method_step() {
-        return Check::differs(
-            format!(
-                "{detail}; measured at {} conditions: {}",
-                step.at,
-                step.words()
-            ),
-            Est::Measured {
-                us: step.us(),
-                from: step.source(),
-            },
-        );
+        return step.check(&detail);
     }
     // The events side is the slower one: its window holds the overhead.
     let (events, sign) = if is_events(b) { (b, 1.0) } else { (a, -1.0) };
