@@ -16,7 +16,8 @@ pub struct Args {
     /// Write report.md and its SVG into this directory.
     #[arg(long, default_value = "fusebench-report")]
     out: PathBuf,
-    /// Copy bandwidth of the GPU in GB/s (from `fusebench peak`), for the share of the ceiling.
+    /// Copy bandwidth of the GPU in GB/s (from `fusebench peak`), for the share of the ceiling of
+    /// results that carry no copy ceiling of their own (marked: not measured alike).
     #[arg(long)]
     ceiling_gbps: Option<f64>,
     #[arg(long, default_value = "2%", value_parser = parse_percent)]

@@ -3,7 +3,9 @@
 use crate::{Diff, Entry, Verdict};
 
 /// One row per result: median with its interval, samples, bandwidth and the
-/// share of `ceiling_gbps` (a measured copy bandwidth) when given.
+/// share of a copy ceiling: the record's own (a copy of its bytes timed beside
+/// it by the same method and set-up) where it has one, else of `ceiling_gbps`
+/// when given, marked as not measured the same way.
 pub fn run(entries: &[Entry], ceiling_gbps: Option<f64>, svg: Option<&str>) -> String {
     let mut s = String::from("# Kernel times\n\n");
     if let Some(e) = entries.first() {
@@ -17,8 +19,10 @@ pub fn run(entries: &[Entry], ceiling_gbps: Option<f64>, svg: Option<&str>) -> S
     }
     s += "| fusion | median µs [95% interval] | samples | MB moved | GB/s | % of copy ceiling | device MiB |\n";
     s += "| --- | --- | --- | --- | --- | --- | --- |\n";
+    let mut given = false;
     for e in entries {
         let bytes = e.record.as_ref().and_then(|m| m.bytes);
+        let own = e.record.as_ref().and_then(|m| m.pct_of_ceiling());
         let gbps = bytes.map(|b| b as f64 / e.median_us / 1e3);
         let dev = e.record.as_ref().and_then(|m| m.device_bytes);
         s += &format!(
@@ -28,8 +32,12 @@ pub fn run(entries: &[Entry], ceiling_gbps: Option<f64>, svg: Option<&str>) -> S
             e.n,
             bytes.map_or("–".into(), |b| format!("{:.1}", b as f64 / 1e6)),
             gbps.map_or("–".into(), |g| format!("{g:.0}")),
-            match (gbps, ceiling_gbps) {
-                (Some(g), Some(c)) => format!("{:.0}%", 100.0 * g / c),
+            match (own, gbps, ceiling_gbps) {
+                (Some(p), _, _) => format!("{p:.0}%"),
+                (None, Some(g), Some(c)) => {
+                    given = true;
+                    format!("{:.0}%†", 100.0 * g / c)
+                }
                 _ => "–".into(),
             },
             dev.map_or("–".into(), |d| format!(
@@ -37,6 +45,9 @@ pub fn run(entries: &[Entry], ceiling_gbps: Option<f64>, svg: Option<&str>) -> S
                 d as f64 / (1 << 20) as f64
             )),
         );
+    }
+    if given {
+        s += "\n† of the given copy bandwidth, not of a copy timed beside the result by the same method and set-up.\n";
     }
     s
 }

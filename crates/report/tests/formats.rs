@@ -271,6 +271,30 @@ fn reports_render_for_a_corpus_run_and_a_diff() {
         md.matches("\n| 0").count() + md.matches("\n| seed").count(),
         a.len()
     );
+    // A record with its own ceiling shows that, timed beside it, whatever bandwidth is given;
+    // without one, the share is of the given bandwidth, and marked as not measured alike.
+    let mut planted = load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../measure/tests/fixtures/explain/planted/seed-cold.json"
+    )))
+    .unwrap();
+    let own = planted[0]
+        .record
+        .as_ref()
+        .unwrap()
+        .pct_of_ceiling()
+        .unwrap();
+    let md = markdown::run(&planted, Some(3100.0), None);
+    assert!(
+        md.contains(&format!("| {own:.0}% |")) && !md.contains('†'),
+        "{md}"
+    );
+    planted[0].record.as_mut().unwrap().ceiling = None;
+    let md = markdown::run(&planted, Some(3100.0), None);
+    assert!(
+        md.contains("%† |") && md.contains("† of the given copy bandwidth"),
+        "{md}"
+    );
     let d = diff(&a, &b, 0.02, Across::default());
     svg::diff(&d, &dir.join("diff.svg")).unwrap();
     let md = markdown::diff(&d, Some("diff.svg"));
