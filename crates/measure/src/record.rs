@@ -282,6 +282,30 @@ pub struct Ceiling {
     pub block: [u32; 3],
 }
 
+/// What a record derives from its samples (the summary and the throttled
+/// count), after checking them: none, or one that is not a positive finite
+/// time, makes no measurement.
+fn derived(samples: &[Sample]) -> Result<(Summary, usize), MeasureError> {
+    if samples.is_empty() {
+        return Err(MeasureError::NoSamples);
+    }
+    if let Some((index, s)) = samples
+        .iter()
+        .enumerate()
+        .find(|(_, s)| !(s.time_us.is_finite() && s.time_us > 0.0))
+    {
+        return Err(MeasureError::BadSample {
+            index,
+            value: s.time_us,
+        });
+    }
+    let times: Vec<f64> = samples.iter().map(|s| s.time_us).collect();
+    Ok((
+        summarize(&times),
+        samples.iter().filter(|s| s.throttled()).count(),
+    ))
+}
+
 impl Measurement {
     /// A record from valid samples; a sample that is not a positive finite
     /// time makes the whole measurement invalid.
@@ -298,24 +322,11 @@ impl Measurement {
         samples: Vec<Sample>,
         taken_at: u64,
     ) -> Result<Measurement, MeasureError> {
-        if samples.is_empty() {
-            return Err(MeasureError::NoSamples);
-        }
-        if let Some((index, s)) = samples
-            .iter()
-            .enumerate()
-            .find(|(_, s)| !(s.time_us.is_finite() && s.time_us > 0.0))
-        {
-            return Err(MeasureError::BadSample {
-                index,
-                value: s.time_us,
-            });
-        }
-        let times: Vec<f64> = samples.iter().map(|s| s.time_us).collect();
+        let (summary, throttled_samples) = derived(&samples)?;
         Ok(Measurement {
             schema: SCHEMA_VERSION,
-            summary: summarize(&times),
-            throttled_samples: samples.iter().filter(|s| s.throttled()).count(),
+            summary,
+            throttled_samples,
             subject,
             method,
             cache,
@@ -364,21 +375,7 @@ impl Measurement {
             e.cuda = std::mem::take(&mut e.driver);
         }
         m.schema = SCHEMA_VERSION;
-        let fresh = Measurement::new(
-            m.subject.clone(),
-            m.method,
-            m.cache,
-            String::new(),
-            m.stop.clone(),
-            m.warmup,
-            Environment::default(),
-            Vec::new(),
-            std::mem::take(&mut m.samples),
-            m.taken_at,
-        )?;
-        m.summary = fresh.summary;
-        m.throttled_samples = fresh.throttled_samples;
-        m.samples = fresh.samples;
+        (m.summary, m.throttled_samples) = derived(&m.samples)?;
         Ok(m)
     }
 
@@ -405,11 +402,13 @@ impl Measurement {
     /// benchmark taken differently are not comparable (a CUPTI time against an
     /// events time, a read flush against a write flush).
     pub fn how(&self) -> String {
-        format!(
-            "{}|{}",
-            self.method.name(),
-            self.cold_setup.as_deref().unwrap_or("")
-        )
+        Measurement::how_of(self.method, self.cold_setup.as_deref())
+    }
+
+    /// `how` of a result taken by `method` with `cold_setup`, for results that
+    /// are not fusebench records (other tools' files).
+    pub fn how_of(method: Method, cold_setup: Option<&str>) -> String {
+        format!("{}|{}", method.name(), cold_setup.unwrap_or(""))
     }
 
     /// The sibling timed under `cache` by `method`, if the record has one.

@@ -126,11 +126,7 @@ impl Entry {
     pub fn how(&self) -> String {
         match &self.record {
             Some(m) => m.how(),
-            None => format!(
-                "{}|{}",
-                self.origin.method.name(),
-                self.origin.cold_setup.as_deref().unwrap_or("")
-            ),
+            None => Measurement::how_of(self.origin.method, self.origin.cold_setup.as_deref()),
         }
     }
 
