@@ -14,6 +14,9 @@ pub enum HarnessError {
     Usage(String),
     #[error(transparent)]
     Record(#[from] fusebench_measure::MeasureError),
+    /// A FUSEBENCH_* setting that is not accepted.
+    #[error(transparent)]
+    Settings(#[from] fusebench_knobs::KnobError),
     /// The subject's own work failed (a Python exception, say); kept whole for the caller.
     #[error("{0}")]
     Subject(Box<dyn std::error::Error + Send + Sync>),

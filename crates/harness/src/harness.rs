@@ -37,8 +37,8 @@ pub struct Options<'a> {
     pub context: Option<String>,
     /// Also time a copy of the subject's bytes the same way, for the record's `ceiling`.
     pub ceiling: bool,
-    /// Also time the subject briefly under the other cache policy (cold beside warm),
-    /// for the record's `siblings`.
+    /// Also time the subject briefly under its own and the other cache policy by
+    /// both methods (every combination but its own), for the record's `siblings`.
     pub siblings: bool,
 }
 
@@ -55,7 +55,7 @@ pub struct Measured {
 impl Harness {
     /// A harness on `gpu` with the method asked for; NVML's clock reader where it loads.
     pub fn new(gpu: Gpu, choice: Choice) -> Result<Harness, HarnessError> {
-        fusebench_knobs::get().map_err(|e| HarnessError::Usage(e.to_string()))?;
+        fusebench_knobs::get()?;
         let (method, note) = method::start(choice)?;
         let mut notes: Vec<String> = note.into_iter().collect();
         let clocks = match ClockReader::new(0) {
@@ -111,8 +111,8 @@ impl Harness {
     /// The siblings of a measurement of `s` under `o`: 30 samples each. An events
     /// sibling is timed with CUPTI paused (CUPTI's tracing slows some kernels: an
     /// events time beside CUPTI is not what an events run gives); a CUPTI sibling
-    /// of an events harness needs a CUPTI session of its own and is left out, with
-    /// a note, where none starts. A call cannot be timed by events.
+    /// of an events harness needs a CUPTI session of its own and is left out where
+    /// none starts. A call cannot be timed by events.
     fn siblings(&self, s: &dyn Subject, o: &Options) -> Result<Vec<Sibling>, HarnessError> {
         use fusebench_measure::Method as M;
         let rule = FixedCount(SIBLING_SAMPLES);

@@ -17,10 +17,7 @@ impl Policy for Cold {
     }
 
     fn placements(&self, _: &Gpu, subject: &dyn Subject) -> Result<usize, HarnessError> {
-        let n = fusebench_knobs::get()
-            .map_err(|e| HarnessError::Usage(e.to_string()))?
-            .cold_sets;
-        subject.make_placements(n)
+        subject.make_placements(fusebench_knobs::get()?.cold_sets)
     }
 
     fn before_subject(
