@@ -157,20 +157,17 @@ fn kernel_time(
             } else {
                 subject::layouts(args)
             };
-            (f.name.clone(), f.definition_hash.clone(), inputs)
+            let hash = match &definition {
+                Some(d) => subject::definition_hash(func, Some(d)),
+                None => f.definition_hash.clone(),
+            };
+            (f.name.clone(), hash, inputs)
         }
         None => (
             subject::qualified_name(func),
-            fusebench_harness::fingerprint::hash(&subject::definition_text(
-                func,
-                definition.as_deref(),
-            )),
+            subject::definition_hash(func, definition.as_deref()),
             subject::layouts(args),
         ),
-    };
-    let definition_hash = match (&loaded, &definition) {
-        (Some(_), Some(d)) => fusebench_harness::fingerprint::hash(&format!("given: {d}")),
-        _ => definition_hash,
     };
     let id = fusebench_measure::Subject {
         name: name.unwrap_or(label),
@@ -208,10 +205,7 @@ fn kernel_time(
 fn _subject_of(func: &Bound<'_, PyAny>, definition: Option<String>) -> (String, String) {
     (
         subject::qualified_name(func),
-        fusebench_harness::fingerprint::hash(&subject::definition_text(
-            func,
-            definition.as_deref(),
-        )),
+        subject::definition_hash(func, definition.as_deref()),
     )
 }
 

@@ -51,13 +51,18 @@ pub fn qualified_name(func: &Bound<'_, PyAny>) -> String {
     }
 }
 
+/// The definition hash of a callable's records (see `definition_text`).
+pub fn definition_hash(func: &Bound<'_, PyAny>, definition: Option<&str>) -> String {
+    fusebench_harness::fingerprint::hash(&definition_text(func, definition))
+}
+
 /// What identifies a callable's work, as text to hash: its qualified name,
 /// where its code is defined and the code itself, and for a bound method the
 /// object it is bound to (its `repr`, unless that only names an address, in
 /// which case the object's identity in this process: never the same as
 /// another object's). `definition`, when the caller gives one, replaces all
 /// of it.
-pub fn definition_text(func: &Bound<'_, PyAny>, definition: Option<&str>) -> String {
+fn definition_text(func: &Bound<'_, PyAny>, definition: Option<&str>) -> String {
     if let Some(d) = definition {
         return format!("given: {d}");
     }
