@@ -102,11 +102,20 @@ pub(crate) struct Timing {
 }
 
 impl Timing {
-    /// `target`: the noise target when no rule is given; the budget is 3 s per program
-    /// and policy unless --max-time says otherwise.
-    pub(crate) fn new(a: &TimingArgs, engine: &Engine, target: f64) -> Result<Timing, ExitCode> {
+    /// The rule `a` asks for, parsed before a GPU is looked for: `target` is the
+    /// noise target when no rule is given; the budget is 3 s per program and
+    /// policy unless --max-time says otherwise.
+    pub(crate) fn rule(a: &TimingArgs, target: f64) -> Result<Box<dyn StoppingRule>, ExitCode> {
+        a.rule(target, 3.0)
+    }
+
+    pub(crate) fn new(
+        a: &TimingArgs,
+        engine: &Engine,
+        rule: Box<dyn StoppingRule>,
+    ) -> Result<Timing, ExitCode> {
         Ok(Timing {
-            rule: a.rule(target, 3.0)?,
+            rule,
             harness: a.harness(engine.gpu.clone())?,
         })
     }
@@ -272,15 +281,15 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     // Measured on the H200: with medians to +-1%, one or two of 33 fusions missed a 2%
     // agreement by noise alone in a run; +-0.5% costs little (samples take microseconds).
     let target = if standalone.is_some() { 0.005 } else { 0.01 };
-    // A rule that does not parse is said before a GPU is looked for.
-    if let Err(code) = a.timing.rule(target, 3.0) {
-        return Ok(code);
-    }
+    let rule = match Timing::rule(&a.timing, target) {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
     let engine = match crate::engine(verb) {
         Ok(e) => e,
         Err(code) => return Ok(code),
     };
-    let t = match Timing::new(&a.timing, &engine, target) {
+    let t = match Timing::new(&a.timing, &engine, rule) {
         Ok(t) => t,
         Err(code) => return Ok(code),
     };

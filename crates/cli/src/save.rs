@@ -171,7 +171,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let timing = match &engine {
-        Some(e) => match Timing::new(&a.timing, e, 0.01) {
+        Some(e) => match Timing::rule(&a.timing, 0.01).and_then(|r| Timing::new(&a.timing, e, r)) {
             Ok(t) => Some(t),
             Err(code) => return Ok(code),
         },
