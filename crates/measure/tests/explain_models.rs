@@ -61,7 +61,6 @@ fn ceiling(m: &Measurement, median_us: f64) -> Option<Ceiling> {
     })
 }
 
-/// The shares, what the causes add together and the remainder make up B − A.
 
 fn events_over_cupti(m: &Measurement) -> f64 {
     let ev: Vec<f64> = m.samples.iter().map(|s| s.events_us.unwrap()).collect();

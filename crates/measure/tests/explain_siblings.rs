@@ -53,9 +53,6 @@ fn together(e: &Explanation, c: Cause) -> &Together {
         .unwrap_or_else(|| panic!("no together term under {c:?}: {:#?}", e.together))
 }
 
-/// The effects, what the causes add together and the remainder make up
-/// B − A, and the shares make 1.
-
 /// The causes are ordered by share, and the answer names the first when its
 /// share is above half.
 fn ordered(e: &Explanation) {

@@ -306,18 +306,7 @@ impl<'a> Ctx<'a> {
         if a.method == b.method {
             return None;
         }
-        if let Some(to) = self.a_at(a, b.method) {
-            return Some(Step {
-                from: self.a_self(),
-                to,
-                at: "A's",
-            });
-        }
-        self.b_at(b, a.method).map(|from| Step {
-            from,
-            to: self.b_self(),
-            at: "B's",
-        })
+        self.at_a_else_b(self.a_at(a, b.method), || self.b_at(b, a.method))
     }
 
     /// The cache policy's effect, measured: at A's conditions (A's sibling
@@ -327,14 +316,25 @@ impl<'a> Ctx<'a> {
         if same_policy(a, b) {
             return None;
         }
-        if let Some(to) = self.a_at(b, a.method) {
+        self.at_a_else_b(self.a_at(b, a.method), || self.b_at(a, b.method))
+    }
+
+    /// A change measured at A's conditions (`with_change`: A's sibling with
+    /// it, less A) where A's siblings hold it, else at B's (`without`: B less
+    /// B's sibling without it).
+    fn at_a_else_b(
+        &self,
+        with_change: Option<Timed>,
+        without: impl FnOnce() -> Option<Timed>,
+    ) -> Option<Step> {
+        if let Some(to) = with_change {
             return Some(Step {
                 from: self.a_self(),
                 to,
                 at: "A's",
             });
         }
-        self.b_at(a, b.method).map(|from| Step {
+        without().map(|from| Step {
             from,
             to: self.b_self(),
             at: "B's",
