@@ -22,11 +22,13 @@
 //! Without it the tests say they skipped, or fail naming the path they looked
 //! for when `CI=true`. Without a GPU they say they skipped and why.
 
+#[path = "../../reference/tests/support/golden_case.rs"]
+mod golden_case;
 use fusebench_engine::{Engine, Prepared};
-use fusebench_ir::{DType, Fusion};
+use fusebench_ir::Fusion;
 use fusebench_reference::compare::{compare, Comparison};
 use fusebench_reference::{generate_inputs, Arg, Tensor};
-use safetensors::{Dtype, SafeTensors};
+use golden_case::golden_case;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -367,63 +369,6 @@ fn corpus_outputs_match_the_reference() {
     }
     let what = format!("{} fusions x {} seeds x 2 fills", files.len(), seeds.len());
     finish(test, &what, tally, files.len() * seeds.len() * 2);
-}
-
-/// Golden data type names as the reference spells them.
-fn dtype_of(d: Dtype) -> Result<DType, String> {
-    Ok(match d {
-        Dtype::BOOL => DType::Bool,
-        Dtype::I32 => DType::Int32,
-        Dtype::I64 => DType::Int,
-        Dtype::F16 => DType::Half,
-        Dtype::BF16 => DType::BFloat16,
-        Dtype::F32 => DType::Float,
-        Dtype::F64 => DType::Double,
-        other => return Err(format!("dtype {other:?} is not one fusebench has")),
-    })
-}
-
-/// Tensor `name` of a golden file (stored contiguous in logical order).
-fn load(st: &SafeTensors, name: &str) -> Result<Tensor, String> {
-    let v = st.tensor(name).map_err(|e| format!("{name}: {e}"))?;
-    Tensor::from_le_bytes(dtype_of(v.dtype())?, v.shape(), v.data())
-        .map_err(|e| format!("{name}: {e}"))
-}
-
-/// nvFuser's inputs (in the layouts it was given) and outputs of one case.
-fn golden_case(
-    dir: &Path,
-    case: &str,
-    info: &serde_json::Value,
-) -> Result<(Vec<Arg>, Vec<Tensor>), String> {
-    let path = dir.join(format!("{case}.safetensors"));
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let st = SafeTensors::deserialize(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    let specs = info["inputs"]
-        .as_array()
-        .ok_or("manifest: no inputs list")?;
-    let mut inputs = Vec::new();
-    for (i, spec) in specs.iter().enumerate() {
-        let t = load(&st, &format!("in{i}"))?;
-        let strides: Vec<i64> = spec["stride"]
-            .as_array()
-            .ok_or_else(|| format!("manifest: input {i} has no strides"))?
-            .iter()
-            .map(|s| {
-                s.as_i64()
-                    .ok_or("manifest: a stride that is not an integer")
-            })
-            .collect::<Result<_, _>>()?;
-        inputs.push(Arg::Tensor(t.relaid(&strides).map_err(|e| e.to_string())?));
-    }
-    let n_out = info["outputs"]
-        .as_array()
-        .ok_or("manifest: no outputs list")?
-        .len();
-    let outputs = (0..n_out)
-        .map(|k| load(&st, &format!("out{k}")))
-        .collect::<Result<_, _>>()?;
-    Ok((inputs, outputs))
 }
 
 #[test]

@@ -4,31 +4,17 @@
 //! elsewhere. Skipped when shared/golden is not beside the repository.
 
 use fusebench_ir::DType;
-use fusebench_reference::{run, Arg, Tensor};
-use safetensors::{Dtype, SafeTensors};
+use fusebench_reference::run;
 use std::path::{Path, PathBuf};
+
+mod support {
+    pub mod golden_case;
+}
+use support::golden_case::golden_case;
 
 fn golden_dir() -> Option<PathBuf> {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/golden");
     d.join("manifest.json").exists().then_some(d)
-}
-
-fn dtype_of(d: Dtype) -> DType {
-    match d {
-        Dtype::BOOL => DType::Bool,
-        Dtype::I32 => DType::Int32,
-        Dtype::I64 => DType::Int,
-        Dtype::F16 => DType::Half,
-        Dtype::BF16 => DType::BFloat16,
-        Dtype::F32 => DType::Float,
-        Dtype::F64 => DType::Double,
-        other => panic!("dtype {other:?}"),
-    }
-}
-
-fn load(st: &SafeTensors, name: &str) -> Tensor {
-    let v = st.tensor(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-    Tensor::from_le_bytes(dtype_of(v.dtype()), v.shape(), v.data()).unwrap()
 }
 
 /// (relative, absolute) tolerance for comparing floats of a dtype.
@@ -55,29 +41,11 @@ fn golden_cases_match_nvfuser() {
     for (case, info) in manifest.as_object().unwrap() {
         let f = fusebench_frontend::parse_file(&dir.join(format!("{case}.py")))
             .unwrap_or_else(|e| panic!("{case}: {e}"));
-        let bytes = std::fs::read(dir.join(format!("{case}.safetensors"))).unwrap();
-        let st = SafeTensors::deserialize(&bytes).unwrap();
-        let inputs: Vec<Arg> = info["inputs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                let t = load(&st, &format!("in{i}"));
-                let strides: Vec<i64> = spec["stride"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|s| s.as_i64().unwrap())
-                    .collect();
-                Arg::Tensor(t.relaid(&strides).unwrap())
-            })
-            .collect();
+        let (inputs, wanted) =
+            golden_case(&dir, case, info).unwrap_or_else(|e| panic!("{case}: {e}"));
         let outs = run(&f, &inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
-        let n_out = info["outputs"].as_array().unwrap().len();
-        assert_eq!(outs.len(), n_out, "{case}: output count");
-        for (k, got) in outs.iter().enumerate() {
-            let want = load(&st, &format!("out{k}"));
+        assert_eq!(outs.len(), wanted.len(), "{case}: output count");
+        for (k, (got, want)) in outs.iter().zip(&wanted).enumerate() {
             let gd = got.dtype();
             if want.dtype() != gd || want.shape() != got.shape() {
                 failures.push(format!(
