@@ -10,6 +10,7 @@
 #          scripts/gpu.sh flush [ARGS] (L2 flush by write vs by read: copy ceilings, cold program vs standalone)
 #          scripts/gpu.sh figures      (copy ceilings by the same method, % of copy, gather bytes, explain's planted pairs)
 #          scripts/gpu.sh tests        (the GPU tests built by stage: engine outputs, the harness)
+#          scripts/gpu.sh sweep        (fusions not in ../shared: checked, benchmarked, explain's pairs)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,29 @@ bin=./target/release/fusebench
 [ -x .gpu/fusebench ] && bin=.gpu/fusebench
 out=${OUT:-/tmp/fusebench-out}
 shared=.gpu/shared
+
+# rec NAME COMMAND...: the record of a `bench --json` of one fusion, as $out/planted/NAME.json.
+rec() {
+    local name=$1
+    shift
+    "$@" --json 2>"$out/planted/$name.err" |
+        python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["rows"][0]["record"], indent=1))' \
+            >"$out/planted/$name.json" || tail -3 "$out/planted/$name.err"
+}
+
+# planted FILE PREFIX: one fusion's base (cold, CUPTI), its three single-change arms (other
+# kernels: FUSEBENCH_ROW_UNROLL=1; warm; CUDA events), the three two-cause pairs and a second base.
+planted() {
+    local src=$1 f=$2
+    rec $f-cold $bin bench "$src"
+    FUSEBENCH_ROW_UNROLL=1 rec $f-cold-unroll1 $bin bench "$src"
+    rec $f-warm $bin bench "$src" --cache warm
+    rec $f-cold-events $bin bench "$src" --method events
+    FUSEBENCH_ROW_UNROLL=1 rec $f-warm-unroll1 $bin bench "$src" --cache warm
+    rec $f-warm-events $bin bench "$src" --cache warm --method events
+    FUSEBENCH_ROW_UNROLL=1 rec $f-cold-unroll1-events $bin bench "$src" --method events
+    rec $f-cold-2 $bin bench "$src"
+}
 
 case "${1:-run}" in
 stage)
@@ -212,22 +236,8 @@ figures)
     seed=$shared/corpus/seed_rmsnorm_legacy.py
     cp $seed "$out/seed.py"
     sed 's/\[4, 1024/[1, 1024/g; s/(4, 1024/(1, 1024/g' $seed >"$out/b1.py"
-    rec() { # NAME COMMAND...: the record of a bench of one fusion, as a measurement file
-        local name=$1
-        shift
-        "$@" --json 2>"$out/planted/$name.err" |
-            python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["rows"][0]["record"], indent=1))' \
-                >"$out/planted/$name.json" || tail -3 "$out/planted/$name.err"
-    }
     for f in b1 seed; do
-        rec $f-cold $bin bench "$out/$f.py"
-        FUSEBENCH_ROW_UNROLL=1 rec $f-cold-unroll1 $bin bench "$out/$f.py"
-        rec $f-warm $bin bench "$out/$f.py" --cache warm
-        rec $f-cold-events $bin bench "$out/$f.py" --method events
-        FUSEBENCH_ROW_UNROLL=1 rec $f-warm-unroll1 $bin bench "$out/$f.py" --cache warm
-        rec $f-warm-events $bin bench "$out/$f.py" --cache warm --method events
-        FUSEBENCH_ROW_UNROLL=1 rec $f-cold-unroll1-events $bin bench "$out/$f.py" --method events
-        rec $f-cold-2 $bin bench "$out/$f.py"
+        planted "$out/$f.py" $f
     done
     fx=crates/cli/tests/fixtures/explain
     rec square-rows $bin bench $fx/square_rows.py
@@ -243,6 +253,27 @@ figures)
     tar czf /tmp/figures.tgz -C "$out" planted explain.txt peak.txt gather.txt gpu.txt && mv /tmp/figures.tgz "$out/"
     rm -rf "$out/planted"
     ;;
+sweep)
+    # Fusions none of the shared ones are (bench/sweep.py: RMSNorms and embedding+RMSNorms at other
+    # hidden sizes, row counts, vocabularies and dtypes): checked on the GPU, benchmarked with their
+    # ceilings and siblings, and two of them planted as explain's pairs are.
+    mkdir -p "$out/planted"
+    python3 bench/sweep.py write "$out/fusions"
+    $bin check --device gpu "$out/fusions" >"$out/check.txt" 2>&1
+    echo "check exit $?: $(tail -1 "$out/check.txt")"
+    $bin bench "$out/fusions" --json >"$out/bench.json" 2>"$out/bench.err"
+    echo "bench exit $?"
+    for f in rms_8x1024x5120_f16 rms_8x1024x1536_bf16; do
+        planted "$out/fusions/$f.py" $f
+        for b in warm-unroll1 warm-events cold-unroll1-events; do
+            $bin explain "$out/planted/$f-cold.json" "$out/planted/$f-$b.json" --json \
+                >"$out/planted/$f--$b.explain.json"
+        done
+    done
+    python3 bench/sweep.py summary "$out" | tee "$out/summary.txt"
+    tar czf /tmp/sweep.tgz -C "$out" planted bench.json check.txt && mv /tmp/sweep.tgz "$out/"
+    rm -rf "$out/planted" "$out/fusions"
+    ;;
 nvbench)
     # A file nvbench itself writes, for the nvbench reader's tests: cuda-bench and cuda-bindings
     # wheels (for the machine's Python) are carried in .gpu/wheels.
@@ -253,7 +284,7 @@ nvbench)
     $bin diff "$out/nvbench_copy.json" "$out/nvbench_copy.json"
     ;;
 *)
-    echo "usage: scripts/gpu.sh stage|run|peer|repro|program|python|nvbench|flush [bench args]" >&2
+    echo "usage: scripts/gpu.sh stage|run|peer|repro|program|python|nvbench|flush|figures|tests|sweep [bench args]" >&2
     exit 2
     ;;
 esac
