@@ -643,7 +643,7 @@ def add_fusion_forms():
     def dt_strides(fd, a):
         from nvfuser_direct import DataType
 
-        t = fd.define_tensor(sizes=[3, 5, 7], strides=[1, 21, 3], dtype=DataType.Float, is_cpu=False)
+        t = fd.define_tensor(sizes=[3, 5, 7], strides=[1, 21, 3], dtype=DataType.Float, static_sizes=True, is_cpu=False)
         return fd.ops.exp(t)
 
     case("define_tensor_sizes_strides_f32", "define_tensor", ["f32"], lambda g: [rand(g, F, (3, 5, 7)).permute(1, 2, 0).contiguous().permute(2, 0, 1)], None,
@@ -785,7 +785,8 @@ def run_case(c, out_dir, meta):
             if getattr(c, "define_inputs", True):
                 for x in ins:
                     if isinstance(x, torch.Tensor):
-                        vals.append(fd.define_tensor(sizes=list(x.shape), strides=list(x.stride()), dtype=nv(x.dtype), is_cpu=False))
+                        # Concrete sizes (as ../shared/golden has them): fusebench runs fusions of known shapes.
+                        vals.append(fd.define_tensor(sizes=list(x.shape), strides=list(x.stride()), dtype=nv(x.dtype), static_sizes=True, is_cpu=False))
                     else:
                         dt = DataType.Bool if isinstance(x, bool) else DataType.Int if isinstance(x, int) else DataType.Double
                         vals.append(fd.define_scalar(None, dtype=dt))
