@@ -444,9 +444,29 @@ fn golden_outputs_match_the_reference_and_nvfuser() {
     finish(test, &what, tally, cases.len() * (1 + seeds.len()) * 2);
 }
 
-/// Golden-ops cases the GPU path cannot run or match yet, beyond the
-/// reference's NOT_YET, with why. Remove a case once it passes.
-const GPU_NOT_YET: &[(&str, &str)] = &[];
+/// Golden-ops cases the GPU path cannot run or match yet, with why; a case
+/// may also be in the reference's NOT_YET (skipped here while it is), so that
+/// what the GPU is known not to do stays listed when the reference learns it.
+/// Remove a case once it passes on the GPU.
+#[rustfmt::skip]
+const GPU_NOT_YET: &[(&str, &str)] = &[
+    ("matmul_2d_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("linear_bias_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("matmul_2d_f16", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("linear_bias_f16", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("matmul_2d_f32", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("linear_bias_f32", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("matmul_batched_bf16_T", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("matmul_1d_2d_f32", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("matmul_broadcast_batch_f16", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("linear_nobias_3d_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("grouped_mm_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("scaled_mm_e4m3", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("sdpfa_fwd_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("sdpfa_fwd_f16", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("sdpfa_fwd_causal_scale_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("sdpfa_bwd_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
+];
 
 /// One golden-ops case on the GPU (both fills) against nvFuser's outputs and
 /// the CPU reference on nvFuser's inputs: `Err` says what differs.
@@ -524,10 +544,8 @@ fn golden_ops_outputs_match_nvfuser() {
         .collect();
     let mut problems = vec![];
     for &(case, _) in GPU_NOT_YET {
-        if !cases.iter().any(|(c, _)| c == case) || cpu_not_yet.contains(&case) {
-            problems.push(format!(
-                "{case}: in GPU_NOT_YET but not a recorded case, or already in NOT_YET"
-            ));
+        if !cases.iter().any(|(c, _)| c == case) {
+            problems.push(format!("{case}: in GPU_NOT_YET but not a recorded case"));
         }
     }
     let (mut passed, mut not_yet, mut skipped) = (0, 0, 0);
@@ -582,7 +600,8 @@ fn golden_ops_outputs_match_nvfuser() {
     );
     if print {
         println!(
-            "const GPU_NOT_YET: &[(&str, &str)] = &[\n{}\n];",
+            "#[rustfmt::skip]
+const GPU_NOT_YET: &[(&str, &str)] = &[\n{}\n];",
             failing.join("\n")
         );
     }
