@@ -9,6 +9,7 @@
 pub mod alias;
 pub mod ctype;
 pub mod error;
+pub mod index;
 pub mod ix;
 pub mod kernel;
 pub mod lower;

@@ -354,8 +354,8 @@ pub fn generate_inputs(f: &Fusion, seed: u64) -> Result<Generated, ExecError> {
                             ""
                         };
                         notes.push(format!(
-                            "input {i} ({}): indices for index_select must lie in [0, {bound}); {what}{consequence}; drew [0, {bound}) instead",
-                            v.name
+                            "input {i} ({}): indices for {} must lie in [0, {bound}); {what}{consequence}; drew [0, {bound}) instead",
+                            v.name, u.op
                         ));
                         redrawn.push(Redrawn {
                             input: i,
