@@ -4,7 +4,7 @@
 //! elementwise op; index values are clamped into the indexed extent so a bad
 //! index never reads outside its tensor (the CPU reference reports it instead).
 //! The ops that need a kernel of their own (scatter, index_put_accumulate,
-//! topk, argsort) are built by `special`.
+//! topk, argsort) are built by `index_kernels`.
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
@@ -30,17 +30,6 @@ pub fn is_special(op: &Op) -> bool {
                 | IndexOp::Argsort { .. }
         )
     )
-}
-
-/// Refuses, at plan time, ops of this family that have no CUDA lowering yet.
-pub fn special_supported(f: &fusebench_ir::Fusion) -> Result<(), CodegenError> {
-    match f.nodes.iter().find(|n| is_special(&n.op)) {
-        Some(n) => Err(CodegenError::Unsupported(format!(
-            "fd.ops.{} is not lowered to CUDA yet (the CPU reference runs it)",
-            n.op.name()
-        ))),
-        None => Ok(()),
-    }
 }
 
 impl Lowerer<'_> {
