@@ -141,7 +141,7 @@ fn build(cx: &mut Context, kernels: &mut Kernels, node: usize, op: &IndexOp) -> 
             let idx_out = if is_topk { outs[1] } else { outs[0] };
             let vt = if is_topk { Some(store(cx, outs[0], f.value(outs[0]).dtype, "topk values")) } else { None };
             let itemp = store(cx, idx_out, DType::Int, "sorted positions");
-            let p = n.next_power_of_two().max(1);
+            let p = n.next_power_of_two().max(32);
             let (mut lw, params) = cx.lowerer();
             let xd = f.value(*x).dtype;
             lw.line(&format!("__shared__ unsigned long long key[{p}];"));

@@ -251,10 +251,8 @@ pub(super) fn infer_index(g: &Graph, op: &IndexOp) -> Result<Vec<OutType>, IrErr
             ]
         }
         IndexOp::Argsort { x, dim, .. } => {
-            let (xv, s) = tensor(g, name, "input", *x)?;
-            if xv.dtype.is_bool() {
-                return Err(IrError::op(name, "Bool inputs are not supported"));
-            }
+            // Bool sorts as 0 < 1 (ATen's argsort takes it; its topk does not).
+            let (_, s) = tensor(g, name, "input", *x)?;
             if !s.is_empty() {
                 norm_dim(name, *dim, s.len())?;
             }

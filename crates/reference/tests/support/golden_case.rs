@@ -43,6 +43,17 @@ pub fn golden_case(
         .ok_or("manifest: no inputs list")?;
     let mut inputs = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
+        // A scalar input is in the manifest only.
+        if let Some(x) = spec.get("scalar") {
+            let l = match (x.as_i64(), x.as_f64(), x.as_bool()) {
+                (Some(v), _, _) => fusebench_ir::Literal::Int(v),
+                (_, Some(v), _) => fusebench_ir::Literal::Float(v),
+                (_, _, Some(b)) => fusebench_ir::Literal::Bool(b),
+                _ => return Err(format!("manifest: input {i} has a scalar of no known kind")),
+            };
+            inputs.push(Arg::Scalar(l));
+            continue;
+        }
         let t = load(&st, &format!("in{i}"))?;
         let strides: Vec<i64> = spec["stride"]
             .as_array()
