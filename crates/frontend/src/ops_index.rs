@@ -113,25 +113,22 @@ impl Body<'_, '_> {
 }
 
 /// `NAME(args)` of one op of this family, after `fd.ops.`; `a` spells an operand.
-pub(crate) fn print_index(op: &IndexOp, legacy: bool, a: &dyn Fn(&ValueId) -> String) -> String {
+/// Tensors go positionally (legacy calls the first `arg1`, direct `arg`).
+pub(crate) fn print_index(op: &IndexOp, a: &dyn Fn(&ValueId) -> String) -> String {
     let o = |v: &Option<ValueId>| v.as_ref().map_or("None".to_string(), a);
     let py = |b: bool| if b { "True" } else { "False" };
-    // The legacy binding names the first tensor `arg1` for these.
-    let arg = if legacy { "arg1" } else { "arg" };
     match op {
         IndexOp::Iota { length, start, step, dtype } => {
             format!("iota({}, {}, {}, dtype=DataType.{dtype})", a(length), o(start), o(step))
         }
         IndexOp::Triu { x, diagonal } => format!("triu({}, diagonal={diagonal})", a(x)),
         IndexOp::TakeAlongAxis { x, index, dim } => {
-            format!("take_along_axis({arg}={}, index={}, dim={dim})", a(x), a(index))
+            format!("take_along_axis({}, {}, dim={dim})", a(x), a(index))
         }
-        IndexOp::Gather { x, index, dim } => {
-            format!("gather({arg}={}, index={}, dim={dim})", a(x), a(index))
-        }
+        IndexOp::Gather { x, index, dim } => format!("gather({}, {}, dim={dim})", a(x), a(index)),
         IndexOp::Select { x, index, dim } => format!("select({}, {}, dim={dim})", a(x), a(index)),
         IndexOp::Scatter { x, index, src, dim } => {
-            format!("scatter({arg}={}, index={}, src={}, dim={dim})", a(x), a(index), a(src))
+            format!("scatter({}, {}, {}, dim={dim})", a(x), a(index), a(src))
         }
         IndexOp::IndexPutAccumulate { acc, index, value } => {
             format!("index_put_accumulate({}, {}, {})", a(acc), a(index), a(value))
@@ -157,15 +154,22 @@ pub(crate) fn print_index(op: &IndexOp, legacy: bool, a: &dyn Fn(&ValueId) -> St
             norm_type,
             scale_grad_by_freq,
             sparse,
-        } => format!(
-            "embedding_fwd({}, {}, padding_idx={}, max_norm={}, norm_type={}, scale_grad_by_freq={}, sparse={})",
-            a(input),
-            a(weight),
-            o(padding_idx),
-            o(max_norm),
-            o(norm_type),
-            o(scale_grad_by_freq),
-            o(sparse)
-        ),
+        } => {
+            let mut s = format!("embedding_fwd({}, {}", a(input), a(weight));
+            let named = [
+                ("padding_idx", padding_idx),
+                ("max_norm", max_norm),
+                ("norm_type", norm_type),
+                ("scale_grad_by_freq", scale_grad_by_freq),
+                ("sparse", sparse),
+            ];
+            for (k, v) in named {
+                if let Some(v) = v {
+                    s.push_str(&format!(", {k}={}", a(v)));
+                }
+            }
+            s.push(')');
+            s
+        }
     }
 }
