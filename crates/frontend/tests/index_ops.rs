@@ -106,6 +106,9 @@ fn round_trip(src: &str) {
     let types = |f: &Fusion| f.values.iter().map(|v| (v.shape.clone(), v.dtype)).collect::<Vec<_>>();
     assert_eq!(types(&f), types(&g));
     assert_eq!(print_script(&g), text);
+    // The JSON form keeps the family's ops too.
+    let j = Fusion::from_json(&f.to_json()).unwrap();
+    assert_eq!(j.nodes, f.nodes);
 }
 
 #[test]
