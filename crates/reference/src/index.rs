@@ -4,13 +4,14 @@
 //! the output dtype. Index values out of range are an error naming the op,
 //! the index tensor and the position.
 //!
-//! topk/argsort follow PyTorch (nvFuser evaluates them with ATen; nvFuser
-//! 0.2.36 crashed on them on our GPU machine, so these are PyTorch's rules,
-//! not checked against nvFuser): NaN orders above every number (last when
-//! ascending, first when descending, chosen first by topk largest=True), equal
-//! values keep their original order (a stable sort, which is also a valid
-//! answer when stable=False), and topk returns its k elements sorted even when
-//! sorted=False (PyTorch leaves that order unspecified).
+//! topk/argsort follow PyTorch's rules (nvFuser evaluates them with ATen's
+//! topk/argsort; the brief reports nvFuser 0.2.36 crashing on them on our GPU
+//! machine, so ties and NaN follow PyTorch, not a recorded nvFuser run; the
+//! golden cases recorded later on distinct values match): NaN orders above
+//! every number (last ascending, first descending, chosen first by topk
+//! largest=True), equal values keep their original order (a stable sort,
+//! also a valid answer when stable=False), and topk returns its k elements
+//! sorted even when sorted=False (PyTorch leaves that order unspecified).
 
 use crate::tensor::Tensor;
 use crate::ExecError;
