@@ -32,6 +32,7 @@ pub fn index_operand(f: &Fusion, op: &Op) -> Option<(ValueId, usize)> {
             Some((*index, *shape(acc).first()?))
         }
         Op::Index(I::EmbeddingFwd { input, weight, .. }) => Some((*input, *shape(weight).first()?)),
+        Op::Index(I::Select { x, index, dim }) => Some((*index, along(x, *dim)?)),
         _ => None,
     }
 }
@@ -47,7 +48,10 @@ pub fn index_inputs(f: &Fusion) -> Vec<IndexUse> {
             continue;
         };
         let op = n.op.name();
-        if let Some(input) = source_input(f, index) {
+        let scalar_input = matches!(f.value(index).def, ValueDef::ScalarInput)
+            .then(|| f.inputs.iter().position(|&i| i == index))
+            .flatten();
+        if let Some(input) = source_input(f, index).or(scalar_input) {
             match out.iter_mut().find(|u| u.input == input) {
                 Some(u) if bound < u.bound => {
                     u.bound = bound;

@@ -244,3 +244,24 @@ fn embedding_rows_and_max_norm() {
     assert_eq!(got[2], r(0.3f32 as f64 * s1));
     assert_eq!(got[4], r(0.5 / (1.0 + 1e-7)));
 }
+
+#[test]
+fn generated_indices_are_in_range_for_every_index_op() {
+    // Without a recipe, index inputs (tensors and select's scalar) are drawn
+    // within the extent they index, so the reference runs.
+    let src = script(
+        &[
+            ("tv0", "shape=[3, 50], contiguity=[True, True], dtype=DataType.Float"),
+            ("tv1", "shape=[3, 40], contiguity=[True, True], dtype=DataType.Int"),
+            ("tv2", "shape=[7], contiguity=[True], dtype=DataType.Int32"),
+            ("tv3", "shape=[6, 50], contiguity=[True, True], dtype=DataType.Float"),
+        ],
+        "s0 = fd.define_scalar(dtype=DataType.Int)\na = fd.ops.take_along_axis(tv0, tv1, 1)\nb = fd.ops.scatter(tv0, tv1, 2.0, dim=1)\nc = fd.ops.embedding_fwd(tv2, tv3)\nd = fd.ops.index_put_accumulate(tv3, tv2, c)\ne = fd.ops.select(tv3, s0, dim=0)",
+        &["a", "b", "c", "d", "e"],
+    );
+    let f = parse_script("t.py", &src).unwrap();
+    for seed in 0..5 {
+        let g = fusebench_reference::generate_inputs(&f, seed).unwrap();
+        run(&f, &g.inputs).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    }
+}
