@@ -33,7 +33,7 @@ fn every_index_fixture_plans() {
         let special = p.kernels.iter().filter(|k| k.schedule == Schedule::Index).count();
         let want = match name.as_str() {
             "topk.py" | "argsort.py" => 3,
-            "topk_router.py" => 1,
+            "topk_router.py" | "topk_router64.py" => 1,
             // copy, winners, writes: per scatter.
             "scatter.py" => 6,
             // init and adds, plus rounding where the dtype is narrower (none here).
