@@ -201,7 +201,8 @@ fn build(cx: &mut Context, kernels: &mut Kernels, node: usize, op: &IndexOp) -> 
             lw.close("}");
             let nm = kname("sort");
             let src = format!("{} {{\n{}}}\n", signature(&nm, p as u32, &params), lw.code);
-            kernels.push((
+            // No rows (an empty dim outside `dim`): nothing to sort or write.
+            if outer * inner > 0 { kernels.push((
                 src,
                 Kernel {
                     name: nm,
@@ -212,7 +213,7 @@ fn build(cx: &mut Context, kernels: &mut Kernels, node: usize, op: &IndexOp) -> 
                     summary: format!("{name} of {} along dim {d} ({n} per row), a block per row", f.value(*x).name),
                     code_hash: String::new(),
                 },
-            ));
+            )); }
             if let Some(vt) = vt {
                 mark_stored(cx, outs[0], vt);
             }
