@@ -33,6 +33,8 @@ fn every_index_fixture_plans() {
         let special = p.kernels.iter().filter(|k| k.schedule == Schedule::Index).count();
         let want = match name.as_str() {
             "topk.py" | "argsort.py" => 3,
+            "sort_long_rows.py" => 4,
+            "scatter_3d.py" => 9,
             "topk_router.py" | "topk_router64.py" => 1,
             // copy, winners, writes: per scatter.
             "scatter.py" => 6,
