@@ -61,15 +61,26 @@ impl Lowerer<'_> {
         let ok = |r: Result<usize, fusebench_ir::IrError>| r.expect("validated");
         Ok(match op {
             IndexOp::Iota { start, step, .. } => {
-                let get = |lw: &mut Self, s: &Option<ValueId>, dflt: i64| -> Result<String, CodegenError> {
+                let get = |lw: &mut Self,
+                           s: &Option<ValueId>,
+                           dflt: i64|
+                 -> Result<String, CodegenError> {
                     match s {
                         Some(s) => {
                             let e = lw.value_at(*s, &[])?;
                             let sd = lw.f.value(*s).dtype;
-                            let to = if d.is_float() { DType::Double } else { DType::Int };
+                            let to = if d.is_float() {
+                                DType::Double
+                            } else {
+                                DType::Int
+                            };
                             Ok(ctype::convert(sd, to, &e))
                         }
-                        None => Ok(if d.is_float() { format!("{dflt}.0") } else { format!("{dflt}LL") }),
+                        None => Ok(if d.is_float() {
+                            format!("{dflt}.0")
+                        } else {
+                            format!("{dflt}LL")
+                        }),
                     }
                 };
                 let (a, s) = (get(self, start, 0)?, get(self, step, 1)?);
@@ -120,7 +131,13 @@ impl Lowerer<'_> {
                 j.insert(dd, g);
                 Lowered::Bound(self.value_at(*x, &j)?)
             }
-            IndexOp::EmbeddingFwd { input, weight, max_norm, norm_type, .. } => {
+            IndexOp::EmbeddingFwd {
+                input,
+                weight,
+                max_norm,
+                norm_type,
+                ..
+            } => {
                 let n = idx.len();
                 let ws = self.dims_of(*weight);
                 let iv = self.value_at(*input, &idx[..n - 1])?;
@@ -131,7 +148,10 @@ impl Lowerer<'_> {
                     None => Lowered::Bound(w),
                     Some(m) => {
                         let scale = self.row_scale(*weight, &g, ws[1], *m, *norm_type)?;
-                        let e = format!("(double)({}) * {scale}", ctype::convert(wd, DType::Double, &w));
+                        let e = format!(
+                            "(double)({}) * {scale}",
+                            ctype::convert(wd, DType::Double, &w)
+                        );
                         Lowered::Expr(ctype::convert(DType::Double, d, &e))
                     }
                 }
@@ -139,12 +159,10 @@ impl Lowerer<'_> {
             IndexOp::Scatter { .. }
             | IndexOp::IndexPutAccumulate { .. }
             | IndexOp::Topk { .. }
-            | IndexOp::Argsort { .. } => {
-                return Err(CodegenError::NoFit(format!(
-                    "{name} result {} is neither computed in this kernel nor stored by an earlier one",
-                    f.value(v).name
-                )))
-            }
+            | IndexOp::Argsort { .. } => return Err(CodegenError::NoFit(format!(
+                "{name} result {} is neither computed in this kernel nor stored by an earlier one",
+                f.value(v).name
+            ))),
         })
     }
 
@@ -184,7 +202,9 @@ impl Lowerer<'_> {
         self.line(&format!(
             "if (!isinf({pp}) && {pp} != 0.0 && {pp} != 1.0) {acc} = ({pp} == 2.0) ? sqrt({acc}) : pow({acc}, 1.0 / {pp});"
         ));
-        self.line(&format!("const double {sc} = ({acc} > {m}) ? {m} / ({acc} + 1e-7) : 1.0;"));
+        self.line(&format!(
+            "const double {sc} = ({acc} > {m}) ? {m} / ({acc} + 1e-7) : 1.0;"
+        ));
         let _ = view::delinearize;
         Ok(sc)
     }

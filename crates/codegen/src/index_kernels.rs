@@ -50,7 +50,9 @@ pub fn build_for(
         if cx.stored.contains_key(&f.nodes[n].outputs[0]) {
             continue;
         }
-        let Op::Index(op) = &f.nodes[n].op else { unreachable!() };
+        let Op::Index(op) = &f.nodes[n].op else {
+            unreachable!()
+        };
         build(cx, kernels, n, op)?;
     }
     Ok(())
@@ -90,7 +92,9 @@ fn flat(
 ) -> Result<(String, Kernel), CodegenError> {
     let (mut lw, params) = cx.lowerer();
     let it = lw.idx_type;
-    lw.line(&format!("const {it} t = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"));
+    lw.line(&format!(
+        "const {it} t = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"
+    ));
     lw.line(&format!("if (t >= {n}) return;"));
     body(&mut lw)?;
     let src = format!("{} {{\n{}}}\n", signature(name, BLOCK, &params), lw.code);
@@ -119,27 +123,55 @@ fn clamp(lw: &mut Lowerer, iv: &str, bound: usize) -> String {
     g
 }
 
-fn build(cx: &mut Context, kernels: &mut Kernels, node: usize, op: &IndexOp) -> Result<(), CodegenError> {
+fn build(
+    cx: &mut Context,
+    kernels: &mut Kernels,
+    node: usize,
+    op: &IndexOp,
+) -> Result<(), CodegenError> {
     let f = cx.f;
     let outs = f.nodes[node].outputs.clone();
     let name = op.name();
     let kname = |s: &str| format!("fb_x{node}_{s}");
     match op {
-        IndexOp::Topk { x, dim, largest, .. } | IndexOp::Argsort { x, dim, descending: largest, .. } => {
+        IndexOp::Topk {
+            x, dim, largest, ..
+        }
+        | IndexOp::Argsort {
+            x,
+            dim,
+            descending: largest,
+            ..
+        } => {
             let is_topk = matches!(op, IndexOp::Topk { .. });
             let xs = shape(f, *x);
-            let (xs, d) = if xs.is_empty() { (vec![1], 0) } else { (xs.clone(), norm_dim(name, *dim, xs.len()).expect("validated")) };
+            let (xs, d) = if xs.is_empty() {
+                (vec![1], 0)
+            } else {
+                (
+                    xs.clone(),
+                    norm_dim(name, *dim, xs.len()).expect("validated"),
+                )
+            };
             let n = xs[d];
             if n > SORT_MAX {
                 return Err(CodegenError::Unsupported(format!(
                     "fd.ops.{name} along an extent of {n}: the GPU sorts rows of at most {SORT_MAX} elements"
                 )));
             }
-            let k = if is_topk { shape(f, outs[0]).get(d).copied().unwrap_or(1) } else { n };
+            let k = if is_topk {
+                shape(f, outs[0]).get(d).copied().unwrap_or(1)
+            } else {
+                n
+            };
             let outer: usize = xs[..d].iter().product();
             let inner: usize = xs[d + 1..].iter().product();
             let idx_out = if is_topk { outs[1] } else { outs[0] };
-            let vt = if is_topk { Some(store(cx, outs[0], f.value(outs[0]).dtype, "topk values")) } else { None };
+            let vt = if is_topk {
+                Some(store(cx, outs[0], f.value(outs[0]).dtype, "topk values"))
+            } else {
+                None
+            };
             let itemp = store(cx, idx_out, DType::Int, "sorted positions");
             let p = n.next_power_of_two().max(32);
             let (mut lw, params) = cx.lowerer();
@@ -147,13 +179,21 @@ fn build(cx: &mut Context, kernels: &mut Kernels, node: usize, op: &IndexOp) -> 
             lw.line(&format!("__shared__ unsigned long long key[{p}];"));
             lw.line(&format!("__shared__ int pos[{p}];"));
             lw.line("const int t = threadIdx.x;");
-            lw.line(&format!("const long long o = (long long)blockIdx.x / {inner};"));
-            lw.line(&format!("const long long i = (long long)blockIdx.x % {inner};"));
+            lw.line(&format!(
+                "const long long o = (long long)blockIdx.x / {inner};"
+            ));
+            lw.line(&format!(
+                "const long long i = (long long)blockIdx.x % {inner};"
+            ));
             let row_idx = |j: Ix| -> Vec<Ix> {
                 let mut v = view::delinearize(Ix::var("o"), &xs[..d]);
                 v.push(j);
                 v.extend(view::delinearize(Ix::var("i"), &xs[d + 1..]));
-                if shape(f, *x).is_empty() { vec![] } else { v }
+                if shape(f, *x).is_empty() {
+                    vec![]
+                } else {
+                    v
+                }
             };
             // Keys ordered as PyTorch orders values: NaN above +inf, -0 equal to +0;
             // descending (or largest) flips the key; equal keys sort by position.
@@ -168,14 +208,18 @@ fn build(cx: &mut Context, kernels: &mut Kernels, node: usize, op: &IndexOp) -> 
                 lw.line("kk = (b >> 63) ? ~b : (b | 0x8000000000000000ULL);");
             } else {
                 let iv = ctype::convert(xd, DType::Int, &xv);
-                lw.line(&format!("kk = (unsigned long long)({iv}) ^ 0x8000000000000000ULL;"));
+                lw.line(&format!(
+                    "kk = (unsigned long long)({iv}) ^ 0x8000000000000000ULL;"
+                ));
             }
             if *largest {
                 lw.line("kk = ~kk;");
             }
             lw.close("}");
             // Padding sorts last: the largest key and a position past the row.
-            lw.line(&format!("if (t < {p}) {{ key[t] = (t < {n}) ? kk : ~0ULL; pos[t] = t; }}"));
+            lw.line(&format!(
+                "if (t < {p}) {{ key[t] = (t < {n}) ? kk : ~0ULL; pos[t] = t; }}"
+            ));
             lw.line("__syncthreads();");
             lw.open(&format!("for (int k = 2; k <= {p}; k <<= 1) {{"));
             lw.open("for (int j = k >> 1; j > 0; j >>= 1) {");
@@ -191,33 +235,50 @@ fn build(cx: &mut Context, kernels: &mut Kernels, node: usize, op: &IndexOp) -> 
             lw.close("}");
             lw.open(&format!("if (t < {k}) {{"));
             lw.line("const int src = pos[t];");
-            lw.line(&format!("const long long at = (o * {k} + t) * {inner} + i;"));
+            lw.line(&format!(
+                "const long long at = (o * {k} + t) * {inner} + i;"
+            ));
             lw.line(&format!("tmp{itemp}[at] = (long long)src;"));
             if let Some(vt) = vt {
                 let v = lw.value_at(*x, &row_idx(Ix::var("src")))?;
                 let vd = f.value(outs[0]).dtype;
-                lw.line(&format!("tmp{vt}[at] = {};", ctype::to_storage(vd, &ctype::convert(xd, vd, &v))));
+                lw.line(&format!(
+                    "tmp{vt}[at] = {};",
+                    ctype::to_storage(vd, &ctype::convert(xd, vd, &v))
+                ));
             }
             lw.close("}");
             let nm = kname("sort");
             let src = format!("{} {{\n{}}}\n", signature(&nm, p as u32, &params), lw.code);
             // No rows (an empty dim outside `dim`): nothing to sort or write.
-            if outer * inner > 0 { kernels.push((
-                src,
-                Kernel {
-                    name: nm,
-                    schedule: Schedule::Index,
-                    grid: [(outer * inner).max(1) as u32, 1, 1],
-                    block: [p as u32, 1, 1],
-                    args: params.args,
-                    summary: format!("{name} of {} along dim {d} ({n} per row), a block per row", f.value(*x).name),
-                    code_hash: String::new(),
-                },
-            )); }
+            if outer * inner > 0 {
+                kernels.push((
+                    src,
+                    Kernel {
+                        name: nm,
+                        schedule: Schedule::Index,
+                        grid: [(outer * inner).max(1) as u32, 1, 1],
+                        block: [p as u32, 1, 1],
+                        args: params.args,
+                        summary: format!(
+                            "{name} of {} along dim {d} ({n} per row), a block per row",
+                            f.value(*x).name
+                        ),
+                        code_hash: String::new(),
+                    },
+                ));
+            }
             if let Some(vt) = vt {
                 mark_stored(cx, outs[0], vt);
             }
-            cx.stored.insert(idx_out, Stored { temp: itemp, dtype: DType::Int, shape: shape(f, idx_out) });
+            cx.stored.insert(
+                idx_out,
+                Stored {
+                    temp: itemp,
+                    dtype: DType::Int,
+                    shape: shape(f, idx_out),
+                },
+            );
         }
         IndexOp::Scatter { x, index, src, dim } => {
             let xs = shape(f, *x);
@@ -225,19 +286,37 @@ fn build(cx: &mut Context, kernels: &mut Kernels, node: usize, op: &IndexOp) -> 
             let d = norm_dim(name, *dim, xs.len()).expect("validated");
             let (xn, inn): (usize, usize) = (xs.iter().product(), is.iter().product());
             if inn >= (1usize << 31) {
-                return Err(CodegenError::Unsupported(format!("fd.ops.scatter with {inn} indices (at most 2^31 - 1 on the GPU)")));
+                return Err(CodegenError::Unsupported(format!(
+                    "fd.ops.scatter with {inn} indices (at most 2^31 - 1 on the GPU)"
+                )));
             }
             let od = f.value(outs[0]).dtype;
             let out = store(cx, outs[0], od, "scatter result");
-            let win = cx.add_temp(DType::Int32, xn, format!("{}: winning index position per element", f.value(outs[0]).name));
+            let win = cx.add_temp(
+                DType::Int32,
+                xn,
+                format!(
+                    "{}: winning index position per element",
+                    f.value(outs[0]).name
+                ),
+            );
             let xd = f.value(*x).dtype;
-            kernels.push(flat(cx, &kname("copy"), xn, format!("scatter: copy of {}", f.value(*x).name), |lw| {
-                let idx = view::delinearize(Ix::var("t"), &xs);
-                let v = lw.value_at(*x, &idx)?;
-                lw.line(&format!("tmp{out}[t] = {};", ctype::to_storage(od, &ctype::convert(xd, od, &v))));
-                lw.line(&format!("tmp{win}[t] = -1;"));
-                Ok(())
-            })?);
+            kernels.push(flat(
+                cx,
+                &kname("copy"),
+                xn,
+                format!("scatter: copy of {}", f.value(*x).name),
+                |lw| {
+                    let idx = view::delinearize(Ix::var("t"), &xs);
+                    let v = lw.value_at(*x, &idx)?;
+                    lw.line(&format!(
+                        "tmp{out}[t] = {};",
+                        ctype::to_storage(od, &ctype::convert(xd, od, &v))
+                    ));
+                    lw.line(&format!("tmp{win}[t] = -1;"));
+                    Ok(())
+                },
+            )?);
             // The target of index element t, clamped into x.
             let target = |lw: &mut Lowerer| -> Result<String, CodegenError> {
                 let pidx = view::delinearize(Ix::var("t"), &is);
@@ -250,22 +329,41 @@ fn build(cx: &mut Context, kernels: &mut Kernels, node: usize, op: &IndexOp) -> 
                 lw.line(&format!("const long long {a} = {at};"));
                 Ok(a)
             };
-            kernels.push(flat(cx, &kname("win"), inn, "scatter: the last index position per target".into(), |lw| {
-                let a = target(lw)?;
-                lw.line(&format!("atomicMax(&tmp{win}[{a}], (int)t);"));
-                Ok(())
-            })?);
+            kernels.push(flat(
+                cx,
+                &kname("win"),
+                inn,
+                "scatter: the last index position per target".into(),
+                |lw| {
+                    let a = target(lw)?;
+                    lw.line(&format!("atomicMax(&tmp{win}[{a}], (int)t);"));
+                    Ok(())
+                },
+            )?);
             let sd = f.value(*src).dtype;
             let src_is_tensor = f.value(*src).is_tensor();
-            kernels.push(flat(cx, &kname("write"), inn, "scatter: writes of the winning positions".into(), |lw| {
-                let a = target(lw)?;
-                lw.open(&format!("if (tmp{win}[{a}] == (int)t) {{"));
-                let sidx = if src_is_tensor { view::delinearize(Ix::var("t"), &is) } else { vec![] };
-                let sv = lw.value_at(*src, &sidx)?;
-                lw.line(&format!("tmp{out}[{a}] = {};", ctype::to_storage(od, &ctype::convert(sd, od, &sv))));
-                lw.close("}");
-                Ok(())
-            })?);
+            kernels.push(flat(
+                cx,
+                &kname("write"),
+                inn,
+                "scatter: writes of the winning positions".into(),
+                |lw| {
+                    let a = target(lw)?;
+                    lw.open(&format!("if (tmp{win}[{a}] == (int)t) {{"));
+                    let sidx = if src_is_tensor {
+                        view::delinearize(Ix::var("t"), &is)
+                    } else {
+                        vec![]
+                    };
+                    let sv = lw.value_at(*src, &sidx)?;
+                    lw.line(&format!(
+                        "tmp{out}[{a}] = {};",
+                        ctype::to_storage(od, &ctype::convert(sd, od, &sv))
+                    ));
+                    lw.close("}");
+                    Ok(())
+                },
+            )?);
             mark_stored(cx, outs[0], out);
         }
         IndexOp::IndexPutAccumulate { acc, index, value } => {
@@ -278,18 +376,26 @@ fn build(cx: &mut Context, kernels: &mut Kernels, node: usize, op: &IndexOp) -> 
                 DType::Int | DType::Index => DType::Int,
                 DType::Float | DType::Half | DType::BFloat16 => DType::Float,
                 DType::Bool => {
-                    return Err(CodegenError::Unsupported("fd.ops.index_put_accumulate on Bool tensors on the GPU".into()))
+                    return Err(CodegenError::Unsupported(
+                        "fd.ops.index_put_accumulate on Bool tensors on the GPU".into(),
+                    ))
                 }
             };
             let xn: usize = xs.iter().product();
             let row: usize = xs[1..].iter().product();
             let at = cx.add_temp(ad, xn, format!("{}: accumulator", f.value(outs[0]).name));
             let xd = f.value(*acc).dtype;
-            kernels.push(flat(cx, &kname("init"), xn, format!("index_put_accumulate: copy of {}", f.value(*acc).name), |lw| {
-                let v = lw.value_at(*acc, &view::delinearize(Ix::var("t"), &xs))?;
-                lw.line(&format!("tmp{at}[t] = {};", ctype::convert(xd, ad, &v)));
-                Ok(())
-            })?);
+            kernels.push(flat(
+                cx,
+                &kname("init"),
+                xn,
+                format!("index_put_accumulate: copy of {}", f.value(*acc).name),
+                |lw| {
+                    let v = lw.value_at(*acc, &view::delinearize(Ix::var("t"), &xs))?;
+                    lw.line(&format!("tmp{at}[t] = {};", ctype::convert(xd, ad, &v)));
+                    Ok(())
+                },
+            )?);
             let vs = shape(f, *value);
             let vd = f.value(*value).dtype;
             kernels.push(flat(cx, &kname("add"), n * row, "index_put_accumulate: atomic adds".into(), |lw| {
@@ -313,13 +419,29 @@ fn build(cx: &mut Context, kernels: &mut Kernels, node: usize, op: &IndexOp) -> 
                 Ok(())
             })?);
             if ad == od {
-                cx.stored.insert(outs[0], Stored { temp: at, dtype: od, shape: xs.clone() });
+                cx.stored.insert(
+                    outs[0],
+                    Stored {
+                        temp: at,
+                        dtype: od,
+                        shape: xs.clone(),
+                    },
+                );
             } else {
                 let out = store(cx, outs[0], od, "index_put_accumulate result");
-                kernels.push(flat(cx, &kname("round"), xn, "index_put_accumulate: rounding".into(), |lw| {
-                    lw.line(&format!("tmp{out}[t] = {};", ctype::to_storage(od, &ctype::convert(ad, od, &format!("tmp{at}[t]")))));
-                    Ok(())
-                })?);
+                kernels.push(flat(
+                    cx,
+                    &kname("round"),
+                    xn,
+                    "index_put_accumulate: rounding".into(),
+                    |lw| {
+                        lw.line(&format!(
+                            "tmp{out}[t] = {};",
+                            ctype::to_storage(od, &ctype::convert(ad, od, &format!("tmp{at}[t]")))
+                        ));
+                        Ok(())
+                    },
+                )?);
                 mark_stored(cx, outs[0], out);
             }
         }

@@ -299,9 +299,10 @@ fn try_plan(
     let mut kernels: Vec<(String, Kernel)> = Vec::new();
     // Ops of the index family with kernels of their own are built just before
     // the first kernel that reads them (`build_specials`).
-    let build_specials = |cx: &mut Context, kernels: &mut Vec<(String, Kernel)>, roots: Vec<ValueId>| {
-        crate::index_kernels::build_for(cx, kernels, roots).map_err(|e| (e, None))
-    };
+    let build_specials =
+        |cx: &mut Context, kernels: &mut Vec<(String, Kernel)>, roots: Vec<ValueId>| {
+            crate::index_kernels::build_for(cx, kernels, roots).map_err(|e| (e, None))
+        };
     for &r in &standalone {
         let red = &all_reds[r];
         build_specials(&mut cx, &mut kernels, vec![red.x])?;

@@ -6,7 +6,10 @@ use fusebench_codegen::{plan, Device, Schedule};
 use std::path::PathBuf;
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../cli/tests/fixtures/ops/index"));
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../cli/tests/fixtures/ops/index"
+    ));
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -27,10 +30,19 @@ fn every_index_fixture_plans() {
         for k in &p.kernels {
             assert!(p.source.contains(&format!(" {}(", k.name)), "{}", k.name);
             let threads: u32 = k.block.iter().product();
-            assert!((32..=1024).contains(&threads) && threads % 32 == 0, "{}: {:?}", k.name, k.block);
+            assert!(
+                (32..=1024).contains(&threads) && threads % 32 == 0,
+                "{}: {:?}",
+                k.name,
+                k.block
+            );
         }
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let special = p.kernels.iter().filter(|k| k.schedule == Schedule::Index).count();
+        let special = p
+            .kernels
+            .iter()
+            .filter(|k| k.schedule == Schedule::Index)
+            .count();
         let want = match name.as_str() {
             "topk.py" | "argsort.py" => 3,
             "sort_long_rows.py" => 4,
@@ -42,12 +54,24 @@ fn every_index_fixture_plans() {
             "index_put_accumulate.py" => 4,
             _ => 0,
         };
-        assert_eq!(special, want, "{name}: {:#?}", p.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>());
+        assert_eq!(
+            special,
+            want,
+            "{name}: {:#?}",
+            p.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>()
+        );
         // Every kernel that reads a temporary comes after the one that writes it
         // (the writer is the first kernel naming it).
         if special > 0 {
-            let last_special = p.kernels.iter().rposition(|k| k.schedule == Schedule::Index).unwrap();
-            assert!(last_special < p.kernels.len() - 1, "{name}: the outputs are copied after the sorts");
+            let last_special = p
+                .kernels
+                .iter()
+                .rposition(|k| k.schedule == Schedule::Index)
+                .unwrap();
+            assert!(
+                last_special < p.kernels.len() - 1,
+                "{name}: the outputs are copied after the sorts"
+            );
         }
     }
 }
@@ -56,6 +80,11 @@ fn every_index_fixture_plans() {
 fn sort_rows_longer_than_the_limit_are_refused() {
     let src = "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n    tv0 = fd.define_tensor(shape=[2, 2000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)\n    tv1 = fd.ops.argsort(tv0, dim=1)\n    fd.add_output(tv1)\nwith FusionDefinition() as fd:\n    f(fd)\n";
     let f = fusebench_frontend::parse_script("t.py", src).unwrap();
-    let e = plan(&f, &[None], Device::default()).unwrap_err().to_string();
-    assert!(e.contains("argsort") && e.contains("2000") && e.contains("1024"), "{e}");
+    let e = plan(&f, &[None], Device::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("argsort") && e.contains("2000") && e.contains("1024"),
+        "{e}"
+    );
 }

@@ -11,7 +11,9 @@ const ARG1: &[(&str, &str)] = &[("arg1", "arg")];
 
 impl Body<'_, '_> {
     fn flag(&self, e: Option<&crate::expr::Expr>, what: &str, default: bool) -> PResult<bool> {
-        e.map(|e| self.boolean(e, what)).transpose().map(|b| b.unwrap_or(default))
+        e.map(|e| self.boolean(e, what))
+            .transpose()
+            .map(|b| b.unwrap_or(default))
     }
 
     fn opt_operand(&mut self, e: Option<&crate::expr::Expr>) -> PResult<Option<ValueId>> {
@@ -30,13 +32,24 @@ impl Body<'_, '_> {
                     Some(e) => self.dtype(e, false)?.unwrap_or(DType::Int),
                     None => DType::Int,
                 };
-                IndexOp::Iota { length, start, step, dtype }
+                IndexOp::Iota {
+                    length,
+                    start,
+                    step,
+                    dtype,
+                }
             }
             "triu" => {
                 let a = bind(callee, call, &["arg", "diagonal"], &[("input", "arg")])?;
                 let x = self.operand(a.req("arg")?)?;
-                let diagonal = a.get("diagonal").map(|e| self.int(e, "diagonal")).transpose()?;
-                IndexOp::Triu { x, diagonal: diagonal.unwrap_or(0) }
+                let diagonal = a
+                    .get("diagonal")
+                    .map(|e| self.int(e, "diagonal"))
+                    .transpose()?;
+                IndexOp::Triu {
+                    x,
+                    diagonal: diagonal.unwrap_or(0),
+                }
             }
             "take_along_axis" | "gather" => {
                 let a = bind(callee, call, &["arg", "index", "dim"], ARG1)?;
@@ -75,10 +88,20 @@ impl Body<'_, '_> {
                 let a = bind(callee, call, &["arg", "k", "dim", "largest", "sorted"], &[])?;
                 let x = self.operand(a.req("arg")?)?;
                 let k = self.operand(a.req("k")?)?;
-                let dim = a.get("dim").map(|e| self.int(e, "dim")).transpose()?.unwrap_or(-1);
+                let dim = a
+                    .get("dim")
+                    .map(|e| self.int(e, "dim"))
+                    .transpose()?
+                    .unwrap_or(-1);
                 let largest = self.flag(a.get("largest"), "largest", true)?;
                 let sorted = self.flag(a.get("sorted"), "sorted", false)?;
-                IndexOp::Topk { x, k, dim, largest, sorted }
+                IndexOp::Topk {
+                    x,
+                    k,
+                    dim,
+                    largest,
+                    sorted,
+                }
             }
             "argsort" => {
                 let a = bind(callee, call, &["arg", "dim", "descending", "stable"], &[])?;
@@ -86,14 +109,27 @@ impl Body<'_, '_> {
                 let dim = self.int(a.req("dim")?, "dim")?;
                 let descending = self.flag(a.get("descending"), "descending", false)?;
                 let stable = self.flag(a.get("stable"), "stable", false)?;
-                IndexOp::Argsort { x, dim, descending, stable }
+                IndexOp::Argsort {
+                    x,
+                    dim,
+                    descending,
+                    stable,
+                }
             }
             _ => {
                 // embedding_fwd
                 let a = bind(
                     callee,
                     call,
-                    &["input", "weight", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse"],
+                    &[
+                        "input",
+                        "weight",
+                        "padding_idx",
+                        "max_norm",
+                        "norm_type",
+                        "scale_grad_by_freq",
+                        "sparse",
+                    ],
                     &[],
                 )?;
                 let input = self.operand(a.req("input")?)?;
@@ -118,8 +154,18 @@ pub(crate) fn print_index(op: &IndexOp, a: &dyn Fn(&ValueId) -> String) -> Strin
     let o = |v: &Option<ValueId>| v.as_ref().map_or("None".to_string(), a);
     let py = |b: bool| if b { "True" } else { "False" };
     match op {
-        IndexOp::Iota { length, start, step, dtype } => {
-            format!("iota({}, {}, {}, dtype=DataType.{dtype})", a(length), o(start), o(step))
+        IndexOp::Iota {
+            length,
+            start,
+            step,
+            dtype,
+        } => {
+            format!(
+                "iota({}, {}, {}, dtype=DataType.{dtype})",
+                a(length),
+                o(start),
+                o(step)
+            )
         }
         IndexOp::Triu { x, diagonal } => format!("triu({}, diagonal={diagonal})", a(x)),
         IndexOp::TakeAlongAxis { x, index, dim } => {
@@ -131,16 +177,32 @@ pub(crate) fn print_index(op: &IndexOp, a: &dyn Fn(&ValueId) -> String) -> Strin
             format!("scatter({}, {}, {}, dim={dim})", a(x), a(index), a(src))
         }
         IndexOp::IndexPutAccumulate { acc, index, value } => {
-            format!("index_put_accumulate({}, {}, {})", a(acc), a(index), a(value))
+            format!(
+                "index_put_accumulate({}, {}, {})",
+                a(acc),
+                a(index),
+                a(value)
+            )
         }
-        IndexOp::Topk { x, k, dim, largest, sorted } => format!(
+        IndexOp::Topk {
+            x,
+            k,
+            dim,
+            largest,
+            sorted,
+        } => format!(
             "topk({}, {}, dim={dim}, largest={}, sorted={})",
             a(x),
             a(k),
             py(*largest),
             py(*sorted)
         ),
-        IndexOp::Argsort { x, dim, descending, stable } => format!(
+        IndexOp::Argsort {
+            x,
+            dim,
+            descending,
+            stable,
+        } => format!(
             "argsort({}, dim={dim}, descending={}, stable={})",
             a(x),
             py(*descending),

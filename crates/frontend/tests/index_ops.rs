@@ -103,7 +103,12 @@ fn round_trip(src: &str) {
     let g = parse_script("printed.py", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(f.nodes, g.nodes, "{text}");
     assert_eq!(f.outputs, g.outputs);
-    let types = |f: &Fusion| f.values.iter().map(|v| (v.shape.clone(), v.dtype)).collect::<Vec<_>>();
+    let types = |f: &Fusion| {
+        f.values
+            .iter()
+            .map(|v| (v.shape.clone(), v.dtype))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(types(&f), types(&g));
     assert_eq!(print_script(&g), text);
     // The JSON form keeps the family's ops too.
@@ -133,18 +138,40 @@ fn direct_syntax_parses_with_defaults_and_infers_shapes() {
     assert!(matches!(ops[3], IndexOp::Triu { diagonal: -1, .. }));
     assert!(matches!(
         ops[10],
-        IndexOp::Topk { dim: -1, largest: true, sorted: false, .. }
+        IndexOp::Topk {
+            dim: -1,
+            largest: true,
+            sorted: false,
+            ..
+        }
     ));
     assert!(matches!(
         ops[11],
-        IndexOp::Topk { dim: 0, largest: false, sorted: true, .. }
+        IndexOp::Topk {
+            dim: 0,
+            largest: false,
+            sorted: true,
+            ..
+        }
     ));
     assert!(matches!(
         ops[12],
-        IndexOp::Argsort { dim: -1, descending: true, stable: true, .. }
+        IndexOp::Argsort {
+            dim: -1,
+            descending: true,
+            stable: true,
+            ..
+        }
     ));
     match ops[14] {
-        IndexOp::EmbeddingFwd { padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, .. } => {
+        IndexOp::EmbeddingFwd {
+            padding_idx,
+            max_norm,
+            norm_type,
+            scale_grad_by_freq,
+            sparse,
+            ..
+        } => {
             assert!(padding_idx.is_some() && max_norm.is_some() && norm_type.is_some());
             assert!(scale_grad_by_freq.is_none() && sparse.is_none());
         }
@@ -170,9 +197,15 @@ fn both_syntaxes_round_trip() {
     round_trip(DIRECT);
     round_trip(LEGACY);
     let legacy = print_script(&parse_script("t.py", LEGACY).unwrap());
-    assert!(legacy.contains("fd.ops.take_along_axis(T0, T1, dim=1)"), "{legacy}");
+    assert!(
+        legacy.contains("fd.ops.take_along_axis(T0, T1, dim=1)"),
+        "{legacy}"
+    );
     let direct = print_script(&parse_script("t.py", DIRECT).unwrap());
-    assert!(direct.contains("fd.ops.topk(tv0, s0, dim=-1, largest=True, sorted=False)"), "{direct}");
+    assert!(
+        direct.contains("fd.ops.topk(tv0, s0, dim=-1, largest=True, sorted=False)"),
+        "{direct}"
+    );
 }
 
 #[track_caller]
@@ -187,13 +220,19 @@ fn refused(body: &str, want: &str) {
 
 #[test]
 fn bad_uses_are_refused_with_the_reason() {
-    refused("tv2 = fd.ops.gather(tv0, tv1, 1)", "must be an integer tensor");
+    refused(
+        "tv2 = fd.ops.gather(tv0, tv1, 1)",
+        "must be an integer tensor",
+    );
     refused("tv2, tv3 = fd.ops.topk(tv0, s0)", "must be a constant");
     refused("tv2, tv3 = fd.ops.topk(tv0, 7)", "k 7 is outside [0, 6]");
     refused("tv2 = fd.ops.select(tv0, 4, dim=0)", "outside [0, 4)");
     refused("tv2 = fd.ops.iota(s0)", "must be a constant");
     refused("tv2 = fd.ops.iota(3, 0.5)", "start");
-    refused("tv2 = fd.ops.iota(3)\n    tv3 = fd.ops.triu(tv2)", "2 or more dims");
+    refused(
+        "tv2 = fd.ops.iota(3)\n    tv3 = fd.ops.triu(tv2)",
+        "2 or more dims",
+    );
     refused("tv2 = fd.ops.argsort(tv0, dim=2)", "out of range");
     refused("tv2, tv3 = fd.ops.topk(tv0, 1, bogus=3)", "bogus");
 }

@@ -28,9 +28,7 @@ pub fn index_operand(f: &Fusion, op: &Op) -> Option<(ValueId, usize)> {
         | Op::Index(I::TakeAlongAxis { x, index, dim })
         | Op::Index(I::Gather { x, index, dim })
         | Op::Index(I::Scatter { x, index, dim, .. }) => Some((*index, along(x, *dim)?)),
-        Op::Index(I::IndexPutAccumulate { acc, index, .. }) => {
-            Some((*index, *shape(acc).first()?))
-        }
+        Op::Index(I::IndexPutAccumulate { acc, index, .. }) => Some((*index, *shape(acc).first()?)),
         Op::Index(I::EmbeddingFwd { input, weight, .. }) => Some((*input, *shape(weight).first()?)),
         Op::Index(I::Select { x, index, dim }) => Some((*index, along(x, *dim)?)),
         _ => None,

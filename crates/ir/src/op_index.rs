@@ -22,21 +22,53 @@ pub enum IndexOp {
     /// Keeps elements with `col - row >= diagonal` in the last two dims, zero elsewhere.
     Triu { x: ValueId, diagonal: i64 },
     /// `torch.take_along_dim`: index broadcasts against x outside `dim`.
-    TakeAlongAxis { x: ValueId, index: ValueId, dim: i64 },
+    TakeAlongAxis {
+        x: ValueId,
+        index: ValueId,
+        dim: i64,
+    },
     /// `torch.gather`: output has the index's shape (each extent at most x's outside `dim`).
-    Gather { x: ValueId, index: ValueId, dim: i64 },
+    Gather {
+        x: ValueId,
+        index: ValueId,
+        dim: i64,
+    },
     /// `x.select(dim, index)` with a scalar index: drops `dim`.
-    Select { x: ValueId, index: ValueId, dim: i64 },
+    Select {
+        x: ValueId,
+        index: ValueId,
+        dim: i64,
+    },
     /// `torch.scatter(x, dim, index, src)`; `src` is a tensor or a scalar.
     /// Duplicate targets: the last write in row-major order of `index` wins
     /// (as PyTorch's CPU kernel), on the CPU and the GPU alike.
-    Scatter { x: ValueId, index: ValueId, src: ValueId, dim: i64 },
+    Scatter {
+        x: ValueId,
+        index: ValueId,
+        src: ValueId,
+        dim: i64,
+    },
     /// `torch.index_put(acc, [index], value, accumulate=True)` with a 1-D index over dim 0.
-    IndexPutAccumulate { acc: ValueId, index: ValueId, value: ValueId },
+    IndexPutAccumulate {
+        acc: ValueId,
+        index: ValueId,
+        value: ValueId,
+    },
     /// Outputs: values, indices (Int). `k` must be a constant.
-    Topk { x: ValueId, k: ValueId, dim: i64, largest: bool, sorted: bool },
+    Topk {
+        x: ValueId,
+        k: ValueId,
+        dim: i64,
+        largest: bool,
+        sorted: bool,
+    },
     /// Output: indices (Int).
-    Argsort { x: ValueId, dim: i64, descending: bool, stable: bool },
+    Argsort {
+        x: ValueId,
+        dim: i64,
+        descending: bool,
+        stable: bool,
+    },
     /// `torch.nn.functional.embedding`: rows of `weight` picked by `input`.
     EmbeddingFwd {
         input: ValueId,
@@ -81,7 +113,12 @@ impl IndexOp {
     /// Operands in argument order.
     pub fn operands_mut(&mut self) -> Vec<&mut ValueId> {
         match self {
-            IndexOp::Iota { length, start, step, .. } => {
+            IndexOp::Iota {
+                length,
+                start,
+                step,
+                ..
+            } => {
                 let mut v = vec![length];
                 v.extend(start.iter_mut());
                 v.extend(step.iter_mut());

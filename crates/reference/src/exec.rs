@@ -577,7 +577,10 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
                 value: &|v| f.value(v),
                 outs: node.outputs.iter().map(|&v| f.value(v)).collect(),
             };
-            return Ok(crate::index::exec(o, &cx)?.into_iter().map(Val::Tensor).collect());
+            return Ok(crate::index::exec(o, &cx)?
+                .into_iter()
+                .map(Val::Tensor)
+                .collect());
         }
         Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => unreachable!(),
     };

@@ -282,8 +282,12 @@ pub fn generate_inputs(f: &Fusion, seed: u64) -> Result<Generated, ExecError> {
                     }
                     // A scalar index (select's) without a value in the script: drawn in range.
                     None if index_uses.iter().any(|u| u.input == i) => {
-                        let bound = index_uses.iter().find(|u| u.input == i).map_or(1, |u| u.bound);
-                        let b = draw_buffer(DType::Int, 1, Dist::Int(0, bound.max(1) as i64), seed, i);
+                        let bound = index_uses
+                            .iter()
+                            .find(|u| u.input == i)
+                            .map_or(1, |u| u.bound);
+                        let b =
+                            draw_buffer(DType::Int, 1, Dist::Int(0, bound.max(1) as i64), seed, i);
                         Literal::Int(b.get_i64(0))
                     }
                     None => {

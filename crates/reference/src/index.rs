@@ -94,7 +94,14 @@ impl Ctx<'_> {
     }
 
     /// Checks index value `v` (read at `pos` of `index`) against `[0, bound)`.
-    fn check(&self, op: &IndexOp, index: ValueId, pos: usize, v: i64, bound: usize) -> Result<usize, ExecError> {
+    fn check(
+        &self,
+        op: &IndexOp,
+        index: ValueId,
+        pos: usize,
+        v: i64,
+        bound: usize,
+    ) -> Result<usize, ExecError> {
         if v < 0 || v as u64 >= bound as u64 {
             return Err(self.err(
                 op,
@@ -127,7 +134,11 @@ pub(crate) fn exec(op: &IndexOp, cx: &Ctx) -> Result<Vec<Tensor>, ExecError> {
                 Data::F((0..n).map(|i| a + i as f64 * s).collect())
             } else {
                 let (a, s) = (a.as_i64().unwrap_or(0), s.as_i64().unwrap_or(0));
-                Data::I((0..n).map(|i| a.wrapping_add((i as i64).wrapping_mul(s))).collect())
+                Data::I(
+                    (0..n)
+                        .map(|i| a.wrapping_add((i as i64).wrapping_mul(s)))
+                        .collect(),
+                )
             }
             .tensor(out_dtype, &out_shape)?
         }
@@ -138,8 +149,18 @@ pub(crate) fn exec(op: &IndexOp, cx: &Ctx) -> Result<Vec<Tensor>, ExecError> {
                 .map(|p| p[r - 1] as i64 - p[r - 2] as i64 >= *diagonal)
                 .collect();
             match Data::of(&t) {
-                Data::F(v) => Data::F(v.iter().zip(&keep).map(|(&x, &k)| if k { x } else { 0.0 }).collect()),
-                Data::I(v) => Data::I(v.iter().zip(&keep).map(|(&x, &k)| if k { x } else { 0 }).collect()),
+                Data::F(v) => Data::F(
+                    v.iter()
+                        .zip(&keep)
+                        .map(|(&x, &k)| if k { x } else { 0.0 })
+                        .collect(),
+                ),
+                Data::I(v) => Data::I(
+                    v.iter()
+                        .zip(&keep)
+                        .map(|(&x, &k)| if k { x } else { 0 })
+                        .collect(),
+                ),
             }
             .tensor(out_dtype, &out_shape)?
         }
@@ -153,9 +174,17 @@ pub(crate) fn exec(op: &IndexOp, cx: &Ctx) -> Result<Vec<Tensor>, ExecError> {
             let mut src = Vec::with_capacity(out_shape.iter().product());
             for p in positions(&out_shape) {
                 // take_along_axis broadcasts extent-1 dims of either operand.
-                let ip: Vec<usize> = p.iter().zip(&is).map(|(&q, &e)| if e == 1 { 0 } else { q }).collect();
+                let ip: Vec<usize> = p
+                    .iter()
+                    .zip(&is)
+                    .map(|(&q, &e)| if e == 1 { 0 } else { q })
+                    .collect();
                 let ipos = linear(&ip, &ist);
-                let mut xp: Vec<usize> = p.iter().zip(&xs).map(|(&q, &e)| if e == 1 { 0 } else { q }).collect();
+                let mut xp: Vec<usize> = p
+                    .iter()
+                    .zip(&xs)
+                    .map(|(&q, &e)| if e == 1 { 0 } else { q })
+                    .collect();
                 xp[d] = cx.check(op, *index, ipos, iv[ipos], xs[d])?;
                 src.push(linear(&xp, &xst));
             }
@@ -219,7 +248,14 @@ pub(crate) fn exec(op: &IndexOp, cx: &Ctx) -> Result<Vec<Tensor>, ExecError> {
                 .map(|(p, &i)| {
                     let w = if i < 0 { i + xs[0] as i64 } else { i };
                     cx.check(op, *index, p, w, xs[0]).map_err(|_| {
-                        cx.err(op, format!("index {} holds {i} at position {p}, outside [-{n0}, {n0})", (cx.value)(*index).name, n0 = xs[0]))
+                        cx.err(
+                            op,
+                            format!(
+                                "index {} holds {i} at position {p}, outside [-{n0}, {n0})",
+                                (cx.value)(*index).name,
+                                n0 = xs[0]
+                            ),
+                        )
                     })
                 })
                 .collect::<Result<_, _>>()?;
@@ -245,7 +281,9 @@ pub(crate) fn exec(op: &IndexOp, cx: &Ctx) -> Result<Vec<Tensor>, ExecError> {
             }
             .tensor(out_dtype, &out_shape)?
         }
-        IndexOp::Topk { x, dim, largest, .. } => {
+        IndexOp::Topk {
+            x, dim, largest, ..
+        } => {
             let t = (cx.tensor)(*x);
             let (order, d) = sort_rows(&t, *dim, *largest).map_err(ir)?;
             let xs = t.shape().to_vec();
@@ -256,7 +294,9 @@ pub(crate) fn exec(op: &IndexOp, cx: &Ctx) -> Result<Vec<Tensor>, ExecError> {
                 Data::I(idxs).tensor(cx.outs[1].dtype, &cx.shape(1))?,
             ]);
         }
-        IndexOp::Argsort { x, dim, descending, .. } => {
+        IndexOp::Argsort {
+            x, dim, descending, ..
+        } => {
             let t = (cx.tensor)(*x);
             let xs = t.shape().to_vec();
             let (order, d) = sort_rows(&t, *dim, *descending).map_err(ir)?;
@@ -264,7 +304,13 @@ pub(crate) fn exec(op: &IndexOp, cx: &Ctx) -> Result<Vec<Tensor>, ExecError> {
             let (_, idxs) = take_sorted(&t, &order, &xs, d, n);
             Data::I(idxs).tensor(out_dtype, &out_shape)?
         }
-        IndexOp::EmbeddingFwd { input, weight, max_norm, norm_type, .. } => {
+        IndexOp::EmbeddingFwd {
+            input,
+            weight,
+            max_norm,
+            norm_type,
+            ..
+        } => {
             let w = (cx.tensor)(*weight);
             let it = (cx.tensor)(*input);
             let (rows, cols) = (w.shape()[0], w.shape()[1]);
@@ -282,11 +328,18 @@ pub(crate) fn exec(op: &IndexOp, cx: &Ctx) -> Result<Vec<Tensor>, ExecError> {
                 let scale = match max_norm {
                     Some(m) => {
                         let n = p_norm(row, p);
-                        if n > m { m / (n + 1e-7) } else { 1.0 }
+                        if n > m {
+                            m / (n + 1e-7)
+                        } else {
+                            1.0
+                        }
                     }
                     None => 1.0,
                 };
-                out.extend(row.iter().map(|&x| if scale == 1.0 { x } else { x * scale }));
+                out.extend(
+                    row.iter()
+                        .map(|&x| if scale == 1.0 { x } else { x * scale }),
+                );
             }
             Data::F(out).tensor(out_dtype, &out_shape)?
         }
@@ -306,7 +359,10 @@ pub(crate) fn p_norm(row: &[f64], p: f64) -> f64 {
     } else if p == 2.0 {
         row.iter().map(|x| x * x).sum::<f64>().sqrt()
     } else {
-        row.iter().map(|x| x.abs().powf(p)).sum::<f64>().powf(1.0 / p)
+        row.iter()
+            .map(|x| x.abs().powf(p))
+            .sum::<f64>()
+            .powf(1.0 / p)
     }
 }
 
@@ -323,7 +379,11 @@ fn cmp_f(a: f64, b: f64) -> Ordering {
 /// For every row along `dim` (rows in row-major order of the other dims),
 /// the positions along `dim` in sorted order: descending when `desc`,
 /// equal values by position.
-fn sort_rows(t: &Tensor, dim: i64, desc: bool) -> Result<(Vec<Vec<usize>>, usize), fusebench_ir::IrError> {
+fn sort_rows(
+    t: &Tensor,
+    dim: i64,
+    desc: bool,
+) -> Result<(Vec<Vec<usize>>, usize), fusebench_ir::IrError> {
     let xs = t.shape().to_vec();
     if xs.is_empty() {
         return Ok((vec![vec![0]], 0));
@@ -353,7 +413,13 @@ fn sort_rows(t: &Tensor, dim: i64, desc: bool) -> Result<(Vec<Vec<usize>>, usize
 
 /// The first `k` of each sorted row: values and positions, laid out with
 /// extent `k` along `d`.
-fn take_sorted(t: &Tensor, order: &[Vec<usize>], xs: &[usize], d: usize, k: usize) -> (Data, Vec<i64>) {
+fn take_sorted(
+    t: &Tensor,
+    order: &[Vec<usize>],
+    xs: &[usize],
+    d: usize,
+    k: usize,
+) -> (Data, Vec<i64>) {
     if xs.is_empty() {
         return (Data::of(t), vec![0]);
     }

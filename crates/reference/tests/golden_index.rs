@@ -11,13 +11,24 @@ mod support {
 use support::golden_case::golden_case;
 
 const OPS: &[&str] = &[
-    "iota", "triu", "take_along_axis", "gather", "select", "scatter", "index_put_accumulate", "topk",
-    "argsort", "embedding_fwd",
+    "iota",
+    "triu",
+    "take_along_axis",
+    "gather",
+    "select",
+    "scatter",
+    "index_put_accumulate",
+    "topk",
+    "argsort",
+    "embedding_fwd",
 ];
 
 /// Cases the reference cannot run yet, with the reason.
 const NOT_YET: &[(&str, &str)] = &[
-    ("iota_scalar_inputs", "iota's length is a fusion input: fusebench needs extents known when the fusion is built"),
+    (
+        "iota_scalar_inputs",
+        "iota's length is a fusion input: fusebench needs extents known when the fusion is built",
+    ),
     ("triu_c64", "complex dtypes are another helper's"),
     // nvFuser prints triu as iota(length=fd.ops.size(...)) ... where: `size` is another helper's.
     ("triu_f32", "needs fd.ops.size"),
@@ -95,15 +106,26 @@ fn index_family_matches_nvfuser() {
         ran += 1;
         for (k, (got, want)) in outs.iter().zip(&wanted).enumerate() {
             if got.dtype() != want.dtype() || got.shape() != want.shape() {
-                failures.push(format!("{case} out{k}: got {}{:?}, nvFuser {}{:?}", got.dtype(), got.shape(), want.dtype(), want.shape()));
+                failures.push(format!(
+                    "{case} out{k}: got {}{:?}, nvFuser {}{:?}",
+                    got.dtype(),
+                    got.shape(),
+                    want.dtype(),
+                    want.shape()
+                ));
                 continue;
             }
             let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
             let bad = g.iter().zip(&w).position(|(a, b)| {
-                !(a == b || (a.is_nan() && b.is_nan()) || (op == "embedding_fwd" && (a - b).abs() <= 1e-6 * b.abs().max(1.0)))
+                !(a == b
+                    || (a.is_nan() && b.is_nan())
+                    || (op == "embedding_fwd" && (a - b).abs() <= 1e-6 * b.abs().max(1.0)))
             });
             if let Some(i) = bad {
-                failures.push(format!("{case} out{k}[{i}]: got {}, nvFuser {}", g[i], w[i]));
+                failures.push(format!(
+                    "{case} out{k}[{i}]: got {}, nvFuser {}",
+                    g[i], w[i]
+                ));
             }
         }
     }

@@ -15,7 +15,10 @@ fn integral_tensor<'a>(
     if !iv.dtype.is_integral() {
         return Err(IrError::op(
             op,
-            format!("index {} must be an integer tensor, got {}", iv.name, iv.dtype),
+            format!(
+                "index {} must be an integer tensor, got {}",
+                iv.name, iv.dtype
+            ),
         ));
     }
     Ok((iv, is))
@@ -36,9 +39,7 @@ fn same_rank(op: &str, a: &[usize], b: &[usize], what: &str) -> Result<(), IrErr
     if a.len() != b.len() {
         return Err(IrError::op(
             op,
-            format!(
-                "input and {what} must have the same number of dims, got {a:?} and {b:?}"
-            ),
+            format!("input and {what} must have the same number of dims, got {a:?} and {b:?}"),
         ));
     }
     Ok(())
@@ -61,13 +62,18 @@ pub(super) fn infer_index(g: &Graph, op: &IndexOp) -> Result<Vec<OutType>, IrErr
                 return Err(IrError::op(name, format!("length {n} is negative")));
             }
             if !(dtype.is_integral() || dtype.is_float()) {
-                return Err(IrError::op(name, format!("dtype must be integral or floating point, got {dtype}")));
+                return Err(IrError::op(
+                    name,
+                    format!("dtype must be integral or floating point, got {dtype}"),
+                ));
             }
             for (what, v) in [("start", start), ("step", step)] {
                 let Some(v) = v else { continue };
                 let sv = scalar(g, name, what, *v)?;
                 // nvFuser: start and step must be of dtype's kind (integral or floating).
-                if sv.dtype.is_integral() != dtype.is_integral() || sv.dtype.is_float() != dtype.is_float() {
+                if sv.dtype.is_integral() != dtype.is_integral()
+                    || sv.dtype.is_float() != dtype.is_float()
+                {
                     return Err(IrError::op(
                         name,
                         format!("{what} {} is {} but dtype is {dtype}", sv.name, sv.dtype),
@@ -130,7 +136,10 @@ pub(super) fn infer_index(g: &Graph, op: &IndexOp) -> Result<Vec<OutType>, IrErr
             if let Some(i) = (0..s.len()).find(|&i| i != d && is[i] > s[i]) {
                 return Err(IrError::op(
                     name,
-                    format!("index extent {} exceeds the input's {} in dim {i}", is[i], s[i]),
+                    format!(
+                        "index extent {} exceeds the input's {} in dim {i}",
+                        is[i], s[i]
+                    ),
                 ));
             }
             vec![OutType::tensor(xv.dtype, is.to_vec())]
@@ -139,7 +148,10 @@ pub(super) fn infer_index(g: &Graph, op: &IndexOp) -> Result<Vec<OutType>, IrErr
             let (xv, s) = tensor(g, name, "input", *x)?;
             let iv = scalar(g, name, "index", *index)?;
             if !iv.dtype.is_integral() {
-                return Err(IrError::op(name, format!("index must be an integer, got {}", iv.dtype)));
+                return Err(IrError::op(
+                    name,
+                    format!("index must be an integer, got {}", iv.dtype),
+                ));
             }
             if s.is_empty() {
                 return Err(IrError::op(name, "cannot be applied to a 0-dim tensor"));
@@ -168,7 +180,10 @@ pub(super) fn infer_index(g: &Graph, op: &IndexOp) -> Result<Vec<OutType>, IrErr
             if let Some(i) = (0..s.len()).find(|&i| i != d && is[i] > s[i]) {
                 return Err(IrError::op(
                     name,
-                    format!("index extent {} exceeds the input's {} in dim {i}", is[i], s[i]),
+                    format!(
+                        "index extent {} exceeds the input's {} in dim {i}",
+                        is[i], s[i]
+                    ),
                 ));
             }
             let sv = g.get(name, *src)?;
@@ -184,7 +199,10 @@ pub(super) fn infer_index(g: &Graph, op: &IndexOp) -> Result<Vec<OutType>, IrErr
                 if sv.dtype != xv.dtype {
                     return Err(IrError::op(
                         name,
-                        format!("src {} is {} but the input is {}", sv.name, sv.dtype, xv.dtype),
+                        format!(
+                            "src {} is {} but the input is {}",
+                            sv.name, sv.dtype, xv.dtype
+                        ),
                     ));
                 }
             }
@@ -195,14 +213,19 @@ pub(super) fn infer_index(g: &Graph, op: &IndexOp) -> Result<Vec<OutType>, IrErr
             let (_, is) = integral_tensor(g, name, *index)?;
             let (vv, vs) = tensor(g, name, "value", *value)?;
             if is.len() != 1 {
-                return Err(IrError::op(name, format!("index must be 1-D, got shape {is:?}")));
+                return Err(IrError::op(
+                    name,
+                    format!("index must be 1-D, got shape {is:?}"),
+                ));
             }
             if s.is_empty() {
                 return Err(IrError::op(name, "acc must have at least one dim"));
             }
             same_rank(name, s, vs, "value")?;
             // at::index_put: value broadcasts to [len(index), acc.shape[1..]].
-            let want: Vec<usize> = std::iter::once(is[0]).chain(s[1..].iter().copied()).collect();
+            let want: Vec<usize> = std::iter::once(is[0])
+                .chain(s[1..].iter().copied())
+                .collect();
             if vs.iter().zip(&want).any(|(&a, &b)| a != b && a != 1) {
                 return Err(IrError::op(
                     name,
@@ -273,10 +296,16 @@ pub(super) fn infer_index(g: &Graph, op: &IndexOp) -> Result<Vec<OutType>, IrErr
                 return Err(IrError::op(name, "input must have at least one dim"));
             }
             if ws.len() != 2 {
-                return Err(IrError::op(name, format!("weight must be 2-D, got shape {ws:?}")));
+                return Err(IrError::op(
+                    name,
+                    format!("weight must be 2-D, got shape {ws:?}"),
+                ));
             }
             if !wv.dtype.is_float() {
-                return Err(IrError::op(name, format!("weight must be floating point, got {}", wv.dtype)));
+                return Err(IrError::op(
+                    name,
+                    format!("weight must be floating point, got {}", wv.dtype),
+                ));
             }
             let kinds: [(&str, &Option<ValueId>, fn(DType) -> bool); 5] = [
                 ("padding_idx", padding_idx, DType::is_integral),
@@ -289,7 +318,10 @@ pub(super) fn infer_index(g: &Graph, op: &IndexOp) -> Result<Vec<OutType>, IrErr
                 let Some(v) = v else { continue };
                 let sv = scalar(g, name, what, *v)?;
                 if !ok(sv.dtype) {
-                    return Err(IrError::op(name, format!("{what} has the wrong dtype {}", sv.dtype)));
+                    return Err(IrError::op(
+                        name,
+                        format!("{what} has the wrong dtype {}", sv.dtype),
+                    ));
                 }
             }
             let mut out = is.to_vec();
