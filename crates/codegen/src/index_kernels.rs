@@ -18,7 +18,7 @@ use fusebench_ir::infer::norm_dim;
 use fusebench_ir::{DType, Fusion, IndexOp, Op, ValueDef, ValueId};
 
 /// Longest row topk/argsort sort on the GPU: one thread per element of a row.
-pub const SORT_MAX: usize = 1024;
+pub const SORT_MAX: usize = 4096;
 const BLOCK: u32 = 128;
 
 type Kernels = Vec<(String, Kernel)>;
@@ -173,7 +173,10 @@ fn build(
                 None
             };
             let itemp = store(cx, idx_out, DType::Int, "sorted positions");
+            // p slots (a power of two) in shared memory, `th` threads each
+            // handling slots t, t + th, ...
             let p = n.next_power_of_two().max(32);
+            let th = p.min(1024);
             let (mut lw, params) = cx.lowerer();
             let xd = f.value(*x).dtype;
             lw.line(&format!("__shared__ unsigned long long key[{p}];"));
@@ -197,9 +200,11 @@ fn build(
             };
             // Keys ordered as PyTorch orders values: NaN above +inf, -0 equal to +0;
             // descending (or largest) flips the key; equal keys sort by position.
+            // Padding slots sort last: the largest key and a position past the row.
+            lw.open(&format!("for (int e = t; e < {p}; e += {th}) {{"));
             lw.line("unsigned long long kk = ~0ULL;");
-            lw.open(&format!("if (t < {n}) {{"));
-            let xv = lw.value_at(*x, &row_idx(Ix::var("t")))?;
+            lw.open(&format!("if (e < {n}) {{"));
+            let xv = lw.value_at(*x, &row_idx(Ix::var("e")))?;
             if xd.is_float() {
                 let dv = ctype::convert(xd, DType::Double, &xv);
                 lw.line(&format!("double xv = {dv};"));
@@ -216,27 +221,28 @@ fn build(
                 lw.line("kk = ~kk;");
             }
             lw.close("}");
-            // Padding sorts last: the largest key and a position past the row.
-            lw.line(&format!(
-                "if (t < {p}) {{ key[t] = (t < {n}) ? kk : ~0ULL; pos[t] = t; }}"
-            ));
+            lw.line("key[e] = kk; pos[e] = e;");
+            lw.close("}");
             lw.line("__syncthreads();");
+            // Bitonic sort: each step compares disjoint pairs (e, e ^ j).
             lw.open(&format!("for (int k = 2; k <= {p}; k <<= 1) {{"));
             lw.open("for (int j = k >> 1; j > 0; j >>= 1) {");
-            lw.line("const int u = t ^ j;");
-            lw.open(&format!("if (t < {p} && u > t) {{"));
-            lw.line("const unsigned long long ka = key[t], kb = key[u];");
-            lw.line("const int pa = pos[t], pb = pos[u];");
+            lw.open(&format!("for (int e = t; e < {p}; e += {th}) {{"));
+            lw.line("const int u = e ^ j;");
+            lw.open("if (u > e) {");
+            lw.line("const unsigned long long ka = key[e], kb = key[u];");
+            lw.line("const int pa = pos[e], pb = pos[u];");
             lw.line("const bool a_after_b = ka > kb || (ka == kb && pa > pb);");
-            lw.line("if (((t & k) == 0) == a_after_b) { key[t] = kb; key[u] = ka; pos[t] = pb; pos[u] = pa; }");
+            lw.line("if (((e & k) == 0) == a_after_b) { key[e] = kb; key[u] = ka; pos[e] = pb; pos[u] = pa; }");
+            lw.close("}");
             lw.close("}");
             lw.line("__syncthreads();");
             lw.close("}");
             lw.close("}");
-            lw.open(&format!("if (t < {k}) {{"));
-            lw.line("const int src = pos[t];");
+            lw.open(&format!("for (int e = t; e < {k}; e += {th}) {{"));
+            lw.line("const int src = pos[e];");
             lw.line(&format!(
-                "const long long at = (o * {k} + t) * {inner} + i;"
+                "const long long at = (o * {k} + e) * {inner} + i;"
             ));
             lw.line(&format!("tmp{itemp}[at] = (long long)src;"));
             if let Some(vt) = vt {
@@ -249,7 +255,7 @@ fn build(
             }
             lw.close("}");
             let nm = kname("sort");
-            let src = format!("{} {{\n{}}}\n", signature(&nm, p as u32, &params), lw.code);
+            let src = format!("{} {{\n{}}}\n", signature(&nm, th as u32, &params), lw.code);
             // No rows (an empty dim outside `dim`): nothing to sort or write.
             if outer * inner > 0 {
                 kernels.push((
@@ -258,7 +264,7 @@ fn build(
                         name: nm,
                         schedule: Schedule::Index,
                         grid: [(outer * inner).max(1) as u32, 1, 1],
-                        block: [p as u32, 1, 1],
+                        block: [th as u32, 1, 1],
                         args: params.args,
                         summary: format!(
                             "{name} of {} along dim {d} ({n} per row), a block per row",

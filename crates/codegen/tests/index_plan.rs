@@ -78,13 +78,13 @@ fn every_index_fixture_plans() {
 
 #[test]
 fn sort_rows_longer_than_the_limit_are_refused() {
-    let src = "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n    tv0 = fd.define_tensor(shape=[2, 2000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)\n    tv1 = fd.ops.argsort(tv0, dim=1)\n    fd.add_output(tv1)\nwith FusionDefinition() as fd:\n    f(fd)\n";
+    let src = "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n    tv0 = fd.define_tensor(shape=[2, 5000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)\n    tv1 = fd.ops.argsort(tv0, dim=1)\n    fd.add_output(tv1)\nwith FusionDefinition() as fd:\n    f(fd)\n";
     let f = fusebench_frontend::parse_script("t.py", src).unwrap();
     let e = plan(&f, &[None], Device::default())
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("argsort") && e.contains("2000") && e.contains("1024"),
+        e.contains("argsort") && e.contains("5000") && e.contains("4096"),
         "{e}"
     );
 }
