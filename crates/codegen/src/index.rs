@@ -6,10 +6,10 @@
 //! The ops that need a kernel of their own (scatter, index_put_accumulate,
 //! topk, argsort) are built by `index_kernels`.
 
+use crate::ctype;
 use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::lower::Lowerer;
-use crate::{ctype, view};
 use fusebench_ir::infer::norm_dim;
 use fusebench_ir::{DType, IndexOp, Op, ValueId};
 
@@ -86,12 +86,11 @@ impl Lowerer<'_> {
                 let (a, s) = (get(self, start, 0)?, get(self, step, 1)?);
                 let i = &idx[0];
                 // Computed in double (or long long) and rounded once, as the CPU does.
-                if d.is_float() {
+                Lowered::Expr(if d.is_float() {
                     ctype::convert(DType::Double, d, &format!("({a} + (double)({i}) * {s})"))
                 } else {
                     ctype::convert(DType::Int, d, &format!("({a} + (long long)({i}) * {s})"))
-                }
-                .pipe(Lowered::Expr)
+                })
             }
             IndexOp::Triu { x, diagonal } => {
                 let r = idx.len();
@@ -159,10 +158,12 @@ impl Lowerer<'_> {
             IndexOp::Scatter { .. }
             | IndexOp::IndexPutAccumulate { .. }
             | IndexOp::Topk { .. }
-            | IndexOp::Argsort { .. } => return Err(CodegenError::NoFit(format!(
+            | IndexOp::Argsort { .. } => {
+                return Err(CodegenError::NoFit(format!(
                 "{name} result {} is neither computed in this kernel nor stored by an earlier one",
                 f.value(v).name
-            ))),
+            )))
+            }
         })
     }
 
@@ -205,14 +206,6 @@ impl Lowerer<'_> {
         self.line(&format!(
             "const double {sc} = ({acc} > {m}) ? {m} / ({acc} + 1e-7) : 1.0;"
         ));
-        let _ = view::delinearize;
         Ok(sc)
     }
 }
-
-trait Pipe: Sized {
-    fn pipe<T>(self, f: impl FnOnce(Self) -> T) -> T {
-        f(self)
-    }
-}
-impl Pipe for String {}
