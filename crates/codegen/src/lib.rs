@@ -9,6 +9,8 @@
 pub mod alias;
 pub mod ctype;
 pub mod error;
+pub mod index;
+pub mod index_kernels;
 pub mod ix;
 pub mod kernel;
 pub mod lower;

@@ -531,6 +531,10 @@ impl<'f> Lowerer<'f> {
                 j[d] = Ix::var(g);
                 return self.value_at(*x, &j);
             }
+            Op::Index(o) => match self.lower_index(v, o, idx)? {
+                crate::index::Lowered::Expr(e) => e,
+                crate::index::Lowered::Bound(n) => return Ok(n),
+            },
             Op::Welford { x, dims } if out_index == 2 => {
                 let xs = self.shape(*x);
                 let dims = infer::norm_dims("welford", dims, xs.len()).expect("validated");

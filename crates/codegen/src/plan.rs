@@ -15,6 +15,8 @@ pub enum Schedule {
     OuterPartial,
     /// Sums the partials of an outer reduction.
     OuterCombine,
+    /// A kernel of the indexing family's own (sort, scatter, accumulate).
+    Index,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]

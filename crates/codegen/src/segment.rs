@@ -297,8 +297,15 @@ fn try_plan(
         standalone.extend(more);
     }
     let mut kernels: Vec<(String, Kernel)> = Vec::new();
+    // Ops of the index family with kernels of their own are built just before
+    // the first kernel that reads them (`build_specials`).
+    let build_specials =
+        |cx: &mut Context, kernels: &mut Vec<(String, Kernel)>, roots: Vec<ValueId>| {
+            crate::index_kernels::build_for(cx, kernels, roots).map_err(|e| (e, None))
+        };
     for &r in &standalone {
         let red = &all_reds[r];
+        build_specials(&mut cx, &mut kernels, vec![red.x])?;
         let name = format!("fb_r{}", red.node);
         if red.is_inner(f) {
             let xs = f.value(red.x).shape.clone().unwrap();
@@ -339,6 +346,10 @@ fn try_plan(
         }
     }
     for rw in &rowwise {
+        let roots = (rw.inner.iter().chain(&rw.outer).map(|&r| all_reds[r].x))
+            .chain(rw.full.iter().chain(&rw.per_row).map(|o| o.0))
+            .collect();
+        build_specials(&mut cx, &mut kernels, roots)?;
         let w = width(rw.last);
         let whole = !rw.inner.is_empty() || !rw.per_row.is_empty();
         let (_, tiles) = crate::rowwise::shape(rw.cols, w, whole).expect("checked when grouped");
@@ -429,6 +440,10 @@ fn try_plan(
     }
     for nm in &loop_norms {
         let (_, outs) = &groups[nm.group];
+        let roots = (nm.reds.iter().map(|&r| all_reds[r].x))
+            .chain(outs.iter().chain(&nm.per_row).map(|o| o.0))
+            .collect();
+        build_specials(&mut cx, &mut kernels, roots)?;
         let reds: Vec<Reduction> = nm.reds.iter().map(|&r| all_reds[r].clone()).collect();
         let per_row: Vec<(ValueId, RowTarget)> = nm
             .per_row
@@ -453,6 +468,7 @@ fn try_plan(
     }
     for &gi in &pointwise_groups {
         let (shape, outs) = &groups[gi];
+        build_specials(&mut cx, &mut kernels, outs.iter().map(|o| o.0).collect())?;
         kernels
             .push(pointwise::build(&cx, &format!("fb_p{gi}"), shape, outs).map_err(|e| (e, None))?);
     }

@@ -533,6 +533,9 @@ impl Body<'_, '_> {
                     dim: self.int(d, "dim")?,
                 }
             }
+            n if fusebench_ir::IndexOp::NAMES.contains(&n) => {
+                Op::Index(self.index_op(n, callee, call)?)
+            }
             _ => {
                 let mut supported = Op::supported_names();
                 supported.sort_unstable();

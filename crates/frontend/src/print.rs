@@ -494,6 +494,7 @@ impl Printer<'_> {
             Op::IndexSelect { x, index, dim } => {
                 format!("index_select({}, {}, dim={dim})", a(x), a(index))
             }
+            Op::Index(o) => crate::ops_index::print_index(o, &a),
         }
     }
 }

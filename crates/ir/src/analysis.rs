@@ -9,28 +9,54 @@ pub struct IndexUse {
     /// Position among the fusion's inputs.
     pub input: usize,
     pub bound: usize,
+    /// The op whose index it is (the one with the tightest bound).
+    pub op: &'static str,
 }
 
-/// Inputs that reach an `index_select` index through ops that move values
-/// without changing them (reshape, broadcast, expand, permute, squeeze, slice,
-/// same-kind casts). The tightest bound wins when one input feeds several.
+/// The index operand of a gather- or scatter-like op and the extent its
+/// values must lie below.
+pub fn index_operand(f: &Fusion, op: &Op) -> Option<(ValueId, usize)> {
+    use crate::op_index::IndexOp as I;
+    let shape = |v: &ValueId| f.value(*v).shape.clone().unwrap_or_default();
+    let along = |x: &ValueId, dim: i64| {
+        let xs = shape(x);
+        let d = crate::infer::norm_dim(op.name(), dim, xs.len()).ok()?;
+        Some(xs[d])
+    };
+    match op {
+        Op::IndexSelect { x, index, dim }
+        | Op::Index(I::TakeAlongAxis { x, index, dim })
+        | Op::Index(I::Gather { x, index, dim })
+        | Op::Index(I::Scatter { x, index, dim, .. }) => Some((*index, along(x, *dim)?)),
+        Op::Index(I::IndexPutAccumulate { acc, index, .. }) => Some((*index, *shape(acc).first()?)),
+        Op::Index(I::EmbeddingFwd { input, weight, .. }) => Some((*input, *shape(weight).first()?)),
+        Op::Index(I::Select { x, index, dim }) => Some((*index, along(x, *dim)?)),
+        _ => None,
+    }
+}
+
+/// Inputs that reach the index of a gather- or scatter-like op (see
+/// [`index_operand`]) through ops that move values without changing them
+/// (reshape, broadcast, expand, permute, squeeze, slice, same-kind casts).
+/// The tightest bound wins when one input feeds several.
 pub fn index_inputs(f: &Fusion) -> Vec<IndexUse> {
     let mut out: Vec<IndexUse> = Vec::new();
     for n in &f.nodes {
-        let Op::IndexSelect { x, index, dim } = &n.op else {
+        let Some((index, bound)) = index_operand(f, &n.op) else {
             continue;
         };
-        let xs = f
-            .value(*x)
-            .shape
-            .as_ref()
-            .expect("index_select input is a tensor");
-        let d = crate::infer::norm_dim("index_select", *dim, xs.len()).expect("validated");
-        if let Some(input) = source_input(f, *index) {
-            let bound = xs[d];
+        let op = n.op.name();
+        let scalar_input = matches!(f.value(index).def, ValueDef::ScalarInput)
+            .then(|| f.inputs.iter().position(|&i| i == index))
+            .flatten();
+        if let Some(input) = source_input(f, index).or(scalar_input) {
             match out.iter_mut().find(|u| u.input == input) {
-                Some(u) => u.bound = u.bound.min(bound),
-                None => out.push(IndexUse { input, bound }),
+                Some(u) if bound < u.bound => {
+                    u.bound = bound;
+                    u.op = op;
+                }
+                Some(_) => {}
+                None => out.push(IndexUse { input, bound, op }),
             }
         }
     }

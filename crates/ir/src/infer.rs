@@ -1,6 +1,8 @@
 //! Shape and dtype inference with nvFuser's rules: every op's output type is
 //! derived from its operands here, and nowhere else.
 
+mod index;
+
 use crate::dtype::promote_types;
 use crate::op::{Op, ReduceOp, UnaryOp};
 use crate::scalar::{fold_binary, fold_unary};
@@ -624,6 +626,7 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             out[d] = n;
             vec![OutType::tensor(xv.dtype, out)]
         }
+        Op::Index(o) => index::infer_index(g, o)?,
     };
     Ok(out)
 }

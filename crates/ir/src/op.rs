@@ -156,6 +156,8 @@ pub enum Op {
         index: ValueId,
         dim: i64,
     },
+    /// Indexing and ordering ops (`crate::op_index`).
+    Index(crate::op_index::IndexOp),
 }
 
 impl Op {
@@ -180,6 +182,7 @@ impl Op {
             Op::Cat { .. } => "cat",
             Op::Full { .. } => "full",
             Op::IndexSelect { .. } => "index_select",
+            Op::Index(o) => o.name(),
         }
     }
 
@@ -220,6 +223,7 @@ impl Op {
             Op::Cat { xs, .. } => xs.iter_mut().collect(),
             Op::Full { fill, .. } => vec![fill],
             Op::IndexSelect { x, index, .. } => vec![x, index],
+            Op::Index(o) => o.operands_mut(),
         }
     }
 
@@ -227,6 +231,7 @@ impl Op {
         match self {
             Op::Welford { .. } => 3,
             Op::VarMean { .. } => 2,
+            Op::Index(o) => o.num_outputs(),
             _ => 1,
         }
     }
@@ -255,6 +260,7 @@ impl Op {
             "full",
             "index_select",
         ]);
+        v.extend(crate::op_index::IndexOp::NAMES);
         v
     }
 }

@@ -246,6 +246,18 @@ fn gather_of(f: &Fusion, op: &Op) -> Option<Gather> {
                 per_id: slice_elements(xs, dim),
             })
         }
+        // Each id reads one row of the weight.
+        Op::Index(crate::op_index::IndexOp::EmbeddingFwd { input, weight, .. }) => {
+            let ws = f.value(*weight).shape.as_deref()?;
+            let is = f.value(*input).shape.as_deref()?;
+            Some(Gather {
+                table: *weight,
+                index: *input,
+                dim: 0,
+                ids: is.iter().product::<usize>() as u64,
+                per_id: slice_elements(ws, 0),
+            })
+        }
         _ => None,
     }
 }

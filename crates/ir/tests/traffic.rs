@@ -365,3 +365,32 @@ fn scalar_inputs_are_skipped() {
     assert_eq!(t.inputs.len(), 1);
     assert_eq!(t.read, 256);
 }
+
+/// embedding_fwd reads one weight row per id, like index_select along dim 0.
+#[test]
+fn embedding_fwd_reads_the_rows_its_ids_select() {
+    use fusebench_ir::{IndexOp, Op};
+    let mut fd = FusionBuilder::new();
+    let ids = fd.tensor(&[2, 8], DType::Int).unwrap();
+    let w = fd.tensor(&[50000, 64], DType::BFloat16).unwrap();
+    let out = fd
+        .op(
+            Op::Index(IndexOp::EmbeddingFwd {
+                input: ids,
+                weight: w,
+                padding_idx: None,
+                max_norm: None,
+                norm_type: None,
+                scale_grad_by_freq: None,
+                sparse: None,
+            }),
+            &[],
+        )
+        .unwrap()[0];
+    fd.add_output(out).unwrap();
+    let f = fd.finish();
+    let t = traffic(&f, &[], &[]);
+    // 16 ids of 64 bf16 each, plus the ids themselves.
+    assert_eq!(t.read, 16 * 64 * BF16 + 16 * 8);
+    assert_eq!(gathered(&t.inputs[1].counted).len(), 1);
+}

@@ -570,6 +570,18 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
             }
             ops::index_select(&t, &idx, d)
         }
+        Op::Index(o) => {
+            let cx = crate::index::Ctx {
+                tensor: &|v| env.tensor(v),
+                scalar: &|v| env.scalar(v),
+                value: &|v| f.value(v),
+                outs: node.outputs.iter().map(|&v| f.value(v)).collect(),
+            };
+            return Ok(crate::index::exec(o, &cx)?
+                .into_iter()
+                .map(Val::Tensor)
+                .collect());
+        }
         Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => unreachable!(),
     };
     Ok(vec![Val::Tensor(t)])

@@ -280,6 +280,16 @@ pub fn generate_inputs(f: &Fusion, seed: u64) -> Result<Generated, ExecError> {
                     Some(_) => {
                         return Err(bad("a tensor where the fusion defines a scalar".into()))
                     }
+                    // A scalar index (select's) without a value in the script: drawn in range.
+                    None if index_uses.iter().any(|u| u.input == i) => {
+                        let bound = index_uses
+                            .iter()
+                            .find(|u| u.input == i)
+                            .map_or(1, |u| u.bound);
+                        let b =
+                            draw_buffer(DType::Int, 1, Dist::Int(0, bound.max(1) as i64), seed, i);
+                        Literal::Int(b.get_i64(0))
+                    }
                     None => {
                         let d = if v.dtype.is_float() {
                             DType::Double
@@ -354,8 +364,8 @@ pub fn generate_inputs(f: &Fusion, seed: u64) -> Result<Generated, ExecError> {
                             ""
                         };
                         notes.push(format!(
-                            "input {i} ({}): indices for index_select must lie in [0, {bound}); {what}{consequence}; drew [0, {bound}) instead",
-                            v.name
+                            "input {i} ({}): indices for {} must lie in [0, {bound}); {what}{consequence}; drew [0, {bound}) instead",
+                            v.name, u.op
                         ));
                         redrawn.push(Redrawn {
                             input: i,

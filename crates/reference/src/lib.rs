@@ -27,6 +27,7 @@ mod exec;
 mod expr;
 pub mod facts;
 mod gen;
+mod index;
 mod ops;
 mod reduce;
 mod stats;
