@@ -29,6 +29,7 @@ pub mod facts;
 mod gen;
 mod ops;
 mod reduce;
+pub mod rng;
 mod stats;
 mod tensor;
 
