@@ -132,3 +132,22 @@ pub fn per_call(d: DType) -> u64 {
         4
     }
 }
+
+/// What `check` says when a fusion draws from the generator.
+pub fn unseeded_note(f: &Fusion) -> Option<String> {
+    let names: Vec<&str> = f
+        .nodes
+        .iter()
+        .filter(|n| is_unseeded(&n.op))
+        .map(|n| f.value(n.outputs[0]).name.as_str())
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "random op(s) without rng_seed/rng_offset ({}) use seed 0 and offsets 0..{} in order, \
+         as nvFuser right after torch.manual_seed(0)",
+        names.join(", "),
+        names.len() - 1
+    ))
+}
