@@ -144,10 +144,57 @@ pub fn unseeded_note(f: &Fusion) -> Option<String> {
     if names.is_empty() {
         return None;
     }
+    let offsets = match names.len() {
+        1 => "offset 0".to_string(),
+        n => format!("offsets 0..{} in definition order", n - 1),
+    };
     Some(format!(
-        "random op(s) without rng_seed/rng_offset ({}) use seed 0 and offsets 0..{} in order, \
+        "random op(s) without rng_seed/rng_offset ({}) use seed 0 and {offsets}, \
          as nvFuser right after torch.manual_seed(0)",
-        names.join(", "),
-        names.len() - 1
+        names.join(", ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FusionBuilder, Literal};
+
+    #[test]
+    fn unseeded_ops_take_offsets_in_order() {
+        let mut b = FusionBuilder::new();
+        let x = b.tensor(&[3, 5], DType::Half).unwrap();
+        let (lo, hi) = (b.literal(Literal::Float(0.0)), b.literal(Literal::Float(1.0)));
+        let (s, o) = (b.literal(Literal::Int(9)), b.literal(Literal::Int(2)));
+        let seeded = Op::Rng {
+            dist: crate::RngDist::Uniform,
+            a: lo,
+            b: hi,
+            shape: vec![4],
+            seed: Some(s),
+            offset: Some(o),
+            dtype: DType::Double,
+        };
+        let r0 = b.op(Op::RngLike { dist: crate::RngDist::Normal, x }, &[]).unwrap()[0];
+        let r1 = b.op(seeded, &[]).unwrap()[0];
+        let r2 = b.op(Op::RngLike { dist: crate::RngDist::Uniform, x }, &[]).unwrap()[0];
+        for v in [r0, r1, r2] {
+            b.add_output(v).unwrap();
+        }
+        let f = b.finish();
+        assert_eq!(f.value(r0).dtype, DType::Half);
+        assert_eq!(f.value(r1).shape, Some(vec![4]));
+        assert_eq!(start(&f, r0), Some(Start::Default { seed: 0, offset: 0 }));
+        assert_eq!(start(&f, r1), Some(Start::Given { seed: s, offset: o }));
+        assert_eq!(start(&f, r2), Some(Start::Default { seed: 0, offset: 1 }));
+        assert!(unseeded_note(&f).unwrap().contains("offsets 0..1"));
+    }
+
+    #[test]
+    fn integer_dtypes_are_refused() {
+        let mut b = FusionBuilder::new();
+        let x = b.tensor(&[3], DType::Int).unwrap();
+        let e = b.op(Op::RngLike { dist: crate::RngDist::Uniform, x }, &[]).unwrap_err();
+        assert!(e.to_string().contains("rand_like"), "{e}");
+    }
 }
