@@ -205,6 +205,7 @@ fn check_one(
     };
     r.inputs_ms = ms(t);
     r.input_notes = generated.notes.clone();
+    r.input_notes.extend(fusebench_ir::rng::unseeded_note(&f));
     r.inputs = input_infos(&f, &generated.inputs);
     let t = Instant::now();
     match fusebench_reference::run(&f, &generated.inputs) {

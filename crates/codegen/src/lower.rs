@@ -214,6 +214,65 @@ impl<'f> Lowerer<'f> {
         }
     }
 
+/// A random op's element at `idx`: nvFuser's stream at the element's linear
+    /// logical index, whatever thread computes it (prelude's `fb_rng_*`).
+    fn lower_rng(&mut self, v: ValueId, op: &Op, idx: &[Ix]) -> Result<String, CodegenError> {
+        use fusebench_ir::rng::{start, Start};
+        use fusebench_ir::RngDist;
+        let f = self.f;
+        let d = f.value(v).dtype;
+        let shape = self.shape(v).to_vec();
+        let mut lin = Ix::c(0);
+        let mut stride = 1i64;
+        for (i, &e) in idx.iter().zip(&shape).rev() {
+            lin = lin.add(i.clone().mul(stride));
+            stride = stride.saturating_mul(e as i64);
+        }
+        let (dist, ab) = match op {
+            Op::Rng { dist, a, b, .. } => (*dist, Some((*a, *b))),
+            Op::RngLike { dist, .. } => (*dist, None),
+            _ => unreachable!(),
+        };
+        let real = if d == DType::Double { DType::Double } else { DType::Float };
+        let (a, b) = match ab {
+            Some((a, b)) => {
+                let (av, bv) = (self.value_at(a, &[])?, self.value_at(b, &[])?);
+                (
+                    format!("({})({av})", ctype::reg(real)),
+                    format!("({})({bv})", ctype::reg(real)),
+                )
+            }
+            None => ("0".to_string(), "1".to_string()),
+        };
+        let (seed, off) = match start(f, v) {
+            Some(Start::Given { seed, offset }) => (
+                format!("(unsigned long long)({})", self.value_at(seed, &[])?),
+                format!("(unsigned long long)({})", self.value_at(offset, &[])?),
+            ),
+            Some(Start::Default { seed, offset }) => (format!("{seed}ull"), format!("{offset}ull")),
+            None => return Err(unsupported(format!("{} is not a random op", f.value(v).name))),
+        };
+        let at = format!("{seed}, {off}, (unsigned long long)({lin})");
+        Ok(match (dist, d) {
+            (RngDist::Uniform, DType::Double) => format!("fb_rng_uniformd({at}, {a}, {b})"),
+            (RngDist::Uniform, DType::Float) => format!("fb_rng_uniformf({at}, {a}, {b})"),
+            (RngDist::Uniform, DType::BFloat16 | DType::Half) => format!(
+                "fb_rng_uniform_reduced({at}, {a}, {b}, {})",
+                d == DType::BFloat16
+            ),
+            (RngDist::Normal, DType::Double) => format!("fb_rng_normald({at}, {a}, {b})"),
+            (RngDist::Normal, DType::Float | DType::BFloat16 | DType::Half) => {
+                ctype::round_reduced(d, &format!("fb_rng_normalf({at}, {a}, {b})"))
+            }
+            (_, other) => {
+                return Err(unsupported(format!(
+                    "{} on {other} values",
+                    op.name()
+                )))
+            }
+        })
+    }
+
     fn load(&mut self, v: ValueId, b: &Buffer, idx: &[Ix]) -> String {
         let off = Self::offset(b, idx);
         if let Some(l) = self.lanes.clone() {
@@ -414,6 +473,7 @@ impl<'f> Lowerer<'f> {
                 let fv = self.value_at(*fill, &[])?;
                 ctype::convert(f.value(*fill).dtype, d, &fv)
             }
+            Op::Rng { .. } | Op::RngLike { .. } => self.lower_rng(v, op, idx)?,
             Op::Broadcast {
                 x,
                 is_broadcast_dim,

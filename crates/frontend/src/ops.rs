@@ -8,7 +8,7 @@
 use crate::error::{diag, expected, invalid, ErrorKind, PResult, Span};
 use crate::expr::{Arg, Expr, ExprKind};
 use crate::parse::Body;
-use fusebench_ir::{BinaryOp, DType, Op, ReduceOp, UnaryOp, ValueId};
+use fusebench_ir::{BinaryOp, DType, Op, ReduceOp, RngDist, UnaryOp, ValueId};
 
 /// The arguments of one call, and the call's whole span.
 pub(crate) struct Call<'e> {
@@ -522,6 +522,13 @@ impl Body<'_, '_> {
                 let dtype = self.dtype(d, false)?.unwrap_or(DType::Float);
                 Op::Full { shape, fill, dtype }
             }
+            "uniform" | "normal" => return self.rng(callee, name, call),
+            "rand_like" | "randn_like" => {
+                let a = bind(callee, call, &["arg"], &[])?;
+                let x = self.operand(a.req("arg")?)?;
+                let dist = if name == "rand_like" { RngDist::Uniform } else { RngDist::Normal };
+                Op::RngLike { dist, x }
+            }
             "index_select" => {
                 let a = bind(callee, call, &["arg", "index", "dim"], &[])?;
                 let (x, i, d) = (a.req("arg")?, a.req("index")?, a.req("dim")?);
@@ -547,6 +554,53 @@ impl Body<'_, '_> {
                     },
                 ));
             }
+        })
+    }
+
+    /// `fd.ops.uniform(minval, maxval, shape, *, rng_seed=None, rng_offset=None,
+    /// dtype=DataType.Float)` and `normal(mean, std, shape, ...)`, as both
+    /// bindings declare them.
+    fn rng(&mut self, callee: &str, name: &str, call: &Call) -> PResult<Op> {
+        let (dist, p) = if name == "uniform" {
+            (RngDist::Uniform, ["minval", "maxval"])
+        } else {
+            (RngDist::Normal, ["mean", "std"])
+        };
+        let params: &'static [&'static str] = if name == "uniform" {
+            &["minval", "maxval", "shape", "rng_seed", "rng_offset", "dtype"]
+        } else {
+            &["mean", "std", "shape", "rng_seed", "rng_offset", "dtype"]
+        };
+        if positional(call) > 3 {
+            return Err(invalid(
+                call.span,
+                format!("{callee} takes 3 positional arguments; rng_seed, rng_offset and dtype are keywords"),
+            ));
+        }
+        let a = bind(callee, call, params, &[])?;
+        let (av, bv, s) = (a.req(p[0])?, a.req(p[1])?, a.req("shape")?);
+        let shape = self.ints(s, "shape")?;
+        let (a_id, b_id) = (self.operand(av)?, self.operand(bv)?);
+        let seed = a.opt("rng_seed").map(|e| self.operand(e)).transpose()?;
+        let offset = a.opt("rng_offset").map(|e| self.operand(e)).transpose()?;
+        if seed.is_some() != offset.is_some() {
+            return Err(invalid(
+                call.span,
+                format!("{callee}: rng_seed and rng_offset must be provided together"),
+            ));
+        }
+        let dtype = match a.get("dtype") {
+            Some(d) => self.dtype(d, false)?.unwrap_or(DType::Float),
+            None => DType::Float,
+        };
+        Ok(Op::Rng {
+            dist,
+            a: a_id,
+            b: b_id,
+            shape,
+            seed,
+            offset,
+            dtype,
         })
     }
 }

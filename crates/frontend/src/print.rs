@@ -495,6 +495,23 @@ impl Printer<'_> {
                 format!("index_select({}, {}, dim={dim})", a(x), a(index))
             }
             Op::Index(o) => crate::ops_index::print_index(o, &a),
+            Op::Rng {
+                dist,
+                a: l,
+                b: r,
+                shape,
+                seed,
+                offset,
+                dtype,
+            } => {
+                let mut s = format!("{}({}, {}, shape={}", dist.name(), a(l), a(r), ints(shape));
+                if let (Some(sd), Some(of)) = (seed, offset) {
+                    let _ = write!(s, ", rng_seed={}, rng_offset={}", a(sd), a(of));
+                }
+                let _ = write!(s, ", dtype=DataType.{dtype})");
+                s
+            }
+            Op::RngLike { dist, x } => format!("{}({})", dist.like_name(), a(x)),
         }
     }
 }

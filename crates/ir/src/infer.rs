@@ -17,7 +17,7 @@ pub struct OutType {
 }
 
 impl OutType {
-    fn tensor(dtype: DType, shape: Vec<usize>) -> Self {
+    pub(crate) fn tensor(dtype: DType, shape: Vec<usize>) -> Self {
         OutType {
             dtype,
             shape: Some(shape),
@@ -33,7 +33,7 @@ pub struct Graph<'a> {
 }
 
 impl Graph<'_> {
-    fn get(&self, op: &str, v: ValueId) -> Result<&Value, IrError> {
+    pub(crate) fn get(&self, op: &str, v: ValueId) -> Result<&Value, IrError> {
         self.values
             .get(v.index())
             .ok_or_else(|| IrError::op(op, format!("refers to value {} which is not defined", v.0)))
@@ -157,7 +157,7 @@ pub fn norm_dims(op: &str, dims: &[i64], rank: usize) -> Result<Vec<usize>, IrEr
     Ok(out)
 }
 
-fn tensor<'a>(
+pub(crate) fn tensor<'a>(
     g: &'a Graph,
     op: &str,
     what: &str,
@@ -173,7 +173,7 @@ fn tensor<'a>(
     }
 }
 
-fn extents(op: &str, what: &str, shape: &[i64]) -> Result<Vec<usize>, IrError> {
+pub(crate) fn extents(op: &str, what: &str, shape: &[i64]) -> Result<Vec<usize>, IrError> {
     shape
         .iter()
         .map(|&e| {
@@ -627,6 +627,7 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             vec![OutType::tensor(xv.dtype, out)]
         }
         Op::Index(o) => index::infer_index(g, o)?,
+        Op::Rng { .. } | Op::RngLike { .. } => crate::rng::infer(g, name, op)?,
     };
     Ok(out)
 }

@@ -37,6 +37,11 @@ named_enum!(
 );
 
 named_enum!(
+    /// The distributions of the random ops (`fd.ops.uniform`, `fd.ops.normal`).
+    RngDist { Uniform => "uniform", Normal => "normal" }
+);
+
+named_enum!(
     /// Reductions producing one tensor. `amax`/`amin` are accepted as spellings of max/min.
     ReduceOp { Sum => "sum", Max => "max", Min => "min" }
 );
@@ -45,6 +50,16 @@ impl UnaryOp {
     /// Ops that nvFuser promotes integer inputs of to float (`float_op_config`).
     pub fn promotes_int_to_float(self) -> bool {
         !matches!(self, UnaryOp::Neg | UnaryOp::Abs)
+    }
+}
+
+impl RngDist {
+    /// The `*_like` spelling: `rand_like`, `randn_like`.
+    pub fn like_name(self) -> &'static str {
+        match self {
+            RngDist::Uniform => "rand_like",
+            RngDist::Normal => "randn_like",
+        }
     }
 }
 
@@ -158,6 +173,22 @@ pub enum Op {
     },
     /// Indexing and ordering ops (`crate::op_index`).
     Index(crate::op_index::IndexOp),
+    /// `uniform(minval, maxval, shape)` / `normal(mean, std, shape)`: nvFuser's
+    /// Philox stream; without `seed`/`offset` PyTorch's generator is used (see `rng.rs`).
+    Rng {
+        dist: RngDist,
+        a: ValueId,
+        b: ValueId,
+        shape: Vec<i64>,
+        seed: Option<ValueId>,
+        offset: Option<ValueId>,
+        dtype: DType,
+    },
+    /// `rand_like(x)` / `randn_like(x)`: shape and dtype of `x`, unseeded.
+    RngLike {
+        dist: RngDist,
+        x: ValueId,
+    },
 }
 
 impl Op {
@@ -183,6 +214,8 @@ impl Op {
             Op::Full { .. } => "full",
             Op::IndexSelect { .. } => "index_select",
             Op::Index(o) => o.name(),
+            Op::Rng { dist, .. } => dist.name(),
+            Op::RngLike { dist, .. } => dist.like_name(),
         }
     }
 
@@ -224,6 +257,15 @@ impl Op {
             Op::Full { fill, .. } => vec![fill],
             Op::IndexSelect { x, index, .. } => vec![x, index],
             Op::Index(o) => o.operands_mut(),
+            Op::Rng {
+                a, b, seed, offset, ..
+            } => {
+                let mut v = vec![a, b];
+                v.extend(seed.iter_mut());
+                v.extend(offset.iter_mut());
+                v
+            }
+            Op::RngLike { x, .. } => vec![x],
         }
     }
 
@@ -259,6 +301,10 @@ impl Op {
             "cat",
             "full",
             "index_select",
+            "uniform",
+            "normal",
+            "rand_like",
+            "randn_like",
         ]);
         v.extend(crate::op_index::IndexOp::NAMES);
         v

@@ -352,6 +352,8 @@ fn reads_of(f: &Fusion, uses: &[Vec<usize>], input: ValueId) -> Vec<Read> {
                 reads.push(Read::Full { by, partial: true });
             } else if matches!(op, Op::Slice { .. }) {
                 reads.push(Read::Slice(node));
+            } else if matches!(op, Op::RngLike { .. }) {
+                // rand_like/randn_like read only the input's shape.
             } else if moves_elements(op) {
                 let out = f.nodes[node].outputs[0];
                 let same = f.value(out).numel() == f.value(v).numel();

@@ -182,6 +182,10 @@ fn dedupe(f: &Fusion) -> Fusion {
         for v in n.op.operands_mut() {
             *v = canon[v.index()];
         }
+        if fusebench_ir::rng::is_unseeded(&n.op) {
+            // Each unseeded random op draws its own numbers, even from equal operands.
+            continue;
+        }
         let key = format!("{:?}", n.op);
         match seen.get(&key) {
             Some(&j) => {
@@ -548,6 +552,7 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
             }
         }
         Op::Full { fill, dtype, .. } => Tensor::full(*dtype, &out_shape, env.scalar(*fill)),
+        Op::Rng { .. } | Op::RngLike { .. } => rng_node(env, op, out_id, &out_shape)?,
         Op::IndexSelect { x, index, dim } => {
             let t = env.tensor(*x);
             let d = norm_dim(name, *dim, t.rank()).map_err(ir)?;
@@ -588,6 +593,25 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
 }
 
 /// An elementwise op on scalars known only at run time.
+/// A random op's output (crate::rng), its stream placed by `ir::rng::start`.
+fn rng_node(env: &Env, op: &Op, out: ValueId, shape: &[usize]) -> Result<Tensor, ExecError> {
+    use fusebench_ir::rng::{start, Start};
+    let (dist, a, b) = match op {
+        Op::Rng { dist, a, b, .. } => (*dist, env.scalar(*a).as_f64(), env.scalar(*b).as_f64()),
+        Op::RngLike { dist, .. } => (*dist, 0.0, 1.0),
+        _ => unreachable!(),
+    };
+    let (seed, offset) = match start(env.f, out) {
+        Some(Start::Given { seed, offset }) => {
+            let int = |v: ValueId| env.scalar(v).as_i64().unwrap_or(0) as u64;
+            (int(seed), int(offset))
+        }
+        Some(Start::Default { seed, offset }) => (seed, offset),
+        None => unreachable!("{} is not a random op's output", env.value(out).name),
+    };
+    crate::rng::generate(dist, env.value(out).dtype, shape, a, b, seed, offset)
+}
+
 fn scalar_op(env: &Env, op: &Op, out: &Value) -> Literal {
     match op {
         Op::Unary { kind, x } => fold_unary(*kind, env.scalar(*x), out.dtype, out.dtype),

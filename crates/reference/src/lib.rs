@@ -30,6 +30,7 @@ mod gen;
 mod index;
 mod ops;
 mod reduce;
+pub mod rng;
 mod stats;
 mod tensor;
 
