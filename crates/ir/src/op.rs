@@ -156,6 +156,11 @@ pub enum Op {
         index: ValueId,
         dim: i64,
     },
+    /// `complex(real, imag)`, `real(x)`, `imag(x)`.
+    Complex {
+        kind: crate::dtype_ops::ComplexOp,
+        xs: Vec<ValueId>,
+    },
 }
 
 impl Op {
@@ -180,6 +185,7 @@ impl Op {
             Op::Cat { .. } => "cat",
             Op::Full { .. } => "full",
             Op::IndexSelect { .. } => "index_select",
+            Op::Complex { kind, .. } => kind.name(),
         }
     }
 
@@ -220,6 +226,7 @@ impl Op {
             Op::Cat { xs, .. } => xs.iter_mut().collect(),
             Op::Full { fill, .. } => vec![fill],
             Op::IndexSelect { x, index, .. } => vec![x, index],
+            Op::Complex { xs, .. } => xs.iter_mut().collect(),
         }
     }
 
@@ -254,6 +261,9 @@ impl Op {
             "cat",
             "full",
             "index_select",
+            "complex",
+            "real",
+            "imag",
         ]);
         v
     }
