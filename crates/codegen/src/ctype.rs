@@ -13,6 +13,10 @@ pub fn storage(d: DType) -> &'static str {
         DType::BFloat16 => "fb_bf16",
         DType::Float => "float",
         DType::Double => "double",
+        DType::UInt64 => "unsigned long long",
+        DType::Float8E4m3fn | DType::Float8E5m2 | DType::Float8E8m0fnu => "unsigned char",
+        DType::ComplexFloat => "fb_cf",
+        DType::ComplexDouble => "fb_cd",
     }
 }
 
@@ -24,7 +28,11 @@ pub fn reg(d: DType) -> &'static str {
         DType::Int32 => "int",
         DType::Int | DType::Index => "long long",
         DType::Half | DType::BFloat16 | DType::Float => "float",
+        DType::Float8E4m3fn | DType::Float8E5m2 | DType::Float8E8m0fnu => "float",
         DType::Double => "double",
+        DType::UInt64 => "unsigned long long",
+        DType::ComplexFloat => "fb_cf",
+        DType::ComplexDouble => "fb_cd",
     }
 }
 
@@ -34,6 +42,9 @@ pub fn from_storage(d: DType, e: &str) -> String {
         DType::Bool => format!("({e} != 0)"),
         DType::Half => format!("fb_h2f({e})"),
         DType::BFloat16 => format!("fb_bf2f({e})"),
+        DType::Float8E4m3fn => format!("fb_e4m3_to_f({e})"),
+        DType::Float8E5m2 => format!("fb_e5m2_to_f({e})"),
+        DType::Float8E8m0fnu => format!("fb_e8m0_to_f({e})"),
         _ => e.to_string(),
     }
 }
@@ -44,6 +55,9 @@ pub fn to_storage(d: DType, e: &str) -> String {
         DType::Bool => format!("(unsigned char)({e})"),
         DType::Half => format!("fb_f2h({e})"),
         DType::BFloat16 => format!("fb_f2bf({e})"),
+        DType::Float8E4m3fn => format!("fb_f_to_e4m3({e})"),
+        DType::Float8E5m2 => format!("fb_f_to_e5m2({e})"),
+        DType::Float8E8m0fnu => format!("fb_f_to_e8m0({e})"),
         _ => e.to_string(),
     }
 }
@@ -54,12 +68,17 @@ pub fn convert(from: DType, to: DType, e: &str) -> String {
     if from == to || (reg(from) == reg(to) && !to.is_reduced_float()) {
         return e.to_string();
     }
+    if from.is_complex() || to.is_complex() {
+        return convert_complex(from, to, e);
+    }
     if from.is_reduced_float() && to.is_reduced_float() {
         // bf16 -> f16 or back: one rounding from an exact float.
         return round_reduced(to, e);
     }
     match to {
         DType::Bool => format!("({e} != 0)"),
+        // float8: through float first, as nvFuser's __double2e4m3 does.
+        d if d.is_float8() => round_reduced(to, &format!("(float)({e})")),
         DType::Half | DType::BFloat16 if from == DType::Double => {
             let f = format!("fb_d2f_odd({e})");
             round_reduced(to, &f)
@@ -69,11 +88,28 @@ pub fn convert(from: DType, to: DType, e: &str) -> String {
     }
 }
 
+/// Conversions to, from and between complex types: a real value becomes the
+/// real part; a complex value cast to a real type keeps its real part.
+fn convert_complex(from: DType, to: DType, e: &str) -> String {
+    match (from.complex_part(), to.complex_part()) {
+        (Some(_), Some(p)) => format!("{}(({})({e}).re, ({})({e}).im)", reg(to), reg(p), reg(p)),
+        (Some(p), None) => convert(p, to, &format!("({e}).re")),
+        (None, Some(p)) => {
+            let re = convert(from, p, e);
+            format!("{}({re}, ({})0)", reg(to), reg(p))
+        }
+        (None, None) => unreachable!("one side is complex"),
+    }
+}
+
 /// Rounds a float holding any value to the nearest value of a reduced type.
 pub fn round_reduced(d: DType, e: &str) -> String {
     match d {
         DType::BFloat16 => format!("fb_rbf({e})"),
         DType::Half => format!("fb_rh({e})"),
+        DType::Float8E4m3fn => format!("fb_re4m3({e})"),
+        DType::Float8E5m2 => format!("fb_re5m2({e})"),
+        DType::Float8E8m0fnu => format!("fb_re8m0({e})"),
         _ => e.to_string(),
     }
 }
@@ -85,7 +121,13 @@ pub fn literal(d: DType, v: Literal) -> String {
         DType::Bool => if v.as_bool() { "true" } else { "false" }.into(),
         DType::Int32 => format!("{}", v.as_i64().unwrap_or(0)),
         DType::Int | DType::Index => format!("{}LL", v.as_i64().unwrap_or(0)),
-        DType::Half | DType::BFloat16 | DType::Float => {
+        DType::UInt64 => format!("{}ULL", v.as_i64().unwrap_or(0) as u64),
+        // Complex constants do not exist (type inference refuses complex scalars).
+        DType::ComplexFloat | DType::ComplexDouble => {
+            let p = d.complex_part().expect("complex");
+            format!("{}({}, {})", reg(d), literal(p, v), literal(p, Literal::Float(0.0)))
+        }
+        DType::Half | DType::BFloat16 | DType::Float | DType::Float8E4m3fn | DType::Float8E5m2 | DType::Float8E8m0fnu => {
             let x = v.as_f64() as f32;
             if x.is_nan() {
                 "__uint_as_float(0x7fffffffu)".into()

@@ -7,6 +7,7 @@
 //! symbolic index (`ix`, `view`) -> `ctype` spells it in C.
 
 pub mod alias;
+pub mod complex;
 pub mod ctype;
 pub mod error;
 pub mod index;

@@ -420,6 +420,15 @@ impl<'f> Lowerer<'f> {
                 vec![]
             }
         };
+        if crate::complex::involved(f, op) {
+            let mut vals = vec![];
+            for x in op.operands() {
+                let xi = operand_idx(self, x);
+                vals.push((self.value_at(x, &xi)?, f.value(x).dtype));
+            }
+            let e = crate::complex::lower(f, op, d, &vals);
+            return Ok(self.bind(v, idx, e));
+        }
         let expr = match op {
             Op::Unary { kind, x } => {
                 let xi = operand_idx(self, *x);
@@ -564,6 +573,7 @@ impl<'f> Lowerer<'f> {
                     .collect::<Vec<_>>();
                 return self.value_at(*x, &j);
             }
+            Op::Complex { .. } => unreachable!("lowered by complex.rs above"),
             Op::Pad { x, widths, value } => return self.lower_pad(v, *x, widths, *value, idx),
             Op::Cat {
                 xs,

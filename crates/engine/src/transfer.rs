@@ -20,6 +20,13 @@ pub fn buffer_bytes(b: &Buffer) -> Vec<u8> {
         Buffer::BF16(v) => le(v, |x: half::bf16| x.to_le_bytes()),
         Buffer::F32(v) => le(v, f32::to_le_bytes),
         Buffer::F64(v) => le(v, f64::to_le_bytes),
+        Buffer::U64(v) => le(v, u64::to_le_bytes),
+        Buffer::F8E4m3(v) => v.iter().map(|x| x.0).collect(),
+        Buffer::F8E5m2(v) => v.iter().map(|x| x.0).collect(),
+        Buffer::F8E8m0(v) => v.iter().map(|x| x.0).collect(),
+        // Complex: real then imaginary part, as the kernels' two-part structs.
+        Buffer::C64(v) => v.iter().flat_map(|c| c.0).flat_map(f32::to_le_bytes).collect(),
+        Buffer::C128(v) => v.iter().flat_map(|c| c.0).flat_map(f64::to_le_bytes).collect(),
     }
 }
 

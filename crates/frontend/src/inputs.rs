@@ -213,7 +213,8 @@ fn torch_dtype(src: &Source, e: &Expr) -> PResult<DType> {
     match path.as_slice() {
         [("torch", _), (x, _)] => DType::from_torch_name(x).ok_or_else(|| {
             let supported = [
-                "bool", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+                "bool", "int32", "int64", "float16", "bfloat16", "float32", "float64", "uint64",
+                "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "complex64", "complex128",
             ];
             diag(
                 e.span,

@@ -8,6 +8,7 @@
 use crate::error::{diag, expected, invalid, ErrorKind, PResult, Span};
 use crate::expr::{Arg, Expr, ExprKind};
 use crate::parse::Body;
+use fusebench_ir::dtype_ops::ComplexOp;
 use fusebench_ir::{BinaryOp, DType, Op, ReduceOp, RngDist, UnaryOp, ValueId};
 
 /// The arguments of one call, and the call's whole span.
@@ -528,6 +529,18 @@ impl Body<'_, '_> {
                 let x = self.operand(a.req("arg")?)?;
                 let dist = if name == "rand_like" { RngDist::Uniform } else { RngDist::Normal };
                 Op::RngLike { dist, x }
+            }
+            "complex" => {
+                let a = bind(callee, call, &["lhs", "rhs"], &[])?;
+                let (l, r) = (a.req("lhs")?, a.req("rhs")?);
+                let xs = vec![self.operand(l)?, self.operand(r)?];
+                Op::Complex { kind: ComplexOp::Complex, xs }
+            }
+            "real" | "imag" => {
+                let a = bind(callee, call, &["arg"], &[])?;
+                let xs = vec![self.operand(a.req("arg")?)?];
+                let kind = ComplexOp::from_name(name).expect("real or imag");
+                Op::Complex { kind, xs }
             }
             "index_select" => {
                 let a = bind(callee, call, &["arg", "index", "dim"], &[])?;

@@ -657,6 +657,16 @@ impl Body<'_, '_> {
                 if nullable && *x == "Null" {
                     return Ok(None);
                 }
+                if fusebench_ir::dtype::UNSUPPORTED_DTYPE_NAMES.contains(x) {
+                    return Err(diag(
+                        e.span,
+                        ErrorKind::Invalid(format!(
+                            "DataType.{x} is not supported: fusebench has no packed 4-bit float storage \
+                             (supported: {})",
+                            supported.join(", ")
+                        )),
+                    ));
+                }
                 DType::from_nvfuser_name(x).map(Some).ok_or_else(|| {
                     diag(
                         e.span,

@@ -382,6 +382,10 @@ impl Printer<'_> {
             Op::Binary { kind, a: l, b: r } => format!("{}({}, {})", kind.name(), a(l), a(r)),
             Op::Where { cond, a: l, b: r } => format!("where({}, {}, {})", a(cond), a(l), a(r)),
             Op::Cast { x, dtype } => format!("cast({}, dtype=DataType.{dtype})", a(x)),
+            Op::Complex { kind, xs } => {
+                let args: Vec<String> = xs.iter().map(a).collect();
+                format!("{}({})", kind.name(), args.join(", "))
+            }
             Op::Reduce {
                 kind,
                 x,

@@ -91,6 +91,11 @@ def nvfuser_fusion(fd : FusionDefinition) -> None :
     fd.add_output(t)
     t = fd.ops.abs(t)
     fd.add_output(t)
+    tvc = fd.ops.complex(tv0, tv0)
+    tvc2 = fd.ops.imag(tvc)
+    tvc3 = fd.ops.real(tvc)
+    tvc4 = fd.ops.add(tvc2, tvc3)
+    fd.add_output(tvc4)
 
 with FusionDefinition() as fd:
     nvfuser_fusion(fd)

@@ -83,7 +83,10 @@ fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
         (None, l) => l,
         (h, None) => h,
         (Some(h), Some(l)) => {
-            if h.is_float() {
+            if h.is_complex() || l.is_complex() {
+                // The complex one wins; a floating higher keeps its precision.
+                Some(if h.is_float() { l.complex_part().and_then(|_| h.complex_of()).unwrap_or(l) } else if h.is_complex() { h } else { l })
+            } else if h.is_float() {
                 Some(h)
             } else if h.is_bool() || l.category() > h.category() {
                 Some(promote_types(h, l))
@@ -216,11 +219,12 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
     for v in op.operands() {
         g.get(name, v)?;
     }
+    crate::dtype_ops::check(g, op)?;
     let out = match op {
         Op::Unary { kind, x } => {
             let xv = g.get(name, *x)?;
             let compute = match kind {
-                UnaryOp::Abs => xv.dtype,
+                UnaryOp::Abs => crate::dtype_ops::abs_dtype(xv.dtype).unwrap_or(xv.dtype),
                 UnaryOp::Neg => common_dtype(&[xv], false, true),
                 _ => common_dtype(&[xv], kind.promotes_int_to_float(), true),
             };
@@ -297,7 +301,7 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             vec![OutType {
                 dtype: *dtype,
                 shape: xv.shape.clone(),
-                constant: xv.constant.map(|c| c.cast(*dtype)),
+                constant: xv.constant.map(|c| crate::dtype_ops::cast_literal(c, xv.dtype, *dtype)),
             }]
         }
         Op::Reduce {
@@ -608,6 +612,7 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             }
             vec![OutType::tensor(*dtype, extents(name, "shape", shape)?)]
         }
+        Op::Complex { kind, xs } => crate::dtype_ops::infer(g, *kind, xs)?,
         Op::IndexSelect { x, index, dim } => {
             let (xv, s) = tensor(g, name, "input", *x)?;
             let (iv, is) = tensor(g, name, "index", *index)?;

@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod builder;
 pub mod dtype;
+pub mod dtype_ops;
 pub mod error;
 pub mod fusion;
 pub mod infer;

@@ -189,6 +189,11 @@ pub enum Op {
         dist: RngDist,
         x: ValueId,
     },
+    /// `complex(real, imag)`, `real(x)`, `imag(x)`.
+    Complex {
+        kind: crate::dtype_ops::ComplexOp,
+        xs: Vec<ValueId>,
+    },
 }
 
 impl Op {
@@ -216,6 +221,7 @@ impl Op {
             Op::Index(o) => o.name(),
             Op::Rng { dist, .. } => dist.name(),
             Op::RngLike { dist, .. } => dist.like_name(),
+            Op::Complex { kind, .. } => kind.name(),
         }
     }
 
@@ -266,6 +272,7 @@ impl Op {
                 v
             }
             Op::RngLike { x, .. } => vec![x],
+            Op::Complex { xs, .. } => xs.iter_mut().collect(),
         }
     }
 
@@ -305,6 +312,9 @@ impl Op {
             "normal",
             "rand_like",
             "randn_like",
+            "complex",
+            "real",
+            "imag",
         ]);
         v.extend(crate::op_index::IndexOp::NAMES);
         v

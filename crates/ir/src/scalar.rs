@@ -17,6 +17,12 @@ pub fn round_to(x: f64, dtype: DType) -> f64 {
         DType::Bool => (x != 0.0) as i64 as f64,
         DType::Int32 => x as i32 as f64,
         DType::Int | DType::Index => x as i64 as f64,
+        DType::Float8E4m3fn => crate::round::to_f8e4m3(x),
+        DType::Float8E5m2 => crate::round::to_f8e5m2(x),
+        DType::Float8E8m0fnu => crate::round::to_f8e8m0(x),
+        DType::UInt64 => x as u64 as f64,
+        DType::ComplexFloat => x as f32 as f64,
+        DType::ComplexDouble => x,
     }
 }
 
@@ -117,7 +123,9 @@ pub fn computes_as_int(dtype: DType) -> bool {
 pub fn fold_unary(kind: UnaryOp, x: Literal, compute: DType, out: DType) -> Literal {
     let x = x.cast(compute);
     if computes_as_int(compute) {
-        Literal::Int(unary_i64(kind, x.as_i64().unwrap_or(0))).cast(out)
+        let v = x.as_i64().unwrap_or(0);
+        let keep = compute == DType::UInt64 && kind == UnaryOp::Abs;
+        Literal::Int(if keep { v } else { unary_i64(kind, v) }).cast(out)
     } else {
         Literal::Float(round_to(unary_f64(kind, x.as_f64()), compute)).cast(out)
     }
@@ -127,7 +135,12 @@ pub fn fold_unary(kind: UnaryOp, x: Literal, compute: DType, out: DType) -> Lite
 pub fn fold_binary(kind: BinaryOp, a: Literal, b: Literal, compute: DType, out: DType) -> Literal {
     let (a, b) = (a.cast(compute), b.cast(compute));
     if computes_as_int(compute) {
-        let r = binary_i64(kind, a.as_i64().unwrap_or(0), b.as_i64().unwrap_or(0));
+        let (x, y) = (a.as_i64().unwrap_or(0), b.as_i64().unwrap_or(0));
+        let r = if compute == DType::UInt64 {
+            crate::dtype_ops::binary_u64(kind, x, y)
+        } else {
+            binary_i64(kind, x, y)
+        };
         if out.is_bool() {
             Literal::Bool(r != 0)
         } else {

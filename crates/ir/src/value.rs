@@ -88,6 +88,18 @@ impl Literal {
             DType::Float => Literal::Float(self.as_f64() as f32 as f64),
             DType::BFloat16 => Literal::Float(crate::round::to_bf16(self.as_f64())),
             DType::Half => Literal::Float(crate::round::to_f16(self.as_f64())),
+            DType::Float8E4m3fn => Literal::Float(crate::round::to_f8e4m3(self.as_f64())),
+            DType::Float8E5m2 => Literal::Float(crate::round::to_f8e5m2(self.as_f64())),
+            DType::Float8E8m0fnu => Literal::Float(crate::round::to_f8e8m0(self.as_f64())),
+            // The same 64 bits; floats convert as CUDA does (saturating, NaN to 0).
+            DType::UInt64 => Literal::Int(match self {
+                Literal::Float(f) => f as u64 as i64,
+                other => other.as_i64().unwrap_or(0),
+            }),
+            // Complex constants do not exist (type inference refuses complex
+            // scalars); the real part stands for the value.
+            DType::ComplexFloat => Literal::Float(self.as_f64() as f32 as f64),
+            DType::ComplexDouble => Literal::Float(self.as_f64()),
         }
     }
 }

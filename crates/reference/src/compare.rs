@@ -19,7 +19,22 @@ impl Tolerance {
     /// The tolerance fusebench states for outputs of `d`.
     pub fn for_dtype(d: DType) -> Tolerance {
         match d {
-            DType::Bool | DType::Int | DType::Int32 | DType::Index => Tolerance {
+            // Complex: each part within its part type's tolerance.
+            DType::ComplexFloat => Tolerance::for_dtype(DType::Float),
+            DType::ComplexDouble => Tolerance::for_dtype(DType::Double),
+            // float8: one unit in the last place (results are rounded once from
+            // float, so two computations differ by at most one step).
+            DType::Float8E4m3fn => Tolerance {
+                rtol: 2f64.powi(-3),
+                atol: 2f64.powi(-3) * 0.1,
+            },
+            DType::Float8E5m2 => Tolerance {
+                rtol: 2f64.powi(-2),
+                atol: 2f64.powi(-2) * 0.1,
+            },
+            // Powers of two: one step is a factor of two.
+            DType::Float8E8m0fnu => Tolerance { rtol: 1.0, atol: 0.0 },
+            DType::Bool | DType::Int | DType::Int32 | DType::Index | DType::UInt64 => Tolerance {
                 rtol: 0.0,
                 atol: 0.0,
             },
@@ -134,6 +149,9 @@ pub fn compare_within(got: &Tensor, want: &Tensor, tol: Tolerance, dtypes: Dtype
     if !dtype_ok {
         c.problem = Some(format!("dtype {}, expected {}", got.dtype(), d));
         return c;
+    }
+    if d.is_complex() {
+        return crate::complex::compare_parts(got, want, tol, dtypes);
     }
     let bad_at = |c: &mut Comparison, i: usize, a: f64, b: f64| {
         c.mismatches += 1;

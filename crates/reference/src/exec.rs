@@ -385,6 +385,18 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
     let out_id = node.outputs[0];
     let out = f.value(out_id);
     let op = &node.op;
+    if crate::complex::involved(f, op, out) {
+        let ids = op.operands();
+        let vals: Vec<&fusebench_ir::Value> = ids.iter().map(|&v| env.value(v)).collect();
+        let args: Vec<crate::complex::CArg> = ids
+            .iter()
+            .map(|&v| match env.value(v).is_tensor() {
+                true => crate::complex::CArg::Tensor(env.tensor(v)),
+                false => crate::complex::CArg::Scalar(env.scalar(v), env.value(v).dtype),
+            })
+            .collect();
+        return Ok(vec![Val::Tensor(crate::complex::exec(op, &vals, out, &args)?)]);
+    }
     if is_pointwise(op) {
         let Some(shape) = out.shape.clone() else {
             return Ok(vec![Val::Scalar(scalar_op(env, op, out))]);
@@ -587,7 +599,11 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
                 .map(Val::Tensor)
                 .collect());
         }
-        Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => unreachable!(),
+        Op::Unary { .. }
+        | Op::Binary { .. }
+        | Op::Where { .. }
+        | Op::Cast { .. }
+        | Op::Complex { .. } => unreachable!(),
     };
     Ok(vec![Val::Tensor(t)])
 }
@@ -625,7 +641,9 @@ fn scalar_op(env: &Env, op: &Op, out: &Value) -> Literal {
             env.scalar(*b)
         })
         .cast(out.dtype),
-        Op::Cast { x, dtype } => env.scalar(*x).cast(*dtype),
+        Op::Cast { x, dtype } => {
+            fusebench_ir::dtype_ops::cast_literal(env.scalar(*x), env.value(*x).dtype, *dtype)
+        }
         _ => unreachable!("not an elementwise op"),
     }
 }

@@ -135,9 +135,53 @@ pub(crate) fn round_f16(x: f64) -> f64 {
     round::to_f16(x)
 }
 
+/// Rounding to the float8 formats (`fusebench_ir::round`).
+pub(crate) struct RF8E4m3;
+pub(crate) struct RF8E5m2;
+pub(crate) struct RF8E8m0;
+impl Rnd for RF8E4m3 {
+    #[inline(always)]
+    fn r(x: f64) -> f64 {
+        round::to_f8e4m3(x)
+    }
+}
+impl Rnd for RF8E5m2 {
+    #[inline(always)]
+    fn r(x: f64) -> f64 {
+        round::to_f8e5m2(x)
+    }
+}
+impl Rnd for RF8E8m0 {
+    #[inline(always)]
+    fn r(x: f64) -> f64 {
+        round::to_f8e8m0(x)
+    }
+}
+
 macro_rules! with_round {
     ($dtype:expr, $R:ident => $body:expr) => {
         match $dtype {
+            DType::Float8E4m3fn => {
+                type $R = RF8E4m3;
+                $body
+            }
+            DType::Float8E5m2 => {
+                type $R = RF8E5m2;
+                $body
+            }
+            DType::Float8E8m0fnu => {
+                type $R = RF8E8m0;
+                $body
+            }
+            // Complex values never enter lanes; a lane would hold the real part.
+            DType::ComplexFloat => {
+                type $R = RFloat;
+                $body
+            }
+            DType::ComplexDouble => {
+                type $R = RDouble;
+                $body
+            }
             DType::Double => {
                 type $R = RDouble;
                 $body
@@ -221,6 +265,8 @@ enum Step {
         b: SrcI,
         dst: usize,
         dtype: DType,
+        /// Operands are UInt64: order, division and powers are unsigned.
+        unsigned: bool,
     },
     WhereF {
         c: SrcI,
@@ -236,6 +282,7 @@ enum Step {
     },
     Cast {
         x: Reg,
+        from: DType,
         to: DType,
         dst: Reg,
     },
@@ -407,13 +454,13 @@ impl Compiler {
 
     fn convert(&mut self, v: CVal, to: DType) -> CVal {
         match v {
-            CVal::Const(l, _) => CVal::Const(l.cast(to), to),
+            CVal::Const(l, from) => CVal::Const(fusebench_ir::dtype_ops::cast_literal(l, from, to), to),
             CVal::Reg(r, from) => {
                 if conversion_is_noop(from, to) {
                     CVal::Reg(r, to)
                 } else {
                     let dst = self.new_reg(to);
-                    self.steps.push(Step::Cast { x: r, to, dst });
+                    self.steps.push(Step::Cast { x: r, from, to, dst });
                     CVal::Reg(dst, to)
                 }
             }
@@ -530,6 +577,7 @@ impl Compiler {
                         b: Self::src_i(b),
                         dst: d,
                         dtype: out,
+                        unsigned: compute == DType::UInt64,
                     });
                     CVal::Reg(dst, out)
                 }
@@ -845,8 +893,10 @@ impl Program {
                     dtype,
                 } => {
                     let mut out = std::mem::take(&mut s.i[dst]);
+                    // |x| of an unsigned value is the value.
+                    let keep = dtype == DType::UInt64 && kind == UnaryOp::Abs;
                     for (o, &v) in out[..len].iter_mut().zip(&s.i[x][..len]) {
-                        *o = wrap_int(unary_i64(kind, v), dtype);
+                        *o = if keep { v } else { wrap_int(unary_i64(kind, v), dtype) };
                     }
                     s.i[dst] = out;
                 }
@@ -885,6 +935,22 @@ impl Program {
                     b,
                     dst,
                     dtype,
+                    unsigned: true,
+                } => {
+                    let mut out = std::mem::take(&mut s.i[dst]);
+                    let (a, b) = (isrc(&s.i, a, len), isrc(&s.i, b, len));
+                    for (k, o) in out[..len].iter_mut().enumerate() {
+                        *o = wrap_int(fusebench_ir::dtype_ops::binary_u64(kind, a.get(k), b.get(k)), dtype);
+                    }
+                    s.i[dst] = out;
+                }
+                Step::BinaryI {
+                    kind,
+                    a,
+                    b,
+                    dst,
+                    dtype,
+                    unsigned: false,
                 } => {
                     let mut out = std::mem::take(&mut s.i[dst]);
                     binary_i(
@@ -912,7 +978,7 @@ impl Program {
                     }
                     s.i[dst] = out;
                 }
-                Step::Cast { x, to, dst } => match (x, dst) {
+                Step::Cast { x, from, to, dst } => match (x, dst) {
                     (Reg::F(x), Reg::F(d)) => {
                         let mut out = std::mem::take(&mut s.f[d]);
                         with_round!(to, R => {
@@ -934,13 +1000,22 @@ impl Program {
                                 .iter_mut()
                                 .zip(src)
                                 .for_each(|(o, &v)| *o = v as i32 as i64),
+                            // CUDA's conversion saturates (negatives to 0), as Rust's does.
+                            DType::UInt64 => out
+                                .iter_mut()
+                                .zip(src)
+                                .for_each(|(o, &v)| *o = v as u64 as i64),
                             _ => out.iter_mut().zip(src).for_each(|(o, &v)| *o = v as i64),
                         }
                     }
                     (Reg::I(x), Reg::F(d)) => {
                         let src = &s.i[x][..len];
                         let out = &mut s.f[d][..len];
-                        with_round!(to, R => out.iter_mut().zip(src).for_each(|(o, &v)| *o = R::r(v as f64)));
+                        if from == DType::UInt64 {
+                            with_round!(to, R => out.iter_mut().zip(src).for_each(|(o, &v)| *o = R::r(v as u64 as f64)));
+                        } else {
+                            with_round!(to, R => out.iter_mut().zip(src).for_each(|(o, &v)| *o = R::r(v as f64)));
+                        }
                     }
                     (Reg::I(x), Reg::I(d)) => {
                         let mut out = std::mem::take(&mut s.i[d]);

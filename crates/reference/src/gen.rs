@@ -1,7 +1,7 @@
 //! Input generation: from the script's `inputs = [...]` recipe when it has
 //! one, else from the definition; seeded and independent of thread count.
 
-use crate::tensor::{Buffer, Tensor};
+use crate::tensor::{Buffer, Tensor, C128, C64, F8E4m3, F8E5m2, F8E8m0};
 use crate::{Arg, ExecError};
 use fusebench_ir::analysis::index_inputs;
 use fusebench_ir::recipe::{row_major_strides, Distribution};
@@ -209,6 +209,27 @@ fn draw_buffer(dtype: DType, n: usize, d: Dist, seed: u64, input: usize) -> Buff
         DType::BFloat16 => Buffer::BF16(draw(n, d, seed, input)),
         DType::Float => Buffer::F32(draw(n, d, seed, input)),
         DType::Double => Buffer::F64(draw(n, d, seed, input)),
+        // Drawn as i64 in a range of non-negative values (see `default_dist`).
+        DType::UInt64 => Buffer::U64(draw::<i64>(n, d, seed, input).into_iter().map(|x| x as u64).collect()),
+        // float8: a float draw rounded to the format (e8m0 keeps magnitudes: it has no sign).
+        DType::Float8E4m3fn => Buffer::F8E4m3(
+            draw::<f32>(n, d, seed, input).into_iter().map(|x| F8E4m3::from_f64_rounded(x as f64)).collect(),
+        ),
+        DType::Float8E5m2 => Buffer::F8E5m2(
+            draw::<f32>(n, d, seed, input).into_iter().map(|x| F8E5m2::from_f64_rounded(x as f64)).collect(),
+        ),
+        DType::Float8E8m0fnu => Buffer::F8E8m0(
+            draw::<f32>(n, d, seed, input).into_iter().map(|x| F8E8m0::from_f64_rounded(x as f64)).collect(),
+        ),
+        // Complex: real and imaginary parts drawn one after the other from one stream.
+        DType::ComplexFloat => {
+            let v = draw::<f32>(2 * n, d, seed, input);
+            Buffer::C64(v.chunks_exact(2).map(|p| C64([p[0], p[1]])).collect())
+        }
+        DType::ComplexDouble => {
+            let v = draw::<f64>(2 * n, d, seed, input);
+            Buffer::C128(v.chunks_exact(2).map(|p| C128([p[0], p[1]])).collect())
+        }
     }
 }
 
@@ -216,6 +237,8 @@ fn draw_buffer(dtype: DType, n: usize, d: Dist, seed: u64, input: usize) -> Buff
 fn default_dist(dtype: DType) -> Dist {
     if dtype.is_bool() {
         Dist::Bool
+    } else if dtype == DType::UInt64 {
+        Dist::Int(0, 19)
     } else if dtype.is_integral() {
         Dist::Int(-9, 10)
     } else {
@@ -230,6 +253,9 @@ fn dist_of(r: &InputRecipe) -> Dist {
         Distribution::Uniform { low, high } if dtype.is_bool() => {
             let _ = (low, high);
             Dist::Bool
+        }
+        Distribution::Uniform { low, high } if dtype == DType::UInt64 => {
+            Dist::Int(low.ceil().max(0.0) as i64, high.ceil().max(1.0) as i64)
         }
         Distribution::Uniform { low, high } if dtype.is_integral() => {
             Dist::Int(low.ceil() as i64, high.ceil() as i64)

@@ -23,6 +23,8 @@
 //! stderr.
 
 pub mod compare;
+mod complex;
+mod elems;
 mod exec;
 mod expr;
 pub mod facts;
@@ -36,7 +38,7 @@ mod tensor;
 
 pub use gen::{generate_inputs, Generated, Redrawn};
 pub use stats::{stats, OutputStats};
-pub use tensor::{contiguous_strides, view_strides, Buffer, Tensor};
+pub use tensor::{contiguous_strides, view_strides, Buffer, Tensor, C128, C64, F8E4m3, F8E5m2, F8E8m0};
 
 use fusebench_ir::{Fusion, IrError, Literal};
 use thiserror::Error;

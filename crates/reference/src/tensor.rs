@@ -11,6 +11,8 @@ use half::{bf16, f16};
 use rayon::prelude::*;
 use std::sync::Arc;
 
+pub use crate::elems::{F8E4m3, F8E5m2, F8E8m0, C128, C64};
+
 /// Storage of one dtype. `Int` and `Index` are stored as `I64`.
 #[derive(Clone, PartialEq)]
 pub enum Buffer {
@@ -21,6 +23,12 @@ pub enum Buffer {
     BF16(Vec<bf16>),
     F32(Vec<f32>),
     F64(Vec<f64>),
+    U64(Vec<u64>),
+    F8E4m3(Vec<F8E4m3>),
+    F8E5m2(Vec<F8E5m2>),
+    F8E8m0(Vec<F8E8m0>),
+    C64(Vec<C64>),
+    C128(Vec<C128>),
 }
 
 /// Calls `$body` with `$v` bound to the typed vector of a buffer and `$T` to its element type.
@@ -62,6 +70,36 @@ macro_rules! with_buffer {
                 type $T = f64;
                 $body
             }
+            $crate::tensor::Buffer::U64($v) => {
+                #[allow(dead_code)]
+                type $T = u64;
+                $body
+            }
+            $crate::tensor::Buffer::F8E4m3($v) => {
+                #[allow(dead_code)]
+                type $T = $crate::elems::F8E4m3;
+                $body
+            }
+            $crate::tensor::Buffer::F8E5m2($v) => {
+                #[allow(dead_code)]
+                type $T = $crate::elems::F8E5m2;
+                $body
+            }
+            $crate::tensor::Buffer::F8E8m0($v) => {
+                #[allow(dead_code)]
+                type $T = $crate::elems::F8E8m0;
+                $body
+            }
+            $crate::tensor::Buffer::C64($v) => {
+                #[allow(dead_code)]
+                type $T = $crate::elems::C64;
+                $body
+            }
+            $crate::tensor::Buffer::C128($v) => {
+                #[allow(dead_code)]
+                type $T = $crate::elems::C128;
+                $body
+            }
         }
     };
 }
@@ -97,6 +135,30 @@ macro_rules! with_dtype {
             }
             fusebench_ir::DType::Double => {
                 type $T = f64;
+                $body
+            }
+            fusebench_ir::DType::UInt64 => {
+                type $T = u64;
+                $body
+            }
+            fusebench_ir::DType::Float8E4m3fn => {
+                type $T = $crate::elems::F8E4m3;
+                $body
+            }
+            fusebench_ir::DType::Float8E5m2 => {
+                type $T = $crate::elems::F8E5m2;
+                $body
+            }
+            fusebench_ir::DType::Float8E8m0fnu => {
+                type $T = $crate::elems::F8E8m0;
+                $body
+            }
+            fusebench_ir::DType::ComplexFloat => {
+                type $T = $crate::elems::C64;
+                $body
+            }
+            fusebench_ir::DType::ComplexDouble => {
+                type $T = $crate::elems::C128;
                 $body
             }
         }
@@ -278,6 +340,12 @@ impl Buffer {
                 | (Buffer::BF16(_), DType::BFloat16)
                 | (Buffer::F32(_), DType::Float)
                 | (Buffer::F64(_), DType::Double)
+                | (Buffer::U64(_), DType::UInt64)
+                | (Buffer::F8E4m3(_), DType::Float8E4m3fn)
+                | (Buffer::F8E5m2(_), DType::Float8E5m2)
+                | (Buffer::F8E8m0(_), DType::Float8E8m0fnu)
+                | (Buffer::C64(_), DType::ComplexFloat)
+                | (Buffer::C128(_), DType::ComplexDouble)
         )
     }
 
@@ -291,6 +359,12 @@ impl Buffer {
             Buffer::BF16(_) => DType::BFloat16,
             Buffer::F32(_) => DType::Float,
             Buffer::F64(_) => DType::Double,
+            Buffer::U64(_) => DType::UInt64,
+            Buffer::F8E4m3(_) => DType::Float8E4m3fn,
+            Buffer::F8E5m2(_) => DType::Float8E5m2,
+            Buffer::F8E8m0(_) => DType::Float8E8m0fnu,
+            Buffer::C64(_) => DType::ComplexFloat,
+            Buffer::C128(_) => DType::ComplexDouble,
         }
     }
 
@@ -409,28 +483,25 @@ impl Tensor {
             .map(|(&e, &s)| (e as i64 - 1) * s)
             .sum::<i64>() as usize
             + 1;
-        let (floats, ints) = (self.to_f64_vec(), self.to_i64_vec());
-        let mut idx = vec![0usize; shape.len()];
-        let mut fstore = vec![0f64; reach];
-        let mut istore = vec![0i64; reach];
-        for k in 0..floats.len() {
-            let off: i64 = idx.iter().zip(strides).map(|(&i, &s)| i as i64 * s).sum();
-            fstore[off as usize] = floats[k];
-            istore[off as usize] = ints[k];
-            for d in (0..shape.len()).rev() {
-                idx[d] += 1;
-                if idx[d] < shape[d] {
-                    break;
+        let buf = with_buffer!(&*self.data, v, T => {
+            let _ = v;
+            let vals = self.contiguous_vec::<T>();
+            let mut store = T::zeros(reach);
+            let mut idx = vec![0usize; shape.len()];
+            for x in vals {
+                let off: i64 = idx.iter().zip(strides).map(|(&i, &s)| i as i64 * s).sum();
+                store[off as usize] = x;
+                for d in (0..shape.len()).rev() {
+                    idx[d] += 1;
+                    if idx[d] < shape[d] {
+                        break;
+                    }
+                    idx[d] = 0;
                 }
-                idx[d] = 0;
             }
-        }
-        let dense = if self.dtype.is_float() {
-            Tensor::from_f64s(self.dtype, &[reach], &fstore)?
-        } else {
-            Tensor::from_i64s(self.dtype, &[reach], &istore)?
-        };
-        Tensor::new(self.dtype, shape, strides.to_vec(), 0, dense.data)
+            T::wrap(store)
+        });
+        Tensor::new(self.dtype, shape, strides.to_vec(), 0, Arc::new(buf))
     }
 
     /// A dense row-major tensor owning `data`.
@@ -621,6 +692,14 @@ impl Tensor {
             Buffer::F64(v) => v[..n]
                 .iter()
                 .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Buffer::U64(v) => v[..n]
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            Buffer::F8E4m3(v) => out.extend(v[..n].iter().map(|x| x.0)),
+            Buffer::F8E5m2(v) => out.extend(v[..n].iter().map(|x| x.0)),
+            Buffer::F8E8m0(v) => out.extend(v[..n].iter().map(|x| x.0)),
+            Buffer::C64(v) => v[..n].iter().flat_map(|x| x.0).for_each(|p| out.extend_from_slice(&p.to_le_bytes())),
+            Buffer::C128(v) => v[..n].iter().flat_map(|x| x.0).for_each(|p| out.extend_from_slice(&p.to_le_bytes())),
         }
         out
     }
@@ -662,6 +741,27 @@ impl Tensor {
             DType::Double => Buffer::F64(
                 ch.map(|c| f64::from_le_bytes(c.try_into().unwrap()))
                     .collect(),
+            ),
+            DType::UInt64 => Buffer::U64(
+                ch.map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                    .collect(),
+            ),
+            DType::Float8E4m3fn => Buffer::F8E4m3(bytes.iter().map(|&b| F8E4m3(b)).collect()),
+            DType::Float8E5m2 => Buffer::F8E5m2(bytes.iter().map(|&b| F8E5m2(b)).collect()),
+            DType::Float8E8m0fnu => Buffer::F8E8m0(bytes.iter().map(|&b| F8E8m0(b)).collect()),
+            DType::ComplexFloat => Buffer::C64(
+                ch.map(|c| {
+                    let p = |k: usize| f32::from_le_bytes(c[k..k + 4].try_into().unwrap());
+                    C64([p(0), p(4)])
+                })
+                .collect(),
+            ),
+            DType::ComplexDouble => Buffer::C128(
+                ch.map(|c| {
+                    let p = |k: usize| f64::from_le_bytes(c[k..k + 8].try_into().unwrap());
+                    C128([p(0), p(8)])
+                })
+                .collect(),
             ),
         };
         Tensor::from_buffer(dtype, shape.to_vec(), buf)
