@@ -381,10 +381,10 @@ fn build(
                 DType::Int32 => DType::Int32,
                 DType::Int | DType::Index => DType::Int,
                 DType::Float | DType::Half | DType::BFloat16 => DType::Float,
-                DType::Bool => {
-                    return Err(CodegenError::Unsupported(
-                        "fd.ops.index_put_accumulate on Bool tensors on the GPU".into(),
-                    ))
+                other => {
+                    return Err(CodegenError::Unsupported(format!(
+                        "fd.ops.index_put_accumulate on {other} tensors on the GPU"
+                    )))
                 }
             };
             let xn: usize = xs.iter().product();
