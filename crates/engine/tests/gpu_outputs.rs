@@ -15,6 +15,12 @@
 //! back as 0 and `false`. No value equals both, so an unwritten element fails
 //! one of the two runs whatever it should have held.
 //!
+//! The per-op golden cases (crates/reference/tests/fixtures/golden-ops) run
+//! on nvFuser's own inputs against nvFuser's outputs and the CPU reference,
+//! except those the reference cannot run yet (its NOT_YET) and those the GPU
+//! path refuses or gets wrong yet (GPU_NOT_YET below, kept true the same way:
+//! a listed case that passes fails the test).
+//!
 //! Every mismatch is collected (file, inputs, which fill, output, how many
 //! elements, largest error) and the test fails at the end with all of them.
 //!
@@ -24,6 +30,10 @@
 
 #[path = "../../reference/tests/support/golden_case.rs"]
 mod golden_case;
+#[path = "../../reference/tests/support/golden_ops.rs"]
+mod golden_ops;
+#[path = "../../reference/tests/support/golden_ops_not_yet.rs"]
+mod golden_ops_not_yet;
 use fusebench_engine::{Engine, Prepared};
 use fusebench_ir::Fusion;
 use fusebench_reference::compare::{compare, Comparison};
@@ -432,4 +442,154 @@ fn golden_outputs_match_the_reference_and_nvfuser() {
         seeds.len()
     );
     finish(test, &what, tally, cases.len() * (1 + seeds.len()) * 2);
+}
+
+/// Golden-ops cases the GPU path cannot run or match yet, beyond the
+/// reference's NOT_YET, with why. Remove a case once it passes.
+const GPU_NOT_YET: &[(&str, &str)] = &[];
+
+/// One golden-ops case on the GPU (both fills) against nvFuser's outputs and
+/// the CPU reference on nvFuser's inputs: `Err` says what differs.
+fn golden_op_on_gpu(
+    engine: &Engine,
+    dir: &Path,
+    case: &str,
+    info: &serde_json::Value,
+) -> Result<(), String> {
+    let op = info["op"].as_str().unwrap_or("");
+    let f = fusebench_frontend::parse_file(&dir.join(format!("{case}.py")))
+        .map_err(|e| format!("parse: {e}"))?;
+    let g = golden_case::read_golden(dir, case, info).map_err(|e| format!("read: {e}"))?;
+    let cpu = fusebench_reference::run(&f, &g.inputs).map_err(|e| format!("CPU reference: {e}"))?;
+    let p = engine
+        .prepare(&f, &g.inputs)
+        .map_err(|e| format!("preparing on the GPU: {e}"))?;
+    let mut diffs = vec![];
+    for fill in [Fill::Ones, Fill::Zeros] {
+        let got = run_filled(&p, &f, &g.inputs, fill)
+            .map_err(|e| format!("{}: running: {e}", fill.describe()))?;
+        for d in golden_ops::differences(
+            &f,
+            &g,
+            &got,
+            op,
+            fusebench_reference::compare::compare_peers,
+        ) {
+            diffs.push(format!("{}: against nvFuser: {d}", fill.describe()));
+        }
+        if got.len() != cpu.len() {
+            diffs.push(format!(
+                "{}: {} outputs, the CPU reference gives {}",
+                fill.describe(),
+                got.len(),
+                cpu.len()
+            ));
+            continue;
+        }
+        for (k, (a, b)) in got.iter().zip(&cpu).enumerate() {
+            let c = compare(a, b);
+            if !c.ok {
+                diffs.push(format!(
+                    "{}: output {k} against the CPU reference: {}",
+                    fill.describe(),
+                    describe(&c)
+                ));
+            }
+        }
+    }
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(diffs.join("; "))
+    }
+}
+
+#[test]
+fn golden_ops_outputs_match_nvfuser() {
+    let test = "golden_ops_outputs_match_nvfuser";
+    let dir = golden_ops::fixtures_dir();
+    let cases = golden_ops::recorded_cases();
+    assert!(
+        cases.len() > 1000,
+        "{}: {} recorded cases",
+        dir.display(),
+        cases.len()
+    );
+    let Some(engine) = engine_or_skip(test) else {
+        return;
+    };
+    let cpu_not_yet: Vec<&str> = golden_ops_not_yet::NOT_YET
+        .iter()
+        .map(|&(c, _)| c)
+        .collect();
+    let mut problems = vec![];
+    for &(case, _) in GPU_NOT_YET {
+        if !cases.iter().any(|(c, _)| c == case) || cpu_not_yet.contains(&case) {
+            problems.push(format!(
+                "{case}: in GPU_NOT_YET but not a recorded case, or already in NOT_YET"
+            ));
+        }
+    }
+    let (mut passed, mut not_yet, mut skipped) = (0, 0, 0);
+    let mut failing = vec![];
+    let print = std::env::var("GOLDEN_OPS_NOT_YET").is_ok_and(|v| v == "print");
+    for (n, (case, info)) in cases.iter().enumerate() {
+        if print && n % 100 == 0 {
+            eprintln!(
+                "{test}: case {n} of {}: {passed} passed so far",
+                cases.len()
+            );
+        }
+        if cpu_not_yet.contains(&case.as_str()) {
+            skipped += 1;
+            continue;
+        }
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            golden_op_on_gpu(&engine, &dir, case, info)
+        }))
+        .unwrap_or_else(|_| Err("panicked".to_string()));
+        let listed = GPU_NOT_YET.iter().any(|&(c, _)| c == case);
+        match (&r, listed) {
+            (Ok(()), false) => passed += 1,
+            (Ok(()), true) => problems.push(format!(
+                "{case}: passes on the GPU now: remove it from GPU_NOT_YET"
+            )),
+            (Err(_), true) => not_yet += 1,
+            (Err(why), false) => problems.push(format!("{case}: {why}")),
+        }
+        if let Err(why) = r {
+            let line = why
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(100)
+                .collect::<String>();
+            let entry = format!(
+                "    (\"{case}\", \"{}\"),",
+                line.replace('\\', "\\\\").replace('"', "\\\"")
+            );
+            if print {
+                // as it goes, so that a run cut short still says what it saw
+                eprintln!("{entry}");
+            }
+            failing.push(entry);
+        }
+    }
+    eprintln!(
+        "{test}: {} recorded cases: {passed} pass on the GPU, {not_yet} not yet (GPU_NOT_YET), {skipped} left to the reference's NOT_YET",
+        cases.len()
+    );
+    if print {
+        println!(
+            "const GPU_NOT_YET: &[(&str, &str)] = &[\n{}\n];",
+            failing.join("\n")
+        );
+    }
+    assert!(
+        problems.is_empty(),
+        "{} problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }
