@@ -70,6 +70,14 @@ FB_DEFINE_BLOCK_REDUCE(fb_block_min_i, long long, fb_mini)
 __device__ __forceinline__ bool fb_bnot(bool a) { return !a; }
 __device__ __forceinline__ int fb_bnot(int a) { return ~a; }
 __device__ __forceinline__ long long fb_bnot(long long a) { return ~a; }
+// On bools, x / false and x % false are true, as nvFuser's kernels give.
+__device__ __forceinline__ bool fb_imod(bool a, bool b) { return !b; }
+__device__ __forceinline__ bool fb_iremainder(bool a, bool b) { return !b; }
+__device__ __forceinline__ bool fb_idiv(bool a, bool b) { return b ? a : true; }
+__device__ __forceinline__ int fb_idiv(int a, int b) { return b == 0 ? 0 : (b == -1 ? (int)(0u - (unsigned)a) : a / b); }
+__device__ __forceinline__ long long fb_idiv(long long a, long long b) {
+    return b == 0 ? 0LL : (b == -1 ? (long long)(0ull - (unsigned long long)a) : a / b);
+}
 __device__ __forceinline__ int fb_imod(int a, int b) { return (b == 0 || b == -1) ? 0 : a % b; }
 __device__ __forceinline__ long long fb_imod(long long a, long long b) { return (b == 0 || b == -1) ? 0LL : a % b; }
 __device__ __forceinline__ int fb_iremainder(int a, int b) {

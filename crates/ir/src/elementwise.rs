@@ -151,9 +151,10 @@ macro_rules! binary_table {
             Add => ["add", Default, |a, b, _d| a + b, |a, b, _n| a.wrapping_add(b), "($0 + $1)", "($0 + $1)", "($0 + $1)"],
             Sub => ["sub", Default, |a, b, _d| a - b, |a, b, _n| a.wrapping_sub(b), "($0 - $1)", "($0 - $1)", "($0 - $1)"],
             Mul => ["mul", Default, |a, b, _d| a * b, |a, b, _n| a.wrapping_mul(b), "($0 * $1)", "($0 * $1)", "($0 * $1)"],
-            // C semantics on integers; division by zero gives 0 rather than trapping.
-            Div => ["div", Default, |a, b, _d| a / b, |a, b, _n| a.checked_div(b).unwrap_or(0),
-                "($0 / $1)", "($0 / $1)", "($1 == 0 ? ($t)0 : ($t)($0 / $1))"],
+            // C semantics on integers; division by zero gives 0 rather than trapping
+            // (on bools true, as nvFuser's kernels give: the GPU's all-ones quotient).
+            Div => ["div", Default, |a, b, _d| a / b, |a, b, n| $crate::math::idiv(a, b, n),
+                "($0 / $1)", "($0 / $1)", "fb_idiv($0, $1)"],
             Pow => ["pow", Default, |a, b, _d| a.powf(b), |a, b, _n| $crate::math::ipow(a, b),
                 "powf($0, $1)", "pow($0, $1)", "fb_ipow($0, $1)"],
             Maximum => ["maximum", Default, |a, b, _d| $crate::math::fmax_nan(a, b), |a, b, _n| a.max(b),
@@ -169,13 +170,13 @@ macro_rules! binary_table {
             Truediv => ["truediv", Float, |a, b, _d| a / b, |a, _b, _n| a, "($0 / $1)", "($0 / $1)", ""],
             Atan2 => ["atan2", Float, |a, b, _d| a.atan2(b), |a, _b, _n| a, "atan2f($0, $1)", "atan2($0, $1)", ""],
             // C's fmod and %: the result takes the dividend's sign; integer x % 0 gives 0.
-            Fmod => ["fmod", Default, |a, b, _d| a % b, |a, b, _n| $crate::math::imod(a, b),
+            Fmod => ["fmod", Default, |a, b, _d| a % b, |a, b, n| $crate::math::imod_n(a, b, n),
                 "fmodf($0, $1)", "fmod($0, $1)", "fb_imod($0, $1)"],
             // nvFuser's mod is C's % (on floats, as fmod).
-            Mod => ["mod", Default, |a, b, _d| a % b, |a, b, _n| $crate::math::imod(a, b),
+            Mod => ["mod", Default, |a, b, _d| a % b, |a, b, n| $crate::math::imod_n(a, b, n),
                 "fmodf($0, $1)", "fmod($0, $1)", "fb_imod($0, $1)"],
             // Python's %: the result takes the divisor's sign.
-            Remainder => ["remainder", Default, |a, b, _d| $crate::math::fremainder(a, b), |a, b, _n| $crate::math::iremainder(a, b),
+            Remainder => ["remainder", Default, |a, b, _d| $crate::math::fremainder(a, b), |a, b, n| if n == 1 { $crate::math::imod_n(a, b, n) } else { $crate::math::iremainder(a, b) },
                 "fb_remf($0, $1)", "fb_remd($0, $1)", "fb_iremainder($0, $1)"],
             Nextafter => ["nextafter", FloatOnly, |a, b, d| $crate::math::nextafter(a, b, d), |a, _b, _n| a,
                 "nextafterf($0, $1)", "nextafter($0, $1)", ""],

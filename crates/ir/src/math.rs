@@ -61,6 +61,28 @@ pub fn imod(a: i64, b: i64) -> i64 {
     }
 }
 
+/// `imod` on lanes of `bits`: on bools (1 bit) `x % false` is true, as
+/// nvFuser's kernels give (recorded goldens binary_{fmod,mod,remainder}_bool).
+#[inline(always)]
+pub fn imod_n(a: i64, b: i64, bits: u32) -> i64 {
+    if bits == 1 && b == 0 {
+        1
+    } else {
+        imod(a, b)
+    }
+}
+
+/// Integer `a / b`; by 0 gives 0, except on bools, where nvFuser's kernels
+/// give true (recorded golden binary_div_bool); MIN / -1 wraps.
+#[inline(always)]
+pub fn idiv(a: i64, b: i64, bits: u32) -> i64 {
+    if b == 0 {
+        (bits == 1) as i64
+    } else {
+        a.wrapping_div(b)
+    }
+}
+
 /// nvFuser's integer `remainder`: Python's `%` (the divisor's sign).
 #[inline(always)]
 pub fn iremainder(a: i64, b: i64) -> i64 {
