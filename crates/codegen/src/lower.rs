@@ -7,8 +7,9 @@ use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::reduction;
 use crate::view;
-use fusebench_ir::infer::{self, common_dtype};
-use fusebench_ir::{BinaryOp, DType, Fusion, Op, ReduceOp, UnaryOp, ValueDef, ValueId};
+use fusebench_ir::elementwise;
+use fusebench_ir::infer;
+use fusebench_ir::{BinaryOp, DType, Fusion, Op, ReduceOp, ValueDef, ValueId};
 use std::collections::HashMap;
 
 /// A tensor the kernel reads from global memory.
@@ -430,34 +431,40 @@ impl<'f> Lowerer<'f> {
             return Ok(self.bind(v, idx, e));
         }
         let expr = match op {
-            Op::Unary { kind, x } => {
-                let xi = operand_idx(self, *x);
-                let xv = self.value_at(*x, &xi)?;
-                let xv = ctype::convert(f.value(*x).dtype, d, &xv);
-                ctype::round_reduced(d, &unary(*kind, d, &xv)?)
-            }
-            Op::Binary { kind, a, b } => {
-                let c = common_dtype(&[f.value(*a), f.value(*b)], false, true);
-                let (ai, bi) = (operand_idx(self, *a), operand_idx(self, *b));
-                let av = self.value_at(*a, &ai)?;
-                let bv = self.value_at(*b, &bi)?;
-                let av = ctype::convert(f.value(*a).dtype, c, &av);
-                let bv = ctype::convert(f.value(*b).dtype, c, &bv);
-                let e = match (kind, f.value(*b).constant) {
-                    // Small constant powers as products, as nvFuser does: exact and cheap.
-                    (BinaryOp::Pow, Some(p)) if !c.is_integral() && p.as_f64() == 2.0 => {
-                        format!("({av} * {av})")
-                    }
-                    (BinaryOp::Pow, Some(p)) if !c.is_integral() && p.as_f64() == 3.0 => {
-                        format!("({av} * {av} * {av})")
-                    }
-                    (BinaryOp::Pow, Some(p)) if !c.is_integral() && p.as_f64() == 1.0 => av.clone(),
-                    _ => binary(*kind, c, &av, &bv),
+            Op::Unary { .. } | Op::Binary { .. } | Op::Ternary { .. } => {
+                let t = elementwise::op_typing(op, &f.values)
+                    .expect("a table op")
+                    .map_err(|e| unsupported(e.to_string()))?;
+                let mut args = vec![];
+                for (k, x) in op.operands().into_iter().enumerate() {
+                    let xi = operand_idx(self, x);
+                    let xv = self.value_at(x, &xi)?;
+                    args.push(ctype::convert(f.value(x).dtype, t.casts[k], &xv));
+                }
+                let e = match op {
+                    Op::Unary { kind, .. } => table_expr(kind.name(), kind.cuda(), t.compute, &args)?,
+                    Op::Ternary { kind, .. } => table_expr(kind.name(), kind.cuda(), t.compute, &args)?,
+                    Op::Binary { kind, b, .. } => match (kind, f.value(*b).constant) {
+                        // Small constant powers as products, as nvFuser does: exact and cheap.
+                        (BinaryOp::Pow, Some(p)) if t.compute.is_float() && p.as_f64() == 2.0 => {
+                            format!("({} * {})", args[0], args[0])
+                        }
+                        (BinaryOp::Pow, Some(p)) if t.compute.is_float() && p.as_f64() == 3.0 => {
+                            format!("({} * {} * {})", args[0], args[0], args[0])
+                        }
+                        (BinaryOp::Pow, Some(p)) if t.compute.is_float() && p.as_f64() == 1.0 => {
+                            args[0].clone()
+                        }
+                        _ => table_expr(kind.name(), kind.cuda(), t.compute, &args)?,
+                    },
+                    _ => unreachable!(),
                 };
-                if kind.is_comparison() {
+                if t.out.is_bool() {
                     e
+                } else if t.compute == t.out {
+                    ctype::round_reduced(t.out, &e)
                 } else {
-                    ctype::round_reduced(d, &e)
+                    ctype::convert(t.compute, t.out, &e)
                 }
             }
             Op::Where { cond, a, b } => {
@@ -873,73 +880,15 @@ fn lane_slot(name: &str, lanes: &[Vec<Ix>], k: usize) -> String {
     }
 }
 
-pub fn unary(kind: UnaryOp, d: DType, x: &str) -> Result<String, CodegenError> {
-    let t = ctype::reg(d);
-    Ok(match (t, kind) {
-        (_, UnaryOp::Neg) => format!("(-{x})"),
-        ("float", UnaryOp::Abs) => format!("fabsf({x})"),
-        ("double", UnaryOp::Abs) => format!("fabs({x})"),
-        ("bool", UnaryOp::Abs) => x.to_string(),
-        (_, UnaryOp::Abs) => format!("({x} < 0 ? -{x} : {x})"),
-        ("float", k) => {
-            let fun = match k {
-                UnaryOp::Reciprocal => return Ok(format!("(1.0f / {x})")),
-                UnaryOp::Rsqrt => "rsqrtf",
-                UnaryOp::Sqrt => "sqrtf",
-                UnaryOp::Exp => "expf",
-                UnaryOp::Log => "logf",
-                UnaryOp::Tanh => "tanhf",
-                UnaryOp::Erf => "erff",
-                UnaryOp::Sigmoid => "fb_sigmoidf",
-                UnaryOp::Neg | UnaryOp::Abs => unreachable!(),
-            };
-            format!("{fun}({x})")
-        }
-        ("double", k) => {
-            let fun = match k {
-                UnaryOp::Reciprocal => return Ok(format!("(1.0 / {x})")),
-                UnaryOp::Rsqrt => "rsqrt",
-                UnaryOp::Sqrt => "sqrt",
-                UnaryOp::Exp => "exp",
-                UnaryOp::Log => "log",
-                UnaryOp::Tanh => "tanh",
-                UnaryOp::Erf => "erf",
-                UnaryOp::Sigmoid => "fb_sigmoidd",
-                UnaryOp::Neg | UnaryOp::Abs => unreachable!(),
-            };
-            format!("{fun}({x})")
-        }
-        (t, k) => return Err(unsupported(format!("{} on {t} values", k.name()))),
-    })
-}
-
-pub fn binary(kind: BinaryOp, c: DType, a: &str, b: &str) -> String {
-    let t = ctype::reg(c);
-    let int = !matches!(t, "float" | "double");
-    match kind {
-        BinaryOp::Add => format!("({a} + {b})"),
-        BinaryOp::Sub => format!("({a} - {b})"),
-        BinaryOp::Mul => format!("({a} * {b})"),
-        BinaryOp::Div if int => format!("({b} == 0 ? ({t})0 : ({t})({a} / {b}))"),
-        BinaryOp::Div => format!("({a} / {b})"),
-        BinaryOp::Pow if t == "float" => format!("powf({a}, {b})"),
-        BinaryOp::Pow if t == "double" => format!("pow({a}, {b})"),
-        BinaryOp::Pow => format!("({t})pow((double)({a}), (double)({b}))"),
-        BinaryOp::Maximum | BinaryOp::Minimum => {
-            let max = kind == BinaryOp::Maximum;
-            match t {
-                "float" => format!("{}({a}, {b})", if max { "fb_maxf" } else { "fb_minf" }),
-                "double" => format!("{}({a}, {b})", if max { "fb_maxd" } else { "fb_mind" }),
-                _ => format!("({a} {} {b} ? {a} : {b})", if max { ">" } else { "<" }),
-            }
-        }
-        BinaryOp::Eq => format!("({a} == {b})"),
-        BinaryOp::Ne => format!("({a} != {b})"),
-        BinaryOp::Lt => format!("({a} < {b})"),
-        BinaryOp::Le => format!("({a} <= {b})"),
-        BinaryOp::Gt => format!("({a} > {b})"),
-        BinaryOp::Ge => format!("({a} >= {b})"),
+/// An op table row's CUDA spelling for compute dtype `c`, or a plan-time
+/// error naming the op when the row has none.
+pub fn table_expr(name: &str, t: [&'static str; 3], c: DType, args: &[String]) -> Result<String, CodegenError> {
+    let tmpl = elementwise::cuda_for(t, c);
+    if tmpl.is_empty() {
+        return Err(unsupported(format!("{name} on {c} values has no CUDA lowering")));
     }
+    let args: Vec<&str> = args.iter().map(|a| a.as_str()).collect();
+    Ok(elementwise::fill_cuda(tmpl, &args, ctype::reg(c)))
 }
 
 fn node_of(f: &Fusion, v: ValueId) -> usize {

@@ -17,6 +17,7 @@ mod inputs;
 mod lex;
 mod ops;
 mod ops_index;
+mod ops_elem;
 mod parse;
 mod print;
 

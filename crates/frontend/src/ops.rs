@@ -9,7 +9,7 @@ use crate::error::{diag, expected, invalid, ErrorKind, PResult, Span};
 use crate::expr::{Arg, Expr, ExprKind};
 use crate::parse::Body;
 use fusebench_ir::dtype_ops::ComplexOp;
-use fusebench_ir::{BinaryOp, DType, Op, ReduceOp, RngDist, UnaryOp, ValueId};
+use fusebench_ir::{BinaryOp, DType, Op, ReduceOp, RngDist, TernaryOp, UnaryOp, ValueId};
 
 /// The arguments of one call, and the call's whole span.
 pub(crate) struct Call<'e> {
@@ -279,6 +279,12 @@ impl Body<'_, '_> {
             let (l, r) = (a.req("lhs")?, a.req("rhs")?);
             let (l, r) = (self.operand(l)?, self.operand(r)?);
             return Ok(Op::Binary { kind, a: l, b: r });
+        }
+        if let Some(kind) = TernaryOp::from_name(name) {
+            return self.ternary(kind, callee, call);
+        }
+        if let Some(op) = self.composite(name, callee, call)? {
+            return Ok(op);
         }
         let reduce = match name {
             "sum" => Some(ReduceOp::Sum),

@@ -381,6 +381,9 @@ impl Printer<'_> {
             Op::Unary { kind, x } => format!("{}({})", kind.name(), a(x)),
             Op::Binary { kind, a: l, b: r } => format!("{}({}, {})", kind.name(), a(l), a(r)),
             Op::Where { cond, a: l, b: r } => format!("where({}, {}, {})", a(cond), a(l), a(r)),
+            Op::Ternary { kind, a: x, b: y, c: z } => {
+                format!("{}({}, {}, {})", kind.name(), a(x), a(y), a(z))
+            }
             Op::Cast { x, dtype } => format!("cast({}, dtype=DataType.{dtype})", a(x)),
             Op::Complex { kind, xs } => {
                 let args: Vec<String> = xs.iter().map(a).collect();

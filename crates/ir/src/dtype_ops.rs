@@ -209,7 +209,7 @@ pub fn binary_u64(kind: BinaryOp, a: i64, b: i64) -> i64 {
         BinaryOp::Le => (x <= y) as i64,
         BinaryOp::Gt => (x > y) as i64,
         BinaryOp::Ge => (x >= y) as i64,
-        _ => crate::scalar::binary_i64(kind, a, b),
+        _ => crate::scalar::binary_i64(kind, a, b, crate::DType::UInt64),
     }
 }
 

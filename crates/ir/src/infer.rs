@@ -4,8 +4,9 @@
 mod index;
 
 use crate::dtype::promote_types;
-use crate::op::{Op, ReduceOp, UnaryOp};
-use crate::scalar::{fold_binary, fold_unary};
+use crate::op::{Op, ReduceOp};
+use crate::elementwise::typing;
+use crate::scalar::{fold_binary, fold_ternary, fold_unary};
 use crate::{DType, IrError, Literal, Node, Value, ValueDef, ValueId};
 
 /// The type of one op output.
@@ -124,6 +125,16 @@ pub fn broadcast_shapes(op: &str, shapes: &[&[usize]]) -> Result<Vec<usize>, IrE
     Ok(out)
 }
 
+/// Shape of an elementwise result: the broadcast of its tensor operands, or
+/// `None` (a scalar) when every operand is a scalar.
+pub fn elementwise_shape(op: &str, operands: &[&Value]) -> Result<Option<Vec<usize>>, IrError> {
+    let shapes: Vec<&[usize]> = operands.iter().filter_map(|v| v.shape.as_deref()).collect();
+    if shapes.is_empty() {
+        return Ok(None);
+    }
+    broadcast_shapes(op, &shapes).map(Some)
+}
+
 /// Number of elements, if it is below 2^63: every extent then fits in i64.
 fn checked_numel(s: &[usize]) -> Option<usize> {
     s.iter()
@@ -223,45 +234,54 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
     let out = match op {
         Op::Unary { kind, x } => {
             let xv = g.get(name, *x)?;
-            let compute = match kind {
-                UnaryOp::Abs => crate::dtype_ops::abs_dtype(xv.dtype).unwrap_or(xv.dtype),
-                UnaryOp::Neg => common_dtype(&[xv], false, true),
-                _ => common_dtype(&[xv], kind.promotes_int_to_float(), true),
-            };
-            // Only ops that keep integers (neg, abs) see Index here; the rest promoted it to Float.
-            let compute = if compute == DType::Index {
-                DType::Int
-            } else {
-                compute
-            };
-            let constant = xv.constant.map(|c| fold_unary(*kind, c, compute, compute));
+            let mut t = typing(name, kind.rule(), &[xv])?;
+            // |z| of a complex value is real.
+            if let (crate::UnaryOp::Abs, Some(r)) = (kind, crate::dtype_ops::abs_dtype(xv.dtype)) {
+                t.out = r;
+            }
+            let constant = xv.constant.map(|c| fold_unary(*kind, c.cast(t.casts[0]), t.compute, t.out));
             vec![OutType {
-                dtype: compute,
+                dtype: t.out,
                 shape: xv.shape.clone(),
                 constant,
             }]
         }
         Op::Binary { kind, a, b } => {
             let (av, bv) = (g.get(name, *a)?, g.get(name, *b)?);
-            let compute = common_dtype(&[av, bv], false, true);
-            let dtype = if kind.is_comparison() {
-                DType::Bool
-            } else {
-                compute
-            };
-            let shape = match (&av.shape, &bv.shape) {
-                (None, None) => None,
-                (Some(s), None) | (None, Some(s)) => Some(s.clone()),
-                (Some(s), Some(t)) => Some(broadcast_shapes(name, &[s, t])?),
-            };
+            let t = typing(name, kind.rule(), &[av, bv])?;
+            let shape = elementwise_shape(name, &[av, bv])?;
             let constant = match (av.constant, bv.constant) {
-                (Some(x), Some(y)) if shape.is_none() => {
-                    Some(fold_binary(*kind, x, y, compute, dtype))
-                }
+                (Some(x), Some(y)) if shape.is_none() => Some(fold_binary(
+                    *kind,
+                    x.cast(t.casts[0]),
+                    y.cast(t.casts[1]),
+                    t.compute,
+                    t.out,
+                )),
                 _ => None,
             };
             vec![OutType {
-                dtype,
+                dtype: t.out,
+                shape,
+                constant,
+            }]
+        }
+        Op::Ternary { kind, a, b, c } => {
+            let vs = [g.get(name, *a)?, g.get(name, *b)?, g.get(name, *c)?];
+            let t = typing(name, kind.rule(), &vs)?;
+            let shape = elementwise_shape(name, &vs)?;
+            let constant = match (vs[0].constant, vs[1].constant, vs[2].constant) {
+                (Some(x), Some(y), Some(z)) if shape.is_none() => Some(fold_ternary(
+                    *kind,
+                    [x, y, z],
+                    [t.casts[0], t.casts[1], t.casts[2]],
+                    t.compute,
+                    t.out,
+                )),
+                _ => None,
+            };
+            vec![OutType {
+                dtype: t.out,
                 shape,
                 constant,
             }]

@@ -19,22 +19,7 @@ macro_rules! named_enum {
     };
 }
 
-named_enum!(
-    /// Elementwise ops of one operand.
-    UnaryOp {
-        Neg => "neg", Abs => "abs", Reciprocal => "reciprocal", Rsqrt => "rsqrt", Sqrt => "sqrt",
-        Exp => "exp", Log => "log", Tanh => "tanh", Erf => "erf", Sigmoid => "sigmoid",
-    }
-);
-
-named_enum!(
-    /// Elementwise ops of two operands.
-    BinaryOp {
-        Add => "add", Sub => "sub", Mul => "mul", Div => "div", Pow => "pow",
-        Maximum => "maximum", Minimum => "minimum",
-        Eq => "eq", Ne => "ne", Lt => "lt", Le => "le", Gt => "gt", Ge => "ge",
-    }
-);
+pub use crate::elementwise::{BinaryOp, Rule, TernaryOp, UnaryOp};
 
 named_enum!(
     /// The distributions of the random ops (`fd.ops.uniform`, `fd.ops.normal`).
@@ -49,7 +34,7 @@ named_enum!(
 impl UnaryOp {
     /// Ops that nvFuser promotes integer inputs of to float (`float_op_config`).
     pub fn promotes_int_to_float(self) -> bool {
-        !matches!(self, UnaryOp::Neg | UnaryOp::Abs)
+        matches!(self.rule(), Rule::Float | Rule::FloatOnly)
     }
 }
 
@@ -64,11 +49,9 @@ impl RngDist {
 }
 
 impl BinaryOp {
+    /// The six comparisons (eq, ne, lt, le, gt, ge).
     pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
-        )
+        self.rule() == Rule::Compare
     }
 }
 
@@ -85,6 +68,13 @@ pub enum Op {
         kind: BinaryOp,
         a: ValueId,
         b: ValueId,
+    },
+    /// An op of the table's ternary kind (lerp, clamp, threshold).
+    Ternary {
+        kind: TernaryOp,
+        a: ValueId,
+        b: ValueId,
+        c: ValueId,
     },
     Where {
         cond: ValueId,
@@ -202,6 +192,7 @@ impl Op {
         match self {
             Op::Unary { kind, .. } => kind.name(),
             Op::Binary { kind, .. } => kind.name(),
+            Op::Ternary { kind, .. } => kind.name(),
             Op::Where { .. } => "where",
             Op::Cast { .. } => "cast",
             Op::Reduce { kind, .. } => kind.name(),
@@ -253,6 +244,7 @@ impl Op {
             | Op::Slice { x, .. } => vec![x],
             Op::Binary { a, b, .. } => vec![a, b],
             Op::Where { cond, a, b } => vec![cond, a, b],
+            Op::Ternary { a, b, c, .. } => vec![a, b, c],
             Op::Pad { x, widths, value } => {
                 let mut v = vec![x];
                 v.extend(widths.iter_mut());
@@ -289,6 +281,8 @@ impl Op {
     pub fn supported_names() -> Vec<&'static str> {
         let mut v: Vec<&'static str> = UnaryOp::ALL.iter().map(|o| o.name()).collect();
         v.extend(BinaryOp::ALL.iter().map(|o| o.name()));
+        v.extend(TernaryOp::ALL.iter().map(|o| o.name()));
+        v.extend(crate::elementwise::COMPOSITES);
         v.extend(ReduceOp::ALL.iter().map(|o| o.name()));
         v.extend([
             "amax",

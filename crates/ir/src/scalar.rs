@@ -2,7 +2,7 @@
 //! i64 and rounded to the result dtype. Used to fold constant scalars and by
 //! the reference executor for every element.
 
-use crate::op::{BinaryOp, UnaryOp};
+use crate::op::{BinaryOp, TernaryOp, UnaryOp};
 use crate::{DType, Literal};
 
 /// Rounds an f64 result to what `dtype` can store.
@@ -26,93 +26,9 @@ pub fn round_to(x: f64, dtype: DType) -> f64 {
     }
 }
 
-// Inlined across crates: the reference executor calls these per element.
-#[inline]
-pub fn unary_f64(kind: UnaryOp, x: f64) -> f64 {
-    match kind {
-        UnaryOp::Neg => -x,
-        UnaryOp::Abs => x.abs(),
-        UnaryOp::Reciprocal => 1.0 / x,
-        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-        UnaryOp::Sqrt => x.sqrt(),
-        UnaryOp::Exp => x.exp(),
-        UnaryOp::Log => x.ln(),
-        UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Erf => libm::erf(x),
-        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-    }
-}
-
-// Inlined across crates: the reference executor calls these per element.
-#[inline]
-pub fn unary_i64(kind: UnaryOp, x: i64) -> i64 {
-    match kind {
-        UnaryOp::Neg => x.wrapping_neg(),
-        UnaryOp::Abs => x.wrapping_abs(),
-        // Other unary ops promote integers to float before they get here.
-        _ => unreachable!("integer {kind:?} is promoted to float by type inference"),
-    }
-}
-
-// Inlined across crates: the reference executor calls these per element.
-#[inline]
-pub fn binary_f64(kind: BinaryOp, a: f64, b: f64) -> f64 {
-    match kind {
-        BinaryOp::Add => a + b,
-        BinaryOp::Sub => a - b,
-        BinaryOp::Mul => a * b,
-        BinaryOp::Div => a / b,
-        BinaryOp::Pow => a.powf(b),
-        // NaN propagates, as in PyTorch's maximum/minimum.
-        BinaryOp::Maximum => {
-            if a.is_nan() || b.is_nan() {
-                f64::NAN
-            } else {
-                a.max(b)
-            }
-        }
-        BinaryOp::Minimum => {
-            if a.is_nan() || b.is_nan() {
-                f64::NAN
-            } else {
-                a.min(b)
-            }
-        }
-        BinaryOp::Eq => (a == b) as i64 as f64,
-        BinaryOp::Ne => (a != b) as i64 as f64,
-        BinaryOp::Lt => (a < b) as i64 as f64,
-        BinaryOp::Le => (a <= b) as i64 as f64,
-        BinaryOp::Gt => (a > b) as i64 as f64,
-        BinaryOp::Ge => (a >= b) as i64 as f64,
-    }
-}
-
-// Inlined across crates: the reference executor calls these per element.
-#[inline]
-pub fn binary_i64(kind: BinaryOp, a: i64, b: i64) -> i64 {
-    match kind {
-        BinaryOp::Add => a.wrapping_add(b),
-        BinaryOp::Sub => a.wrapping_sub(b),
-        BinaryOp::Mul => a.wrapping_mul(b),
-        // C semantics; division by zero gives 0 rather than trapping.
-        BinaryOp::Div => a.checked_div(b).unwrap_or(0),
-        BinaryOp::Pow => {
-            if b < 0 {
-                0
-            } else {
-                a.wrapping_pow(b.min(u32::MAX as i64) as u32)
-            }
-        }
-        BinaryOp::Maximum => a.max(b),
-        BinaryOp::Minimum => a.min(b),
-        BinaryOp::Eq => (a == b) as i64,
-        BinaryOp::Ne => (a != b) as i64,
-        BinaryOp::Lt => (a < b) as i64,
-        BinaryOp::Le => (a <= b) as i64,
-        BinaryOp::Gt => (a > b) as i64,
-        BinaryOp::Ge => (a >= b) as i64,
-    }
-}
+pub use crate::elementwise::{
+    binary_f64, binary_i64, int_bits, ternary_f64, ternary_i64, unary_f64, unary_i64,
+};
 
 /// Whether values of `dtype` are computed on the integer path.
 pub fn computes_as_int(dtype: DType) -> bool {
@@ -124,10 +40,21 @@ pub fn fold_unary(kind: UnaryOp, x: Literal, compute: DType, out: DType) -> Lite
     let x = x.cast(compute);
     if computes_as_int(compute) {
         let v = x.as_i64().unwrap_or(0);
+        // |x| of an unsigned value is itself (the i64 lanes hold its bits).
         let keep = compute == DType::UInt64 && kind == UnaryOp::Abs;
-        Literal::Int(if keep { v } else { unary_i64(kind, v) }).cast(out)
+        let r = if keep { v } else { unary_i64(kind, v, compute) };
+        if out.is_bool() {
+            Literal::Bool(r != 0)
+        } else {
+            Literal::Int(r).cast(out)
+        }
     } else {
-        Literal::Float(round_to(unary_f64(kind, x.as_f64()), compute)).cast(out)
+        let r = unary_f64(kind, x.as_f64());
+        if out.is_bool() {
+            Literal::Bool(r != 0.0)
+        } else {
+            Literal::Float(round_to(r, compute)).cast(out)
+        }
     }
 }
 
@@ -139,7 +66,7 @@ pub fn fold_binary(kind: BinaryOp, a: Literal, b: Literal, compute: DType, out: 
         let r = if compute == DType::UInt64 {
             crate::dtype_ops::binary_u64(kind, x, y)
         } else {
-            binary_i64(kind, x, y)
+            binary_i64(kind, x, y, compute)
         };
         if out.is_bool() {
             Literal::Bool(r != 0)
@@ -147,11 +74,24 @@ pub fn fold_binary(kind: BinaryOp, a: Literal, b: Literal, compute: DType, out: 
             Literal::Int(r).cast(out)
         }
     } else {
-        let r = binary_f64(kind, a.as_f64(), b.as_f64());
+        let r = binary_f64(kind, a.as_f64(), b.as_f64(), compute);
         if out.is_bool() {
             Literal::Bool(r != 0.0)
         } else {
             Literal::Float(round_to(r, compute)).cast(out)
         }
+    }
+}
+
+/// A ternary op on constants: each operand cast to its entry of `cast`, the
+/// op computed on float lanes when `compute` is a float dtype, result in `out`.
+pub fn fold_ternary(kind: TernaryOp, args: [Literal; 3], cast: [DType; 3], compute: DType, out: DType) -> Literal {
+    let v: Vec<Literal> = args.iter().zip(cast).map(|(l, d)| l.cast(d)).collect();
+    if computes_as_int(compute) {
+        let i = |l: Literal| l.as_i64().unwrap_or(0);
+        Literal::Int(ternary_i64(kind, i(v[0]), i(v[1]), i(v[2]))).cast(out)
+    } else {
+        let r = ternary_f64(kind, v[0].as_f64(), v[1].as_f64(), v[2].as_f64());
+        Literal::Float(round_to(r, compute)).cast(out)
     }
 }

@@ -4,9 +4,9 @@ use crate::expr::{LazyNode, Operand, Program, PwOp};
 use crate::tensor::Tensor;
 use crate::{ops, reduce, Arg, ExecError};
 use fusebench_ir::infer::{
-    cat_owner_ranges, common_dtype, norm_dim, norm_dims, pad_widths, slice_bounds,
+    cat_owner_ranges, norm_dim, norm_dims, pad_widths, slice_bounds,
 };
-use fusebench_ir::scalar::{fold_binary, fold_unary};
+use fusebench_ir::scalar::{fold_binary, fold_ternary, fold_unary};
 use fusebench_ir::{DType, Fusion, Literal, Op, Value, ValueDef, ValueId};
 use std::sync::Arc;
 
@@ -22,7 +22,7 @@ enum Val {
 fn is_pointwise(op: &Op) -> bool {
     matches!(
         op,
-        Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. }
+        Op::Unary { .. } | Op::Binary { .. } | Op::Ternary { .. } | Op::Where { .. } | Op::Cast { .. }
     )
 }
 
@@ -214,6 +214,13 @@ impl Env<'_> {
         self.f.value(v)
     }
 
+    /// Compute and operand dtypes of an elementwise op of the op table.
+    fn typing(&self, op: &Op) -> fusebench_ir::elementwise::Typing {
+        fusebench_ir::elementwise::op_typing(op, &self.f.values)
+            .expect("an op of the op table")
+            .expect("inference accepted the op")
+    }
+
     fn get(&self, v: ValueId) -> &Val {
         self.vals[v.index()].as_ref().unwrap_or_else(|| {
             panic!(
@@ -402,10 +409,12 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
             return Ok(vec![Val::Scalar(scalar_op(env, op, out))]);
         };
         let (pw, args) = match op {
-            Op::Unary { kind, x } => (PwOp::Unary(*kind), vec![*x]),
-            Op::Binary { kind, a, b } => {
-                let compute = common_dtype(&[env.value(*a), env.value(*b)], false, true);
-                (PwOp::Binary(*kind, compute), vec![*a, *b])
+            Op::Unary { kind, x } => (PwOp::Unary(*kind, env.typing(op).compute), vec![*x]),
+            Op::Binary { kind, a, b } => (PwOp::Binary(*kind, env.typing(op).compute), vec![*a, *b]),
+            Op::Ternary { kind, a, b, c } => {
+                let t = env.typing(op);
+                let casts = [t.casts[0], t.casts[1], t.casts[2]];
+                (PwOp::Ternary(*kind, casts, t.compute), vec![*a, *b, *c])
             }
             Op::Where { cond, a, b } => (PwOp::Where, vec![*cond, *a, *b]),
             Op::Cast { x, .. } => (PwOp::Cast, vec![*x]),
@@ -601,6 +610,7 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
         }
         Op::Unary { .. }
         | Op::Binary { .. }
+        | Op::Ternary { .. }
         | Op::Where { .. }
         | Op::Cast { .. }
         | Op::Complex { .. } => unreachable!(),
@@ -630,10 +640,19 @@ fn rng_node(env: &Env, op: &Op, out: ValueId, shape: &[usize]) -> Result<Tensor,
 
 fn scalar_op(env: &Env, op: &Op, out: &Value) -> Literal {
     match op {
-        Op::Unary { kind, x } => fold_unary(*kind, env.scalar(*x), out.dtype, out.dtype),
+        Op::Unary { kind, x } => {
+            let t = env.typing(op);
+            fold_unary(*kind, env.scalar(*x).cast(t.casts[0]), t.compute, t.out)
+        }
         Op::Binary { kind, a, b } => {
-            let compute = common_dtype(&[env.value(*a), env.value(*b)], false, true);
-            fold_binary(*kind, env.scalar(*a), env.scalar(*b), compute, out.dtype)
+            let t = env.typing(op);
+            let (x, y) = (env.scalar(*a).cast(t.casts[0]), env.scalar(*b).cast(t.casts[1]));
+            fold_binary(*kind, x, y, t.compute, t.out)
+        }
+        Op::Ternary { kind, a, b, c } => {
+            let t = env.typing(op);
+            let args = [env.scalar(*a), env.scalar(*b), env.scalar(*c)];
+            fold_ternary(*kind, args, [t.casts[0], t.casts[1], t.casts[2]], t.compute, t.out)
         }
         Op::Where { cond, a, b } => (if env.scalar(*cond).as_bool() {
             env.scalar(*a)

@@ -9,8 +9,8 @@
 //! own dtype exactly as if it were stored, so fusing changes no value.
 
 use crate::tensor::{unravel, with_buffer, with_dtype, Buffer, Elem, Tensor};
-use fusebench_ir::op::{BinaryOp, UnaryOp};
-use fusebench_ir::scalar::{fold_binary, fold_unary, unary_i64};
+use fusebench_ir::op::{BinaryOp, TernaryOp, UnaryOp};
+use fusebench_ir::scalar::{fold_binary, fold_ternary, fold_unary, unary_i64};
 use fusebench_ir::{round, DType, Literal};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -44,9 +44,11 @@ impl Operand {
 /// An elementwise op.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum PwOp {
-    Unary(UnaryOp),
-    /// With the dtype operands are converted to before computing.
+    /// With the dtype operands are converted to and computed in (the op table's typing).
+    Unary(UnaryOp, DType),
     Binary(BinaryOp, DType),
+    /// With the dtype each operand is converted to, and the compute dtype.
+    Ternary(TernaryOp, [DType; 3], DType),
     Where,
     Cast,
 }
@@ -239,10 +241,11 @@ enum Step {
         leaf: usize,
         dst: Reg,
     },
+    /// `dst` is an I register for ops with a Bool result (isnan...).
     UnaryF {
         kind: UnaryOp,
         x: usize,
-        dst: usize,
+        dst: Reg,
         dtype: DType,
     },
     UnaryI {
@@ -250,6 +253,7 @@ enum Step {
         x: usize,
         dst: usize,
         dtype: DType,
+        compute: DType,
     },
     /// `dst` is an I register for comparisons.
     BinaryF {
@@ -258,6 +262,7 @@ enum Step {
         b: SrcF,
         dst: Reg,
         dtype: DType,
+        compute: DType,
     },
     BinaryI {
         kind: BinaryOp,
@@ -265,8 +270,23 @@ enum Step {
         b: SrcI,
         dst: usize,
         dtype: DType,
-        /// Operands are UInt64: order, division and powers are unsigned.
-        unsigned: bool,
+        compute: DType,
+    },
+    TernaryF {
+        kind: TernaryOp,
+        a: SrcF,
+        b: SrcF,
+        c: SrcF,
+        dst: usize,
+        dtype: DType,
+    },
+    TernaryI {
+        kind: TernaryOp,
+        a: SrcI,
+        b: SrcI,
+        c: SrcI,
+        dst: usize,
+        dtype: DType,
     },
     WhereF {
         c: SrcI,
@@ -291,11 +311,15 @@ enum Step {
 impl Step {
     fn dst(&self) -> Reg {
         match *self {
-            Step::Load { dst, .. } | Step::BinaryF { dst, .. } | Step::Cast { dst, .. } => dst,
-            Step::UnaryF { dst, .. } | Step::WhereF { dst, .. } => Reg::F(dst),
-            Step::UnaryI { dst, .. } | Step::BinaryI { dst, .. } | Step::WhereI { dst, .. } => {
-                Reg::I(dst)
-            }
+            Step::Load { dst, .. }
+            | Step::UnaryF { dst, .. }
+            | Step::BinaryF { dst, .. }
+            | Step::Cast { dst, .. } => dst,
+            Step::WhereF { dst, .. } | Step::TernaryF { dst, .. } => Reg::F(dst),
+            Step::UnaryI { dst, .. }
+            | Step::BinaryI { dst, .. }
+            | Step::WhereI { dst, .. }
+            | Step::TernaryI { dst, .. } => Reg::I(dst),
         }
     }
 
@@ -315,6 +339,8 @@ impl Step {
             Step::BinaryF { a, b, .. } => [f(a), f(b)].into_iter().flatten().collect(),
             Step::BinaryI { a, b, .. } => [i(a), i(b)].into_iter().flatten().collect(),
             Step::WhereF { c, a, b, .. } => [i(c), f(a), f(b)].into_iter().flatten().collect(),
+            Step::TernaryF { a, b, c, .. } => [f(a), f(b), f(c)].into_iter().flatten().collect(),
+            Step::TernaryI { a, b, c, .. } => [i(a), i(b), i(c)].into_iter().flatten().collect(),
             Step::WhereI { c, a, b, .. } => [i(c), i(a), i(b)].into_iter().flatten().collect(),
             Step::Cast { x, .. } => vec![x],
         }
@@ -341,7 +367,19 @@ impl Step {
             Step::Load { dst, .. } => *dst = m(*dst),
             Step::UnaryF { x, dst, .. } => {
                 *x = mf(*x);
+                *dst = m(*dst)
+            }
+            Step::TernaryF { a, b, c, dst, .. } => {
+                *a = sf(*a);
+                *b = sf(*b);
+                *c = sf(*c);
                 *dst = mf(*dst)
+            }
+            Step::TernaryI { a, b, c, dst, .. } => {
+                *a = si(*a);
+                *b = si(*b);
+                *c = si(*c);
+                *dst = mi(*dst)
             }
             Step::UnaryI { x, dst, .. } => {
                 *x = mi(*x);
@@ -524,20 +562,19 @@ impl Compiler {
         let out = n.dtype;
         match n.op {
             PwOp::Cast => self.convert(args[0], out),
-            PwOp::Unary(kind) => {
-                let x = self.convert(args[0], out);
+            PwOp::Unary(kind, compute) => {
+                let x = self.convert(args[0], compute);
                 match x {
-                    CVal::Const(l, _) => CVal::Const(fold_unary(kind, l, out, out), out),
+                    CVal::Const(l, _) => CVal::Const(fold_unary(kind, l, compute, out), out),
                     CVal::Reg(Reg::F(x), _) => {
-                        let dst = self.n_f;
-                        self.n_f += 1;
+                        let dst = self.new_reg(out);
                         self.steps.push(Step::UnaryF {
                             kind,
                             x,
                             dst,
                             dtype: out,
                         });
-                        CVal::Reg(Reg::F(dst), out)
+                        CVal::Reg(dst, out)
                     }
                     CVal::Reg(Reg::I(x), _) => {
                         let dst = self.n_i;
@@ -547,10 +584,37 @@ impl Compiler {
                             x,
                             dst,
                             dtype: out,
+                            compute,
                         });
                         CVal::Reg(Reg::I(dst), out)
                     }
                 }
+            }
+            PwOp::Ternary(kind, casts, compute) => {
+                let v: Vec<CVal> = (0..3).map(|k| self.convert(args[k], casts[k])).collect();
+                if let [CVal::Const(x, _), CVal::Const(y, _), CVal::Const(z, _)] = v[..] {
+                    return CVal::Const(fold_ternary(kind, [x, y, z], casts, compute, out), out);
+                }
+                let dst = self.new_reg(out);
+                match dst {
+                    Reg::F(d) => self.steps.push(Step::TernaryF {
+                        kind,
+                        a: Self::src_f(v[0]),
+                        b: Self::src_f(v[1]),
+                        c: Self::src_f(v[2]),
+                        dst: d,
+                        dtype: out,
+                    }),
+                    Reg::I(d) => self.steps.push(Step::TernaryI {
+                        kind,
+                        a: Self::src_i(v[0]),
+                        b: Self::src_i(v[1]),
+                        c: Self::src_i(v[2]),
+                        dst: d,
+                        dtype: out,
+                    }),
+                }
+                CVal::Reg(dst, out)
             }
             PwOp::Binary(kind, compute) => {
                 let a = self.convert(args[0], compute);
@@ -566,6 +630,7 @@ impl Compiler {
                         b: Self::src_f(b),
                         dst,
                         dtype: out,
+                        compute,
                     });
                     CVal::Reg(dst, out)
                 } else {
@@ -577,7 +642,7 @@ impl Compiler {
                         b: Self::src_i(b),
                         dst: d,
                         dtype: out,
-                        unsigned: compute == DType::UInt64,
+                        compute,
                     });
                     CVal::Reg(dst, out)
                 }
@@ -881,22 +946,58 @@ impl Program {
                     x,
                     dst,
                     dtype,
-                } => {
-                    let mut out = std::mem::take(&mut s.f[dst]);
-                    unary_f(kind, dtype, &s.f[x][..len], &mut out[..len]);
-                    s.f[dst] = out;
-                }
+                } => match dst {
+                    Reg::F(d) => {
+                        let mut out = std::mem::take(&mut s.f[d]);
+                        unary_f(kind, dtype, &s.f[x][..len], &mut out[..len]);
+                        s.f[d] = out;
+                    }
+                    Reg::I(d) => {
+                        let mut out = std::mem::take(&mut s.i[d]);
+                        unary_f_to_i(kind, &s.f[x][..len], &mut out[..len]);
+                        s.i[d] = out;
+                    }
+                },
                 Step::UnaryI {
                     kind,
                     x,
                     dst,
                     dtype,
+                    compute,
                 } => {
                     let mut out = std::mem::take(&mut s.i[dst]);
                     // |x| of an unsigned value is the value.
                     let keep = dtype == DType::UInt64 && kind == UnaryOp::Abs;
                     for (o, &v) in out[..len].iter_mut().zip(&s.i[x][..len]) {
-                        *o = if keep { v } else { wrap_int(unary_i64(kind, v), dtype) };
+                        *o = if keep { v } else { wrap_int(unary_i64(kind, v, compute), dtype) };
+                    }
+                    s.i[dst] = out;
+                }
+                Step::TernaryF {
+                    kind,
+                    a,
+                    b,
+                    c,
+                    dst,
+                    dtype,
+                } => {
+                    let mut out = std::mem::take(&mut s.f[dst]);
+                    let (a, b, c) = (fsrc(&s.f, a, len), fsrc(&s.f, b, len), fsrc(&s.f, c, len));
+                    ternary_f(kind, dtype, a, b, c, &mut out[..len]);
+                    s.f[dst] = out;
+                }
+                Step::TernaryI {
+                    kind,
+                    a,
+                    b,
+                    c,
+                    dst,
+                    dtype,
+                } => {
+                    let mut out = std::mem::take(&mut s.i[dst]);
+                    let (a, b, c) = (isrc(&s.i, a, len), isrc(&s.i, b, len), isrc(&s.i, c, len));
+                    for (k, o) in out[..len].iter_mut().enumerate() {
+                        *o = wrap_int(lane::ternary_int(kind, a.get(k), b.get(k), c.get(k)), dtype);
                     }
                     s.i[dst] = out;
                 }
@@ -906,12 +1007,14 @@ impl Program {
                     b,
                     dst,
                     dtype,
+                    compute,
                 } => match dst {
                     Reg::F(d) => {
                         let mut out = std::mem::take(&mut s.f[d]);
                         binary_f(
                             kind,
                             dtype,
+                            compute,
                             fsrc(&s.f, a, len),
                             fsrc(&s.f, b, len),
                             &mut out[..len],
@@ -922,6 +1025,7 @@ impl Program {
                         let mut out = std::mem::take(&mut s.i[d]);
                         compare_f(
                             kind,
+                            compute,
                             fsrc(&s.f, a, len),
                             fsrc(&s.f, b, len),
                             &mut out[..len],
@@ -935,7 +1039,7 @@ impl Program {
                     b,
                     dst,
                     dtype,
-                    unsigned: true,
+                    compute: DType::UInt64,
                 } => {
                     let mut out = std::mem::take(&mut s.i[dst]);
                     let (a, b) = (isrc(&s.i, a, len), isrc(&s.i, b, len));
@@ -950,12 +1054,13 @@ impl Program {
                     b,
                     dst,
                     dtype,
-                    unsigned: false,
+                    compute,
                 } => {
                     let mut out = std::mem::take(&mut s.i[dst]);
                     binary_i(
                         kind,
                         dtype,
+                        compute,
                         isrc(&s.i, a, len),
                         isrc(&s.i, b, len),
                         &mut out[..len],
@@ -1185,28 +1290,9 @@ mod lane {
     //! The per-element math is `fusebench_ir::scalar`'s, inlined: the same
     //! functions fold constants when a fusion is built, so both agree bit for bit.
     pub use fusebench_ir::scalar::{
-        binary_f64 as binary, binary_i64 as binary_int, unary_f64 as unary,
+        binary_f64 as binary, binary_i64 as binary_int, ternary_f64 as ternary,
+        ternary_i64 as ternary_int, unary_f64 as unary,
     };
-}
-
-fn unary_f(kind: UnaryOp, dtype: DType, x: &[f64], out: &mut [f64]) {
-    macro_rules! go {
-        ($k:expr) => {
-            with_round!(dtype, R => map1(x, out, |v| R::r(lane::unary($k, v))))
-        };
-    }
-    match kind {
-        UnaryOp::Neg => go!(UnaryOp::Neg),
-        UnaryOp::Abs => go!(UnaryOp::Abs),
-        UnaryOp::Reciprocal => go!(UnaryOp::Reciprocal),
-        UnaryOp::Rsqrt => go!(UnaryOp::Rsqrt),
-        UnaryOp::Sqrt => go!(UnaryOp::Sqrt),
-        UnaryOp::Exp => go!(UnaryOp::Exp),
-        UnaryOp::Log => go!(UnaryOp::Log),
-        UnaryOp::Tanh => go!(UnaryOp::Tanh),
-        UnaryOp::Erf => go!(UnaryOp::Erf),
-        UnaryOp::Sigmoid => go!(UnaryOp::Sigmoid),
-    }
 }
 
 #[inline(always)]
@@ -1231,69 +1317,60 @@ fn map2<T: Copy, U>(a: Lane<'_, T>, b: Lane<'_, T>, out: &mut [U], f: impl Fn(T,
     }
 }
 
-fn binary_f(kind: BinaryOp, dtype: DType, a: Lane<'_, f64>, b: Lane<'_, f64>, out: &mut [f64]) {
-    macro_rules! go {
-        ($k:expr) => {
-            with_round!(dtype, R => map2(a, b, out, |x, y| R::r(lane::binary($k, x, y))))
-        };
-    }
-    match kind {
-        BinaryOp::Add => go!(BinaryOp::Add),
-        BinaryOp::Sub => go!(BinaryOp::Sub),
-        BinaryOp::Mul => go!(BinaryOp::Mul),
-        BinaryOp::Div => go!(BinaryOp::Div),
-        // `powf(x, 2.0)` is `x * x` (LLVM makes the same substitution when
-        // the exponent is a known 2.0); the general call costs ~20x more.
-        BinaryOp::Pow if matches!(b, Lane::C(e) if e == 2.0) => {
-            with_round!(dtype, R => map2(a, b, out, |x, _| R::r(x * x)))
+// One monomorphised loop per op and rounding, generated from the op table
+// (`fusebench_ir::elementwise`): the op is a constant inside each loop.
+macro_rules! unary_kernels {
+    ($($v:ident => [$($rest:tt)*]),* $(,)?) => {
+        fn unary_f(kind: UnaryOp, dtype: DType, x: &[f64], out: &mut [f64]) {
+            match kind {
+                $(UnaryOp::$v => with_round!(dtype, R => map1(x, out, |v| R::r(lane::unary(UnaryOp::$v, v)))),)*
+            }
         }
-        BinaryOp::Pow => go!(BinaryOp::Pow),
-        BinaryOp::Maximum => go!(BinaryOp::Maximum),
-        BinaryOp::Minimum => go!(BinaryOp::Minimum),
-        cmp => unreachable!("{cmp:?} writes an integer register"),
-    }
+        /// Float operands, Bool results (isnan, signbit...).
+        fn unary_f_to_i(kind: UnaryOp, x: &[f64], out: &mut [i64]) {
+            match kind {
+                $(UnaryOp::$v => {
+                    for (o, &v) in out.iter_mut().zip(x) {
+                        *o = (lane::unary(UnaryOp::$v, v) != 0.0) as i64;
+                    }
+                })*
+            }
+        }
+    };
 }
+fusebench_ir::unary_table!(unary_kernels);
 
-fn compare_f(kind: BinaryOp, a: Lane<'_, f64>, b: Lane<'_, f64>, out: &mut [i64]) {
-    macro_rules! go {
-        ($k:expr) => {
-            map2(a, b, out, |x, y| lane::binary($k, x, y) as i64)
-        };
-    }
-    match kind {
-        BinaryOp::Eq => go!(BinaryOp::Eq),
-        BinaryOp::Ne => go!(BinaryOp::Ne),
-        BinaryOp::Lt => go!(BinaryOp::Lt),
-        BinaryOp::Le => go!(BinaryOp::Le),
-        BinaryOp::Gt => go!(BinaryOp::Gt),
-        BinaryOp::Ge => go!(BinaryOp::Ge),
-        other => unreachable!("{other:?} is not a comparison"),
-    }
+macro_rules! binary_kernels {
+    ($($v:ident => [$($rest:tt)*]),* $(,)?) => {
+        fn binary_f(kind: BinaryOp, dtype: DType, compute: DType, a: Lane<'_, f64>, b: Lane<'_, f64>, out: &mut [f64]) {
+            // `powf(x, 2.0)` is `x * x` (LLVM makes the same substitution when
+            // the exponent is a known 2.0); the general call costs ~20x more.
+            if kind == BinaryOp::Pow && matches!(b, Lane::C(e) if e == 2.0) {
+                return with_round!(dtype, R => map2(a, b, out, |x, _| R::r(x * x)));
+            }
+            match kind {
+                $(BinaryOp::$v => with_round!(dtype, R => map2(a, b, out, |x, y| R::r(lane::binary(BinaryOp::$v, x, y, compute)))),)*
+            }
+        }
+        /// Float operands, Bool results (comparisons).
+        fn compare_f(kind: BinaryOp, compute: DType, a: Lane<'_, f64>, b: Lane<'_, f64>, out: &mut [i64]) {
+            match kind {
+                $(BinaryOp::$v => map2(a, b, out, |x, y| (lane::binary(BinaryOp::$v, x, y, compute) != 0.0) as i64),)*
+            }
+        }
+        fn binary_i(kind: BinaryOp, dtype: DType, compute: DType, a: Lane<'_, i64>, b: Lane<'_, i64>, out: &mut [i64]) {
+            match kind {
+                $(BinaryOp::$v => map2(a, b, out, |x, y| wrap_int(lane::binary_int(BinaryOp::$v, x, y, compute), dtype)),)*
+            }
+        }
+    };
 }
+fusebench_ir::binary_table!(binary_kernels);
 
-fn binary_i(kind: BinaryOp, dtype: DType, a: Lane<'_, i64>, b: Lane<'_, i64>, out: &mut [i64]) {
-    macro_rules! go {
-        ($k:expr) => {
-            map2(a, b, out, |x, y| {
-                wrap_int(lane::binary_int($k, x, y), dtype)
-            })
-        };
-    }
-    match kind {
-        BinaryOp::Add => go!(BinaryOp::Add),
-        BinaryOp::Sub => go!(BinaryOp::Sub),
-        BinaryOp::Mul => go!(BinaryOp::Mul),
-        BinaryOp::Div => go!(BinaryOp::Div),
-        BinaryOp::Pow => go!(BinaryOp::Pow),
-        BinaryOp::Maximum => go!(BinaryOp::Maximum),
-        BinaryOp::Minimum => go!(BinaryOp::Minimum),
-        BinaryOp::Eq => go!(BinaryOp::Eq),
-        BinaryOp::Ne => go!(BinaryOp::Ne),
-        BinaryOp::Lt => go!(BinaryOp::Lt),
-        BinaryOp::Le => go!(BinaryOp::Le),
-        BinaryOp::Gt => go!(BinaryOp::Gt),
-        BinaryOp::Ge => go!(BinaryOp::Ge),
-    }
+fn ternary_f(kind: TernaryOp, dtype: DType, a: Lane<'_, f64>, b: Lane<'_, f64>, c: Lane<'_, f64>, out: &mut [f64]) {
+    with_round!(dtype, R => for (k, o) in out.iter_mut().enumerate() {
+        *o = R::r(lane::ternary(kind, a.get(k), b.get(k), c.get(k)));
+    })
 }
 
 #[cfg(test)]
