@@ -9,6 +9,7 @@
 pub mod alias;
 pub mod ctype;
 pub mod error;
+pub mod grid;
 pub mod ix;
 pub mod kernel;
 pub mod lower;
@@ -19,6 +20,7 @@ pub mod plan;
 pub mod pointwise;
 pub mod reduction;
 pub mod rowwise;
+pub mod scan;
 pub mod segment;
 pub mod view;
 

@@ -542,6 +542,13 @@ impl<'f> Lowerer<'f> {
             {
                 return self.lower_inline_reduction(v, *x, dims, *kind, idx);
             }
+            Op::Scan { kind, .. } => {
+                return Err(CodegenError::Unsupported(format!(
+                    "{} result {} is not stored by an earlier kernel",
+                    kind.name(),
+                    f.value(v).name
+                )));
+            }
             Op::Reduce { .. } | Op::Welford { .. } | Op::VarMean { .. } => {
                 return Err(CodegenError::NoFit(format!(
                     "reduction result {} is neither computed in this kernel nor stored by an earlier one",
@@ -571,6 +578,7 @@ impl<'f> Lowerer<'f> {
             ReduceOp::Sum => reduction::Combine::Sum,
             ReduceOp::Max => reduction::Combine::Max,
             ReduceOp::Min => reduction::Combine::Min,
+            ReduceOp::Prod => reduction::Combine::Prod,
         };
         let a = self.fresh("a");
         self.line(&format!(

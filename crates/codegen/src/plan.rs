@@ -15,6 +15,11 @@ pub enum Schedule {
     OuterPartial,
     /// Sums the partials of an outer reduction.
     OuterCombine,
+    /// A few long reductions: blocks of threads each reduce a chunk of one
+    /// result's elements to a partial, which `OuterCombine` then combines.
+    GridPartial,
+    /// Inclusive scans: a thread per line along the scanned dim.
+    Scan,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]

@@ -63,3 +63,7 @@ __device__ __forceinline__ long long fb_maxi(long long a, long long b) { return 
 __device__ __forceinline__ long long fb_mini(long long a, long long b) { return a < b ? a : b; }
 FB_DEFINE_BLOCK_REDUCE(fb_block_max_i, long long, fb_maxi)
 FB_DEFINE_BLOCK_REDUCE(fb_block_min_i, long long, fb_mini)
+#define FB_MUL(a, b) ((a) * (b))
+FB_DEFINE_BLOCK_REDUCE(fb_block_prod_f, float, FB_MUL)
+FB_DEFINE_BLOCK_REDUCE(fb_block_prod_d, double, FB_MUL)
+FB_DEFINE_BLOCK_REDUCE(fb_block_prod_i, long long, FB_MUL)

@@ -13,6 +13,7 @@ pub enum Combine {
     Sum,
     Max,
     Min,
+    Prod,
 }
 
 #[derive(Clone, Debug)]
@@ -44,6 +45,7 @@ impl Reduction {
                     ReduceOp::Sum => Combine::Sum,
                     ReduceOp::Max => Combine::Max,
                     ReduceOp::Min => Combine::Min,
+                    ReduceOp::Prod => Combine::Prod,
                 }),
             ),
             Op::Welford { x, dims } => (*x, dims, Kind::Welford),
@@ -121,6 +123,7 @@ impl Reduction {
 pub fn init(c: &Combine, acc: DType) -> String {
     match (c, acc) {
         (Combine::Sum, d) => ctype::literal(d, Literal::Int(0)),
+        (Combine::Prod, d) => ctype::literal(d, Literal::Int(1)),
         (Combine::Max, DType::Int) => "(-9223372036854775807LL - 1)".into(),
         (Combine::Min, DType::Int) => "9223372036854775807LL".into(),
         (Combine::Max, d) => ctype::literal(d, Literal::Float(f64::NEG_INFINITY)),
@@ -133,6 +136,7 @@ pub fn step(c: &Combine, acc: DType, a: &str, v: &str) -> String {
     let suffix = suffix(acc);
     match c {
         Combine::Sum => format!("{a} += {v};"),
+        Combine::Prod => format!("{a} *= {v};"),
         Combine::Max => format!("{a} = fb_max{suffix}({a}, {v});"),
         Combine::Min => format!("{a} = fb_min{suffix}({a}, {v});"),
     }
@@ -144,6 +148,7 @@ pub fn block_fn(c: &Combine, acc: DType) -> String {
         Combine::Sum => "sum",
         Combine::Max => "max",
         Combine::Min => "min",
+        Combine::Prod => "prod",
     };
     format!("fb_block_{op}_{}", suffix(acc))
 }

@@ -16,6 +16,7 @@ mod expr;
 mod inputs;
 mod lex;
 mod ops;
+mod ops_composite;
 mod parse;
 mod print;
 

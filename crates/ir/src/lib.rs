@@ -21,7 +21,7 @@ pub use builder::FusionBuilder;
 pub use dtype::DType;
 pub use error::IrError;
 pub use fusion::{Fusion, Node, ScriptInfo, Syntax};
-pub use op::{BinaryOp, Op, ReduceOp, UnaryOp};
+pub use op::{BinaryOp, Op, ReduceOp, ScanOp, UnaryOp};
 pub use recipe::{InputIssue, InputRecipe};
 pub use traffic::{traffic, InputShape, InputTraffic, Traffic};
 pub use value::{Literal, TensorDecl, Value, ValueDef, ValueId};

@@ -38,7 +38,12 @@ named_enum!(
 
 named_enum!(
     /// Reductions producing one tensor. `amax`/`amin` are accepted as spellings of max/min.
-    ReduceOp { Sum => "sum", Max => "max", Min => "min" }
+    ReduceOp { Sum => "sum", Max => "max", Min => "min", Prod => "prod" }
+);
+
+named_enum!(
+    /// Inclusive scans along one dim (nvFuser's `scan` with Add/Mul/Min/Max).
+    ScanOp { Cumsum => "cumsum", Cumprod => "cumprod", Cummin => "cummin", Cummax => "cummax" }
 );
 
 impl UnaryOp {
@@ -156,6 +161,14 @@ pub enum Op {
         index: ValueId,
         dim: i64,
     },
+    /// Inclusive scan of `x` along `dim`; the first element is combined with
+    /// `init` (a scalar) when given, else with the op's identity.
+    Scan {
+        kind: ScanOp,
+        x: ValueId,
+        dim: i64,
+        init: Option<ValueId>,
+    },
 }
 
 impl Op {
@@ -180,6 +193,7 @@ impl Op {
             Op::Cat { .. } => "cat",
             Op::Full { .. } => "full",
             Op::IndexSelect { .. } => "index_select",
+            Op::Scan { kind, .. } => kind.name(),
         }
     }
 
@@ -220,6 +234,7 @@ impl Op {
             Op::Cat { xs, .. } => xs.iter_mut().collect(),
             Op::Full { fill, .. } => vec![fill],
             Op::IndexSelect { x, index, .. } => vec![x, index],
+            Op::Scan { x, init, .. } => std::iter::once(x).chain(init.iter_mut()).collect(),
         }
     }
 
@@ -236,6 +251,7 @@ impl Op {
         let mut v: Vec<&'static str> = UnaryOp::ALL.iter().map(|o| o.name()).collect();
         v.extend(BinaryOp::ALL.iter().map(|o| o.name()));
         v.extend(ReduceOp::ALL.iter().map(|o| o.name()));
+        v.extend(ScanOp::ALL.iter().map(|o| o.name()));
         v.extend([
             "amax",
             "amin",
@@ -254,6 +270,8 @@ impl Op {
             "cat",
             "full",
             "index_select",
+            "var",
+            "batch_norm",
         ]);
         v
     }

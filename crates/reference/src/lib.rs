@@ -29,6 +29,8 @@ pub mod facts;
 mod gen;
 mod ops;
 mod reduce;
+mod scan;
+pub mod sum_bound;
 mod stats;
 mod tensor;
 
