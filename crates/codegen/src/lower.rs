@@ -573,7 +573,11 @@ impl<'f> Lowerer<'f> {
         let xs = self.shape(x).to_vec();
         let rd = infer::norm_dims("reduce", dims, xs.len()).expect("validated");
         let d = f.value(v).dtype;
-        let acc = crate::kernel::acc_dtype(d);
+        // As `Reduction::acc`: float products accumulate in double.
+        let acc = match kind {
+            ReduceOp::Prod if d.is_float() => DType::Double,
+            _ => crate::kernel::acc_dtype(d),
+        };
         let combine = match kind {
             ReduceOp::Sum => reduction::Combine::Sum,
             ReduceOp::Max => reduction::Combine::Max,
