@@ -12,6 +12,7 @@ pub mod ctype;
 pub mod error;
 pub mod index;
 pub mod index_kernels;
+pub mod grid;
 pub mod ix;
 pub mod kernel;
 pub mod lower;
@@ -22,6 +23,7 @@ pub mod plan;
 pub mod pointwise;
 pub mod reduction;
 pub mod rowwise;
+pub mod scan;
 pub mod segment;
 pub mod view;
 

@@ -623,6 +623,13 @@ impl<'f> Lowerer<'f> {
             {
                 return self.lower_inline_reduction(v, *x, dims, *kind, idx);
             }
+            Op::Scan { kind, .. } => {
+                return Err(CodegenError::Unsupported(format!(
+                    "{} result {} is not stored by an earlier kernel",
+                    kind.name(),
+                    f.value(v).name
+                )));
+            }
             Op::Reduce { .. } | Op::Welford { .. } | Op::VarMean { .. } => {
                 return Err(CodegenError::NoFit(format!(
                     "reduction result {} is neither computed in this kernel nor stored by an earlier one",
@@ -647,11 +654,16 @@ impl<'f> Lowerer<'f> {
         let xs = self.shape(x).to_vec();
         let rd = infer::norm_dims("reduce", dims, xs.len()).expect("validated");
         let d = f.value(v).dtype;
-        let acc = crate::kernel::acc_dtype(d);
+        // As `Reduction::acc`: float products accumulate in double.
+        let acc = match kind {
+            ReduceOp::Prod if d.is_float() => DType::Double,
+            _ => crate::kernel::acc_dtype(d),
+        };
         let combine = match kind {
             ReduceOp::Sum => reduction::Combine::Sum,
             ReduceOp::Max => reduction::Combine::Max,
             ReduceOp::Min => reduction::Combine::Min,
+            ReduceOp::Prod => reduction::Combine::Prod,
         };
         let a = self.fresh("a");
         self.line(&format!(

@@ -17,6 +17,11 @@ pub enum Schedule {
     OuterCombine,
     /// A kernel of the indexing family's own (sort, scatter, accumulate).
     Index,
+    /// A few long reductions: blocks of threads each reduce a chunk of one
+    /// result's elements to a partial, which `OuterCombine` then combines.
+    GridPartial,
+    /// Inclusive scans: a thread per line along the scanned dim.
+    Scan,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]

@@ -295,3 +295,7 @@ __device__ __forceinline__ long long fb_clampi(long long x, long long lo, long l
 }
 __device__ __forceinline__ double fb_threshold(double x, double t, double v) { return x <= t ? v : x; }
 __device__ __forceinline__ long long fb_thresholdi(long long x, long long t, long long v) { return x <= t ? v : x; }
+#define FB_MUL(a, b) ((a) * (b))
+FB_DEFINE_BLOCK_REDUCE(fb_block_prod_f, float, FB_MUL)
+FB_DEFINE_BLOCK_REDUCE(fb_block_prod_d, double, FB_MUL)
+FB_DEFINE_BLOCK_REDUCE(fb_block_prod_i, long long, FB_MUL)

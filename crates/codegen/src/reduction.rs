@@ -13,6 +13,7 @@ pub enum Combine {
     Sum,
     Max,
     Min,
+    Prod,
 }
 
 #[derive(Clone, Debug)]
@@ -44,6 +45,7 @@ impl Reduction {
                     ReduceOp::Sum => Combine::Sum,
                     ReduceOp::Max => Combine::Max,
                     ReduceOp::Min => Combine::Min,
+                    ReduceOp::Prod => Combine::Prod,
                 }),
             ),
             Op::Welford { x, dims } => (*x, dims, Kind::Welford),
@@ -99,7 +101,16 @@ impl Reduction {
 
     /// Accumulator dtype.
     pub fn acc(&self, f: &Fusion) -> DType {
-        acc_dtype(self.value_dtype(f))
+        let d = self.value_dtype(f);
+        // A long f32 product drifts: multiplying a running product just above
+        // 1 by a factor just below it lands on a rounding tie, broken low
+        // every time (70001 factors in [0.9999, 1.0001] came out 5e-4 low).
+        // Float products therefore accumulate in double.
+        if self.kind == Kind::Plain(Combine::Prod) && d.is_float() {
+            DType::Double
+        } else {
+            acc_dtype(d)
+        }
     }
 
     /// Small plain reductions are computed where they are read, in a loop,
@@ -121,6 +132,7 @@ impl Reduction {
 pub fn init(c: &Combine, acc: DType) -> String {
     match (c, acc) {
         (Combine::Sum, d) => ctype::literal(d, Literal::Int(0)),
+        (Combine::Prod, d) => ctype::literal(d, Literal::Int(1)),
         (Combine::Max, DType::Int) => "(-9223372036854775807LL - 1)".into(),
         (Combine::Min, DType::Int) => "9223372036854775807LL".into(),
         (Combine::Max, d) => ctype::literal(d, Literal::Float(f64::NEG_INFINITY)),
@@ -133,6 +145,7 @@ pub fn step(c: &Combine, acc: DType, a: &str, v: &str) -> String {
     let suffix = suffix(acc);
     match c {
         Combine::Sum => format!("{a} += {v};"),
+        Combine::Prod => format!("{a} *= {v};"),
         Combine::Max => format!("{a} = fb_max{suffix}({a}, {v});"),
         Combine::Min => format!("{a} = fb_min{suffix}({a}, {v});"),
     }
@@ -144,6 +157,7 @@ pub fn block_fn(c: &Combine, acc: DType) -> String {
         Combine::Sum => "sum",
         Combine::Max => "max",
         Combine::Min => "min",
+        Combine::Prod => "prod",
     };
     format!("fb_block_{op}_{}", suffix(acc))
 }

@@ -129,6 +129,7 @@ fn try_plan(
             && deps.iter().all(|&r| {
                 let red = &all_reds[r];
                 red.is_inner(f)
+                    && !crate::grid::wanted(f, red, dev.sm_count)
                     && f.value(red.x).shape.as_ref() == Some(shape)
                     && red.dims.len() == all_reds[deps[0]].dims.len()
             })
@@ -225,6 +226,7 @@ fn try_plan(
         let k0 = red.dims.len();
         let leading = red.dims.iter().enumerate().all(|(i, &d)| i == d);
         if red.is_inner(f)
+            || crate::grid::wanted(f, red, dev.sm_count)
             || !matches!(red.kind, crate::reduction::Kind::Plain(_))
             || !leading
             || k0 == xs.len()
@@ -303,11 +305,28 @@ fn try_plan(
         |cx: &mut Context, kernels: &mut Vec<(String, Kernel)>, roots: Vec<ValueId>| {
             crate::index_kernels::build_for(cx, kernels, roots).map_err(|e| (e, None))
         };
+    // Scans first, in definition order, each stored for whatever reads it.
+    for (node, n) in f.nodes.iter().enumerate() {
+        if let fusebench_ir::Op::Scan { x, .. } = &n.op {
+            if !closure(f, std::iter::once(*x), all_reds).is_empty() {
+                return Err((
+                    CodegenError::Unsupported(format!(
+                        "{} of a value computed from a reduction",
+                        n.op.name()
+                    )),
+                    None,
+                ));
+            }
+            crate::scan::build(&mut cx, node, &mut kernels).map_err(|e| (e, None))?;
+        }
+    }
     for &r in &standalone {
         let red = &all_reds[r];
         build_specials(&mut cx, &mut kernels, vec![red.x])?;
         let name = format!("fb_r{}", red.node);
-        if red.is_inner(f) {
+        if crate::grid::wanted(f, red, dev.sm_count) {
+            crate::grid::build(&mut cx, &name, red, &mut kernels).map_err(|e| (e, None))?;
+        } else if red.is_inner(f) {
             let xs = f.value(red.x).shape.clone().unwrap();
             let k = red.dims.len();
             let mut per_row = Vec::new();

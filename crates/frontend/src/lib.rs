@@ -18,6 +18,7 @@ mod lex;
 mod ops;
 mod ops_index;
 mod ops_elem;
+mod ops_composite;
 mod parse;
 mod print;
 

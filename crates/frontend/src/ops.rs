@@ -9,7 +9,7 @@ use crate::error::{diag, expected, invalid, ErrorKind, PResult, Span};
 use crate::expr::{Arg, Expr, ExprKind};
 use crate::parse::Body;
 use fusebench_ir::dtype_ops::ComplexOp;
-use fusebench_ir::{BinaryOp, DType, Op, ReduceOp, RngDist, TernaryOp, UnaryOp, ValueId};
+use fusebench_ir::{BinaryOp, DType, Op, ReduceOp, RngDist, ScanOp, TernaryOp, UnaryOp, ValueId};
 
 /// The arguments of one call, and the call's whole span.
 pub(crate) struct Call<'e> {
@@ -286,10 +286,19 @@ impl Body<'_, '_> {
         if let Some(op) = self.composite(name, callee, call)? {
             return Ok(op);
         }
+        if let Some(kind) = ScanOp::from_name(name) {
+            let a = bind(callee, call, &["arg", "dim", "init"], &[])?;
+            let (x, d) = (a.req("arg")?, a.req("dim")?);
+            let x = self.operand(x)?;
+            let dim = self.int(d, "dim")?;
+            let init = a.opt("init").map(|e| self.operand(e)).transpose()?;
+            return Ok(Op::Scan { kind, x, dim, init });
+        }
         let reduce = match name {
             "sum" => Some(ReduceOp::Sum),
             "max" | "amax" => Some(ReduceOp::Max),
             "min" | "amin" => Some(ReduceOp::Min),
+            "prod" => Some(ReduceOp::Prod),
             _ => None,
         };
         if let Some(kind) = reduce {
@@ -297,7 +306,8 @@ impl Body<'_, '_> {
                 callee,
                 call,
                 &["arg", "dims", "keepdim", "dtype"],
-                &[("axes", "dims")],
+                // The direct bindings' one-dim form spells it `dim`.
+                &[("axes", "dims"), ("dim", "dims")],
             )?;
             let x = self.operand(a.req("arg")?)?;
             let dims = match a.opt("dims") {

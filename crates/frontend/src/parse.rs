@@ -472,6 +472,10 @@ impl Body<'_, '_> {
                 }
                 self.add_output(&call)?;
             }
+            [("ops", _), (op, _)] if crate::ops_composite::is_composite(op) => {
+                let names: Vec<String> = targets.iter().map(|(n, _)| n.clone()).collect();
+                self.expanded(op, &call, &names)?;
+            }
             [("ops", _), (op, op_span)] => {
                 let op = self.op(op, root_span.to(*op_span), &call)?;
                 let n = op.num_outputs();

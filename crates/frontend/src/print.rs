@@ -413,6 +413,10 @@ impl Printer<'_> {
                 s
             }
             Op::Welford { x, dims } => format!("welford({}, dims={})", a(x), ints(dims)),
+            Op::Scan { kind, x, dim, init } => match init {
+                Some(i) => format!("{}({}, dim={dim}, init={})", kind.name(), a(x), a(i)),
+                None => format!("{}({}, dim={dim})", kind.name(), a(x)),
+            },
             Op::VarMean {
                 x,
                 dims,

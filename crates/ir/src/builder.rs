@@ -32,6 +32,12 @@ impl FusionBuilder {
         }
     }
 
+    /// Continues building on an existing fusion (e.g. to add outputs that
+    /// only a checker needs).
+    pub fn extend(f: Fusion) -> Self {
+        FusionBuilder { f }
+    }
+
     pub fn script_info(&mut self, info: ScriptInfo) -> &mut Self {
         self.f.script = info;
         self

@@ -333,13 +333,18 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
         } => {
             let (xv, s) = tensor(g, name, "input", *x)?;
             let out_dtype = match (kind, dtype) {
-                (ReduceOp::Sum, Some(d)) => *d,
-                (ReduceOp::Sum, None) if xv.dtype.is_integral() || xv.dtype.is_bool() => DType::Int,
+                // nvFuser's sum and prod: ints and bools accumulate as Int.
+                (ReduceOp::Sum | ReduceOp::Prod, Some(d)) => *d,
+                (ReduceOp::Sum | ReduceOp::Prod, None)
+                    if xv.dtype.is_integral() || xv.dtype.is_bool() =>
+                {
+                    DType::Int
+                }
                 (_, None) => xv.dtype,
                 (_, Some(d)) => {
                     return Err(IrError::op(
                         name,
-                        format!("dtype={d} is not supported for {name}; only sum takes a dtype"),
+                        format!("dtype={d} is not supported for {name}; only sum and prod take a dtype"),
                     ))
                 }
             };
@@ -653,6 +658,17 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
         }
         Op::Index(o) => index::infer_index(g, o)?,
         Op::Rng { .. } | Op::RngLike { .. } => crate::rng::infer(g, name, op)?,
+        Op::Scan { x, dim, init, .. } => {
+            // nvFuser's `scan` keeps the input's dtype (no upcast of bf16 or ints).
+            let (xv, s) = tensor(g, name, "input", *x)?;
+            norm_dim(name, *dim, s.len())?;
+            if let Some(i) = init {
+                if g.get(name, *i)?.is_tensor() {
+                    return Err(IrError::op(name, "init must be a scalar"));
+                }
+            }
+            vec![OutType::tensor(xv.dtype, s.to_vec())]
+        }
     };
     Ok(out)
 }

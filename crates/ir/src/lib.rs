@@ -27,7 +27,7 @@ pub use dtype::DType;
 pub use error::IrError;
 pub use fusion::{Fusion, Node, ScriptInfo, Syntax};
 pub use op_index::IndexOp;
-pub use op::{BinaryOp, Op, ReduceOp, RngDist, TernaryOp, UnaryOp};
+pub use op::{BinaryOp, Op, ReduceOp, RngDist, ScanOp, TernaryOp, UnaryOp};
 pub use recipe::{InputIssue, InputRecipe};
 pub use traffic::{traffic, InputShape, InputTraffic, Traffic};
 pub use value::{Literal, TensorDecl, Value, ValueDef, ValueId};

@@ -28,7 +28,12 @@ named_enum!(
 
 named_enum!(
     /// Reductions producing one tensor. `amax`/`amin` are accepted as spellings of max/min.
-    ReduceOp { Sum => "sum", Max => "max", Min => "min" }
+    ReduceOp { Sum => "sum", Max => "max", Min => "min", Prod => "prod" }
+);
+
+named_enum!(
+    /// Inclusive scans along one dim (nvFuser's `scan` with Add/Mul/Min/Max).
+    ScanOp { Cumsum => "cumsum", Cumprod => "cumprod", Cummin => "cummin", Cummax => "cummax" }
 );
 
 impl UnaryOp {
@@ -184,6 +189,14 @@ pub enum Op {
         kind: crate::dtype_ops::ComplexOp,
         xs: Vec<ValueId>,
     },
+    /// Inclusive scan of `x` along `dim`; the first element is combined with
+    /// `init` (a scalar) when given, else with the op's identity.
+    Scan {
+        kind: ScanOp,
+        x: ValueId,
+        dim: i64,
+        init: Option<ValueId>,
+    },
 }
 
 impl Op {
@@ -213,6 +226,7 @@ impl Op {
             Op::Rng { dist, .. } => dist.name(),
             Op::RngLike { dist, .. } => dist.like_name(),
             Op::Complex { kind, .. } => kind.name(),
+            Op::Scan { kind, .. } => kind.name(),
         }
     }
 
@@ -265,6 +279,7 @@ impl Op {
             }
             Op::RngLike { x, .. } => vec![x],
             Op::Complex { xs, .. } => xs.iter_mut().collect(),
+            Op::Scan { x, init, .. } => std::iter::once(x).chain(init.iter_mut()).collect(),
         }
     }
 
@@ -284,6 +299,7 @@ impl Op {
         v.extend(TernaryOp::ALL.iter().map(|o| o.name()));
         v.extend(crate::elementwise::COMPOSITES);
         v.extend(ReduceOp::ALL.iter().map(|o| o.name()));
+        v.extend(ScanOp::ALL.iter().map(|o| o.name()));
         v.extend([
             "amax",
             "amin",
@@ -309,6 +325,8 @@ impl Op {
             "complex",
             "real",
             "imag",
+            "var",
+            "batch_norm",
         ]);
         v.extend(crate::op_index::IndexOp::NAMES);
         v

@@ -122,6 +122,32 @@ pub enum Dtypes {
 /// as integers, so an i64 beyond 2^53 stays exact; NaN matches only NaN and
 /// infinity only itself, so a poisoned element never passes.
 pub fn compare_within(got: &Tensor, want: &Tensor, tol: Tolerance, dtypes: Dtypes) -> Comparison {
+    compare_slack(got, want, tol, dtypes, None)
+}
+
+/// Like [`compare`], with `slack[i]` more absolute error allowed at element
+/// `i` of a float output (the bound of a sum's accumulation, see
+/// [`crate::sum_bound`]).
+pub fn compare_bounded(got: &Tensor, want: &Tensor, slack: Option<&Tensor>) -> Comparison {
+    let extra = slack
+        .filter(|s| s.shape() == want.shape())
+        .map(|s| s.to_f64_vec());
+    compare_slack(
+        got,
+        want,
+        Tolerance::for_dtype(want.dtype()),
+        Dtypes::SameKind,
+        extra.as_deref(),
+    )
+}
+
+fn compare_slack(
+    got: &Tensor,
+    want: &Tensor,
+    tol: Tolerance,
+    dtypes: Dtypes,
+    extra: Option<&[f64]>,
+) -> Comparison {
     let d = want.dtype();
     let mut c = Comparison {
         ok: false,
@@ -185,7 +211,7 @@ pub fn compare_within(got: &Tensor, want: &Tensor, tol: Tolerance, dtypes: Dtype
                 if b != 0.0 {
                     c.max_rel_err = c.max_rel_err.max(e / b.abs());
                 }
-                e > tol.rtol * b.abs() + slack
+                e > tol.rtol * b.abs() + slack + extra.map_or(0.0, |x| x[i])
             };
             if bad {
                 bad_at(&mut c, i, a, b);

@@ -2,7 +2,7 @@
 
 use crate::expr::{LazyNode, Operand, Program, PwOp};
 use crate::tensor::Tensor;
-use crate::{ops, reduce, Arg, ExecError};
+use crate::{ops, reduce, scan, Arg, ExecError};
 use fusebench_ir::infer::{
     cat_owner_ranges, norm_dim, norm_dims, pad_widths, slice_bounds,
 };
@@ -574,6 +574,12 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
         }
         Op::Full { fill, dtype, .. } => Tensor::full(*dtype, &out_shape, env.scalar(*fill)),
         Op::Rng { .. } | Op::RngLike { .. } => rng_node(env, op, out_id, &out_shape)?,
+        Op::Scan { kind, x, dim, init } => {
+            let t = env.tensor(*x);
+            let d = norm_dim(name, *dim, t.rank()).map_err(ir)?;
+            let init = init.map(|i| env.scalar(i).cast(out.dtype));
+            scan::scan(&t, d, *kind, init, out.dtype)?
+        }
         Op::IndexSelect { x, index, dim } => {
             let t = env.tensor(*x);
             let d = norm_dim(name, *dim, t.rank()).map_err(ir)?;

@@ -33,6 +33,8 @@ mod index;
 mod ops;
 mod reduce;
 pub mod rng;
+mod scan;
+pub mod sum_bound;
 mod stats;
 mod tensor;
 

@@ -166,6 +166,26 @@ impl Acc for MinF {
     }
 }
 
+/// Products in f64: exact for short runs of f32/bf16 values, and far past
+/// f32's range before it overflows or flushes.
+struct ProdF;
+impl Acc for ProdF {
+    type V = f64;
+    fn init(&self) -> f64 {
+        1.0
+    }
+    #[inline(always)]
+    fn fold(&self, a: f64, x: f64, _: usize) -> f64 {
+        a * x
+    }
+    fn merge(&self, a: f64, b: f64) -> f64 {
+        a * b
+    }
+    fn lanes<'a>(&self, t: TileRef<'a>) -> &'a [f64] {
+        f_lanes(t)
+    }
+}
+
 /// Sum of squared deviations from a per-output mean.
 struct SqDev<'a> {
     mean: &'a [f64],
@@ -213,6 +233,7 @@ impl Acc for IntAcc {
             ReduceOp::Sum => 0,
             ReduceOp::Max => i64::MIN,
             ReduceOp::Min => i64::MAX,
+            ReduceOp::Prod => 1,
         }
     }
     #[inline(always)]
@@ -221,6 +242,7 @@ impl Acc for IntAcc {
             ReduceOp::Sum => a.wrapping_add(x),
             ReduceOp::Max => a.max(x),
             ReduceOp::Min => a.min(x),
+            ReduceOp::Prod => a.wrapping_mul(x),
         }
     }
     fn merge(&self, a: i64, b: i64) -> i64 {
@@ -395,6 +417,7 @@ pub(crate) fn reduce(
             ReduceOp::Sum => run(&p, &SumF),
             ReduceOp::Max => run(&p, &MaxF),
             ReduceOp::Min => run(&p, &MinF),
+            ReduceOp::Prod => run(&p, &ProdF),
         };
         tensor_from_f64(out_dtype, out_shape, &v)
     } else {

@@ -1,0 +1,141 @@
+//! The grid reduction schedule, for reductions with few results and many
+//! elements each (a sum of everything to one value; [3, 1000003] over its
+//! last dim): one block per result would leave most of the GPU idle. The
+//! reduced elements of each result are cut into equal chunks; a block of
+//! threads reduces one chunk (threads stride through it, then a block-wide
+//! tree) into one partial, and `outer::combine` folds each result's partials
+//! in order. Every step has a fixed order, so two runs give the same bits.
+//! Mean-based statistics (welford, var_mean) take two such rounds: the mean,
+//! then the squared deviations from it.
+
+use crate::error::CodegenError;
+use crate::ix::Ix;
+use crate::kernel::{signature, Context};
+use crate::plan::{Kernel, Schedule};
+use crate::reduction::{self, Combine, Kind, Reduction};
+use crate::{ctype, outer, view};
+use fusebench_ir::{Fusion, ValueId};
+
+const BLOCK: u32 = 256;
+/// Shortest reduced extent worth more than one block per result.
+const MIN_COUNT: usize = 1 << 16;
+/// Elements each thread folds at least, so partials stay few.
+const PER_THREAD: usize = 16;
+
+/// Whether `r` should be a grid reduction: fewer results than half the
+/// multiprocessors, each over at least `MIN_COUNT` elements.
+pub fn wanted(f: &Fusion, r: &Reduction, sm_count: u32) -> bool {
+    let results = f.value(r.outputs[0]).numel();
+    results < (sm_count as usize / 2).max(1) && r.count(f) >= MIN_COUNT
+}
+
+/// Appends the kernels that compute `r` and records where its outputs are stored.
+pub fn build(
+    cx: &mut Context,
+    name: &str,
+    r: &Reduction,
+    out: &mut Vec<(String, Kernel)>,
+) -> Result<(), CodegenError> {
+    let f = cx.f;
+    let xs = f.value(r.x).shape.clone().unwrap();
+    let kept: Vec<usize> = (0..xs.len())
+        .filter(|d| !r.dims.contains(d))
+        .map(|d| xs[d])
+        .collect();
+    let red: Vec<usize> = r.dims.iter().map(|&d| xs[d]).collect();
+    let o: usize = kept.iter().product::<usize>().max(1);
+    let k = r.count(f);
+    let acc = r.acc(f);
+    // About four blocks per multiprocessor over all results, each folding
+    // at least PER_THREAD elements per thread.
+    let want = (cx.sm_count as usize * 4).div_ceil(o).max(1);
+    let splits = want.min(k.div_ceil(BLOCK as usize * PER_THREAD)).max(1);
+    let chunk = k.div_ceil(splits);
+    let splits = k.div_ceil(chunk).max(1);
+    let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
+
+    for pass in 0..r.passes() {
+        let partial = cx.add_temp(
+            acc,
+            splits * o,
+            format!("grid partials of {}", f.value(r.outputs[0]).name),
+        );
+        let op = match &r.kind {
+            Kind::Plain(c) => c.clone(),
+            _ => Combine::Sum,
+        };
+        let (mut lw, params) = cx.lowerer();
+        let it = lw.idx_type;
+        lw.line("__shared__ float fb_sf[32];");
+        lw.line("__shared__ double fb_sd[32];");
+        lw.line("__shared__ long long fb_si[32];");
+        lw.line(&format!("const {it} o = blockIdx.y;"));
+        let mean = if pass == 1 {
+            let mv = mean_value(r);
+            let oi = view::delinearize(Ix::var("o"), &out_shape);
+            let m = lw.value_at(mv, &oi)?;
+            Some(ctype::convert(f.value(mv).dtype, acc, &m))
+        } else {
+            None
+        };
+        lw.line(&format!("{} a = {};", ctype::reg(acc), reduction::init(&op, acc)));
+        lw.line(&format!("const {it} r0 = ({it})blockIdx.x * {chunk};"));
+        lw.line(&format!("const {it} r1 = r0 + {chunk} < {k} ? r0 + {chunk} : {k};"));
+        lw.open(&format!("for ({it} r = r0 + threadIdx.x; r < r1; r += {BLOCK}) {{"));
+        let kept_idx = view::delinearize(Ix::var("o"), &kept);
+        let red_idx = view::delinearize(Ix::var("r"), &red);
+        let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());
+        let x_idx: Vec<Ix> = (0..xs.len())
+            .map(|d| {
+                if r.dims.contains(&d) { ri.next() } else { ki.next() }
+                    .unwrap()
+                    .clone()
+            })
+            .collect();
+        let xv = lw.value_at(r.x, &x_idx)?;
+        let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+        let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+        match &mean {
+            None => lw.line(&reduction::step(&op, acc, "a", &xv)),
+            Some(m) => lw.line(&format!(
+                "{{ const {t} dv = {xv} - {m}; a += dv * dv; }}",
+                t = ctype::reg(acc)
+            )),
+        }
+        lw.close("}");
+        lw.line(&format!(
+            "a = {}(a, {});",
+            reduction::block_fn(&op, acc),
+            reduction::smem_name(acc)
+        ));
+        lw.line(&format!(
+            "if (threadIdx.x == 0) tmp{partial}[({it})blockIdx.x * {o} + o] = a;"
+        ));
+        let pname = format!("{name}_g{pass}");
+        let src = format!("{} {{\n{}}}\n", signature(&pname, BLOCK, &params), lw.code);
+        out.push((
+            src,
+            Kernel {
+                name: pname,
+                schedule: Schedule::GridPartial,
+                grid: [splits as u32, o as u32, 1],
+                block: [BLOCK, 1, 1],
+                args: params.args,
+                code_hash: String::new(),
+                summary: format!(
+                    "grid reduction of {} over {k} elements in {splits} chunks of {chunk}: {o} results",
+                    f.value(r.x).name
+                ),
+            },
+        ));
+        outer::combine(cx, name, r, pass, partial, splits, out);
+    }
+    Ok(())
+}
+
+fn mean_value(r: &Reduction) -> ValueId {
+    match r.kind {
+        Kind::Welford => r.outputs[0],
+        _ => r.outputs[1],
+    }
+}
