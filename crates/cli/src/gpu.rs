@@ -12,6 +12,9 @@ pub struct GpuCheck {
     pub from_cache: bool,
     pub outputs: Vec<Comparison>,
     pub ok: bool,
+    /// The outputs of the last run (for `check --data`).
+    #[serde(skip)]
+    pub last: Vec<Tensor>,
 }
 
 /// Runs `f` on the GPU once per poison (outputs filled with 0xFF bytes, then
@@ -25,6 +28,7 @@ pub fn check(
 ) -> anyhow::Result<GpuCheck> {
     let p = engine.prepare(f, inputs)?;
     let mut outputs: Vec<Comparison> = Vec::new();
+    let mut last = Vec::new();
     for byte in fusebench_engine::POISONS {
         p.run_poisoned(byte)?;
         let outs = p.outputs(f, inputs)?;
@@ -38,6 +42,7 @@ pub fn check(
                 }
             }
         }
+        last = outs;
     }
     Ok(GpuCheck {
         kernels: p.kernels.len(),
@@ -45,5 +50,6 @@ pub fn check(
         from_cache: p.module.from_cache(),
         ok: outputs.iter().all(|c| c.ok),
         outputs,
+        last,
     })
 }

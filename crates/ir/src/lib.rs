@@ -20,7 +20,7 @@ pub mod value;
 pub use builder::FusionBuilder;
 pub use dtype::DType;
 pub use error::IrError;
-pub use fusion::{Fusion, Node, ScriptInfo, Syntax};
+pub use fusion::{Fusion, Node, OutputAlias, OutputLayout, ScriptInfo, Syntax};
 pub use op::{BinaryOp, Op, ReduceOp, UnaryOp};
 pub use recipe::{InputIssue, InputRecipe};
 pub use traffic::{traffic, InputShape, InputTraffic, Traffic};

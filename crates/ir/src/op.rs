@@ -156,6 +156,15 @@ pub enum Op {
         index: ValueId,
         dim: i64,
     },
+    /// `set`, and `segment_set` (`segment`): a copy of `x`. nvFuser also ends
+    /// a segment at a `segment_set`; here it is the same copy.
+    Set { x: ValueId, segment: bool },
+    /// `stride_order`: a copy of `x` allocated in `stride_order` (the rank of
+    /// each dim from the innermost, as in define_tensor); the values are `x`'s.
+    StrideOrder { x: ValueId, stride_order: Vec<i64> },
+    /// `size`: the extent of dim `dim` of `x`, an Index scalar known when the
+    /// fusion is built (shapes are concrete here).
+    Size { x: ValueId, dim: i64 },
 }
 
 impl Op {
@@ -180,6 +189,10 @@ impl Op {
             Op::Cat { .. } => "cat",
             Op::Full { .. } => "full",
             Op::IndexSelect { .. } => "index_select",
+            Op::Set { segment: false, .. } => "set",
+            Op::Set { segment: true, .. } => "segment_set",
+            Op::StrideOrder { .. } => "stride_order",
+            Op::Size { .. } => "size",
         }
     }
 
@@ -208,7 +221,10 @@ impl Op {
             | Op::Reshape { x, .. }
             | Op::Permute { x, .. }
             | Op::Squeeze { x, .. }
-            | Op::Slice { x, .. } => vec![x],
+            | Op::Slice { x, .. }
+            | Op::Set { x, .. }
+            | Op::StrideOrder { x, .. }
+            | Op::Size { x, .. } => vec![x],
             Op::Binary { a, b, .. } => vec![a, b],
             Op::Where { cond, a, b } => vec![cond, a, b],
             Op::Pad { x, widths, value } => {
@@ -254,6 +270,15 @@ impl Op {
             "cat",
             "full",
             "index_select",
+            // Vectors of sizes: `shape`, `tensor_sizes` and `at` read into
+            // `size` values (see the frontend's `ops_defn`).
+            "set",
+            "segment_set",
+            "stride_order",
+            "size",
+            "shape",
+            "tensor_sizes",
+            "at",
         ]);
         v
     }

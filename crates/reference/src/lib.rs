@@ -27,6 +27,7 @@ mod exec;
 mod expr;
 pub mod facts;
 mod gen;
+pub mod golden;
 mod ops;
 mod reduce;
 mod stats;
