@@ -25,6 +25,11 @@ pub struct Args {
     /// Also run each fusion on this device and compare every output with the CPU reference.
     #[arg(long, value_enum, default_value = "cpu")]
     device: DeviceArg,
+    /// A safetensors file of recorded tensors for one script: inputs `in0`, `in1`, ... (scalars from
+    /// the script), every output compared with `out0`, `out1`, ... and each input updated in place
+    /// with `post_in<i>`. Exits 1 on any mismatch.
+    #[arg(long, value_name = "FILE")]
+    data: Option<PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
@@ -74,6 +79,11 @@ struct Report {
     cpu_ms: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     gpu: Option<crate::gpu::GpuCheck>,
+    /// Inputs updated in place: (output, input) names.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    updated_inputs: Vec<(String, String)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<crate::data::DataCheck>,
 }
 
 #[derive(Serialize)]
@@ -92,6 +102,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
+    if a.data.is_some() && (paths.len() != 1 || a.paths.iter().any(|p| p.is_dir())) {
+        eprintln!("error: --data takes one script (its tensors are that script's inputs and outputs)");
+        return Ok(ExitCode::from(exit::USAGE));
+    }
     let engine = match a.device {
         DeviceArg::Cpu => None,
         DeviceArg::Gpu => match crate::engine("check --device gpu") {
@@ -118,7 +132,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     for p in &paths {
         // A bug in fusebench must not hide the results of the other fusions.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            check_one(p, a.seed, a.strict, engine.as_ref())
+            check_one(p, a.seed, a.strict, engine.as_ref(), a.data.as_deref())
         }))
         .unwrap_or_else(|e| Report {
             file: p.display().to_string(),
@@ -173,13 +187,25 @@ fn check_one(
     seed: u64,
     strict: bool,
     engine: Option<&fusebench_engine::Engine>,
+    data: Option<&Path>,
 ) -> Report {
     let mut r = Report {
         file: path.display().to_string(),
         ..Default::default()
     };
     let t = Instant::now();
-    let f = match files::load(path) {
+    let file = match data.map(fusebench_reference::golden::DataFile::read).transpose() {
+        Ok(d) => d,
+        Err(e) => {
+            r.error = Some(format!("--data: {e}"));
+            return r;
+        }
+    };
+    let loaded = match &file {
+        Some(df) => crate::data::load(path, df),
+        None => files::load(path),
+    };
+    let f = match loaded {
         Ok(f) => f,
         Err(e) => {
             r.error = Some(format!("{e:#}"));
@@ -206,8 +232,25 @@ fn check_one(
     r.inputs_ms = ms(t);
     r.input_notes = generated.notes.clone();
     r.input_notes.extend(fusebench_ir::rng::unseeded_note(&f));
+    r.updated_inputs = f
+        .aliases
+        .iter()
+        .map(|a| (f.value(f.outputs[a.output]).name.clone(), f.value(a.input).name.clone()))
+        .collect();
+    let mut generated = generated;
+    if let (Some(df), Some(dp)) = (&file, data) {
+        match crate::data::inputs(&f, df, dp, &generated.inputs) {
+            Ok(i) => generated.inputs = i,
+            Err(e) => {
+                r.error = Some(format!("--data: {e}"));
+                return r;
+            }
+        }
+        r.input_notes.clear();
+    }
     r.inputs = input_infos(&f, &generated.inputs);
     let t = Instant::now();
+    let (mut cpu_outs, mut gpu_outs_kept) = (None, None);
     match fusebench_reference::run(&f, &generated.inputs) {
         Ok(outs) => {
             r.cpu_ms = ms(t);
@@ -236,13 +279,15 @@ fn check_one(
                 r.error =
                     Some("the script's inputs disagree with its definition (--strict)".into());
             }
+            let mut gpu_outs = None;
             if let Some(engine) = engine {
                 match crate::gpu::check(engine, &f, &generated.inputs, &outs) {
-                    Ok(g) => {
+                    Ok(mut g) => {
                         if !g.ok {
                             r.ok = false;
                             r.error = Some("GPU outputs differ from the CPU reference".into());
                         }
+                        gpu_outs = Some(std::mem::take(&mut g.last));
                         r.gpu = Some(g);
                     }
                     Err(e) => {
@@ -251,8 +296,25 @@ fn check_one(
                     }
                 }
             }
+            cpu_outs = Some(outs);
+            gpu_outs_kept = gpu_outs;
         }
         Err(e) => r.error = Some(format!("CPU reference: {e}")),
+    }
+    if let (Some(df), Some(outs)) = (&file, cpu_outs) {
+        match crate::data::compare(&f, df, &outs, gpu_outs_kept.as_deref()) {
+            Ok(d) => {
+                if !d.ok {
+                    r.ok = false;
+                    r.error.get_or_insert_with(|| "outputs differ from the data file".into());
+                }
+                r.data = Some(d);
+            }
+            Err(e) => {
+                r.ok = false;
+                r.error = Some(format!("--data: {e}"));
+            }
+        }
     }
     r
 }
@@ -358,6 +420,12 @@ fn print_report(r: &Report) {
             }
             println!("{line}");
         }
+    }
+    for (o, i) in &r.updated_inputs {
+        println!("   {o} updates input {i} in place (add_output alias)");
+    }
+    if let Some(d) = &r.data {
+        crate::data::print(d);
     }
     for i in &r.input_issues {
         println!("   ! {i}");

@@ -12,6 +12,9 @@ pub struct GpuCheck {
     pub from_cache: bool,
     pub outputs: Vec<Comparison>,
     pub ok: bool,
+    /// The outputs of the last run (for `check --data`).
+    #[serde(skip)]
+    pub last: Vec<Tensor>,
 }
 
 /// Runs `f` on the GPU once per poison (outputs filled with 0xFF bytes, then
@@ -27,6 +30,7 @@ pub fn check(
     // Float sums may differ from the exact sum by their accumulation's rounding.
     let slack = fusebench_reference::sum_bound::sum_bounds(f, inputs);
     let mut outputs: Vec<Comparison> = Vec::new();
+    let mut last = Vec::new();
     for byte in fusebench_engine::POISONS {
         p.run_poisoned(byte)?;
         let outs = p.outputs(f, inputs)?;
@@ -45,6 +49,7 @@ pub fn check(
                 }
             }
         }
+        last = outs;
     }
     Ok(GpuCheck {
         kernels: p.kernels.len(),
@@ -52,5 +57,6 @@ pub fn check(
         from_cache: p.module.from_cache(),
         ok: outputs.iter().all(|c| c.ok),
         outputs,
+        last,
     })
 }

@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+mod data;
 mod diff;
 mod emit;
 mod explain;

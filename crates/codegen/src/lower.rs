@@ -612,6 +612,15 @@ impl<'f> Lowerer<'f> {
                 crate::index::Lowered::Expr(e) => e,
                 crate::index::Lowered::Bound(n) => return Ok(n),
             },
+            // Copies: the element of `x` at the same index. (A stride_order's
+            // layout is its allocation, not its values.)
+            Op::Set { x, .. } | Op::StrideOrder { x, .. } => return self.value_at(*x, idx),
+            Op::Size { .. } => {
+                return Err(CodegenError::NoFit(format!(
+                    "size {} is a constant and is never lowered",
+                    f.value(v).name
+                )))
+            }
             Op::Welford { x, dims } if out_index == 2 => {
                 let xs = self.shape(*x);
                 let dims = infer::norm_dims("welford", dims, xs.len()).expect("validated");

@@ -19,6 +19,7 @@ mod ops;
 mod ops_index;
 mod ops_elem;
 mod ops_composite;
+mod ops_defn;
 mod parse;
 mod print;
 
@@ -31,7 +32,19 @@ use std::path::Path;
 /// Reads a repro script; `path` is only used in error messages.
 pub fn parse_script(path: &str, text: &str) -> Result<Fusion, ParseError> {
     let src = error::Source::new(path, text);
-    parse::parse(&src).map_err(|d| src.error(d))
+    parse::parse(&src, None).map_err(|d| src.error(d))
+}
+
+/// Reads a repro script whose inputs have the shapes `given` (by input
+/// position; `None` for scalars): symbolic (-1) extents are bound from them
+/// rather than from the script's inputs list.
+pub fn parse_script_with_shapes(
+    path: &str,
+    text: &str,
+    given: &[Option<Vec<usize>>],
+) -> Result<Fusion, ParseError> {
+    let src = error::Source::new(path, text);
+    parse::parse(&src, Some(given)).map_err(|d| src.error(d))
 }
 
 /// Reads the repro script at `path`.

@@ -116,68 +116,6 @@ fn positional(call: &Call) -> usize {
 }
 
 impl Body<'_, '_> {
-    pub fn define_tensor(&mut self, call: &Call, name: &str) -> PResult<ValueId> {
-        let a = bind(
-            "fd.define_tensor",
-            call,
-            &["shape", "contiguity", "dtype", "is_cpu", "stride_order"],
-            &[],
-        )?;
-        let shape = self.ints(a.req("shape")?, "shape")?;
-        let contiguity = match a.opt("contiguity") {
-            // nvFuser's default: extent-1 dims are broadcasts, the rest contiguous.
-            None => shape
-                .iter()
-                .map(|&e| if e == 1 { None } else { Some(true) })
-                .collect(),
-            Some(Expr {
-                kind: ExprKind::Bool(b),
-                ..
-            }) => shape
-                .iter()
-                .map(|&e| if e == 1 { None } else { Some(*b) })
-                .collect(),
-            Some(e) => match &e.kind {
-                ExprKind::List(items) | ExprKind::Tuple(items) => items
-                    .iter()
-                    .map(|x| match x.kind {
-                        ExprKind::Bool(b) => Ok(Some(b)),
-                        ExprKind::None => Ok(None),
-                        _ => Err(expected(
-                            x.span,
-                            "True, False or None",
-                            format!("`{}`", self.src.slice(x.span)),
-                        )),
-                    })
-                    .collect::<PResult<Vec<_>>>()?,
-                _ => {
-                    return Err(expected(
-                        e.span,
-                        "a list of True/False/None",
-                        format!("`{}`", self.src.slice(e.span)),
-                    ))
-                }
-            },
-        };
-        let dtype = match a.get("dtype") {
-            Some(e) => self.dtype(e, false)?.unwrap_or(DType::Float),
-            None => DType::Float,
-        };
-        let is_cpu = a
-            .get("is_cpu")
-            .map(|e| self.boolean(e, "is_cpu"))
-            .transpose()?
-            .unwrap_or(false);
-        let stride_order = a
-            .opt("stride_order")
-            .map(|e| self.ints(e, "stride_order"))
-            .transpose()?
-            .unwrap_or_default();
-        self.b
-            .define_tensor(Some(name), &shape, contiguity, dtype, &stride_order, is_cpu)
-            .map_err(|e| self.ir(call.span, e))
-    }
-
     pub fn define_scalar(&mut self, call: &Call, name: &str) -> PResult<ValueId> {
         let a = bind("fd.define_scalar", call, &["value", "dtype"], &[])?;
         let value = match a.opt("value") {
@@ -208,20 +146,6 @@ impl Body<'_, '_> {
             }
         };
         Ok(self.b.define_scalar(Some(name), value, dtype))
-    }
-
-    pub fn add_output(&mut self, call: &Call) -> PResult<()> {
-        let a = bind("fd.add_output", call, &["output"], &[])?;
-        let e = a.req("output")?;
-        let ExprKind::Name(n) = &e.kind else {
-            return Err(expected(
-                e.span,
-                "the name of a tensor",
-                format!("`{}`", self.src.slice(e.span)),
-            ));
-        };
-        let v = self.lookup(n, e.span)?;
-        self.b.add_output(v).map_err(|err| self.ir(call.span, err))
     }
 
     fn rank(&self, x: ValueId) -> usize {
@@ -572,6 +496,7 @@ impl Body<'_, '_> {
             n if fusebench_ir::IndexOp::NAMES.contains(&n) => {
                 Op::Index(self.index_op(n, callee, call)?)
             }
+            "set" | "segment_set" | "stride_order" | "size" => self.defn_op(name, callee, call)?,
             _ => {
                 let mut supported = Op::supported_names();
                 supported.sort_unstable();

@@ -11,7 +11,32 @@ use fusebench_ir::{
 };
 use std::collections::HashMap;
 
-pub(crate) fn parse(src: &Source) -> PResult<Fusion> {
+/// Shapes of the fusion's inputs, by input position, that bind symbolic
+/// extents: from `given` (a `--data` file) where present, else from the
+/// script's inputs list.
+pub type GivenShapes = [Option<Vec<usize>>];
+
+fn bound_shapes(
+    given: Option<&GivenShapes>,
+    recipe: Option<&[fusebench_ir::InputRecipe]>,
+) -> Vec<Option<(Vec<usize>, &'static str)>> {
+    let n = given.map_or(0, |g| g.len()).max(recipe.map_or(0, |r| r.len()));
+    (0..n)
+        .map(|k| {
+            given
+                .and_then(|g| g.get(k).cloned().flatten())
+                .map(|s| (s, "the data file"))
+                .or_else(|| {
+                    recipe
+                        .and_then(|r| r.get(k))
+                        .and_then(|r| r.shape())
+                        .map(|s| (s, "the script's inputs list"))
+                })
+        })
+        .collect()
+}
+
+pub(crate) fn parse(src: &Source, given: Option<&GivenShapes>) -> PResult<Fusion> {
     let lexed = lex(src)?;
     let lines = &lexed.lines;
     let eof = Span::new(src.text.len(), src.text.len());
@@ -81,22 +106,7 @@ pub(crate) fn parse(src: &Source) -> PResult<Fusion> {
         ));
     }
 
-    let mut body = Body {
-        src,
-        b: FusionBuilder::new(),
-        names: HashMap::new(),
-        fd: fd_name,
-    };
-    let indent = &lines[body_start].indent;
-    for line in &lines[body_start..i] {
-        if &line.indent != indent {
-            return Err(invalid(
-                Span::new(line.start() - line.indent.len(), line.start()),
-                "indentation differs from the first line of the body",
-            ));
-        }
-        body.statement(line)?;
-    }
+    let body_end = i;
 
     let mut with_var: Option<String> = None;
     let mut inputs: Option<(String, Vec<fusebench_ir::InputRecipe>)> = None;
@@ -172,6 +182,27 @@ pub(crate) fn parse(src: &Source) -> PResult<Fusion> {
             format!("`with FusionDefinition() as fd:` and `{function_name}(fd)`, which build the fusion"),
             "end of file",
         ));
+    }
+
+    // The body is read after the inputs list: symbolic (-1) extents of
+    // define_tensor are bound from the inputs the script creates.
+    let mut body = Body {
+        src,
+        b: FusionBuilder::new(),
+        names: HashMap::new(),
+        vectors: HashMap::new(),
+        fd: fd_name,
+        bound: bound_shapes(given, inputs.as_ref().map(|(_, r)| r.as_slice())),
+    };
+    let indent = &lines[body_start].indent;
+    for line in &lines[body_start..body_end] {
+        if &line.indent != indent {
+            return Err(invalid(
+                Span::new(line.start() - line.indent.len(), line.start()),
+                "indentation differs from the first line of the body",
+            ));
+        }
+        body.statement(line)?;
     }
 
     body.b.script_info(ScriptInfo {
@@ -395,8 +426,12 @@ pub(crate) struct Body<'a, 's> {
     pub src: &'a Source<'s>,
     pub b: FusionBuilder,
     pub names: HashMap<String, ValueId>,
+    /// Vectors (`define_vector`, `fd.ops.shape`): their elements, scalars.
+    pub vectors: HashMap<String, Vec<ValueId>>,
     /// The `def`'s parameter: `fd` in `fd.ops.add`.
     pub fd: String,
+    /// Per input position, the actual shape that binds symbolic extents, and where it came from.
+    pub bound: Vec<Option<(Vec<usize>, &'static str)>>,
 }
 
 /// Names a value may not take: rebinding them would break the script's own
@@ -464,7 +499,23 @@ impl Body<'_, '_> {
                 } else {
                     self.define_scalar(&call, &name)?
                 };
+                self.vectors.remove(&name);
                 self.names.insert(name, v);
+            }
+            [("define_constant", _)] => {
+                let name = self.single_target(&targets, tuple, &rhs, &format!("{fd}.define_constant"))?;
+                let v = self.define_scalar(&call, &name)?;
+                self.vectors.remove(&name);
+                self.names.insert(name, v);
+            }
+            [("define_vector", _)] => {
+                let name = self.single_target(&targets, tuple, &rhs, &format!("{fd}.define_vector"))?;
+                let v = self.define_vector(&call, &name)?;
+                self.names.remove(&name);
+                self.vectors.insert(name, v);
+            }
+            [("ops", _), (op, _)] if crate::ops_defn::VECTOR_OPS.contains(op) => {
+                self.vector_op(op, &call, &targets, tuple)?;
             }
             [("add_output", _)] => {
                 if let Some((_, s)) = targets.first() {
@@ -496,13 +547,14 @@ impl Body<'_, '_> {
                 let names: Vec<&str> = targets.iter().map(|(n, _)| n.as_str()).collect();
                 let outs = self.b.op(op, &names).map_err(|e| self.ir(rhs.span, e))?;
                 for ((n, _), v) in targets.iter().zip(outs) {
+                    self.vectors.remove(n);
                     self.names.insert(n.clone(), v);
                 }
             }
             [(m, s)] => {
                 return Err(invalid(
                     *s,
-                    format!("unknown method {fd}.{m}; supported: define_tensor, define_scalar, add_output, ops.<op>"),
+                    format!("unknown method {fd}.{m}; supported: define_tensor, define_scalar, define_constant, define_vector, add_output, ops.<op>"),
                 ))
             }
             _ => return Err(expected(callee.span, what, format!("`{}`", self.src.slice(callee.span)))),
@@ -609,6 +661,10 @@ impl Body<'_, '_> {
     /// A list or tuple of integers; a single integer is taken as a list of one.
     pub fn ints(&self, e: &Expr, what: &str) -> PResult<Vec<i64>> {
         match &e.kind {
+            ExprKind::Name(n) if self.vectors.contains_key(n) => self.vectors[n]
+                .iter()
+                .map(|&v| self.known_int(v, e.span, what))
+                .collect(),
             ExprKind::List(items) | ExprKind::Tuple(items) => {
                 items.iter().map(|x| self.int(x, what)).collect()
             }

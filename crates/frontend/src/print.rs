@@ -67,11 +67,16 @@ pub fn print_script(f: &Fusion) -> String {
         legacy,
     };
     let mut body = 0;
+    // Output steps come in the order of `f.outputs`.
+    let mut output = 0;
     for step in steps {
         let line = match step {
             Step::Define(i) => p.definition(i),
             Step::Node(n) => p.node(n),
-            Step::Output(v) => format!("{fd}.add_output({})", p.arg(v)),
+            Step::Output(_) => {
+                output += 1;
+                p.output(output - 1)
+            }
         };
         let _ = writeln!(out, "    {line}");
         body += 1;
@@ -359,6 +364,32 @@ impl Printer<'_> {
         }
     }
 
+    /// `fd.add_output(...)` of output `k`: with its alias (keyword in legacy
+    /// scripts, positional in direct ones, as their printers write it) or its
+    /// stride order. An alias of a value that was already an output is a
+    /// second line, as nvFuser then returns it too.
+    fn output(&self, k: usize) -> String {
+        let (f, fd) = (self.f, self.fd);
+        let out = self.arg(f.outputs[k]);
+        if let Some(a) = f.aliases.iter().find(|a| a.output == k) {
+            let input = self.arg(a.input);
+            let alias = if self.legacy {
+                format!("{fd}.add_output({out}, alias_input={input})")
+            } else {
+                format!("{fd}.add_output({out}, {input})")
+            };
+            return if a.hidden {
+                alias
+            } else {
+                format!("{fd}.add_output({out})\n    {alias}")
+            };
+        }
+        match f.layout_of(k) {
+            Some(order) => format!("{fd}.add_output({out}, stride_order={})", ints(order)),
+            None => format!("{fd}.add_output({out})"),
+        }
+    }
+
     fn node(&self, k: usize) -> String {
         let node = &self.f.nodes[k];
         let targets: Vec<&str> = node
@@ -523,6 +554,13 @@ impl Printer<'_> {
                 s
             }
             Op::RngLike { dist, x } => format!("{}({})", dist.like_name(), a(x)),
+            Op::Set { x, segment } => {
+                format!("{}({})", if *segment { "segment_set" } else { "set" }, a(x))
+            }
+            Op::StrideOrder { x, stride_order } => {
+                format!("stride_order({}, stride_order={})", a(x), ints(stride_order))
+            }
+            Op::Size { x, dim } => format!("size({}, dim={dim})", a(x)),
         }
     }
 }

@@ -25,6 +25,8 @@ impl FusionBuilder {
                 nodes: vec![],
                 inputs: vec![],
                 outputs: vec![],
+                aliases: vec![],
+                output_layouts: vec![],
                 script: ScriptInfo::default(),
                 recipe: None,
                 input_facts: None,
@@ -255,6 +257,69 @@ impl FusionBuilder {
             ));
         }
         self.f.outputs.push(v);
+        Ok(())
+    }
+
+    /// `fd.add_output(v, alias_input=input)`: `v` is written into tensor input
+    /// `input` in place; nvFuser hides it from `execute`'s results unless it
+    /// was already an output.
+    pub fn add_output_alias(&mut self, v: ValueId, input: ValueId) -> Result<(), IrError> {
+        let what = "fd.add_output";
+        let iv = self.f.values.get(input.index()).ok_or_else(|| {
+            IrError::def(what, format!("value {} is not defined", input.0))
+        })?;
+        if !matches!(iv.def, ValueDef::TensorInput(_)) {
+            return Err(IrError::def(
+                what,
+                format!("alias_input {} must be a tensor input of the fusion", iv.name),
+            ));
+        }
+        let ov = self.f.value(v);
+        if ov.shape != iv.shape || ov.dtype != iv.dtype {
+            return Err(IrError::def(
+                what,
+                format!(
+                    "{} ({} {:?}) cannot be written into alias_input {} ({} {:?}): shape and dtype must be the same",
+                    ov.name, ov.dtype, ov.shape, iv.name, iv.dtype, iv.shape
+                ),
+            ));
+        }
+        if self.f.aliases.iter().any(|a| a.input == input) {
+            return Err(IrError::def(
+                what,
+                format!("input {} is already updated in place by another output", iv.name),
+            ));
+        }
+        let (output, hidden) = match self.f.outputs.iter().position(|&o| o == v) {
+            Some(p) => (p, false),
+            None => {
+                self.add_output(v)?;
+                (self.f.outputs.len() - 1, true)
+            }
+        };
+        if self.f.aliases.iter().any(|a| a.output == output) {
+            return Err(IrError::def(
+                what,
+                format!("{} already updates an input in place", self.f.value(v).name),
+            ));
+        }
+        self.f.aliases.push(crate::OutputAlias {
+            output,
+            input,
+            hidden,
+        });
+        Ok(())
+    }
+
+    /// `fd.add_output(v, stride_order=order)`: an output allocated in `order`.
+    pub fn add_output_stride_order(&mut self, v: ValueId, order: &[i64]) -> Result<(), IrError> {
+        let rank = self.f.values.get(v.index()).map_or(0, |x| x.rank());
+        let order = crate::infer::stride_permutation("fd.add_output", order, rank)?;
+        self.add_output(v)?;
+        self.f.output_layouts.push(crate::OutputLayout {
+            output: self.f.outputs.len() - 1,
+            stride_order: order,
+        });
         Ok(())
     }
 

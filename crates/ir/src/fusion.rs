@@ -35,6 +35,25 @@ pub struct ScriptInfo {
     pub function_name: String,
 }
 
+/// Output `output` (a position in `Fusion::outputs`) updates tensor input
+/// `input` in place. nvFuser returns it from `execute` only if it was an
+/// output before the alias was added (csrc/fusion.cpp `aliasOutputToInput`):
+/// otherwise it is `hidden`.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct OutputAlias {
+    pub output: usize,
+    pub input: ValueId,
+    pub hidden: bool,
+}
+
+/// Output `output` is allocated in `stride_order` (rank of each dim from the
+/// innermost, as `define_tensor` takes it).
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct OutputLayout {
+    pub output: usize,
+    pub stride_order: Vec<usize>,
+}
+
 /// Version of the JSON form; bump when its meaning changes.
 pub const FUSION_JSON_VERSION: u32 = 1;
 
@@ -47,6 +66,12 @@ pub struct Fusion {
     /// `define_tensor` and value-less `define_scalar`, in definition order.
     pub inputs: Vec<ValueId>,
     pub outputs: Vec<ValueId>,
+    /// `fd.add_output(out, alias_input=inp)`: outputs written into an input in place.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<OutputAlias>,
+    /// `fd.add_output(out, stride_order=[...])`: outputs with a memory layout of their own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_layouts: Vec<OutputLayout>,
     #[serde(default)]
     pub script: ScriptInfo,
     /// The script's `inputs = [...]`, if it had one.
@@ -75,6 +100,27 @@ impl Fusion {
             values: &self.values,
             nodes: &self.nodes,
         }
+    }
+
+    /// Positions in `outputs` of the outputs nvFuser's `execute` returns: all
+    /// but the hidden aliases.
+    pub fn visible_outputs(&self) -> Vec<usize> {
+        (0..self.outputs.len())
+            .filter(|&o| !self.aliases.iter().any(|a| a.output == o && a.hidden))
+            .collect()
+    }
+
+    /// The input that output `o` updates in place, if any.
+    pub fn alias_of(&self, o: usize) -> Option<ValueId> {
+        self.aliases.iter().find(|a| a.output == o).map(|a| a.input)
+    }
+
+    /// The stride order output `o` is allocated in, if it has one.
+    pub fn layout_of(&self, o: usize) -> Option<&[usize]> {
+        self.output_layouts
+            .iter()
+            .find(|l| l.output == o)
+            .map(|l| l.stride_order.as_slice())
     }
 
     /// Number of ops, not counting value definitions.
@@ -185,6 +231,21 @@ impl Fusion {
         for &o in self.inputs.iter().chain(&self.outputs) {
             if o.index() >= self.values.len() {
                 return Err(bad(format!("input/output {} is not a value", o.0)));
+            }
+        }
+        for a in &self.aliases {
+            let ok = a.output < self.outputs.len()
+                && self.inputs.contains(&a.input)
+                && self.value(self.outputs[a.output]).shape == self.value(a.input).shape;
+            if !ok {
+                return Err(bad(format!("alias of output {} to value {} does not fit", a.output, a.input.0)));
+            }
+        }
+        for l in &self.output_layouts {
+            let rank = self.outputs.get(l.output).map(|&o| self.value(o).rank());
+            let order: Vec<i64> = l.stride_order.iter().map(|&x| x as i64).collect();
+            if rank.is_none_or(|r| crate::infer::stride_permutation("fd.add_output", &order, r).is_err()) {
+                return Err(bad(format!("stride_order of output {} does not fit", l.output)));
             }
         }
         Ok(())

@@ -669,7 +669,49 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             }
             vec![OutType::tensor(xv.dtype, s.to_vec())]
         }
+        Op::Set { x, .. } => {
+            let (xv, s) = tensor(g, name, "input", *x)?;
+            vec![OutType::tensor(xv.dtype, s.to_vec())]
+        }
+        Op::StrideOrder { x, stride_order } => {
+            let (xv, s) = tensor(g, name, "input", *x)?;
+            stride_permutation(name, stride_order, s.len())?;
+            vec![OutType::tensor(xv.dtype, s.to_vec())]
+        }
+        Op::Size { x, dim } => {
+            let (_, s) = tensor(g, name, "input", *x)?;
+            let d = norm_dim(name, *dim, s.len())?;
+            // nvFuser's extents are Index scalars.
+            vec![OutType {
+                dtype: DType::Index,
+                shape: None,
+                constant: Some(Literal::Int(s[d] as i64)),
+            }]
+        }
     };
+    Ok(out)
+}
+
+/// A stride order (rank of each dim from the innermost) checked to be a
+/// permutation of `0..rank`; negative entries count from `rank`.
+pub fn stride_permutation(op: &str, order: &[i64], rank: usize) -> Result<Vec<usize>, IrError> {
+    if order.len() != rank {
+        return Err(IrError::op(
+            op,
+            format!("stride_order {order:?} must have one entry per dim ({rank})"),
+        ));
+    }
+    let mut out = Vec::with_capacity(rank);
+    for &s in order {
+        let n = if s < 0 { s + rank as i64 } else { s };
+        if n < 0 || n >= rank as i64 || out.contains(&(n as usize)) {
+            return Err(IrError::op(
+                op,
+                format!("stride_order {order:?} is not a permutation of 0..{rank}"),
+            ));
+        }
+        out.push(n as usize);
+    }
     Ok(out)
 }
 

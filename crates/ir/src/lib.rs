@@ -25,7 +25,7 @@ pub mod value;
 pub use builder::FusionBuilder;
 pub use dtype::DType;
 pub use error::IrError;
-pub use fusion::{Fusion, Node, ScriptInfo, Syntax};
+pub use fusion::{Fusion, Node, OutputAlias, OutputLayout, ScriptInfo, Syntax};
 pub use op_index::IndexOp;
 pub use op::{BinaryOp, Op, ReduceOp, RngDist, ScanOp, TernaryOp, UnaryOp};
 pub use recipe::{InputIssue, InputRecipe};

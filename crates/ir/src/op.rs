@@ -197,6 +197,15 @@ pub enum Op {
         dim: i64,
         init: Option<ValueId>,
     },
+    /// `set`, and `segment_set` (`segment`): a copy of `x`. nvFuser also ends
+    /// a segment at a `segment_set`; here it is the same copy.
+    Set { x: ValueId, segment: bool },
+    /// `stride_order`: a copy of `x` allocated in `stride_order` (the rank of
+    /// each dim from the innermost, as in define_tensor); the values are `x`'s.
+    StrideOrder { x: ValueId, stride_order: Vec<i64> },
+    /// `size`: the extent of dim `dim` of `x`, an Index scalar known when the
+    /// fusion is built (shapes are concrete here).
+    Size { x: ValueId, dim: i64 },
 }
 
 impl Op {
@@ -227,6 +236,10 @@ impl Op {
             Op::RngLike { dist, .. } => dist.like_name(),
             Op::Complex { kind, .. } => kind.name(),
             Op::Scan { kind, .. } => kind.name(),
+            Op::Set { segment: false, .. } => "set",
+            Op::Set { segment: true, .. } => "segment_set",
+            Op::StrideOrder { .. } => "stride_order",
+            Op::Size { .. } => "size",
         }
     }
 
@@ -255,7 +268,10 @@ impl Op {
             | Op::Reshape { x, .. }
             | Op::Permute { x, .. }
             | Op::Squeeze { x, .. }
-            | Op::Slice { x, .. } => vec![x],
+            | Op::Slice { x, .. }
+            | Op::Set { x, .. }
+            | Op::StrideOrder { x, .. }
+            | Op::Size { x, .. } => vec![x],
             Op::Binary { a, b, .. } => vec![a, b],
             Op::Where { cond, a, b } => vec![cond, a, b],
             Op::Ternary { a, b, c, .. } => vec![a, b, c],
@@ -327,6 +343,15 @@ impl Op {
             "imag",
             "var",
             "batch_norm",
+            // Vectors of sizes: `shape`, `tensor_sizes` and `at` read into
+            // `size` values (see the frontend's `ops_defn`).
+            "set",
+            "segment_set",
+            "stride_order",
+            "size",
+            "shape",
+            "tensor_sizes",
+            "at",
         ]);
         v.extend(crate::op_index::IndexOp::NAMES);
         v

@@ -374,8 +374,13 @@ pub(crate) fn run(f: &Fusion, inputs: &[Arg]) -> Result<Vec<Tensor>, ExecError> 
         }
     }
     let mut outs = Vec::with_capacity(f.outputs.len());
-    for &o in &f.outputs {
+    for (k, &o) in f.outputs.iter().enumerate() {
         let t = env.tensor(o);
+        // `add_output(out, stride_order=...)`: the output in its own layout.
+        let t = match f.layout_of(k) {
+            Some(order) => t.relaid(&ordered_strides(t.shape(), order))?,
+            None => t,
+        };
         let t = if t.dtype() == DType::Index && index32 {
             Program::compile(&Operand::Tensor(t.clone()), t.shape(), Some(DType::Int32))
                 .materialize()
@@ -614,6 +619,18 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
                 .map(Val::Tensor)
                 .collect());
         }
+        // A copy, as nvFuser's set and segment_set write one.
+        Op::Set { x, .. } => env.tensor(*x).to_contiguous(),
+        Op::StrideOrder { x, stride_order } => {
+            let order = fusebench_ir::infer::stride_permutation(name, stride_order, out_shape.len())
+                .map_err(ir)?;
+            env.tensor(*x).relaid(&ordered_strides(&out_shape, &order))?
+        }
+        // Known when the fusion is built: `run` never gets here.
+        Op::Size { x, dim } => {
+            let d = norm_dim(name, *dim, shape_of(*x).len()).map_err(ir)?;
+            return Ok(vec![Val::Scalar(Literal::Int(shape_of(*x)[d] as i64))]);
+        }
         Op::Unary { .. }
         | Op::Binary { .. }
         | Op::Ternary { .. }
@@ -622,6 +639,17 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
         | Op::Complex { .. } => unreachable!(),
     };
     Ok(vec![Val::Tensor(t)])
+}
+
+/// Dense strides with dims laid out by `order` (rank of each dim from the
+/// innermost), as a define_tensor of that stride order is.
+pub(crate) fn ordered_strides(shape: &[usize], order: &[usize]) -> Vec<i64> {
+    fusebench_ir::TensorDecl {
+        contiguity: vec![Some(true); shape.len()],
+        stride_order: order.to_vec(),
+        is_cpu: false,
+    }
+    .dense_strides(shape)
 }
 
 /// An elementwise op on scalars known only at run time.

@@ -30,6 +30,7 @@ mod expr;
 pub mod facts;
 mod gen;
 mod index;
+pub mod golden;
 mod ops;
 mod reduce;
 pub mod rng;
