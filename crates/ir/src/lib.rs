@@ -11,6 +11,7 @@ pub mod error;
 pub mod fusion;
 pub mod infer;
 pub mod op;
+pub mod random;
 pub mod recipe;
 pub mod round;
 pub mod scalar;
