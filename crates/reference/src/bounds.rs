@@ -292,12 +292,13 @@ impl Shadow {
                 Ok(vec![r])
             }
             Op::Welford { x, dims } => {
-                let (m, m2) = self.moments(*x, dims, false, outs[0], outs[1], 0, errs[0])?;
+                let (m, m2) = self.moments(*x, dims, false, outs[0], outs[1], 1.0, errs[0])?;
                 Ok(vec![Some(m), Some(m2), None])
             }
             Op::VarMean { x, dims, correction, keepdim } => {
+                let n = self.count(*x, dims) as f64;
                 let (m, var) =
-                    self.moments(*x, dims, *keepdim, outs[1], outs[0], *correction, errs[0])?;
+                    self.moments(*x, dims, *keepdim, outs[1], outs[0], n - *correction as f64, errs[0])?;
                 Ok(vec![Some(var), Some(m)])
             }
             Op::Broadcast { .. }
@@ -436,7 +437,8 @@ impl Shadow {
                     Some(e) => Some(self.fd.sum(e, dims, keep, None)?),
                     None => None,
                 };
-                if !float {
+                let x_float = self.dtype(x).is_float();
+                if !float && !x_float {
                     // Integer sums are exact; an uncertain term makes them uncertain.
                     return match prop {
                         None => Ok(None),
@@ -454,7 +456,15 @@ impl Shadow {
                 let acc = self.mulc(s, 2.0 * ((n as f64).log2() + 2.0) * acc)?;
                 let local = self.local(y, 1.0)?;
                 let b = self.sum_opt(prop, Some(acc))?;
-                self.sum_opt(b, local)
+                let b = self.sum_opt(b, local)?;
+                if float {
+                    return Ok(b);
+                }
+                // Floats summed into an integer: truncation moves the result by at
+                // most the float error plus one per term that may cross an integer.
+                let turns = if prop.is_some() { n as f64 } else { 1.0 };
+                let t = self.lit(turns);
+                Ok(Some(self.add(b.unwrap(), t)?))
             }
             "max" | "min" | "amax" | "amin" => match e {
                 None => Ok(None),
@@ -489,7 +499,7 @@ impl Shadow {
         s.iter().zip(seen).filter(|(_, k)| *k).map(|(e, _)| *e).product::<usize>().max(1)
     }
 
-    /// Bounds of the mean and of M2 / (n − correction) of `x` over `dims`.
+    /// Bounds of the mean and of M2 / `divisor` of `x` over `dims`.
     #[allow(clippy::too_many_arguments)]
     fn moments(
         &mut self,
@@ -498,7 +508,7 @@ impl Shadow {
         keep: bool,
         mean: ValueId,
         m2: ValueId,
-        correction: i64,
+        divisor: f64,
         e: Option<ValueId>,
     ) -> Result<(ValueId, ValueId), IrError> {
         let n = self.count(x, dims) as f64;
@@ -524,7 +534,7 @@ impl Shadow {
             let p = self.mulc(p, 2.0)?;
             bm2 = self.add(bm2, p)?;
         }
-        let bm2 = self.mulc(bm2, 1.0 / (n - correction as f64))?;
+        let bm2 = self.mulc(bm2, 1.0 / divisor)?;
         let lm = self.local(mean, 1.0)?;
         let bm = self.sum_opt(Some(bm), lm)?.unwrap();
         let lv = self.local(m2, 1.0)?;
