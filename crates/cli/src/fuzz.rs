@@ -40,6 +40,9 @@ pub struct Args {
     /// Check these repro scripts (files or directories) the same way instead of drawing fusions.
     #[arg(long)]
     replay: Vec<PathBuf>,
+    /// Threads for the CPU part (reference, planning) and for compiling kernels ahead of the GPU runs.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
     /// Stop drawing after this many seconds and report what ran (the counts say how many).
     #[arg(long)]
     max_seconds: Option<f64>,
@@ -118,11 +121,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         device: if engine.is_some() { "gpu" } else { "cpu" }.into(),
         ..Default::default()
     };
+    // Ill-typed draws of each drawn fusion, counted as the fusion is checked.
+    let mut ill = vec![];
     let cases: Vec<(String, Result<Fusion, String>, bool)> = if a.replay.is_empty() {
         (a.start..a.start + a.count)
             .map(|i| {
                 let d = fusebench_ir::random::fusion(a.seed, i);
-                s.ill_typed_draws += d.ill_typed;
+                ill.push(d.ill_typed);
                 (format!("seed {} fusion {i}", a.seed), Ok(d.fusion), true)
             })
             .collect()
@@ -139,54 +144,69 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             })
             .collect()
     };
-    for (k, (label, f, drawn)) in cases.into_iter().enumerate() {
-        if a.max_seconds.is_some_and(|m| t0.elapsed().as_secs_f64() > m) {
+    let jobs = a.jobs.max(1);
+    let batch_len = if jobs > 1 { 8 * jobs } else { 1 };
+    let mut cases = cases.into_iter().enumerate().peekable();
+    while cases.peek().is_some() {
+        if a.max_seconds
+            .is_some_and(|m| t0.elapsed().as_secs_f64() > m)
+        {
             break;
         }
-        s.generated += 1;
-        let mut tally = Tally::default();
-        let outcome = match &f {
-            Err(e) => Outcome::Failed { detail: e.clone() },
-            Ok(f) => catch_unwind(AssertUnwindSafe(|| {
-                check_one(f, drawn, engine.as_ref(), &mut tally)
-            }))
-            .unwrap_or_else(|e| Outcome::Failed {
-                detail: format!("panic: {}", crate::panic_message(&e)),
-            }),
-        };
-        s.elements_checked += tally.checked;
-        s.elements_unchecked += tally.unchecked;
-        match &outcome {
-            Outcome::Matched => {
-                s.run += 1;
-                s.matched += 1
-            }
-            Outcome::Skipped { reason } => {
-                s.skipped += 1;
-                *s.skipped_reasons.entry(reason_key(reason)).or_default() += 1;
-            }
-            Outcome::Refused { reason } => {
-                s.refused += 1;
-                *s.refused_reasons.entry(reason_key(reason)).or_default() += 1;
-            }
-            Outcome::Mismatched { .. } => {
-                s.run += 1;
-                s.mismatched += 1
-            }
-            Outcome::Failed { .. } => s.failed += 1,
-        }
-        if matches!(outcome, Outcome::Mismatched { .. } | Outcome::Failed { .. }) {
-            let index = a.start + k as u64;
-            let kept = match (&a.keep, &f, drawn) {
-                (Some(dir), Ok(f), true) => Some(keep(dir, f, a.seed, index, &outcome)?),
-                _ => None,
+        let batch: Vec<(usize, (String, Result<Fusion, String>, bool))> =
+            cases.by_ref().take(batch_len).collect();
+        let plain: Vec<(String, Result<Fusion, String>, bool)> =
+            batch.iter().map(|(_, c)| c.clone()).collect();
+        let readies = cpu_batch(&plain, engine.as_ref().filter(|_| jobs > 1), jobs);
+        for ((k, (label, f, drawn)), ready) in batch.into_iter().zip(readies) {
+            s.generated += 1;
+            s.ill_typed_draws += ill.get(k).copied().unwrap_or(0);
+            let mut tally = Tally::default();
+            let outcome = match (ready, &f, engine.as_ref()) {
+                (Err(o), _, _) => o,
+                (Ok(_), _, None) => Outcome::Matched,
+                (Ok(r), Ok(f), Some(e)) => {
+                    catch_unwind(AssertUnwindSafe(|| gpu_outcome(e, f, &r, &mut tally)))
+                        .unwrap_or_else(|e| Outcome::Failed {
+                            detail: format!("panic: {}", crate::panic_message(&e)),
+                        })
+                }
+                (Ok(_), Err(e), _) => Outcome::Failed { detail: e.clone() },
             };
-            if s.failures.len() < 20 {
-                s.failures.push(Failure {
-                    label,
-                    outcome,
-                    kept,
-                });
+            s.elements_checked += tally.checked;
+            s.elements_unchecked += tally.unchecked;
+            match &outcome {
+                Outcome::Matched => {
+                    s.run += 1;
+                    s.matched += 1
+                }
+                Outcome::Skipped { reason } => {
+                    s.skipped += 1;
+                    *s.skipped_reasons.entry(reason_key(reason)).or_default() += 1;
+                }
+                Outcome::Refused { reason } => {
+                    s.refused += 1;
+                    *s.refused_reasons.entry(reason_key(reason)).or_default() += 1;
+                }
+                Outcome::Mismatched { .. } => {
+                    s.run += 1;
+                    s.mismatched += 1
+                }
+                Outcome::Failed { .. } => s.failed += 1,
+            }
+            if matches!(outcome, Outcome::Mismatched { .. } | Outcome::Failed { .. }) {
+                let index = a.start + k as u64;
+                let kept = match (&a.keep, &f, drawn) {
+                    (Some(dir), Ok(f), true) => Some(keep(dir, f, a.seed, index, &outcome)?),
+                    _ => None,
+                };
+                if s.failures.len() < 20 {
+                    s.failures.push(Failure {
+                        label,
+                        outcome,
+                        kept,
+                    });
+                }
             }
         }
     }
@@ -228,12 +248,21 @@ fn layouts(f: &Fusion) -> Vec<Option<(Vec<i64>, i64)>> {
     crate::emit::layouts(f)
 }
 
-/// Every check of one fusion.
-fn check_one(f: &Fusion, drawn: bool, engine: Option<&Engine>, tally: &mut Tally) -> Outcome {
+/// A fusion's CPU results, ready for the GPU.
+struct Ready {
+    inputs: Vec<Arg>,
+    want: Vec<Tensor>,
+    bounds: Vec<Option<Tensor>>,
+}
+
+/// The checks that need no GPU: round trip, planning (never a panic),
+/// inputs, the reference with its bounds. `Err` is the fusion's final
+/// outcome. With `warm`, the fusion's kernels are also compiled into the
+/// kernel cache, so that this part can run on many threads and the GPU part
+/// after it finds them compiled.
+fn on_cpu(f: &Fusion, drawn: bool, warm: Option<&Engine>) -> Result<Ready, Outcome> {
     if drawn {
-        if let Err(detail) = round_trip(f) {
-            return Outcome::Failed { detail };
-        }
+        round_trip(f).map_err(|detail| Outcome::Failed { detail })?;
     }
     // Planning and CUDA generation need no GPU: they must never panic.
     let planned = catch_unwind(AssertUnwindSafe(|| {
@@ -241,36 +270,53 @@ fn check_one(f: &Fusion, drawn: bool, engine: Option<&Engine>, tally: &mut Tally
     }));
     let refusal = match planned {
         Err(e) => {
-            return Outcome::Failed {
+            return Err(Outcome::Failed {
                 detail: format!("planning panicked: {}", crate::panic_message(&e)),
-            }
+            })
         }
         Ok(Err(e)) => Some(e.to_string()),
         Ok(Ok(_)) => None,
     };
-    let inputs = match generate_inputs(f, 0) {
-        Ok(g) => g.inputs,
-        Err(e) => {
-            return Outcome::Skipped {
-                reason: format!("inputs: {e}"),
-            }
-        }
-    };
-    let (want, bounds) = match run_with_bounds(f, &inputs) {
-        Ok(r) => r,
-        Err(e) => {
-            return Outcome::Skipped {
-                reason: format!("CPU reference: {e}"),
-            }
-        }
-    };
+    let inputs = generate_inputs(f, 0)
+        .map_err(|e| Outcome::Skipped {
+            reason: format!("inputs: {e}"),
+        })?
+        .inputs;
+    let (want, bounds) = run_with_bounds(f, &inputs).map_err(|e| Outcome::Skipped {
+        reason: format!("CPU reference: {e}"),
+    })?;
     if let Some(reason) = refusal {
-        return Outcome::Refused { reason };
+        return Err(Outcome::Refused { reason });
     }
-    let Some(engine) = engine else {
-        return Outcome::Matched;
-    };
-    match on_gpu(engine, f, &inputs, &want, &bounds, tally) {
+    if let Some(engine) = warm {
+        warm_cache(engine, f, &inputs);
+    }
+    Ok(Ready {
+        inputs,
+        want,
+        bounds,
+    })
+}
+
+/// Compiles the kernels `engine.prepare` will ask for (errors are left for it to report).
+fn warm_cache(engine: &Engine, f: &Fusion, inputs: &[Arg]) {
+    let layouts: Vec<Option<(Vec<i64>, i64)>> = inputs
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => Some((t.strides().to_vec(), t.offset() as i64)),
+            Arg::Scalar(_) => None,
+        })
+        .collect();
+    let Ok(device) = engine.device() else { return };
+    if let Ok(p) = plan(f, &layouts, device) {
+        let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+        let _ = engine.gpu.compile(&p.source, &names);
+    }
+}
+
+/// The GPU part: runs `f` poisoned each way and compares.
+fn gpu_outcome(engine: &Engine, f: &Fusion, r: &Ready, tally: &mut Tally) -> Outcome {
+    match on_gpu(engine, f, &r.inputs, &r.want, &r.bounds, tally) {
         Ok(None) => Outcome::Matched,
         Ok(Some(detail)) => Outcome::Mismatched { detail },
         Err(fusebench_engine::EngineError::Codegen(e)) => Outcome::Refused {
@@ -282,6 +328,44 @@ fn check_one(f: &Fusion, drawn: bool, engine: Option<&Engine>, tally: &mut Tally
     }
 }
 
+/// The CPU part of every case of `batch`, on `jobs` threads; panics are failures.
+fn cpu_batch(
+    batch: &[(String, Result<Fusion, String>, bool)],
+    warm: Option<&Engine>,
+    jobs: usize,
+) -> Vec<Result<Ready, Outcome>> {
+    let one = |(_, f, drawn): &(String, Result<Fusion, String>, bool)| match f {
+        Err(e) => Err(Outcome::Failed { detail: e.clone() }),
+        Ok(f) => catch_unwind(AssertUnwindSafe(|| on_cpu(f, *drawn, warm))).unwrap_or_else(|e| {
+            Err(Outcome::Failed {
+                detail: format!("panic: {}", crate::panic_message(&e)),
+            })
+        }),
+    };
+    if jobs <= 1 {
+        return batch.iter().map(one).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<Ready, Outcome>>>> =
+        batch.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|sc| {
+        for _ in 0..jobs {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= batch.len() {
+                    break;
+                }
+                let r = one(&batch[i]);
+                *slots[i].lock().unwrap() = Some(r);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| m.into_inner().unwrap().expect("every case done"))
+        .collect()
+}
+
 /// Print, read back, compare.
 fn round_trip(f: &Fusion) -> Result<(), String> {
     let text = fusebench_frontend::print_script(f);
@@ -291,20 +375,37 @@ fn round_trip(f: &Fusion) -> Result<(), String> {
             "print -> parse gives a different fusion ({}):\n{text}",
             first_difference(f, &g)
         )),
-        Err(e) => Err(format!("the printed script does not read back: {e}\n{text}")),
+        Err(e) => Err(format!(
+            "the printed script does not read back: {e}\n{text}"
+        )),
     }
 }
 
 /// Where two fusions first differ, for a round-trip failure.
 fn first_difference(f: &Fusion, g: &Fusion) -> String {
-    if let Some(i) = (0..f.values.len().max(g.values.len())).find(|&i| f.values.get(i) != g.values.get(i)) {
-        return format!("value {i}: {:?} read back as {:?}", f.values.get(i), g.values.get(i));
+    if let Some(i) =
+        (0..f.values.len().max(g.values.len())).find(|&i| f.values.get(i) != g.values.get(i))
+    {
+        return format!(
+            "value {i}: {:?} read back as {:?}",
+            f.values.get(i),
+            g.values.get(i)
+        );
     }
-    if let Some(i) = (0..f.nodes.len().max(g.nodes.len())).find(|&i| f.nodes.get(i) != g.nodes.get(i)) {
-        return format!("node {i}: {:?} read back as {:?}", f.nodes.get(i), g.nodes.get(i));
+    if let Some(i) =
+        (0..f.nodes.len().max(g.nodes.len())).find(|&i| f.nodes.get(i) != g.nodes.get(i))
+    {
+        return format!(
+            "node {i}: {:?} read back as {:?}",
+            f.nodes.get(i),
+            g.nodes.get(i)
+        );
     }
     if f.inputs != g.inputs || f.outputs != g.outputs {
-        return format!("inputs/outputs {:?}/{:?} read back as {:?}/{:?}", f.inputs, f.outputs, g.inputs, g.outputs);
+        return format!(
+            "inputs/outputs {:?}/{:?} read back as {:?}/{:?}",
+            f.inputs, f.outputs, g.inputs, g.outputs
+        );
     }
     if f.script != g.script {
         return format!("script {:?} read back as {:?}", f.script, g.script);
@@ -386,7 +487,10 @@ fn print_summary(s: &Summary) {
         s.seconds
     );
     println!("  generated            {}", s.generated);
-    println!("  ill-typed draws      {} (skipped and redrawn)", s.ill_typed_draws);
+    println!(
+        "  ill-typed draws      {} (skipped and redrawn)",
+        s.ill_typed_draws
+    );
     println!("  skipped (CPU)        {}", s.skipped);
     for (r, n) in &s.skipped_reasons {
         println!("      {n:>6}  {r}");
@@ -422,4 +526,3 @@ fn print_summary(s: &Summary) {
         }
     }
 }
-

@@ -24,7 +24,10 @@ fn three_hundred_random_fusions_round_trip_plan_and_run_on_the_cpu() {
     // Ill-typed draws happen and are counted, not failures.
     assert!(v["ill_typed_draws"].as_u64().unwrap() > 0, "{t}");
     let ran = v["matched"].as_u64().unwrap() + v["refused"].as_u64().unwrap();
-    assert!(ran >= 290, "most fusions must run on the CPU reference: {t}");
+    assert!(
+        ran >= 290,
+        "most fusions must run on the CPU reference: {t}"
+    );
 }
 
 #[test]
@@ -33,7 +36,9 @@ fn fusion_i_of_a_seed_is_always_the_same() {
     let (_, b, _) = fuzz_json(&["--count", "3", "--start", "5", "--seed", "3"]);
     assert_eq!(a["start"], 7);
     assert_eq!(b["generated"], 3);
-    let out = fusebench(&["fuzz", "--count", "1", "--start", "7", "--seed", "3", "--device", "cpu"]);
+    let out = fusebench(&[
+        "fuzz", "--count", "1", "--start", "7", "--seed", "3", "--device", "cpu",
+    ]);
     assert!(text(&out).contains("fusions 7..8"), "{}", text(&out));
 }
 
@@ -42,7 +47,13 @@ fn fuzz_regression_scripts_parse_plan_and_run_on_the_cpu() {
     let dir = "crates/cli/tests/fixtures/fuzz-regressions";
     let n = std::fs::read_dir(root().join(dir))
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "py"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "py")
+        })
         .count();
     assert!(n > 0, "the regression directory has scripts");
     let (code, v, t) = fuzz_json(&["--replay", dir]);

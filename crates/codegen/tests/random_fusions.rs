@@ -22,7 +22,10 @@ fn planning_never_panics() {
             Ok(p) => {
                 for (o, out) in p.outputs.iter().enumerate() {
                     if matches!(out.source, OutputSource::Written) {
-                        let written = p.kernels.iter().any(|k| k.args.contains(&KernelArg::Output(o)));
+                        let written = p
+                            .kernels
+                            .iter()
+                            .any(|k| k.args.contains(&KernelArg::Output(o)));
                         assert!(
                             written,
                             "fusion {i}: output {o} has no kernel: {:?}",

@@ -41,7 +41,12 @@ fn fuzz_regressions_match_the_reference_on_the_gpu() {
             for (o, ((g, w), b)) in got.iter().zip(&want).zip(&bounds).enumerate() {
                 let (c, _) = compare_bounded(g, w, b.as_ref());
                 if !c.ok {
-                    bad.push(format!("{} output {o} (poison {byte:#x}): {:?} {:?}", p.display(), c.problem, c.first_mismatch));
+                    bad.push(format!(
+                        "{} output {o} (poison {byte:#x}): {:?} {:?}",
+                        p.display(),
+                        c.problem,
+                        c.first_mismatch
+                    ));
                 }
             }
         }

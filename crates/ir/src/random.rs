@@ -11,8 +11,8 @@
 use crate::dtype::ALL_DTYPES;
 use crate::recipe::{row_major_strides, InputRecipe};
 use crate::{
-    BinaryOp, DType, Fusion, FusionBuilder, IrError, Literal, ReduceOp, ScriptInfo, Syntax, UnaryOp,
-    ValueId,
+    BinaryOp, DType, Fusion, FusionBuilder, IrError, Literal, ReduceOp, ScriptInfo, Syntax,
+    UnaryOp, ValueId,
 };
 
 /// A fusion and what it took to draw it.
@@ -110,7 +110,11 @@ pub fn fusion(seed: u64, index: u64) -> Drawn {
     let base = c.shape(1 << 12);
     let n_inputs = 1 + c.rng.below(3);
     for k in 0..n_inputs {
-        let shape = if k == 0 { base.clone() } else { c.related(&base) };
+        let shape = if k == 0 {
+            base.clone()
+        } else {
+            c.related(&base)
+        };
         let dtype = c.dtype();
         if let Ok(v) = c.input(&shape, dtype) {
             c.pool.push(v);
@@ -166,9 +170,18 @@ pub fn fusion(seed: u64, index: u64) -> Drawn {
     let mut fusion = c.fd.finish();
     fusion.recipe = Some(c.recipes);
     fusion.script = ScriptInfo {
-        syntax: if legacy { Syntax::Legacy } else { Syntax::Direct },
+        syntax: if legacy {
+            Syntax::Legacy
+        } else {
+            Syntax::Direct
+        },
         header: vec![],
-        function_name: if legacy { "nvfuser_fusion_id0" } else { "nvfuser_fusion" }.into(),
+        function_name: if legacy {
+            "nvfuser_fusion_id0"
+        } else {
+            "nvfuser_fusion"
+        }
+        .into(),
     };
     Drawn {
         fusion,
@@ -181,7 +194,11 @@ impl Ctx {
     fn step(&mut self) -> Option<Result<Vec<ValueId>, IrError>> {
         let x = self.operand();
         match self.rng.below(10) {
-            0..=2 => Some(self.fd.unary(self.rng.pick(UnaryOp::ALL), x).map(|v| vec![v])),
+            0..=2 => Some(
+                self.fd
+                    .unary(self.rng.pick(UnaryOp::ALL), x)
+                    .map(|v| vec![v]),
+            ),
             3..=5 => {
                 let kind = self.rng.pick(BinaryOp::ALL);
                 let (a, b) = if self.rng.chance(0.5) {
@@ -280,7 +297,9 @@ impl Ctx {
         match self.rng.below(20) {
             0..=3 => 1,
             4..=10 => 2 + self.rng.below(7),
-            11..=16 => self.rng.pick(&[3, 5, 7, 9, 13, 17, 31, 33, 63, 65, 127, 129]),
+            11..=16 => self
+                .rng
+                .pick(&[3, 5, 7, 9, 13, 17, 31, 33, 63, 65, 127, 129]),
             _ => self.rng.pick(&[255, 257, 511, 1023, 1025, 2047, 4097]),
         }
     }
@@ -453,7 +472,9 @@ fn where_(c: &mut Ctx) -> Option<Result<Vec<ValueId>, IrError>> {
     let (cond, y) = if c.dtype_of(x) == DType::Bool && c.rng.chance(0.3) {
         (x, y)
     } else {
-        let k = c.rng.pick(&[BinaryOp::Gt, BinaryOp::Lt, BinaryOp::Ge, BinaryOp::Ne]);
+        let k = c
+            .rng
+            .pick(&[BinaryOp::Gt, BinaryOp::Lt, BinaryOp::Ge, BinaryOp::Ne]);
         match c.fd.binary(k, x, y) {
             // A literal is written where it is used: a second use is a new literal.
             Ok(cond) => (cond, c.fresh(y)),
@@ -499,7 +520,13 @@ fn broadcast_in_dim(c: &mut Ctx) -> Option<Result<Vec<ValueId>, IrError>> {
     let new = c.rng.pick(&[1, 2, 3, 4]);
     let mut out: Vec<i64> = s
         .iter()
-        .map(|&e| if e == 1 { c.rng.pick(&[1, 1, 3]) } else { e as i64 })
+        .map(|&e| {
+            if e == 1 {
+                c.rng.pick(&[1, 1, 3])
+            } else {
+                e as i64
+            }
+        })
         .collect();
     out.insert(at, new);
     if out.iter().product::<i64>() as usize > MAX_ELEMENTS {
@@ -514,7 +541,13 @@ fn expand(c: &mut Ctx) -> Option<Result<Vec<ValueId>, IrError>> {
     let s = c.shape_of(x);
     let to: Vec<i64> = s
         .iter()
-        .map(|&e| if e == 1 { c.rng.pick(&[1, 2, 7]) } else { e as i64 })
+        .map(|&e| {
+            if e == 1 {
+                c.rng.pick(&[1, 2, 7])
+            } else {
+                e as i64
+            }
+        })
         .collect();
     if to.iter().product::<i64>() as usize > MAX_ELEMENTS {
         return None;
@@ -745,6 +778,9 @@ mod tests {
             declaration(&[3, 4], &[6, 1]),
             (vec![Some(false), Some(true)], vec![])
         );
-        assert_eq!(declaration(&[1, 4], &[4, 1]), (vec![None, Some(true)], vec![]));
+        assert_eq!(
+            declaration(&[1, 4], &[4, 1]),
+            (vec![None, Some(true)], vec![])
+        );
     }
 }

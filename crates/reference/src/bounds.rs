@@ -209,7 +209,8 @@ impl Shadow {
             .iter()
             .map(|&e| e as i64)
             .collect();
-        self.fd.full(&s, Literal::Float(f64::INFINITY), DType::Double)
+        self.fd
+            .full(&s, Literal::Float(f64::INFINITY), DType::Double)
     }
     /// `e` broadcast to the shape of `v` (a bound may come out smaller when
     /// an operand was broadcast).
@@ -262,7 +263,11 @@ impl Shadow {
         self.fd.where_(c_nan, both, d)
     }
     /// Adds optional bounds.
-    fn sum_opt(&mut self, a: Option<ValueId>, b: Option<ValueId>) -> Result<Option<ValueId>, IrError> {
+    fn sum_opt(
+        &mut self,
+        a: Option<ValueId>,
+        b: Option<ValueId>,
+    ) -> Result<Option<ValueId>, IrError> {
         Ok(match (a, b) {
             (Some(a), Some(b)) => Some(self.add(a, b)?),
             (a, None) => a,
@@ -271,7 +276,10 @@ impl Shadow {
     }
 
     fn errs_of(&self, op: &Op) -> Errs {
-        op.operands().iter().map(|v| self.err.get(v).copied()).collect()
+        op.operands()
+            .iter()
+            .map(|v| self.err.get(v).copied())
+            .collect()
     }
 
     /// Bounds of a node's outputs.
@@ -287,7 +295,13 @@ impl Shadow {
             Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => {
                 Ok(vec![self.elementwise(op, y, &errs, exact)?])
             }
-            Op::Reduce { kind, x, dims, keepdim, .. } => {
+            Op::Reduce {
+                kind,
+                x,
+                dims,
+                keepdim,
+                ..
+            } => {
                 let r = self.reduce(kind.name(), *x, dims, *keepdim, y, errs[0])?;
                 Ok(vec![r])
             }
@@ -295,10 +309,22 @@ impl Shadow {
                 let (m, m2) = self.moments(*x, dims, false, outs[0], outs[1], 1.0, errs[0])?;
                 Ok(vec![Some(m), Some(m2), None])
             }
-            Op::VarMean { x, dims, correction, keepdim } => {
+            Op::VarMean {
+                x,
+                dims,
+                correction,
+                keepdim,
+            } => {
                 let n = self.count(*x, dims) as f64;
-                let (m, var) =
-                    self.moments(*x, dims, *keepdim, outs[1], outs[0], n - *correction as f64, errs[0])?;
+                let (m, var) = self.moments(
+                    *x,
+                    dims,
+                    *keepdim,
+                    outs[1],
+                    outs[0],
+                    n - *correction as f64,
+                    errs[0],
+                )?;
                 Ok(vec![Some(var), Some(m)])
             }
             Op::Broadcast { .. }
@@ -320,11 +346,19 @@ impl Shadow {
                 Some(e) => {
                     let _ = x;
                     let zero = self.lit(0.0);
-                    let o = Op::Pad { x: e, widths: widths.clone(), value: Some(zero) };
+                    let o = Op::Pad {
+                        x: e,
+                        widths: widths.clone(),
+                        value: Some(zero),
+                    };
                     Ok(vec![Some(self.fd.op(o, &[])?[0])])
                 }
             },
-            Op::Cat { xs, dim, manual_padding } if !exact => {
+            Op::Cat {
+                xs,
+                dim,
+                manual_padding,
+            } if !exact => {
                 let mut es = vec![];
                 for (&x, e) in xs.iter().zip(&errs) {
                     es.push(match e {
@@ -332,14 +366,22 @@ impl Shadow {
                         None => self.zeros(x)?,
                     });
                 }
-                let o = Op::Cat { xs: es, dim: *dim, manual_padding: *manual_padding };
+                let o = Op::Cat {
+                    xs: es,
+                    dim: *dim,
+                    manual_padding: *manual_padding,
+                };
                 Ok(vec![Some(self.fd.op(o, &[])?[0])])
             }
             Op::IndexSelect { index, dim, .. } if !exact => {
                 if errs[1].is_some() {
                     return Ok(vec![Some(self.infs(y)?)]);
                 }
-                let o = Op::IndexSelect { x: errs[0].unwrap(), index: *index, dim: *dim };
+                let o = Op::IndexSelect {
+                    x: errs[0].unwrap(),
+                    index: *index,
+                    dim: *dim,
+                };
                 Ok(vec![Some(self.fd.op(o, &[])?[0])])
             }
             Op::Cat { .. } | Op::IndexSelect { .. } | Op::Full { .. } => Ok(vec![None]),
@@ -357,7 +399,13 @@ impl Shadow {
         }
     }
 
-    fn elementwise(&mut self, op: &Op, y: ValueId, errs: &Errs, exact: bool) -> Result<Option<ValueId>, IrError> {
+    fn elementwise(
+        &mut self,
+        op: &Op,
+        y: ValueId,
+        errs: &Errs,
+        exact: bool,
+    ) -> Result<Option<ValueId>, IrError> {
         let local = self.local(y, ulps(op.name()))?;
         if exact {
             return Ok(local);
@@ -391,7 +439,11 @@ impl Shadow {
                 let mut o = center.clone();
                 for (bit, &i) in floats.iter().enumerate() {
                     let h = self.hi(args[i])?;
-                    let k = if corner >> bit & 1 == 1 { BinaryOp::Add } else { BinaryOp::Sub };
+                    let k = if corner >> bit & 1 == 1 {
+                        BinaryOp::Add
+                    } else {
+                        BinaryOp::Sub
+                    };
                     let p = self.bin(k, h, errs[i].unwrap())?;
                     *o.operands_mut()[i] = p;
                 }
@@ -468,7 +520,12 @@ impl Shadow {
             }
             "max" | "min" | "amax" | "amin" => match e {
                 None => Ok(None),
-                Some(e) => Ok(Some(self.fd.reduce(fusebench_ir::ReduceOp::Max, e, dims, keep)?)),
+                Some(e) => Ok(Some(self.fd.reduce(
+                    fusebench_ir::ReduceOp::Max,
+                    e,
+                    dims,
+                    keep,
+                )?)),
             },
             _ => match e {
                 Some(_) => Ok(Some(self.infs(y)?)),
@@ -496,7 +553,12 @@ impl Shadow {
                 seen[d as usize] = true;
             }
         }
-        s.iter().zip(seen).filter(|(_, k)| *k).map(|(e, _)| *e).product::<usize>().max(1)
+        s.iter()
+            .zip(seen)
+            .filter(|(_, k)| *k)
+            .map(|(e, _)| *e)
+            .product::<usize>()
+            .max(1)
     }
 
     /// Bounds of the mean and of M2 / `divisor` of `x` over `dims`.
@@ -555,12 +617,19 @@ pub fn compare_bounded(got: &Tensor, want: &Tensor, bound: Option<&Tensor>) -> (
         max_abs_err: 0.0,
         max_rel_err: 0.0,
         ref_abs_max: 0.0,
-        tolerance: Tolerance { rtol: 0.0, atol: 0.0 },
+        tolerance: Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+        },
         first_mismatch: None,
         problem: None,
     };
     if got.shape() != want.shape() {
-        c.problem = Some(format!("shape {:?}, expected {:?}", got.shape(), want.shape()));
+        c.problem = Some(format!(
+            "shape {:?}, expected {:?}",
+            got.shape(),
+            want.shape()
+        ));
         return (c, 0);
     }
     if got.dtype() != d {

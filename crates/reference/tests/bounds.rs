@@ -76,7 +76,10 @@ fn bounds_move_with_the_values_and_padding_is_exact() {
     let (_, bounds) = run_with_bounds(&f, &[floats(&[0.0, 0.0])]).unwrap();
     let b = bounds[0].as_ref().unwrap().to_f64_vec();
     assert_eq!(b[0], 0.0);
-    assert!(close(b[1], 9.0 * EPS_F + 2.0 * TINY_F) && b[1] == b[2], "{b:?}");
+    assert!(
+        close(b[1], 9.0 * EPS_F + 2.0 * TINY_F) && b[1] == b[2],
+        "{b:?}"
+    );
 }
 
 #[test]
@@ -100,21 +103,29 @@ fn an_input_error_propagates_by_the_ops_derivative() {
 
 #[test]
 fn comparisons_are_per_element_nan_only_matches_nan_and_dtypes_must_be_equal() {
-    let want = Tensor::from_f64s(DType::Float, &[4], &[1.0, f64::NAN, f64::INFINITY, 1e-3]).unwrap();
+    let want =
+        Tensor::from_f64s(DType::Float, &[4], &[1.0, f64::NAN, f64::INFINITY, 1e-3]).unwrap();
     let bound = Tensor::from_f64s(DType::Double, &[4], &[1e-6, 0.0, 0.0, 1e-9]).unwrap();
     let same = compare_bounded(&want, &want, Some(&bound)).0;
     assert!(same.ok);
     // The small element is held to its own bound, not to the largest element's.
-    let off = Tensor::from_f64s(DType::Float, &[4], &[1.0, f64::NAN, f64::INFINITY, 1.1e-3]).unwrap();
+    let off =
+        Tensor::from_f64s(DType::Float, &[4], &[1.0, f64::NAN, f64::INFINITY, 1.1e-3]).unwrap();
     let c = compare_bounded(&off, &want, Some(&bound)).0;
     assert!(!c.ok && c.first_mismatch.unwrap().0 == vec![3]);
-    let nan = Tensor::from_f64s(DType::Float, &[4], &[f64::NAN, f64::NAN, f64::INFINITY, 1e-3]).unwrap();
+    let nan = Tensor::from_f64s(
+        DType::Float,
+        &[4],
+        &[f64::NAN, f64::NAN, f64::INFINITY, 1e-3],
+    )
+    .unwrap();
     assert!(!compare_bounded(&nan, &want, Some(&bound)).0.ok);
     let not_nan = Tensor::from_f64s(DType::Float, &[4], &[1.0, 0.0, f64::INFINITY, 1e-3]).unwrap();
     assert!(!compare_bounded(&not_nan, &want, Some(&bound)).0.ok);
     // An unbounded element is not checked, and counted.
     let open = Tensor::from_f64s(DType::Double, &[4], &[f64::INFINITY, 0.0, 0.0, 1e-9]).unwrap();
-    let wild = Tensor::from_f64s(DType::Float, &[4], &[7.0, f64::NAN, f64::INFINITY, 1e-3]).unwrap();
+    let wild =
+        Tensor::from_f64s(DType::Float, &[4], &[7.0, f64::NAN, f64::INFINITY, 1e-3]).unwrap();
     let (c, unchecked) = compare_bounded(&wild, &want, Some(&open));
     assert!(c.ok && unchecked == 1);
     // Int32 against Int64 is a mismatch even with equal values.
