@@ -43,6 +43,9 @@ pub struct Args {
     /// Threads for the CPU part (reference, planning) and for compiling kernels ahead of the GPU runs.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
+    /// Print each drawn fusion's repro script before checking it.
+    #[arg(long)]
+    show: bool,
     /// Stop drawing after this many seconds and report what ran (the counts say how many).
     #[arg(long)]
     max_seconds: Option<f64>,
@@ -159,6 +162,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             batch.iter().map(|(_, c)| c.clone()).collect();
         let readies = cpu_batch(&plain, engine.as_ref().filter(|_| jobs > 1), jobs);
         for ((k, (label, f, drawn)), ready) in batch.into_iter().zip(readies) {
+            if let (true, false, Ok(f)) = (a.show, a.json, &f) {
+                println!("# {label}\n{}", fusebench_frontend::print_script(f));
+            }
             s.generated += 1;
             s.ill_typed_draws += ill.get(k).copied().unwrap_or(0);
             let mut tally = Tally::default();

@@ -32,14 +32,21 @@ fn three_hundred_random_fusions_round_trip_plan_and_run_on_the_cpu() {
 
 #[test]
 fn fusion_i_of_a_seed_is_always_the_same() {
-    let (_, a, _) = fuzz_json(&["--count", "1", "--start", "7", "--seed", "3"]);
-    let (_, b, _) = fuzz_json(&["--count", "3", "--start", "5", "--seed", "3"]);
-    assert_eq!(a["start"], 7);
-    assert_eq!(b["generated"], 3);
-    let out = fusebench(&[
-        "fuzz", "--count", "1", "--start", "7", "--seed", "3", "--device", "cpu",
-    ]);
-    assert!(text(&out).contains("fusions 7..8"), "{}", text(&out));
+    let one = text(&fusebench(&[
+        "fuzz", "--show", "--seed", "3", "--start", "7", "--count", "1",
+    ]));
+    let three = text(&fusebench(&[
+        "fuzz", "--show", "--seed", "3", "--start", "5", "--count", "3",
+    ]));
+    let script = |t: &str, label: &str| {
+        let from = t.find(label).unwrap_or_else(|| panic!("{label} in {t}"));
+        let rest = &t[from..];
+        rest[..rest.find("fd.execute(inputs)").unwrap()].to_string()
+    };
+    let a = script(&one, "# seed 3 fusion 7");
+    assert_eq!(a, script(&three, "# seed 3 fusion 7"));
+    assert_ne!(a, script(&three, "# seed 3 fusion 6"));
+    assert!(a.contains("fd.define_tensor"), "{a}");
 }
 
 #[test]
