@@ -160,11 +160,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             cases.by_ref().take(batch_len).collect();
         let plain: Vec<(String, Result<Fusion, String>, bool)> =
             batch.iter().map(|(_, c)| c.clone()).collect();
-        let readies = cpu_batch(&plain, engine.as_ref().filter(|_| jobs > 1), jobs);
-        for ((k, (label, f, drawn)), ready) in batch.into_iter().zip(readies) {
-            if let (true, false, Ok(f)) = (a.show, a.json, &f) {
+        for (_, (label, f, _)) in &batch {
+            if let (true, false, Ok(f)) = (a.show, a.json, f) {
                 println!("# {label}\n{}", fusebench_frontend::print_script(f));
             }
+        }
+        let readies = cpu_batch(&plain, engine.as_ref().filter(|_| jobs > 1), jobs);
+        for ((k, (label, f, drawn)), ready) in batch.into_iter().zip(readies) {
             s.generated += 1;
             s.ill_typed_draws += ill.get(k).copied().unwrap_or(0);
             let mut tally = Tally::default();

@@ -134,7 +134,13 @@ pub fn fusion(seed: u64, index: u64) -> Drawn {
     while done < ops && draws < MAX_DRAWS {
         draws += 1;
         let (mark, recipes) = (c.fd.mark(), c.recipes.len());
-        let r = c.step();
+        let mut r = c.step();
+        // Broadcasting can multiply sizes: a draw that makes a value too large is undone.
+        if let Some(Ok(vs)) = &r {
+            if vs.iter().any(|&v| numel(&c.shape_of(v)) > MAX_ELEMENTS) {
+                r = None;
+            }
+        }
         if !matches!(r, Some(Ok(_))) {
             c.fd.rollback(mark);
             c.recipes.truncate(recipes);
