@@ -8,6 +8,7 @@ mod emit;
 mod explain;
 mod export;
 mod files;
+mod fuzz;
 mod gpu;
 mod history;
 mod peak;
@@ -37,6 +38,8 @@ struct Cli {
 enum Command {
     /// Parse, validate and run fusions on the CPU reference; print inputs, outputs and output statistics.
     Check(check::Args),
+    /// Random well-typed fusions: round trip, planning, CPU reference, and with --device gpu the GPU against it.
+    Fuzz(fuzz::Args),
     /// Print a fusion back as a repro script, or as fusebench's JSON form.
     Print(print::Args),
     /// Print the GPU engine's plan for a fusion: kernels, launch shapes, CUDA C.
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Check(a) => check::run(a),
+        Command::Fuzz(a) => fuzz::run(a),
         Command::Print(a) => print::run(a),
         Command::Emit(a) => emit::run(a),
         Command::Bench(a) => bench::run(a),

@@ -40,6 +40,21 @@ impl FusionBuilder {
         FusionBuilder { f }
     }
 
+    /// How far the fusion has been built, to return to with [`Self::rollback`].
+    pub fn mark(&self) -> [usize; 4] {
+        let f = &self.f;
+        [f.values.len(), f.nodes.len(), f.inputs.len(), f.outputs.len()]
+    }
+
+    /// Forgets every value, node, input and output made since `m` (a draw
+    /// that did not type-check leaves nothing behind).
+    pub fn rollback(&mut self, m: [usize; 4]) {
+        self.f.values.truncate(m[0]);
+        self.f.nodes.truncate(m[1]);
+        self.f.inputs.truncate(m[2]);
+        self.f.outputs.truncate(m[3]);
+    }
+
     pub fn script_info(&mut self, info: ScriptInfo) -> &mut Self {
         self.f.script = info;
         self

@@ -15,6 +15,7 @@ pub mod infer;
 pub mod math;
 pub mod op;
 pub mod op_index;
+pub mod random;
 pub mod recipe;
 pub mod rng;
 pub mod round;

@@ -22,6 +22,7 @@
 //! `FUSEBENCH_REF_PROFILE` set, [`run`] prints the time of every node to
 //! stderr.
 
+pub mod bounds;
 pub mod compare;
 mod complex;
 mod elems;

@@ -1,0 +1,703 @@
+//! Per-element error bounds for a fusion's outputs, and the comparison that
+//! uses them (`fusebench fuzz`). Each element of each output gets its own
+//! bound, derived from the ops that made it, never from the output's
+//! largest value.
+//!
+//! The bound of every value is itself computed by the reference, as a
+//! Double tensor built beside the fusion (a "shadow"), so every op's
+//! semantics, broadcasting and indexing are the reference's own:
+//!
+//! - Inputs, literals, scalars and `full` are exact (bound 0).
+//! - Elementwise ops (unary, binary, where, cast): the operands' bounds are
+//!   propagated by evaluating the op in Double at the corners of each float
+//!   operand's interval `x ± e` (first-order condition numbers, for any op in
+//!   the enumerations), doubled for curvature; plus the op's own error: its
+//!   accuracy in ulps of the compute dtype ([`ulps`]: 1 for correctly
+//!   rounded ops, 2 for div/sqrt/reciprocal, 16 for pow, 8 for any other
+//!   function) times |y|, plus one ulp of the output dtype times |y|, plus
+//!   the smallest normal of the output and compute dtypes (flush to zero).
+//!   Comparisons are uncertain (bound +inf) where |a − b| <= e_a + e_b, and an
+//!   integer or bool operand with a nonzero bound makes the result
+//!   uncertain there.
+//! - Sums over n elements: the sum of the terms' bounds plus
+//!   2·(log2 n + 2)·eps·sum|x| (eps of the accumulation dtype: Float unless
+//!   Double), plus the output's rounding; max/min: the largest bound of the
+//!   terms; other reductions are exact-input only (else uncertain), with
+//!   2·n·eps·|y|.
+//! - welford / var_mean: the mean as a sum; M2 by 2·sum(|x| e + |mean| e + e²)
+//!   + 2·(log2 n + 2)·eps·sum x², var = M2 / (n − correction).
+//! - Movement and gathers (broadcast, expand, reshape, permute, squeeze,
+//!   slice, pad with 0, cat, index_select): the same op on the bounds.
+//! - Any other op: uncertain (+inf) outputs.
+//!
+//! [`compare_bounded`]: the dtypes must be equal (Int32 against Int64 is a
+//! mismatch), NaN matches only NaN, an infinity only itself (or a value
+//! beyond half the dtype's largest, where the bound is nonzero), and
+//! integers and bools compare exactly unless their bound allows more. An
+//! element whose bound is +inf or NaN is not checked, and counted.
+
+use crate::compare::{Comparison, Tolerance};
+use crate::{Arg, ExecError, Tensor};
+use fusebench_ir::{BinaryOp, DType, Fusion, FusionBuilder, IrError, Literal, Op, ValueId};
+use std::collections::HashMap;
+
+/// Runs `f` and returns its outputs with each output's per-element bound
+/// (`None`: exact, bound 0).
+pub fn run_with_bounds(
+    f: &Fusion,
+    inputs: &[Arg],
+) -> Result<(Vec<Tensor>, Vec<Option<Tensor>>), ExecError> {
+    let (g, which) = shadow(f)?;
+    let mut outs = crate::run(&g, inputs)?;
+    let extra = outs.split_off(f.outputs.len());
+    let bounds = which.iter().map(|w| w.map(|k| extra[k].clone())).collect();
+    Ok((outs, bounds))
+}
+
+/// `f` with the bound of each output added as extra outputs; for each of
+/// `f`'s outputs, the position of its bound among the extra ones.
+pub fn shadow(f: &Fusion) -> Result<(Fusion, Vec<Option<usize>>), IrError> {
+    let mut s = Shadow {
+        fd: FusionBuilder::extend(f.clone()),
+        err: HashMap::new(),
+        hi: HashMap::new(),
+    };
+    for node in &f.nodes {
+        let errs = s.node(&node.op, &node.outputs)?;
+        for (v, e) in node.outputs.iter().zip(errs) {
+            if let Some(e) = e {
+                let e = s.fit(e, *v)?;
+                s.err.insert(*v, e);
+            }
+        }
+    }
+    let mut which = vec![];
+    let mut k = 0;
+    for &o in &f.outputs {
+        match s.err.get(&o).copied() {
+            Some(e) => {
+                s.fd.add_output(e)?;
+                which.push(Some(k));
+                k += 1;
+            }
+            None => which.push(None),
+        }
+    }
+    Ok((s.fd.finish(), which))
+}
+
+/// Accuracy of an elementwise op on the GPU, in ulps of its compute dtype.
+pub fn ulps(name: &str) -> f64 {
+    match name {
+        "add" | "sub" | "mul" | "neg" | "abs" | "where" | "cast" | "maximum" | "minimum" => 1.0,
+        "div" | "reciprocal" | "sqrt" | "rsqrt" | "truediv" => 2.0,
+        "pow" => 16.0,
+        _ => 8.0,
+    }
+}
+
+/// The distance between 1 and the next value of `d`.
+pub fn eps(d: DType) -> f64 {
+    if d == DType::Double {
+        f64::EPSILON
+    } else if d == DType::Float {
+        f32::EPSILON as f64
+    } else if d == DType::BFloat16 {
+        2f64.powi(-7)
+    } else if d == DType::Half {
+        2f64.powi(-10)
+    } else if d.size_bytes() == 1 {
+        2f64.powi(-2)
+    } else if d.size_bytes() >= 8 {
+        f64::EPSILON
+    } else {
+        f32::EPSILON as f64
+    }
+}
+
+/// The smallest normal value of `d`.
+fn tiny(d: DType) -> f64 {
+    if d == DType::Double {
+        f64::MIN_POSITIVE
+    } else if d == DType::Half {
+        6.104e-5
+    } else if d.size_bytes() == 1 {
+        2f64.powi(-6)
+    } else {
+        f32::MIN_POSITIVE as f64
+    }
+}
+
+/// The largest finite value of `d`.
+fn max_finite(d: DType) -> f64 {
+    if d == DType::Double {
+        f64::MAX
+    } else if d == DType::Half {
+        65504.0
+    } else if d.size_bytes() == 1 {
+        448.0
+    } else {
+        f32::MAX as f64
+    }
+}
+
+struct Shadow {
+    fd: FusionBuilder,
+    /// Bound of each value that is not exact.
+    err: HashMap<ValueId, ValueId>,
+    /// Each value cast to Double.
+    hi: HashMap<ValueId, ValueId>,
+}
+
+type Errs = Vec<Option<ValueId>>;
+
+impl Shadow {
+    fn dtype(&self, v: ValueId) -> DType {
+        self.fd.fusion().value(v).dtype
+    }
+    fn shape(&self, v: ValueId) -> Option<Vec<usize>> {
+        self.fd.fusion().value(v).shape.clone()
+    }
+    fn lit(&mut self, x: f64) -> ValueId {
+        self.fd.literal(Literal::Float(x))
+    }
+    fn bin(&mut self, k: BinaryOp, a: ValueId, b: ValueId) -> Result<ValueId, IrError> {
+        self.fd.binary(k, a, b)
+    }
+    fn add(&mut self, a: ValueId, b: ValueId) -> Result<ValueId, IrError> {
+        self.bin(BinaryOp::Add, a, b)
+    }
+    fn mul(&mut self, a: ValueId, b: ValueId) -> Result<ValueId, IrError> {
+        self.bin(BinaryOp::Mul, a, b)
+    }
+    fn mulc(&mut self, a: ValueId, c: f64) -> Result<ValueId, IrError> {
+        let c = self.lit(c);
+        self.mul(a, c)
+    }
+    fn abs(&mut self, a: ValueId) -> Result<ValueId, IrError> {
+        self.fd.unary(fusebench_ir::UnaryOp::Abs, a)
+    }
+    fn hi(&mut self, v: ValueId) -> Result<ValueId, IrError> {
+        if self.dtype(v) == DType::Double {
+            return Ok(v);
+        }
+        if let Some(&h) = self.hi.get(&v) {
+            return Ok(h);
+        }
+        let h = self.fd.cast(v, DType::Double)?;
+        self.hi.insert(v, h);
+        Ok(h)
+    }
+    /// `value` where `cond`, else `b`.
+    fn where_c(&mut self, cond: ValueId, value: f64, b: ValueId) -> Result<ValueId, IrError> {
+        let l = self.lit(value);
+        self.fd.where_(cond, l, b)
+    }
+    fn zeros(&mut self, like: ValueId) -> Result<ValueId, IrError> {
+        let s: Vec<i64> = self
+            .shape(like)
+            .unwrap_or_default()
+            .iter()
+            .map(|&e| e as i64)
+            .collect();
+        self.fd.full(&s, Literal::Float(0.0), DType::Double)
+    }
+    fn infs(&mut self, like: ValueId) -> Result<ValueId, IrError> {
+        let s: Vec<i64> = self
+            .shape(like)
+            .unwrap_or_default()
+            .iter()
+            .map(|&e| e as i64)
+            .collect();
+        self.fd
+            .full(&s, Literal::Float(f64::INFINITY), DType::Double)
+    }
+    /// `e` broadcast to the shape of `v` (a bound may come out smaller when
+    /// an operand was broadcast).
+    fn fit(&mut self, e: ValueId, v: ValueId) -> Result<ValueId, IrError> {
+        if self.shape(e) == self.shape(v) && self.dtype(e) == DType::Double {
+            return Ok(e);
+        }
+        let z = self.zeros(v)?;
+        self.add(e, z)
+    }
+    /// |v| in Double where finite, else 0.
+    fn finite_abs(&mut self, v: ValueId) -> Result<ValueId, IrError> {
+        let h = self.hi(v)?;
+        let a = self.abs(h)?;
+        let big = self.lit(f64::MAX);
+        let ok = self.bin(BinaryOp::Le, a, big)?;
+        let z = self.lit(0.0);
+        self.fd.where_(ok, a, z)
+    }
+    /// An op's own error at its output `y`: `k` ulps of the compute dtype
+    /// plus one of the output dtype, relative to |y|, plus the flush-to-zero floor.
+    fn local(&mut self, y: ValueId, k: f64) -> Result<Option<ValueId>, IrError> {
+        let d = self.dtype(y);
+        if !d.is_float() || self.shape(y).is_none() {
+            return Ok(None);
+        }
+        let compute = if d == DType::Double {
+            DType::Double
+        } else {
+            DType::Float
+        };
+        let a = self.finite_abs(y)?;
+        let r = self.mulc(a, k * eps(compute) + eps(d))?;
+        let floor = self.lit(tiny(d) + tiny(compute));
+        Ok(Some(self.add(r, floor)?))
+    }
+    /// |ys − yc| in Double; 0 where both are the same infinity or both NaN,
+    /// NaN (uncertain) where only one is NaN.
+    fn diff(&mut self, ys: ValueId, yc: ValueId) -> Result<ValueId, IrError> {
+        let (ys, yc) = (self.hi(ys)?, self.hi(yc)?);
+        let d = self.bin(BinaryOp::Sub, ys, yc)?;
+        let d = self.abs(d)?;
+        let same = self.bin(BinaryOp::Eq, ys, yc)?;
+        let d = self.where_c(same, 0.0, d)?;
+        let s_nan = self.bin(BinaryOp::Ne, ys, ys)?;
+        let zero = self.lit(0.0);
+        let nan = self.lit(f64::NAN);
+        let both = self.fd.where_(s_nan, zero, nan)?;
+        let c_nan = self.bin(BinaryOp::Ne, yc, yc)?;
+        self.fd.where_(c_nan, both, d)
+    }
+    /// Adds optional bounds.
+    fn sum_opt(
+        &mut self,
+        a: Option<ValueId>,
+        b: Option<ValueId>,
+    ) -> Result<Option<ValueId>, IrError> {
+        Ok(match (a, b) {
+            (Some(a), Some(b)) => Some(self.add(a, b)?),
+            (a, None) => a,
+            (None, b) => b,
+        })
+    }
+
+    fn errs_of(&self, op: &Op) -> Errs {
+        op.operands()
+            .iter()
+            .map(|v| self.err.get(v).copied())
+            .collect()
+    }
+
+    /// Bounds of a node's outputs.
+    fn node(&mut self, op: &Op, outs: &[ValueId]) -> Result<Errs, IrError> {
+        let errs = self.errs_of(op);
+        let exact = errs.iter().all(|e| e.is_none());
+        let y = outs[0];
+        if self.shape(y).is_none() {
+            // Scalar arithmetic: constants and scalar inputs, computed in Double.
+            return Ok(vec![None; outs.len()]);
+        }
+        match op {
+            Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => {
+                Ok(vec![self.elementwise(op, y, &errs, exact)?])
+            }
+            Op::Reduce {
+                kind,
+                x,
+                dims,
+                keepdim,
+                ..
+            } => {
+                let r = self.reduce(kind.name(), *x, dims, *keepdim, y, errs[0])?;
+                Ok(vec![r])
+            }
+            Op::Welford { x, dims } => {
+                let (m, m2) = self.moments(*x, dims, false, outs[0], outs[1], 1.0, errs[0])?;
+                Ok(vec![Some(m), Some(m2), None])
+            }
+            Op::VarMean {
+                x,
+                dims,
+                correction,
+                keepdim,
+            } => {
+                let n = self.count(*x, dims) as f64;
+                let (m, var) = self.moments(
+                    *x,
+                    dims,
+                    *keepdim,
+                    outs[1],
+                    outs[0],
+                    n - *correction as f64,
+                    errs[0],
+                )?;
+                Ok(vec![Some(var), Some(m)])
+            }
+            Op::Broadcast { .. }
+            | Op::BroadcastInDim { .. }
+            | Op::Expand { .. }
+            | Op::Reshape { .. }
+            | Op::Permute { .. }
+            | Op::Squeeze { .. }
+            | Op::Slice { .. } => match errs[0] {
+                None => Ok(vec![None]),
+                Some(e) => {
+                    let mut o = op.clone();
+                    *o.operands_mut()[0] = e;
+                    Ok(vec![Some(self.fd.op(o, &[])?[0])])
+                }
+            },
+            Op::Pad { x, widths, .. } => match errs[0] {
+                None => Ok(vec![None]),
+                Some(e) => {
+                    let _ = x;
+                    let zero = self.lit(0.0);
+                    let o = Op::Pad {
+                        x: e,
+                        widths: widths.clone(),
+                        value: Some(zero),
+                    };
+                    Ok(vec![Some(self.fd.op(o, &[])?[0])])
+                }
+            },
+            Op::Cat {
+                xs,
+                dim,
+                manual_padding,
+            } if !exact => {
+                let mut es = vec![];
+                for (&x, e) in xs.iter().zip(&errs) {
+                    es.push(match e {
+                        Some(e) => *e,
+                        None => self.zeros(x)?,
+                    });
+                }
+                let o = Op::Cat {
+                    xs: es,
+                    dim: *dim,
+                    manual_padding: *manual_padding,
+                };
+                Ok(vec![Some(self.fd.op(o, &[])?[0])])
+            }
+            Op::IndexSelect { index, dim, .. } if !exact => {
+                if errs[1].is_some() {
+                    return Ok(vec![Some(self.infs(y)?)]);
+                }
+                let o = Op::IndexSelect {
+                    x: errs[0].unwrap(),
+                    index: *index,
+                    dim: *dim,
+                };
+                Ok(vec![Some(self.fd.op(o, &[])?[0])])
+            }
+            Op::Cat { .. } | Op::IndexSelect { .. } | Op::Full { .. } => Ok(vec![None]),
+            #[allow(unreachable_patterns)]
+            _ => {
+                let mut r = vec![];
+                for &o in outs {
+                    r.push(match self.shape(o) {
+                        Some(_) => Some(self.infs(o)?),
+                        None => None,
+                    });
+                }
+                Ok(r)
+            }
+        }
+    }
+
+    fn elementwise(
+        &mut self,
+        op: &Op,
+        y: ValueId,
+        errs: &Errs,
+        exact: bool,
+    ) -> Result<Option<ValueId>, IrError> {
+        let local = self.local(y, ulps(op.name()))?;
+        if exact {
+            return Ok(local);
+        }
+        let args = op.operands();
+        if let Op::Binary { kind, a, b } = op {
+            if kind.is_comparison() {
+                let (ah, bh) = (self.hi(*a)?, self.hi(*b)?);
+                let d = self.bin(BinaryOp::Sub, ah, bh)?;
+                let d = self.abs(d)?;
+                let zero = self.lit(0.0);
+                let room = self.sum_opt(errs[0], errs[1])?.unwrap_or(zero);
+                let close = self.bin(BinaryOp::Le, d, room)?;
+                let z = self.lit(0.0);
+                return Ok(Some(self.where_c(close, f64::INFINITY, z)?));
+            }
+        }
+        let floats: Vec<usize> = (0..args.len())
+            .filter(|&i| errs[i].is_some() && self.dtype(args[i]).is_float())
+            .collect();
+        let mut bound = None;
+        if !floats.is_empty() {
+            let mut center = op.clone();
+            for &i in &floats {
+                let h = self.hi(args[i])?;
+                *center.operands_mut()[i] = h;
+            }
+            let yc = self.fd.op(center.clone(), &[])?[0];
+            let mut worst: Option<ValueId> = None;
+            for corner in 0..(1usize << floats.len()) {
+                let mut o = center.clone();
+                for (bit, &i) in floats.iter().enumerate() {
+                    let h = self.hi(args[i])?;
+                    let k = if corner >> bit & 1 == 1 {
+                        BinaryOp::Add
+                    } else {
+                        BinaryOp::Sub
+                    };
+                    let p = self.bin(k, h, errs[i].unwrap())?;
+                    *o.operands_mut()[i] = p;
+                }
+                let ys = self.fd.op(o, &[])?[0];
+                let d = self.diff(ys, yc)?;
+                worst = Some(match worst {
+                    None => d,
+                    Some(w) => self.bin(BinaryOp::Maximum, w, d)?,
+                });
+            }
+            let w = self.mulc(worst.unwrap(), 2.0)?;
+            bound = Some(w);
+        }
+        let mut bound = self.sum_opt(bound, local)?;
+        for i in 0..args.len() {
+            if let (Some(e), false) = (errs[i], self.dtype(args[i]).is_float()) {
+                let b = match bound {
+                    Some(b) => b,
+                    None => self.zeros(y)?,
+                };
+                let z = self.lit(0.0);
+                let off = self.bin(BinaryOp::Gt, e, z)?;
+                bound = Some(self.where_c(off, f64::INFINITY, b)?);
+            }
+        }
+        Ok(bound)
+    }
+
+    fn reduce(
+        &mut self,
+        kind: &str,
+        x: ValueId,
+        dims: &[i64],
+        keep: bool,
+        y: ValueId,
+        e: Option<ValueId>,
+    ) -> Result<Option<ValueId>, IrError> {
+        let n = self.count(x, dims);
+        let float = self.dtype(y).is_float();
+        match kind {
+            "sum" => {
+                let prop = match e {
+                    Some(e) => Some(self.fd.sum(e, dims, keep, None)?),
+                    None => None,
+                };
+                let x_float = self.dtype(x).is_float();
+                if !float && !x_float {
+                    // Integer sums are exact; an uncertain term makes them uncertain.
+                    return match prop {
+                        None => Ok(None),
+                        Some(p) => {
+                            let z = self.lit(0.0);
+                            let off = self.bin(BinaryOp::Gt, p, z)?;
+                            let zero = self.zeros(y)?;
+                            Ok(Some(self.where_c(off, f64::INFINITY, zero)?))
+                        }
+                    };
+                }
+                let acc = self.acc_eps(x, y);
+                let ax = self.finite_abs(x)?;
+                let s = self.fd.sum(ax, dims, keep, None)?;
+                let acc = self.mulc(s, 2.0 * ((n as f64).log2() + 2.0) * acc)?;
+                let local = self.local(y, 1.0)?;
+                let b = self.sum_opt(prop, Some(acc))?;
+                let b = self.sum_opt(b, local)?;
+                if float {
+                    return Ok(b);
+                }
+                // Floats summed into an integer: truncation moves the result by at
+                // most the float error plus one per term that may cross an integer.
+                let turns = if prop.is_some() { n as f64 } else { 1.0 };
+                let t = self.lit(turns);
+                Ok(Some(self.add(b.unwrap(), t)?))
+            }
+            "max" | "min" | "amax" | "amin" => match e {
+                None => Ok(None),
+                Some(e) => Ok(Some(self.fd.reduce(
+                    fusebench_ir::ReduceOp::Max,
+                    e,
+                    dims,
+                    keep,
+                )?)),
+            },
+            _ => match e {
+                Some(_) => Ok(Some(self.infs(y)?)),
+                None => self.local(y, 2.0 * n as f64),
+            },
+        }
+    }
+
+    fn acc_eps(&self, x: ValueId, y: ValueId) -> f64 {
+        if self.dtype(x) == DType::Double || self.dtype(y) == DType::Double {
+            f64::EPSILON
+        } else {
+            f32::EPSILON as f64
+        }
+    }
+
+    /// Elements each output element of a reduction of `x` over `dims` combines.
+    fn count(&self, x: ValueId, dims: &[i64]) -> usize {
+        let s = self.shape(x).unwrap_or_default();
+        let r = s.len() as i64;
+        let mut seen = vec![false; s.len()];
+        for &d in dims {
+            let d = if d < 0 { d + r } else { d };
+            if (0..r).contains(&d) {
+                seen[d as usize] = true;
+            }
+        }
+        s.iter()
+            .zip(seen)
+            .filter(|(_, k)| *k)
+            .map(|(e, _)| *e)
+            .product::<usize>()
+            .max(1)
+    }
+
+    /// Bounds of the mean and of M2 / `divisor` of `x` over `dims`.
+    #[allow(clippy::too_many_arguments)]
+    fn moments(
+        &mut self,
+        x: ValueId,
+        dims: &[i64],
+        keep: bool,
+        mean: ValueId,
+        m2: ValueId,
+        divisor: f64,
+        e: Option<ValueId>,
+    ) -> Result<(ValueId, ValueId), IrError> {
+        let n = self.count(x, dims) as f64;
+        let l = 2.0 * (n.log2() + 2.0) * self.acc_eps(x, mean);
+        let ax = self.finite_abs(x)?;
+        let s1 = self.fd.sum(ax, dims, keep, None)?;
+        let sq = self.mul(ax, ax)?;
+        let s2 = self.fd.sum(sq, dims, keep, None)?;
+        let mut bm = self.mulc(s1, l / n)?;
+        let mut bm2 = self.mulc(s2, l)?;
+        if let Some(e) = e {
+            let se = self.fd.sum(e, dims, keep, None)?;
+            let t = self.mulc(se, 1.0 / n)?;
+            bm = self.add(bm, t)?;
+            let xe = self.mul(ax, e)?;
+            let sxe = self.fd.sum(xe, dims, keep, None)?;
+            let ee = self.mul(e, e)?;
+            let see = self.fd.sum(ee, dims, keep, None)?;
+            let am = self.finite_abs(mean)?;
+            let me = self.mul(am, se)?;
+            let p = self.add(sxe, see)?;
+            let p = self.add(p, me)?;
+            let p = self.mulc(p, 2.0)?;
+            bm2 = self.add(bm2, p)?;
+        }
+        let bm2 = self.mulc(bm2, 1.0 / divisor)?;
+        let lm = self.local(mean, 1.0)?;
+        let bm = self.sum_opt(Some(bm), lm)?.unwrap();
+        let lv = self.local(m2, 1.0)?;
+        let bm2 = self.sum_opt(Some(bm2), lv)?.unwrap();
+        Ok((bm, bm2))
+    }
+}
+
+/// Compares `got` with the reference `want` element by element within
+/// `bound` (`None`: exact). Returns the comparison and the number of
+/// elements not checked (bound +inf or NaN).
+pub fn compare_bounded(got: &Tensor, want: &Tensor, bound: Option<&Tensor>) -> (Comparison, usize) {
+    let d = want.dtype();
+    let mut c = Comparison {
+        ok: false,
+        elements: want.numel(),
+        mismatches: 0,
+        max_abs_err: 0.0,
+        max_rel_err: 0.0,
+        ref_abs_max: 0.0,
+        tolerance: Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+        },
+        first_mismatch: None,
+        problem: None,
+    };
+    if got.shape() != want.shape() {
+        c.problem = Some(format!(
+            "shape {:?}, expected {:?}",
+            got.shape(),
+            want.shape()
+        ));
+        return (c, 0);
+    }
+    if got.dtype() != d {
+        c.problem = Some(format!("dtype {}, expected {}", got.dtype(), d));
+        return (c, 0);
+    }
+    let b = bound.map(|b| b.to_f64_vec());
+    let bound_at = |i: usize| b.as_ref().map_or(0.0, |b| b[i]);
+    let mut unchecked = 0;
+    let bad = |c: &mut Comparison, i: usize, a: f64, w: f64| {
+        c.mismatches += 1;
+        if c.first_mismatch.is_none() {
+            c.first_mismatch = Some((unravel(i, want.shape()), a, w));
+        }
+    };
+    if !d.is_float() {
+        for (i, (&a, &w)) in got.to_i64_vec().iter().zip(&want.to_i64_vec()).enumerate() {
+            let e = (a as i128 - w as i128).unsigned_abs() as f64;
+            let bi = bound_at(i);
+            if !bi.is_finite() {
+                unchecked += 1;
+                continue;
+            }
+            if e > bi {
+                c.max_abs_err = c.max_abs_err.max(e);
+                bad(&mut c, i, a as f64, w as f64);
+            }
+        }
+    } else {
+        let big = max_finite(d) / 2.0;
+        for (i, (&a, &w)) in got.to_f64_vec().iter().zip(&want.to_f64_vec()).enumerate() {
+            let bi = bound_at(i);
+            if !bi.is_finite() {
+                unchecked += 1;
+                continue;
+            }
+            let near_inf = |x: f64, y: f64| bi > 0.0 && x.signum() == y.signum() && x.abs() >= big;
+            let ok = if w.is_nan() || a.is_nan() {
+                w.is_nan() && a.is_nan()
+            } else if w.is_infinite() {
+                a == w || near_inf(a, w)
+            } else if a.is_infinite() {
+                w.abs() + bi >= big && a.signum() == w.signum()
+            } else {
+                let e = (a - w).abs();
+                c.max_abs_err = c.max_abs_err.max(e);
+                if w != 0.0 {
+                    c.max_rel_err = c.max_rel_err.max(e / w.abs());
+                }
+                e <= bi
+            };
+            if w.is_finite() {
+                c.ref_abs_max = c.ref_abs_max.max(w.abs());
+            }
+            if !ok {
+                bad(&mut c, i, a, w);
+            }
+        }
+    }
+    c.ok = c.mismatches == 0;
+    (c, unchecked)
+}
+
+fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        idx[d] = i % shape[d].max(1);
+        i /= shape[d].max(1);
+    }
+    idx
+}

@@ -1,0 +1,136 @@
+//! Per-element error bounds (`fusebench_reference::bounds`): values worked
+//! out by hand from the rule in the module's documentation.
+
+use fusebench_ir::{BinaryOp, DType, FusionBuilder, Literal, UnaryOp};
+use fusebench_reference::bounds::{compare_bounded, run_with_bounds};
+use fusebench_reference::{Arg, Tensor};
+
+const EPS_F: f64 = f32::EPSILON as f64;
+const TINY_F: f64 = f32::MIN_POSITIVE as f64;
+
+fn floats(v: &[f64]) -> Arg {
+    Arg::Tensor(Tensor::from_f64s(DType::Float, &[v.len()], v).unwrap())
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs().max(1e-300)
+}
+
+#[test]
+fn an_op_on_exact_inputs_is_bounded_by_its_accuracy_and_its_rounding() {
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[2], DType::Float).unwrap();
+    let y = fd.unary(UnaryOp::Exp, x).unwrap();
+    fd.add_output(y).unwrap();
+    fd.add_output(x).unwrap();
+    let f = fd.finish();
+    let (outs, bounds) = run_with_bounds(&f, &[floats(&[0.0, 1.0])]).unwrap();
+    let b = bounds[0].as_ref().unwrap().to_f64_vec();
+    // exp: 8 ulps of Float computing it, 1 ulp of the Float output, the flush-to-zero floor.
+    let e = outs[0].to_f64_vec()[1];
+    assert!(close(b[0], 9.0 * EPS_F + 2.0 * TINY_F), "{b:?}");
+    assert!(close(b[1], 9.0 * EPS_F * e + 2.0 * TINY_F), "{b:?}");
+    // An input is exact.
+    assert!(bounds[1].is_none());
+}
+
+#[test]
+fn a_sum_is_bounded_by_log2_n_eps_times_the_sum_of_its_terms_magnitudes() {
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[4], DType::Float).unwrap();
+    let s = fd.sum(x, &[0], false, None).unwrap();
+    fd.add_output(s).unwrap();
+    let f = fd.finish();
+    let (outs, bounds) = run_with_bounds(&f, &[floats(&[1.0, -2.0, 3.0, -4.0])]).unwrap();
+    assert_eq!(outs[0].to_f64_vec(), vec![-2.0]);
+    let b = bounds[0].as_ref().unwrap().to_f64_vec()[0];
+    // 2 (log2 4 + 2) eps sum|x| = 8 * 10 eps, plus rounding 2 eps |-2|, plus the floor.
+    assert!(close(b, 84.0 * EPS_F + 2.0 * TINY_F), "{b}");
+}
+
+#[test]
+fn a_comparison_of_values_within_their_bounds_is_not_checked() {
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[2], DType::Float).unwrap();
+    let three = fd.literal(Literal::Float(3.0));
+    let y = fd.mul(x, three).unwrap();
+    let three = fd.literal(Literal::Float(3.0));
+    let gt = fd.binary(BinaryOp::Gt, y, three).unwrap();
+    fd.add_output(gt).unwrap();
+    let f = fd.finish();
+    let (outs, bounds) = run_with_bounds(&f, &[floats(&[1.0, 5.0])]).unwrap();
+    assert_eq!(outs[0].to_i64_vec(), vec![0, 1]);
+    let b = bounds[0].as_ref().unwrap().to_f64_vec();
+    // 3 * 1 may come out a hair above 3 on the GPU: uncertain. 15 > 3 is certain.
+    assert_eq!(b, vec![f64::INFINITY, 0.0]);
+}
+
+#[test]
+fn bounds_move_with_the_values_and_padding_is_exact() {
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[2], DType::Float).unwrap();
+    let y = fd.unary(UnaryOp::Exp, x).unwrap();
+    let p = fd.pad(y, &[1, 0], Some(Literal::Float(0.0))).unwrap();
+    fd.add_output(p).unwrap();
+    let f = fd.finish();
+    let (_, bounds) = run_with_bounds(&f, &[floats(&[0.0, 0.0])]).unwrap();
+    let b = bounds[0].as_ref().unwrap().to_f64_vec();
+    assert_eq!(b[0], 0.0);
+    assert!(
+        close(b[1], 9.0 * EPS_F + 2.0 * TINY_F) && b[1] == b[2],
+        "{b:?}"
+    );
+}
+
+#[test]
+fn an_input_error_propagates_by_the_ops_derivative() {
+    // y = exp(x) has bound e_y; z = y * y has about 2 |y| e_y from y, doubled for curvature.
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[1], DType::Float).unwrap();
+    let y = fd.unary(UnaryOp::Exp, x).unwrap();
+    let z = fd.mul(y, y).unwrap();
+    fd.add_output(z).unwrap();
+    fd.add_output(y).unwrap();
+    let f = fd.finish();
+    let (outs, bounds) = run_with_bounds(&f, &[floats(&[1.0])]).unwrap();
+    let yv = outs[1].to_f64_vec()[0];
+    let ey = bounds[1].as_ref().unwrap().to_f64_vec()[0];
+    let ez = bounds[0].as_ref().unwrap().to_f64_vec()[0];
+    let zv = outs[0].to_f64_vec()[0];
+    let want = 2.0 * ((yv + ey) * (yv + ey) - yv * yv) + 2.0 * EPS_F * zv + 2.0 * TINY_F;
+    assert!((ez - want).abs() <= 1e-9 * want, "{ez} vs {want}");
+}
+
+#[test]
+fn comparisons_are_per_element_nan_only_matches_nan_and_dtypes_must_be_equal() {
+    let want =
+        Tensor::from_f64s(DType::Float, &[4], &[1.0, f64::NAN, f64::INFINITY, 1e-3]).unwrap();
+    let bound = Tensor::from_f64s(DType::Double, &[4], &[1e-6, 0.0, 0.0, 1e-9]).unwrap();
+    let same = compare_bounded(&want, &want, Some(&bound)).0;
+    assert!(same.ok);
+    // The small element is held to its own bound, not to the largest element's.
+    let off =
+        Tensor::from_f64s(DType::Float, &[4], &[1.0, f64::NAN, f64::INFINITY, 1.1e-3]).unwrap();
+    let c = compare_bounded(&off, &want, Some(&bound)).0;
+    assert!(!c.ok && c.first_mismatch.unwrap().0 == vec![3]);
+    let nan = Tensor::from_f64s(
+        DType::Float,
+        &[4],
+        &[f64::NAN, f64::NAN, f64::INFINITY, 1e-3],
+    )
+    .unwrap();
+    assert!(!compare_bounded(&nan, &want, Some(&bound)).0.ok);
+    let not_nan = Tensor::from_f64s(DType::Float, &[4], &[1.0, 0.0, f64::INFINITY, 1e-3]).unwrap();
+    assert!(!compare_bounded(&not_nan, &want, Some(&bound)).0.ok);
+    // An unbounded element is not checked, and counted.
+    let open = Tensor::from_f64s(DType::Double, &[4], &[f64::INFINITY, 0.0, 0.0, 1e-9]).unwrap();
+    let wild =
+        Tensor::from_f64s(DType::Float, &[4], &[7.0, f64::NAN, f64::INFINITY, 1e-3]).unwrap();
+    let (c, unchecked) = compare_bounded(&wild, &want, Some(&open));
+    assert!(c.ok && unchecked == 1);
+    // Int32 against Int64 is a mismatch even with equal values.
+    let i32s = Tensor::from_i64s(DType::Int32, &[1], &[3]).unwrap();
+    let i64s = Tensor::from_i64s(DType::Int, &[1], &[3]).unwrap();
+    assert!(compare_bounded(&i32s, &i64s, None).0.problem.is_some());
+    assert!(compare_bounded(&i64s, &i64s, None).0.ok);
+}
