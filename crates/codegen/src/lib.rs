@@ -18,6 +18,7 @@ pub mod persistent;
 pub mod plan;
 pub mod pointwise;
 pub mod reduction;
+mod refuse;
 pub mod rowwise;
 pub mod segment;
 pub mod view;

@@ -494,6 +494,11 @@ impl Printer<'_> {
             Op::IndexSelect { x, index, dim } => {
                 format!("index_select({}, {}, dim={dim})", a(x), a(index))
             }
+            Op::Matmul { a: x, b } => format!("matmul({}, {})", a(x), a(b)),
+            Op::Linear { a: x, weight, bias } => match bias {
+                Some(bias) => format!("linear({}, {}, bias={})", a(x), a(weight), a(bias)),
+                None => format!("linear({}, {})", a(x), a(weight)),
+            },
         }
     }
 }

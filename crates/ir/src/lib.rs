@@ -9,6 +9,7 @@ pub mod builder;
 pub mod dtype;
 pub mod error;
 pub mod fusion;
+pub mod gemm;
 pub mod infer;
 pub mod op;
 pub mod recipe;

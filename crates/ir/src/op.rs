@@ -156,6 +156,17 @@ pub enum Op {
         index: ValueId,
         dim: i64,
     },
+    /// `torch.matmul`: 1-D operands gain and then lose a dim, batch dims broadcast.
+    Matmul {
+        a: ValueId,
+        b: ValueId,
+    },
+    /// `a @ weight^T + bias`; weight is [*batch, out, in].
+    Linear {
+        a: ValueId,
+        weight: ValueId,
+        bias: Option<ValueId>,
+    },
 }
 
 impl Op {
@@ -180,6 +191,8 @@ impl Op {
             Op::Cat { .. } => "cat",
             Op::Full { .. } => "full",
             Op::IndexSelect { .. } => "index_select",
+            Op::Matmul { .. } => "matmul",
+            Op::Linear { .. } => "linear",
         }
     }
 
@@ -220,6 +233,12 @@ impl Op {
             Op::Cat { xs, .. } => xs.iter_mut().collect(),
             Op::Full { fill, .. } => vec![fill],
             Op::IndexSelect { x, index, .. } => vec![x, index],
+            Op::Matmul { a, b } => vec![a, b],
+            Op::Linear { a, weight, bias } => {
+                let mut v = vec![a, weight];
+                v.extend(bias.iter_mut());
+                v
+            }
         }
     }
 
@@ -254,6 +273,8 @@ impl Op {
             "cat",
             "full",
             "index_select",
+            "matmul",
+            "linear",
         ]);
         v
     }

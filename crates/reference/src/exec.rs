@@ -2,7 +2,7 @@
 
 use crate::expr::{LazyNode, Operand, Program, PwOp};
 use crate::tensor::Tensor;
-use crate::{ops, reduce, Arg, ExecError};
+use crate::{gemm, ops, reduce, Arg, ExecError};
 use fusebench_ir::infer::{
     cat_owner_ranges, common_dtype, norm_dim, norm_dims, pad_widths, slice_bounds,
 };
@@ -570,6 +570,14 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
             }
             ops::index_select(&t, &idx, d)
         }
+        Op::Matmul { a, b } => gemm::matmul(&env.tensor(*a), &env.tensor(*b), out.dtype)?,
+        Op::Linear { a, weight, bias } => gemm::linear(
+            &env.tensor(*a),
+            &env.tensor(*weight),
+            bias.map(|b| env.tensor(b)).as_ref(),
+            out.dtype,
+            &out_shape,
+        )?,
         Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => unreachable!(),
     };
     Ok(vec![Val::Tensor(t)])

@@ -26,6 +26,7 @@ pub mod compare;
 mod exec;
 mod expr;
 pub mod facts;
+mod gemm;
 mod gen;
 mod ops;
 mod reduce;
