@@ -22,6 +22,7 @@ pub mod persistent;
 pub mod plan;
 pub mod pointwise;
 pub mod reduction;
+mod refuse;
 pub mod rowwise;
 pub mod scan;
 pub mod segment;

@@ -621,6 +621,10 @@ impl<'f> Lowerer<'f> {
                     f.value(v).name
                 )))
             }
+            // Refused before planning (refuse.rs); never reached.
+            Op::Matmul { .. } | Op::Linear { .. } => {
+                return Err(unsupported(format!("{} has no GPU kernel", op.name())))
+            }
             Op::Welford { x, dims } if out_index == 2 => {
                 let xs = self.shape(*x);
                 let dims = infer::norm_dims("welford", dims, xs.len()).expect("validated");

@@ -46,6 +46,7 @@ pub fn plan(
     layouts: &[Option<(Vec<i64>, i64)>],
     dev: Device,
 ) -> Result<Plan, CodegenError> {
+    crate::refuse::check(f)?;
     let outputs = resolve_outputs(f, layouts);
     let all_reds: Vec<Reduction> = (0..f.nodes.len())
         .filter_map(|n| Reduction::of(f, n))

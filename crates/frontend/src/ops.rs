@@ -497,6 +497,19 @@ impl Body<'_, '_> {
                 Op::Index(self.index_op(n, callee, call)?)
             }
             "set" | "segment_set" | "stride_order" | "size" => self.defn_op(name, callee, call)?,
+            "matmul" => {
+                let a = bind(callee, call, &["arg1", "arg2"], &[])?;
+                let (x, y) = (a.req("arg1")?, a.req("arg2")?);
+                let (a, b) = (self.operand(x)?, self.operand(y)?);
+                Op::Matmul { a, b }
+            }
+            "linear" => {
+                let a = bind(callee, call, &["arg1", "arg2", "bias"], &[])?;
+                let (x, w) = (a.req("arg1")?, a.req("arg2")?);
+                let (x, weight) = (self.operand(x)?, self.operand(w)?);
+                let bias = a.opt("bias").map(|b| self.operand(b)).transpose()?;
+                Op::Linear { a: x, weight, bias }
+            }
             _ => {
                 let mut supported = Op::supported_names();
                 supported.sort_unstable();

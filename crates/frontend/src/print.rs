@@ -561,6 +561,11 @@ impl Printer<'_> {
                 format!("stride_order({}, stride_order={})", a(x), ints(stride_order))
             }
             Op::Size { x, dim } => format!("size({}, dim={dim})", a(x)),
+            Op::Matmul { a: x, b } => format!("matmul({}, {})", a(x), a(b)),
+            Op::Linear { a: x, weight, bias } => match bias {
+                Some(bias) => format!("linear({}, {}, bias={})", a(x), a(weight), a(bias)),
+                None => format!("linear({}, {})", a(x), a(weight)),
+            },
         }
     }
 }

@@ -688,6 +688,26 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
                 constant: Some(Literal::Int(s[d] as i64)),
             }]
         }
+        Op::Matmul { a, b } => {
+            let (av, s_a) = tensor(g, name, "arg1", *a)?;
+            let (bv, s_b) = tensor(g, name, "arg2", *b)?;
+            let (d, out) = crate::gemm::matmul((av.dtype, s_a), (bv.dtype, s_b))?;
+            vec![OutType::tensor(d, out)]
+        }
+        Op::Linear { a, weight, bias } => {
+            let (av, s_a) = tensor(g, name, "arg1", *a)?;
+            let (wv, s_w) = tensor(g, name, "arg2", *weight)?;
+            let bias = match bias {
+                Some(b) => Some(tensor(g, name, "bias", *b)?),
+                None => None,
+            };
+            let (d, out) = crate::gemm::linear(
+                (av.dtype, s_a),
+                (wv.dtype, s_w),
+                bias.map(|(v, s)| (v.dtype, s)),
+            )?;
+            vec![OutType::tensor(d, out)]
+        }
     };
     Ok(out)
 }

@@ -11,6 +11,7 @@ pub mod dtype_ops;
 pub mod elementwise;
 pub mod error;
 pub mod fusion;
+pub mod gemm;
 pub mod infer;
 pub mod math;
 pub mod op;

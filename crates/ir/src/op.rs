@@ -206,6 +206,17 @@ pub enum Op {
     /// `size`: the extent of dim `dim` of `x`, an Index scalar known when the
     /// fusion is built (shapes are concrete here).
     Size { x: ValueId, dim: i64 },
+    /// `torch.matmul`: 1-D operands gain and then lose a dim, batch dims broadcast.
+    Matmul {
+        a: ValueId,
+        b: ValueId,
+    },
+    /// `a @ weight^T + bias`; weight is [*batch, out, in].
+    Linear {
+        a: ValueId,
+        weight: ValueId,
+        bias: Option<ValueId>,
+    },
 }
 
 impl Op {
@@ -240,6 +251,8 @@ impl Op {
             Op::Set { segment: true, .. } => "segment_set",
             Op::StrideOrder { .. } => "stride_order",
             Op::Size { .. } => "size",
+            Op::Matmul { .. } => "matmul",
+            Op::Linear { .. } => "linear",
         }
     }
 
@@ -296,6 +309,12 @@ impl Op {
             Op::RngLike { x, .. } => vec![x],
             Op::Complex { xs, .. } => xs.iter_mut().collect(),
             Op::Scan { x, init, .. } => std::iter::once(x).chain(init.iter_mut()).collect(),
+            Op::Matmul { a, b } => vec![a, b],
+            Op::Linear { a, weight, bias } => {
+                let mut v = vec![a, weight];
+                v.extend(bias.iter_mut());
+                v
+            }
         }
     }
 
@@ -352,6 +371,8 @@ impl Op {
             "shape",
             "tensor_sizes",
             "at",
+            "matmul",
+            "linear",
         ]);
         v.extend(crate::op_index::IndexOp::NAMES);
         v

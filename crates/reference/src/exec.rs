@@ -2,7 +2,7 @@
 
 use crate::expr::{LazyNode, Operand, Program, PwOp};
 use crate::tensor::Tensor;
-use crate::{ops, reduce, scan, Arg, ExecError};
+use crate::{gemm, ops, reduce, scan, Arg, ExecError};
 use fusebench_ir::infer::{
     cat_owner_ranges, norm_dim, norm_dims, pad_widths, slice_bounds,
 };
@@ -631,6 +631,14 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
             let d = norm_dim(name, *dim, shape_of(*x).len()).map_err(ir)?;
             return Ok(vec![Val::Scalar(Literal::Int(shape_of(*x)[d] as i64))]);
         }
+        Op::Matmul { a, b } => gemm::matmul(&env.tensor(*a), &env.tensor(*b), out.dtype)?,
+        Op::Linear { a, weight, bias } => gemm::linear(
+            &env.tensor(*a),
+            &env.tensor(*weight),
+            bias.map(|b| env.tensor(b)).as_ref(),
+            out.dtype,
+            &out_shape,
+        )?,
         Op::Unary { .. }
         | Op::Binary { .. }
         | Op::Ternary { .. }
