@@ -286,7 +286,14 @@ impl<'f> Lowerer<'f> {
                 }
             }
         }
-        let e = ctype::from_storage(b.dtype, &format!("__ldg(&{}[{off}])", b.param));
+        // __ldg has overloads for scalar and vector types only: a complex
+        // element (a struct of two parts) is read with a plain load.
+        let load = if b.dtype.is_complex() {
+            format!("{}[{off}]", b.param)
+        } else {
+            format!("__ldg(&{}[{off}])", b.param)
+        };
+        let e = ctype::from_storage(b.dtype, &load);
         let e = if b.dtype == DType::Bool {
             format!("({}[{off}] != 0)", b.param)
         } else {

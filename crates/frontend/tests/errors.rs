@@ -271,7 +271,7 @@ fn structure_errors() {
     let e = err("    tv2 = fd.ops.mul(tv1, 0.5)", "    tv2 = tv1");
     check(&e, 7, 11, "expected a call of fd.ops.<op>, fd.define_tensor, fd.define_scalar or fd.add_output, found `tv1`");
     let e = err("fd.add_output", "fd.add_outptu");
-    check(&e, 8, 8, "unknown method fd.add_outptu; supported: define_tensor, define_scalar, add_output, ops.<op>");
+    check(&e, 8, 8, "unknown method fd.add_outptu; supported: define_tensor, define_scalar, define_constant, define_vector, add_output, ops.<op>");
     let e = err("    nvfuser_fusion(fd)", "    other(fd)");
     check(
         &e,

@@ -215,8 +215,9 @@ mod tests {
         assert_eq!(uniform_f32(0), 2f32.powi(-33));
         assert_eq!(uniform_f32(u32::MAX), 0.0);
         assert_eq!(uniform_f32(1 << 31), 0.5 + 2f32.powi(-33));
-        // Double: z = x ^ (y << 21); z = 2^53 - 1 gives 1 - 2^-54, which rounds to 1 -> 0.
-        assert_eq!(uniform_f64(u32::MAX, u32::MAX), 0.0);
+        // Double: z = x ^ (y << 21); z = 2^53 - 1 (x the low 21 bits, y all
+        // ones) gives 1 - 2^-54, which rounds to 1 -> 0.
+        assert_eq!(uniform_f64(0x1F_FFFF, u32::MAX), 0.0);
         assert_eq!(uniform_f64(0, 0), 2f64.powi(-54));
         assert_eq!(uniform_f64(1, 0), 1.5 * 2f64.powi(-53));
     }
