@@ -11,6 +11,8 @@
 #          scripts/gpu.sh figures      (copy ceilings by the same method, % of copy, gather bytes, explain's planted pairs)
 #          scripts/gpu.sh tests        (the GPU tests built by stage: engine outputs, the harness)
 #          scripts/gpu.sh sweep        (fusions not in ../shared: checked, benchmarked, explain's pairs)
+#          scripts/gpu.sh ops [N]      (every op family's fixtures, nvFuser's per-op goldens, fuzz regressions,
+#                                       N random fusions (default 10000) GPU vs CPU)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +45,26 @@ planted() {
 }
 
 case "${1:-run}" in
+ops)
+    # Issue 13's checks: each op family's scripts GPU vs CPU (outputs poisoned twice), nvFuser's
+    # per-op goldens through the engine's GPU test, the fuzzer's regressions, then random fusions.
+    n=${2:-10000}
+    mkdir -p "$out"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+    echo "== op fixtures on the GPU"
+    $bin check --device gpu crates/cli/tests/fixtures/ops/* >"$out/ops.txt" 2>&1; echo "exit $?"
+    grep -E "FAILED|MISMATCH|fusions:" "$out/ops.txt" | tail -20
+    echo "== nvFuser's per-op goldens on the GPU"
+    GOLDEN_OPS_DIR=crates/reference/tests/fixtures/golden-ops FUSEBENCH_SHARED=$shared \
+        .gpu/tests/gpu_outputs golden_ops --nocapture >"$out/golden-ops.txt" 2>&1; echo "exit $?"
+    grep -E "^golden|test result|problem|not yet|GPU" "$out/golden-ops.txt" | tail -30
+    echo "== fuzz regressions"
+    $bin fuzz --replay crates/cli/tests/fixtures/fuzz-regressions --device gpu >"$out/replay.txt" 2>&1; echo "exit $?"
+    tail -12 "$out/replay.txt"
+    echo "== $n random fusions"
+    $bin fuzz --count "$n" --seed 1 --device gpu --jobs 12 --keep "$out/failures" >"$out/fuzz.txt" 2>&1; echo "exit $?"
+    tail -40 "$out/fuzz.txt"
+    ;;
 stage)
     cargo build --release -p fusebench-cli
     mkdir -p .gpu/shared
@@ -218,7 +240,8 @@ tests)
     mkdir -p "$out"
     for t in .gpu/tests/*; do
         echo "== $t"
-        FUSEBENCH_SHARED=$shared $t --nocapture >"$out/$(basename $t).txt" 2>&1
+        FUSEBENCH_SHARED=$shared GOLDEN_OPS_DIR=crates/reference/tests/fixtures/golden-ops \
+            $t --nocapture >"$out/$(basename $t).txt" 2>&1
         echo "exit $?"
         grep -E "^test |test result|mismatch|MISMATCH|panicked|skipped" "$out/$(basename $t).txt" | tail -15
     done

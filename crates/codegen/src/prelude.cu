@@ -221,6 +221,17 @@ __device__ __forceinline__ long long fb_bnot(long long a) { return ~a; }
 __device__ __forceinline__ bool fb_imod(bool a, bool b) { return !b; }
 __device__ __forceinline__ bool fb_iremainder(bool a, bool b) { return !b; }
 __device__ __forceinline__ bool fb_idiv(bool a, bool b) { return b ? a : true; }
+// UInt64: unsigned division, powers and shifts, as the CPU reference's u64 lanes.
+__device__ __forceinline__ unsigned long long fb_idiv(unsigned long long a, unsigned long long b) { return b == 0 ? 0ull : a / b; }
+__device__ __forceinline__ unsigned long long fb_ipow(unsigned long long a, unsigned long long b) {
+    unsigned long long r = 1ull;
+    if (b > 0xFFFFFFFFull) b = 0xFFFFFFFFull;
+    while (b) { if (b & 1ull) r *= a; a *= a; b >>= 1; }
+    return r;
+}
+__device__ __forceinline__ unsigned long long fb_shl(unsigned long long a, unsigned long long b) { return b >= 64 ? 0ull : a << b; }
+__device__ __forceinline__ unsigned long long fb_shr(unsigned long long a, unsigned long long b) { return b >= 64 ? 0ull : a >> b; }
+__device__ __forceinline__ unsigned long long fb_bnot(unsigned long long a) { return ~a; }
 __device__ __forceinline__ int fb_idiv(int a, int b) { return b == 0 ? 0 : (b == -1 ? (int)(0u - (unsigned)a) : a / b); }
 __device__ __forceinline__ long long fb_idiv(long long a, long long b) {
     return b == 0 ? 0LL : (b == -1 ? (long long)(0ull - (unsigned long long)a) : a / b);

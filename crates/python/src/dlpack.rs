@@ -72,6 +72,13 @@ fn to_dtype(t: DLDataType) -> Option<DType> {
         (0, 32) => DType::Int32,
         (0, 64) => DType::Int,
         (6, 8) | (1, 8) => DType::Bool,
+        (1, 64) => DType::UInt64,
+        (5, 64) => DType::ComplexFloat,
+        (5, 128) => DType::ComplexDouble,
+        // DLPack 1.1's float8 codes.
+        (10, 8) => DType::Float8E4m3fn,
+        (12, 8) => DType::Float8E5m2,
+        (14, 8) => DType::Float8E8m0fnu,
         _ => return None,
     })
 }
@@ -85,6 +92,12 @@ fn from_dtype(d: DType) -> DLDataType {
         DType::Int32 => (0, 32),
         DType::Int | DType::Index => (0, 64),
         DType::Bool => (6, 8),
+        DType::UInt64 => (1, 64),
+        DType::ComplexFloat => (5, 64),
+        DType::ComplexDouble => (5, 128),
+        DType::Float8E4m3fn => (10, 8),
+        DType::Float8E5m2 => (12, 8),
+        DType::Float8E8m0fnu => (14, 8),
     };
     DLDataType {
         code,
