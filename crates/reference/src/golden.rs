@@ -2,10 +2,11 @@
 //! (`in<i>`, by input position), outputs (`out<k>`) and inputs after the run
 //! (`post_in<i>`, where an alias output updated one in place), stored
 //! contiguous in logical order, as ../shared/golden and nvFuser's golden-ops
-//! cases hold them. One reader for the golden tests, the engine's GPU test
-//! and `fusebench check --data`.
+//! cases hold them: what `fusebench check --data` reads. The golden tests
+//! still read cases through tests/support/golden_case.rs (dtypes by the
+//! manifest's names, complex tensors, scalar inputs); the two are to become one.
 
-use crate::{Arg, Tensor};
+use crate::Tensor;
 use fusebench_ir::DType;
 use safetensors::{Dtype, SafeTensors};
 use std::path::Path;
@@ -100,32 +101,4 @@ pub fn manifest_strides(info: &serde_json::Value, i: usize) -> Result<Option<Vec
         })
         .collect::<Result<_, _>>()
         .map(Some)
-}
-
-/// nvFuser's inputs (in the layouts it was given: the manifest's strides)
-/// and outputs of one case of a golden directory.
-pub fn golden_case(
-    dir: &Path,
-    case: &str,
-    info: &serde_json::Value,
-) -> Result<(Vec<Arg>, Vec<Tensor>), String> {
-    let file = DataFile::read(&dir.join(format!("{case}.safetensors")))?;
-    let specs = info["inputs"]
-        .as_array()
-        .ok_or("manifest: no inputs list")?;
-    let mut inputs = Vec::new();
-    for i in 0..specs.len() {
-        let t = file.load(&format!("in{i}"))?;
-        let strides = manifest_strides(info, i)?
-            .ok_or_else(|| format!("manifest: input {i} has no strides"))?;
-        inputs.push(Arg::Tensor(t.relaid(&strides).map_err(|e| e.to_string())?));
-    }
-    let n_out = info["outputs"]
-        .as_array()
-        .ok_or("manifest: no outputs list")?
-        .len();
-    let outputs = (0..n_out)
-        .map(|k| file.load(&format!("out{k}")))
-        .collect::<Result<_, _>>()?;
-    Ok((inputs, outputs))
 }
