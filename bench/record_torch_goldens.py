@@ -18,7 +18,7 @@ import json
 import os
 
 import torch
-from safetensors.torch import save_file
+from record_goldens import save_safetensors  # the same file format as the nvFuser cases
 
 DT = {
     torch.float32: ("Float", "float32", "float32"),
@@ -138,10 +138,10 @@ def main():
     g = torch.Generator(device="cuda").manual_seed(args.seed)
     manifest = []
     for name, op, inputs, body, outs, results, post in cases(g):
-        tensors = {f"in{i}": t.contiguous().cpu() for i, t in enumerate(inputs)}
-        tensors.update({f"out{k}": t.contiguous().cpu() for k, t in enumerate(results)})
-        tensors.update({f"post_in{i}": t.contiguous().cpu() for i, t in post.items()})
-        save_file(tensors, os.path.join(args.out, f"{name}.safetensors"))
+        tensors = {f"in{i}": t for i, t in enumerate(inputs)}
+        tensors.update({f"out{k}": t for k, t in enumerate(results)})
+        tensors.update({f"post_in{i}": t for i, t in post.items()})
+        save_safetensors(os.path.join(args.out, f"{name}.safetensors"), tensors)
         with open(os.path.join(args.out, f"{name}.py"), "w") as f:
             f.write(f"# PyTorch reference: {op} exists only in nvFuser's legacy frontend\n")
             f.write(script(inputs, body, outs))
