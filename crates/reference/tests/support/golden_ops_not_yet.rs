@@ -49,7 +49,7 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ("randn_like_f32", "out0: 35 of 35 elements outside tolerance, max abs err 3.242e0, max rel err 2.409e1; first at [0, 0]..."),
     ("randn_like_f64", "out0: 35 of 35 elements outside tolerance, max abs err 3.902e0, max rel err 2.914e2; first at [0, 0]..."),
     ("reshape_c64", "parse: fd.ops.reshape: reshape on ComplexFloat is not supported: fusebench computes only these ops o..."),
-    ("sdpfa_bwd_bf16", "out1 (grad_query): 8 of 288 beyond 2 bf16 ulps (max abs 6.3e-2): flash rounds dS to bf16 before dQ = dS.K, whose terms cancel; dk passes"),
+    ("sdpfa_bwd_bf16", "out1 (grad_query): 8 of 288 beyond 2 bf16 ulps: flash rounds dS to bf16 before dQ = dS.K, whose terms cancel, and dq is ill-conditioned in O (ours differs by an ulp); checked within that rounding in tests/attention_gemm.rs"),
     ("slice_c64", "parse: fd.ops.slice: slice on ComplexFloat is not supported: fusebench computes only these ops on co..."),
     ("squeeze_expanded_f32", "parse: fd.ops.squeeze: dim 1 has extent 3; only extent-1 dims can be squeezed"),
     ("sum_all_c64", "parse: fd.ops.sum: sum on ComplexFloat is not supported: fusebench computes only these ops on comple..."),
