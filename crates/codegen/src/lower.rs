@@ -629,7 +629,7 @@ impl<'f> Lowerer<'f> {
                 )))
             }
             // Refused before planning (refuse.rs); never reached.
-            Op::Matmul { .. } | Op::Linear { .. } => {
+            Op::Matmul { .. } | Op::Linear { .. } | Op::Gemm(_) => {
                 return Err(unsupported(format!("{} has no GPU kernel", op.name())))
             }
             Op::Welford { x, dims } if out_index == 2 => {

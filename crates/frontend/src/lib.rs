@@ -20,6 +20,7 @@ mod ops_index;
 mod ops_elem;
 mod ops_composite;
 mod ops_defn;
+mod ops_gemm;
 mod parse;
 mod print;
 

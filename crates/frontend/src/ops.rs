@@ -497,6 +497,7 @@ impl Body<'_, '_> {
                 Op::Index(self.index_op(n, callee, call)?)
             }
             "set" | "segment_set" | "stride_order" | "size" => self.defn_op(name, callee, call)?,
+            n if crate::ops_gemm::NAMES.contains(&n) => self.gemm_op(n, callee, call)?,
             "matmul" => {
                 let a = bind(callee, call, &["arg1", "arg2"], &[])?;
                 let (x, y) = (a.req("arg1")?, a.req("arg2")?);

@@ -530,25 +530,31 @@ impl Body<'_, '_> {
             [("ops", _), (op, op_span)] => {
                 let op = self.op(op, root_span.to(*op_span), &call)?;
                 let n = op.num_outputs();
+                // Python values beyond the op's outputs are None (`scaled_mm`).
+                let py = match &op { fusebench_ir::Op::Gemm(o) => o.python_returns(), _ => n };
                 let opname = format!("{fd}.ops.{}", op.name());
                 if targets.is_empty() {
                     return Err(invalid(rhs.span, format!("the result of {opname} must be assigned to a name")));
                 }
-                if n == 1 && tuple {
+                if py == 1 && tuple {
                     return Err(invalid(targets[0].1.to(targets.last().unwrap().1), format!("{opname} returns one value; assign it to one name")));
                 }
-                if n > 1 && (!tuple || targets.len() != n) {
-                    let names = ["a", "b", "c", "d"][..n.min(4)].join(", ");
+                if py > 1 && (!tuple || targets.len() != py) {
+                    let names = ["a", "b", "c", "d"][..py.min(4)].join(", ");
                     return Err(invalid(
                         targets[0].1.to(targets.last().unwrap().1),
-                        format!("{opname} returns {n} values; assign them as `{names} = ...`"),
+                        format!("{opname} returns {py} values; assign them as `{names} = ...`"),
                     ));
                 }
-                let names: Vec<&str> = targets.iter().map(|(n, _)| n.as_str()).collect();
+                let names: Vec<&str> = targets.iter().take(n).map(|(n, _)| n.as_str()).collect();
                 let outs = self.b.op(op, &names).map_err(|e| self.ir(rhs.span, e))?;
                 for ((n, _), v) in targets.iter().zip(outs) {
                     self.vectors.remove(n);
                     self.names.insert(n.clone(), v);
+                }
+                for (n, _) in &targets[n.min(targets.len())..] {
+                    self.vectors.remove(n);
+                    self.names.remove(n);
                 }
             }
             [(m, s)] => {

@@ -397,6 +397,11 @@ impl Printer<'_> {
             .iter()
             .map(|o| self.names.get(o.index()).map_or("_", |s| s.as_str()))
             .collect();
+        // `scaled_mm` returns `(out, None, None)` in Python.
+        let mut targets = targets;
+        if let Op::Gemm(o) = &node.op {
+            targets.resize(o.python_returns(), "_");
+        }
         let lhs = if targets.len() == 1 {
             targets[0].to_string()
         } else {
@@ -537,6 +542,7 @@ impl Printer<'_> {
                 format!("index_select({}, {}, dim={dim})", a(x), a(index))
             }
             Op::Index(o) => crate::ops_index::print_index(o, &a),
+            Op::Gemm(o) => crate::ops_gemm::print_gemm(o, &a),
             Op::Rng {
                 dist,
                 a: l,

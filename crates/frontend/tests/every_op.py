@@ -9,6 +9,11 @@ def nvfuser_fusion(fd : FusionDefinition) -> None :
     tv3 = fd.define_tensor(shape=[1, 8], contiguity=[None, True], dtype=DataType.Bool, is_cpu=False)
     s0 = fd.define_scalar(dtype=DataType.Double)
     s1 = fd.define_scalar(2.5, dtype=DataType.Float)  # a comment after code
+    ga = fd.define_tensor(shape=[1, 2, 4, 8], contiguity=[None, True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    gb = fd.define_tensor(shape=[2], contiguity=[True], dtype=DataType.Int32, is_cpu=False)
+    gc = fd.define_tensor(shape=[4, 16], contiguity=[True, True], dtype=DataType.Float8_e4m3fn, is_cpu=False)
+    gd = fd.define_tensor(shape=[16, 8], contiguity=[True, True], dtype=DataType.Float8_e4m3fn, is_cpu=False, stride_order=[0, 1])
+    ge = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu=False)
     tv4 = fd.ops.neg(tv0)
     tv5 = fd.ops.abs(tv4)
     tv6 = fd.ops.exp(tv5)
@@ -136,6 +141,10 @@ def nvfuser_fusion(fd : FusionDefinition) -> None :
     g8 = fd.ops.segment_set(tv0)
     g9 = fd.ops.stride_order(tv0, stride_order=[0, 1])
     g10 = fd.ops.size(tv0, dim=0)
+    a0, a1, a2, a3 = fd.ops.sdpfa_fwd(ga, ga, ga, dropout_p=0.00000, is_causal=True, scale=0.500000)
+    a4, a5, a6 = fd.ops.sdpfa_bwd(a0, ga, ga, ga, a0, a1, dropout_p=0.00000, is_causal=True, philox_seed=a2, philox_offset=a3, scale=None)
+    a7 = fd.ops.grouped_mm(tv0, tv1, gb)
+    a8, _, _ = fd.ops.scaled_mm(gc, gd, ge, ge)
     fd.add_output(tv21)
     fd.add_output(tv22)
     fd.add_output(tv23)
@@ -176,5 +185,10 @@ inputs = [
     torch.randint(0, 4, (3,), dtype=torch.int64, device='cuda:0'),
     torch.testing.make_tensor(1, 8, dtype=torch.bool, device='cuda:0'),
     0.5,
+    torch.testing.make_tensor((1, 2, 4, 8), dtype=torch.bfloat16, device='cuda:0'),
+    torch.randint(0, 8, (2,), dtype=torch.int32, device='cuda:0'),
+    torch.testing.make_tensor((4, 16), dtype=torch.float8_e4m3fn, device='cuda:0'),
+    torch.randn(128, dtype=torch.float8_e4m3fn, device='cuda:0').as_strided((16, 8), (1, 16)),
+    torch.testing.make_tensor((), dtype=torch.float32, device='cuda:0'),
 ]
 fd.execute(inputs)

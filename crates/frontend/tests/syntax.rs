@@ -43,7 +43,7 @@ fn every_op_script() {
             " an indented header line"
         ]
     );
-    assert_eq!(f.inputs.len(), 5);
+    assert_eq!(f.inputs.len(), 10);
     assert_eq!(f.outputs.len(), 23);
     let mut seen: Vec<&str> = f.nodes.iter().map(|n| n.op.name()).collect();
     seen.sort_unstable();

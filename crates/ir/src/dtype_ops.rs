@@ -47,6 +47,8 @@ const UINT64_OPS: &[&str] = &[
     "bitwise_xor", "bitwise_not", "bitwise_left_shift", "lshift",
     // Unary float ops: they cast UInt64 to Float first (an unsigned conversion).
     "reciprocal", "rsqrt", "sqrt", "exp", "log", "tanh", "erf", "sigmoid",
+    // Its philox seed/offset (UInt64) are only read for dropout, refused on the CPU.
+    "sdpfa_bwd",
 ];
 
 /// Refuses an op reading or making complex or UInt64 values that fusebench

@@ -657,6 +657,7 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             vec![OutType::tensor(xv.dtype, out)]
         }
         Op::Index(o) => index::infer_index(g, o)?,
+        Op::Gemm(o) => crate::op_gemm::infer(g, o)?,
         Op::Rng { .. } | Op::RngLike { .. } => crate::rng::infer(g, name, op)?,
         Op::Scan { x, dim, init, .. } => {
             // nvFuser's `scan` keeps the input's dtype (no upcast of bf16 or ints).

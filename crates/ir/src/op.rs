@@ -217,6 +217,8 @@ pub enum Op {
         weight: ValueId,
         bias: Option<ValueId>,
     },
+    /// Attention and grouped/scaled products (`sdpfa_*`, `grouped_mm`, `scaled_mm`).
+    Gemm(crate::op_gemm::GemmOp),
 }
 
 impl Op {
@@ -253,6 +255,7 @@ impl Op {
             Op::Size { .. } => "size",
             Op::Matmul { .. } => "matmul",
             Op::Linear { .. } => "linear",
+            Op::Gemm(o) => o.name(),
         }
     }
 
@@ -315,6 +318,7 @@ impl Op {
                 v.extend(bias.iter_mut());
                 v
             }
+            Op::Gemm(o) => o.operands_mut(),
         }
     }
 
@@ -323,6 +327,7 @@ impl Op {
             Op::Welford { .. } => 3,
             Op::VarMean { .. } => 2,
             Op::Index(o) => o.num_outputs(),
+            Op::Gemm(o) => o.num_outputs(),
             _ => 1,
         }
     }
@@ -375,6 +380,7 @@ impl Op {
             "linear",
         ]);
         v.extend(crate::op_index::IndexOp::NAMES);
+        v.extend(crate::op_gemm::GemmOp::NAMES);
         v
     }
 }

@@ -631,6 +631,15 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
             let d = norm_dim(name, *dim, shape_of(*x).len()).map_err(ir)?;
             return Ok(vec![Val::Scalar(Literal::Int(shape_of(*x)[d] as i64))]);
         }
+        Op::Gemm(o) => {
+            let cx = crate::index::Ctx {
+                tensor: &|v| env.tensor(v),
+                scalar: &|v| env.scalar(v),
+                value: &|v| f.value(v),
+                outs: node.outputs.iter().map(|&v| f.value(v)).collect(),
+            };
+            return Ok(gemm::exec_gemm(o, &cx)?.into_iter().map(Val::Tensor).collect());
+        }
         Op::Matmul { a, b } => gemm::matmul(&env.tensor(*a), &env.tensor(*b), out.dtype)?,
         Op::Linear { a, weight, bias } => gemm::linear(
             &env.tensor(*a),

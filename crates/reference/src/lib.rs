@@ -29,6 +29,7 @@ mod elems;
 mod exec;
 mod expr;
 pub mod facts;
+mod attention;
 mod gemm;
 mod gen;
 mod index;
