@@ -79,6 +79,9 @@ fn arg_pairs(a: &CArg, shape: &[usize]) -> Vec<(f64, f64)> {
 fn convert(x: (f64, f64), to: DType) -> (f64, f64) {
     match to.complex_part() {
         Some(p) => (round_to(x.0, p), round_to(x.1, p)),
+        // A complex value is true when either part is nonzero (PyTorch, and
+        // nvFuser's `operator bool`).
+        None if to == DType::Bool => (cm::to_bool(x) as i64 as f64, 0.0),
         None if to.is_float() => (round_to(x.0, to), 0.0),
         None => (Literal::Float(x.0).cast(to).as_f64(), 0.0),
     }
@@ -196,6 +199,8 @@ mod tests {
         assert_eq!(convert((0.1, -0.1), DType::ComplexFloat), (0.1f32 as f64, -0.1f32 as f64));
         // Casting complex to a real type keeps the real part.
         assert_eq!(convert((2.7, 5.0), DType::Int), (2.0, 0.0));
+        assert_eq!(convert((0.0, 5.0), DType::Bool), (1.0, 0.0));
+        assert_eq!(convert((0.0, -0.0), DType::Bool), (0.0, 0.0));
         assert_eq!(convert((2.7, 5.0), DType::Half), (2.69921875, 0.0));
     }
 
