@@ -89,10 +89,12 @@ pub fn convert(from: DType, to: DType, e: &str) -> String {
 }
 
 /// Conversions to, from and between complex types: a real value becomes the
-/// real part; a complex value cast to a real type keeps its real part.
+/// real part; a complex value cast to a real type keeps its real part, to
+/// bool is true when either part is nonzero.
 fn convert_complex(from: DType, to: DType, e: &str) -> String {
     match (from.complex_part(), to.complex_part()) {
         (Some(_), Some(p)) => format!("{}(({})({e}).re, ({})({e}).im)", reg(to), reg(p), reg(p)),
+        (Some(_), None) if to == DType::Bool => format!("(fb_cbool({e}) != 0)"),
         (Some(p), None) => convert(p, to, &format!("({e}).re")),
         (None, Some(p)) => {
             let re = convert(from, p, e);

@@ -434,7 +434,7 @@ impl<'f> Lowerer<'f> {
                 let xi = operand_idx(self, x);
                 vals.push((self.value_at(x, &xi)?, f.value(x).dtype));
             }
-            let e = crate::complex::lower(f, op, d, &vals);
+            let e = crate::complex::lower(f, op, d, &vals).map_err(unsupported)?;
             return Ok(self.bind(v, idx, e));
         }
         let expr = match op {

@@ -27,7 +27,8 @@ fn why(op: &Op) -> Option<&'static str> {
 /// The first op of `f` the GPU engine cannot run, as an error.
 pub(crate) fn check(f: &Fusion) -> Result<(), CodegenError> {
     for n in &f.nodes {
-        if let Some(why) = why(&n.op) {
+        let why = why(&n.op).map(String::from).or_else(|| crate::complex::unsupported(f, &n.op));
+        if let Some(why) = why {
             let out = n.outputs.first().map(|&v| f.value(v).name.clone());
             return Err(CodegenError::Unsupported(format!(
                 "`{}`{}: {why}",

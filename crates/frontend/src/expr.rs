@@ -18,6 +18,9 @@ pub(crate) enum ExprKind {
     /// A magnitude; `-` is [`ExprKind::Neg`].
     Int(u128),
     Float(f64),
+    /// `2.5j`, and `1.0+2.5j` (the real part, then the imaginary one).
+    Imag(f64),
+    Complex(Box<Expr>, f64),
     Str(String),
     Bool(bool),
     None,
@@ -171,9 +174,19 @@ impl<'a, 's> Cursor<'a, 's> {
 
     pub fn expr(&mut self) -> PResult<Expr> {
         self.enter()?;
-        let e = self.unary();
+        let e = self.unary().map(|e| self.complex_tail(e));
         self.depth -= 1;
         e
+    }
+
+    /// `re + imj` / `re - imj`: Python's complex constants, the only binary
+    /// `+`/`-` the scripts hold.
+    fn complex_tail(&mut self, e: Expr) -> Expr {
+        let sign = if self.is_punct("+") { 1.0 } else if self.is_punct("-") { -1.0 } else { return e };
+        let Some(Token { tok: Tok::Imag(im), span }) = self.peek_at(1) else { return e };
+        let span = e.span.to(*span);
+        self.pos += 2;
+        Expr { kind: ExprKind::Complex(Box::new(e), sign * im), span }
     }
 
     fn unary(&mut self) -> PResult<Expr> {
@@ -238,6 +251,7 @@ impl<'a, 's> Cursor<'a, 's> {
             },
             Tok::Int(v) => ExprKind::Int(*v),
             Tok::Float(v) => ExprKind::Float(*v),
+            Tok::Imag(v) => ExprKind::Imag(*v),
             Tok::Str(s) => ExprKind::Str(s.clone()),
             Tok::Punct("(") => {
                 self.pos += 1;
@@ -450,6 +464,18 @@ impl Expr {
             ExprKind::Int(_) => return Some(self.i64()?.map(Literal::Int)),
             ExprKind::Float(v) => Literal::Float(*v),
             ExprKind::Bool(b) => Literal::Bool(*b),
+            // A complex constant is held as its real part (fusebench's
+            // complex scalars are real values of a complex dtype).
+            ExprKind::Imag(im) | ExprKind::Complex(_, im) if *im != 0.0 => {
+                return Some(Err(invalid(
+                    self.span,
+                    "complex constants with a nonzero imaginary part are not supported",
+                )))
+            }
+            ExprKind::Imag(_) => Literal::Float(0.0),
+            ExprKind::Complex(re, _) => {
+                return Some(re.literal()?.map(|l| canonical(Literal::Float(l.as_f64()))))
+            }
             ExprKind::Neg(inner) => {
                 return Some(inner.literal()?.and_then(|l| match l {
                     Literal::Int(i) => i.checked_neg().map(Literal::Int).ok_or_else(|| {

@@ -11,6 +11,8 @@ pub(crate) enum Tok {
     /// The magnitude of an integer literal; a sign is a separate token.
     Int(u128),
     Float(f64),
+    /// An imaginary literal (`2.5j`): Python's complex constants.
+    Imag(f64),
     Str(String),
     Punct(&'static str),
 }
@@ -334,7 +336,18 @@ impl Lexer<'_, '_> {
                 }
             }
         }
-        // `1abc`, `0x`, `1e`, `3j`: one malformed token rather than two.
+        // `2.5j`: an imaginary literal (decimal only, as in Python).
+        let alnum = |c: Option<char>| c.is_some_and(|c| c == '_' || c.is_alphanumeric());
+        if radix == 10 && matches!(self.peek(), Some('j') | Some('J')) && !alnum(self.peek2()) {
+            let clean: String = self.text[start..self.pos].chars().filter(|&c| c != '_').collect();
+            self.bump();
+            let span = Span::new(start, self.pos);
+            let v: f64 = clean
+                .parse()
+                .map_err(|_| invalid(span, format!("invalid number literal `{}`", &self.text[start..self.pos])))?;
+            return Ok(Token { tok: Tok::Imag(v), span });
+        }
+        // `1abc`, `0x`, `1e`, `3jk`: one malformed token rather than two.
         while self.peek().is_some_and(|c| c == '_' || c.is_alphanumeric()) {
             self.bump();
         }

@@ -229,3 +229,36 @@ fn add_output_stride_order_keyword_and_positional() {
     .to_string();
     assert!(e.contains("not a permutation"), "{e}");
 }
+
+#[test]
+fn complex_constants_are_real_values_of_a_complex_dtype() {
+    let f = round_trip(&direct(
+        "    tv0 = fd.define_tensor(shape=[5, 7], contiguity=[True, True], dtype=DataType.ComplexFloat, is_cpu=False)\n\
+         \x20   c0 = fd.define_scalar(-1.50000+0.00000j, dtype=DataType.ComplexFloat)\n\
+         \x20   c1 = fd.define_scalar(0j, dtype=DataType.ComplexDouble)\n\
+         \x20   tv1 = fd.ops.pad(tv0, pad_widths=[1, 2, 0, 1], value=c0)\n\
+         \x20   tv2 = fd.ops.mul(tv0, c1)\n\
+         \x20   fd.add_output(tv1)\n    fd.add_output(tv2)\n",
+        "",
+    ));
+    let consts: Vec<(DType, Option<Literal>)> = f
+        .values
+        .iter()
+        .filter(|v| v.shape.is_none() && v.dtype.is_complex())
+        .map(|v| (v.dtype, v.constant))
+        .collect();
+    assert_eq!(
+        consts,
+        vec![(DType::ComplexFloat, Some(Literal::Float(-1.5))), (DType::ComplexDouble, Some(Literal::Float(0.0)))]
+    );
+    // A scalar does not raise a tensor's precision within its category.
+    assert_eq!(f.value(f.outputs[1]).dtype, DType::ComplexFloat);
+    // A nonzero imaginary part has no representation: refused where it is written.
+    let e = parse_script(
+        "t.py",
+        &direct("    c0 = fd.define_scalar(1.0-2.0j, dtype=DataType.ComplexFloat)\n", ""),
+    )
+    .expect_err("refused");
+    assert!(e.to_string().contains("nonzero imaginary part"), "{e}");
+    assert_eq!(e.line, 4);
+}

@@ -32,11 +32,34 @@ impl ComplexOp {
     }
 }
 
-/// Ops that handle complex values on the CPU and the GPU.
+/// Ops besides the op table's that handle complex values on the CPU and the
+/// GPU (the table's ops: those with a complex entry in [`crate::complex_math`]).
 const COMPLEX_OPS: &[&str] = &[
-    "complex", "real", "imag", "add", "sub", "mul", "div", "neg", "abs", "eq", "ne", "where",
-    "cast",
+    "complex", "real", "imag", "where", "cast", "set", "segment_set", "broadcast",
+    "broadcast_in_dim", "expand", "reshape", "permute", "squeeze", "slice", "pad", "cat", "sum",
+    "prod",
 ];
+
+/// Whether fusebench computes `op` on complex values.
+fn complex_ok(op: &Op) -> bool {
+    use crate::complex_math as cm;
+    match op {
+        Op::Unary { kind, .. } => cm::unary(*kind).is_some(),
+        Op::Binary { kind, .. } => cm::binary(*kind).is_some(),
+        Op::Ternary { kind, .. } => cm::ternary(*kind).is_some(),
+        _ => COMPLEX_OPS.contains(&op.name()),
+    }
+}
+
+/// Every op name fusebench computes on complex values, for error messages.
+fn complex_op_names() -> Vec<&'static str> {
+    use crate::complex_math as cm;
+    let mut v: Vec<&str> = crate::UnaryOp::ALL.iter().filter(|k| cm::unary(**k).is_some()).map(|k| k.name()).collect();
+    v.extend(BinaryOp::ALL.iter().filter(|k| cm::binary(**k).is_some()).map(|k| k.name()));
+    v.extend(crate::TernaryOp::ALL.iter().filter(|k| cm::ternary(**k).is_some()).map(|k| k.name()));
+    v.extend(COMPLEX_OPS);
+    v
+}
 
 /// Ops that give the same bits for UInt64 as for Int, or that have an
 /// unsigned variant in the reference and run as `unsigned long long` on the GPU.
@@ -65,25 +88,27 @@ pub fn check(g: &Graph, op: &Op) -> Result<(), IrError> {
         Op::Reduce { dtype: Some(d), .. } => dtypes.push(*d),
         _ => {}
     }
+    // A complex scalar is a constant with a zero imaginary part (a real
+    // literal cast to complex, or `x+0j`): its Literal holds the real part.
     let scalar_complex = op.operands().iter().any(|v| {
-        g.values.get(v.index()).is_some_and(|x| x.shape.is_none() && x.dtype.is_complex())
+        g.values.get(v.index()).is_some_and(|x| x.shape.is_none() && x.dtype.is_complex() && x.constant.is_none())
     }) || matches!(op, Op::Cast { x, dtype } if dtype.is_complex()
-        && g.values.get(x.index()).is_some_and(|v| v.shape.is_none()));
+        && g.values.get(x.index()).is_some_and(|v| v.shape.is_none() && v.constant.is_none()));
     if scalar_complex {
         return Err(IrError::op(
             name,
-            "complex scalars are not supported (complex values must be tensors)".to_string(),
+            "complex scalar inputs are not supported (only constants with a zero imaginary part)".to_string(),
         ));
     }
     for d in dtypes {
-        let (allowed, what) = if d.is_complex() {
-            (COMPLEX_OPS, "complex dtypes")
+        let (allowed, what, ok) = if d.is_complex() {
+            (complex_op_names(), "complex dtypes", complex_ok(op))
         } else if d == DType::UInt64 {
-            (UINT64_OPS, "UInt64")
+            (UINT64_OPS.to_vec(), "UInt64", UINT64_OPS.contains(&name))
         } else {
             continue;
         };
-        if !allowed.contains(&name) {
+        if !ok {
             return Err(IrError::op(
                 name,
                 format!(
@@ -97,6 +122,10 @@ pub fn check(g: &Graph, op: &Op) -> Result<(), IrError> {
         let d = g.values[x.index()].dtype;
         if d == DType::UInt64 && *kind != crate::op::ReduceOp::Sum {
             return Err(IrError::op(name, format!("{name} on {d} is not supported (only sum)")));
+        }
+        // nvFuser: "Could not generate a max op for tensor with type: std::complex".
+        if d.is_complex() && !matches!(kind, crate::op::ReduceOp::Sum | crate::op::ReduceOp::Prod) {
+            return Err(IrError::op(name, format!("{name} on {d} is not supported (only sum and prod)")));
         }
     }
     let pair = match op {

@@ -133,7 +133,7 @@ macro_rules! unary_table {
                 "($0 == __uint_as_float(0xff800000u))", "($0 == __longlong_as_double(0xfff0000000000000LL))", "false"],
             IsPosInf => ["isposinf", Predicate, |x| (x == f64::INFINITY) as i64 as f64, |_x, _b| 0,
                 "($0 == __uint_as_float(0x7f800000u))", "($0 == __longlong_as_double(0x7ff0000000000000LL))", "false"],
-            // Complex dtypes are not among fusebench's: every value is real.
+            // On real lanes every value is real (complex ones: crate::complex_math).
             IsReal => ["isreal", Predicate, |_x| 1.0, |_x, _b| 1, "true", "true", "true"],
             LogicalNot => ["logical_not", Logical, |x| (x == 0.0) as i64 as f64, |x, _b| (x == 0) as i64, "", "", "(!$0)"],
             // On bools nvFuser's bitwise_not is logical_not.
@@ -371,7 +371,7 @@ pub fn typing(name: &str, rule: Rule, operands: &[&Value]) -> Result<Typing, IrE
             // Unary ops compute Index as Int; binary ones keep Index, as before the table.
             let c = common_dtype(operands, false, true);
             let c = if operands.len() == 1 { lanes(c) } else { c };
-            if rule == Rule::DefaultFloat && !c.is_float() {
+            if rule == Rule::DefaultFloat && !c.is_float() && !c.is_complex() {
                 return refuse("floating-point");
             }
             let out = if rule == Rule::Compare { DType::Bool } else { c };
@@ -414,7 +414,7 @@ pub fn typing(name: &str, rule: Rule, operands: &[&Value]) -> Result<Typing, IrE
             let same = |d: DType| (d.is_float() && x.is_float()) || (d.is_integral() && x.is_integral());
             let mut casts = vec![x];
             casts.extend(operands[1..].iter().map(|v| if same(v.dtype) { lanes(v.dtype) } else { x }));
-            let compute = if x.is_float() { DType::Double } else { DType::Int };
+            let compute = if x.is_float() { DType::Double } else if x.is_complex() { x } else { DType::Int };
             Typing { casts, compute, out: x }
         }
     };

@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod builder;
+pub mod complex_math;
 pub mod dtype;
 pub mod dtype_ops;
 pub mod elementwise;

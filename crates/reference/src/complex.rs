@@ -9,7 +9,9 @@ use crate::ExecError;
 use fusebench_ir::dtype_ops::ComplexOp;
 use fusebench_ir::infer::common_dtype;
 use fusebench_ir::scalar::round_to;
-use fusebench_ir::{BinaryOp, DType, Fusion, Literal, Op, UnaryOp, Value};
+use fusebench_ir::complex_math::{self as cm, Complex, C};
+use fusebench_ir::elementwise::{binary_i64, ternary_i64, unary_i64};
+use fusebench_ir::{DType, Fusion, Literal, Op, Value};
 
 /// An operand: a stored tensor or a real scalar of a dtype.
 pub(crate) enum CArg {
@@ -19,15 +21,21 @@ pub(crate) enum CArg {
 
 /// Whether `op` reads or makes complex values (and so runs here).
 pub(crate) fn involved(f: &Fusion, op: &Op, out: &Value) -> bool {
-    matches!(op, Op::Complex { .. })
-        || (out.dtype.is_complex() && is_elementwise(op))
-        || (is_elementwise(op) && op.operands().iter().any(|&v| f.value(v).dtype.is_complex()))
+    out.shape.is_some()
+        && (matches!(op, Op::Complex { .. })
+            || (out.dtype.is_complex() && is_elementwise(op))
+            || (is_elementwise(op) && op.operands().iter().any(|&v| f.value(v).dtype.is_complex())))
 }
 
 fn is_elementwise(op: &Op) -> bool {
     matches!(
         op,
-        Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } | Op::Complex { .. }
+        Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Ternary { .. }
+            | Op::Where { .. }
+            | Op::Cast { .. }
+            | Op::Complex { .. }
     )
 }
 
@@ -71,6 +79,9 @@ fn arg_pairs(a: &CArg, shape: &[usize]) -> Vec<(f64, f64)> {
 fn convert(x: (f64, f64), to: DType) -> (f64, f64) {
     match to.complex_part() {
         Some(p) => (round_to(x.0, p), round_to(x.1, p)),
+        // A complex value is true when either part is nonzero (PyTorch, and
+        // nvFuser's `operator bool`).
+        None if to == DType::Bool => (cm::to_bool(x) as i64 as f64, 0.0),
         None if to.is_float() => (round_to(x.0, to), 0.0),
         None => (Literal::Float(x.0).cast(to).as_f64(), 0.0),
     }
@@ -91,15 +102,6 @@ fn build(dtype: DType, shape: &[usize], v: &[(f64, f64)]) -> Result<Tensor, Exec
         }
     };
     Tensor::from_buffer(dtype, shape.to_vec(), buf)
-}
-
-fn mul(a: (f64, f64), b: (f64, f64)) -> (f64, f64) {
-    (a.0 * b.0 - a.1 * b.1, a.0 * b.1 + a.1 * b.0)
-}
-
-fn div(a: (f64, f64), b: (f64, f64)) -> (f64, f64) {
-    let d = b.0 * b.0 + b.1 * b.1;
-    ((a.0 * b.0 + a.1 * b.1) / d, (a.1 * b.0 - a.0 * b.1) / d)
 }
 
 /// Runs one op that `involved` accepted; `vals` are the op's operand values.
@@ -124,33 +126,52 @@ pub(crate) fn exec(op: &Op, vals: &[&Value], out: &Value, args: &[CArg]) -> Resu
         }
         Op::Cast { .. } => arg_pairs(&args[0], &shape),
         Op::Unary { kind, .. } => {
-            let x = arg_pairs(&args[0], &shape);
-            match kind {
-                UnaryOp::Neg => x.iter().map(|&c| convert(c, d)).map(|c| (-c.0, -c.1)).collect(),
-                UnaryOp::Abs => {
-                    let from = vals[0].dtype;
-                    x.iter().map(|&c| convert(c, from)).map(|c| (c.0.hypot(c.1), 0.0)).collect()
-                }
+            let sem = cm::unary(*kind).ok_or_else(|| refuse("unary"))?;
+            let from = vals[0].dtype;
+            let x: Vec<C> = arg_pairs(&args[0], &shape).into_iter().map(|c| convert(c, from)).collect();
+            let ints = |f: &dyn Fn(i64) -> i64| x.iter().map(|&c| (f(cm::to_bool(c) as i64) as f64, 0.0)).collect();
+            match sem {
+                Complex::Unary(f) => x.into_iter().map(f).collect(),
+                Complex::Pred(p) => x.into_iter().map(|c| (p(c) as i64 as f64, 0.0)).collect(),
+                Complex::Bools => ints(&|b| unary_i64(*kind, b, DType::Int)),
                 _ => return Err(refuse("unary")),
             }
         }
         Op::Binary { kind, .. } => {
             let c = common_dtype(&[vals[0], vals[1]], false, true);
+            let sem = cm::binary(*kind).ok_or_else(|| refuse("binary"))?;
             let a = arg_pairs(&args[0], &shape);
             let b = arg_pairs(&args[1], &shape);
-            let one = |x: (f64, f64), y: (f64, f64)| -> Result<(f64, f64), ExecError> {
-                let (x, y) = (convert(x, c), convert(y, c));
-                Ok(match kind {
-                    BinaryOp::Add => (x.0 + y.0, x.1 + y.1),
-                    BinaryOp::Sub => (x.0 - y.0, x.1 - y.1),
-                    BinaryOp::Mul => mul(x, y),
-                    BinaryOp::Div => div(x, y),
-                    BinaryOp::Eq => (((x.0 == y.0) && (x.1 == y.1)) as i64 as f64, 0.0),
-                    BinaryOp::Ne => (((x.0 != y.0) || (x.1 != y.1)) as i64 as f64, 0.0),
-                    _ => return Err(refuse("binary")),
-                })
-            };
-            a.iter().zip(&b).map(|(&x, &y)| one(x, y)).collect::<Result<_, _>>()?
+            let ab = a.iter().zip(&b).map(|(&x, &y)| (convert(x, c), convert(y, c)));
+            match sem {
+                Complex::Binary(f) => ab.map(|(x, y)| f(x, y)).collect(),
+                Complex::Compare(p) => ab.map(|(x, y)| (p(x, y) as i64 as f64, 0.0)).collect(),
+                Complex::Bools => ab
+                    .map(|(x, y)| {
+                        let r = binary_i64(*kind, cm::to_bool(x) as i64, cm::to_bool(y) as i64, DType::Int);
+                        (r as f64, 0.0)
+                    })
+                    .collect(),
+                _ => return Err(refuse("binary")),
+            }
+        }
+        Op::Ternary { kind, .. } => {
+            let sem = cm::ternary(*kind).ok_or_else(|| refuse("ternary"))?;
+            let t = fusebench_ir::elementwise::typing(kind.name(), kind.rule(), vals)
+                .map_err(|e| ExecError::Tensor(e.to_string()))?;
+            let xs: Vec<Vec<C>> = (0..3)
+                .map(|k| arg_pairs(&args[k], &shape).into_iter().map(|c| convert(c, t.casts[k])).collect())
+                .collect();
+            match sem {
+                Complex::Ternary(f) => (0..n).map(|i| f(xs[0][i], xs[1][i], xs[2][i])).collect(),
+                Complex::Bools => (0..n)
+                    .map(|i| {
+                        let b = |k: usize| cm::to_bool(xs[k][i]) as i64;
+                        (ternary_i64(*kind, b(0), b(1), b(2)) as f64, 0.0)
+                    })
+                    .collect(),
+                _ => return Err(refuse("ternary")),
+            }
         }
         Op::Where { .. } => {
             let cnd = arg_pairs(&args[0], &shape);
@@ -171,13 +192,15 @@ mod tests {
     #[test]
     fn arithmetic_by_hand() {
         // (1 + 2i)(3 - i) = 3 - i + 6i - 2i^2 = 5 + 5i.
-        assert_eq!(mul((1.0, 2.0), (3.0, -1.0)), (5.0, 5.0));
+        assert_eq!(cm::mul((1.0, 2.0), (3.0, -1.0)), (5.0, 5.0));
         // (5 + 5i) / (3 - i) = 1 + 2i.
-        assert_eq!(div((5.0, 5.0), (3.0, -1.0)), (1.0, 2.0));
+        assert_eq!(cm::div((5.0, 5.0), (3.0, -1.0)), (1.0, 2.0));
         // Rounding each part to float: 0.1 in f32.
         assert_eq!(convert((0.1, -0.1), DType::ComplexFloat), (0.1f32 as f64, -0.1f32 as f64));
         // Casting complex to a real type keeps the real part.
         assert_eq!(convert((2.7, 5.0), DType::Int), (2.0, 0.0));
+        assert_eq!(convert((0.0, 5.0), DType::Bool), (1.0, 0.0));
+        assert_eq!(convert((0.0, -0.0), DType::Bool), (0.0, 0.0));
         assert_eq!(convert((2.7, 5.0), DType::Half), (2.69921875, 0.0));
     }
 
@@ -193,6 +216,36 @@ mod tests {
         let back = Tensor::from_le_bytes(DType::ComplexFloat, &[2], &bytes).unwrap();
         assert_eq!(pairs(&back, &[2]), v.to_vec());
     }
+}
+
+/// `sum` or `prod` of a complex tensor over `dims` (normalized), accumulated
+/// in f64 pairs in row-major order and rounded once to `out`'s part type.
+pub(crate) fn reduce(
+    x: &Tensor,
+    dims: &[usize],
+    kind: fusebench_ir::ReduceOp,
+    out: DType,
+    out_shape: &[usize],
+) -> Result<Tensor, ExecError> {
+    use fusebench_ir::ReduceOp;
+    let rank = x.shape().len();
+    let mut perm: Vec<usize> = (0..rank).filter(|d| !dims.contains(d)).collect();
+    perm.extend(dims.iter().copied());
+    let t = x.permute(&perm);
+    let inner: usize = dims.iter().map(|&d| x.shape()[d]).product();
+    let v = pairs(&t, t.shape());
+    let n_out: usize = out_shape.iter().product();
+    let mut res = Vec::with_capacity(n_out);
+    for k in 0..n_out {
+        let chunk = &v[k * inner..(k + 1) * inner];
+        res.push(match kind {
+            ReduceOp::Sum => chunk.iter().fold((0.0, 0.0), |a, &b| cm::add(a, b)),
+            ReduceOp::Prod => chunk.iter().fold((1.0, 0.0), |a, &b| cm::mul(a, b)),
+            _ => return Err(ExecError::Tensor(format!("{} on complex values is not supported", kind.name()))),
+        });
+    }
+    let res: Vec<C> = res.into_iter().map(|c| convert(c, out)).collect();
+    build(out, out_shape, &res)
 }
 
 /// The real and imaginary parts of a complex tensor, as tensors of its part type.

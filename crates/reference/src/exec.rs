@@ -443,6 +443,10 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
     let shape_of = |v: ValueId| env.value(v).shape.clone().unwrap_or_default();
     let ir = |e: fusebench_ir::IrError| ExecError::Ir(e);
     let t = match op {
+        Op::Reduce { kind, x, dims, .. } if env.value(*x).dtype.is_complex() => {
+            let d = norm_dims(name, dims, shape_of(*x).len()).map_err(ir)?;
+            crate::complex::reduce(&env.tensor(*x), &d, *kind, out.dtype, &out_shape)?
+        }
         Op::Reduce { kind, x, dims, .. } => {
             let s = shape_of(*x);
             let d = norm_dims(name, dims, s.len()).map_err(ir)?;

@@ -200,9 +200,21 @@ fn complex_refusals() {
         }
     };
     let def = "    t0 = fd.define_tensor(shape=[3], contiguity=[True], dtype=DataType.ComplexFloat, is_cpu=False)\n";
-    bad(&format!("{def}    t1 = fd.ops.exp(t0)\n    fd.add_output(t1)\n"), &["exp", "ComplexFloat"]);
-    bad(&format!("{def}    t1 = fd.ops.sum(t0, dims=[0])\n    fd.add_output(t1)\n"), &["sum", "ComplexFloat"]);
-    bad(&format!("{def}    t1 = fd.ops.lt(t0, t0)\n    fd.add_output(t1)\n"), &["lt"]);
+    // nvFuser's kernels fail to compile these on complex (ambiguous overloads).
+    bad(&format!("{def}    t1 = fd.ops.ceil(t0)\n    fd.add_output(t1)\n"), &["ceil", "ComplexFloat"]);
+    bad(&format!("{def}    t1 = fd.ops.atan2(t0, t0)\n    fd.add_output(t1)\n"), &["atan2"]);
+    // "Could not generate a max op for tensor with type: std::complex<float>".
+    bad(&format!("{def}    t1 = fd.ops.max(t0, dims=[0])\n    fd.add_output(t1)\n"), &["max", "ComplexFloat"]);
+    bad(&format!("{def}    t1 = fd.ops.bitwise_and(t0, t0)\n    fd.add_output(t1)\n"), &["bitwise_and"]);
+    // Complex constants are real values of a complex dtype.
+    bad(
+        &format!("{def}    c = fd.define_scalar(1.0+2.0j, dtype=DataType.ComplexFloat)\n    t1 = fd.ops.mul(t0, c)\n    fd.add_output(t1)\n"),
+        &["nonzero imaginary part"],
+    );
+    bad(
+        &format!("{def}    c = fd.define_scalar(dtype=DataType.ComplexFloat)\n    t1 = fd.ops.mul(t0, c)\n    fd.add_output(t1)\n"),
+        &["complex scalar"],
+    );
     bad(
         "    t0 = fd.define_tensor(shape=[3], contiguity=[True], dtype=DataType.Half, is_cpu=False)\n\
          \x20   t1 = fd.ops.complex(t0, t0)\n    fd.add_output(t1)\n",
@@ -213,6 +225,57 @@ fn complex_refusals() {
          \x20   t1 = fd.ops.imag(t0)\n    fd.add_output(t1)\n",
         &["imag"],
     );
+}
+
+/// Values worked out by hand from nvFuser's runtime: complex math, and the
+/// ops that see a complex value as bool (nonzero), computed on 0 and 1.
+#[test]
+fn complex_ops_by_hand() {
+    let out = run_script(
+        "    t0 = fd.define_tensor(shape=[2], contiguity=[True], dtype=DataType.Float, is_cpu=False)\n\
+         \x20   t1 = fd.define_tensor(shape=[2], contiguity=[True], dtype=DataType.Float, is_cpu=False)\n\
+         \x20   z = fd.ops.complex(t0, t1)\n\
+         \x20   t2 = fd.ops.add(t0, 1.0)\n\
+         \x20   w = fd.ops.cast(t2, dtype=DataType.ComplexFloat)\n\
+         \x20   o0 = fd.ops.lt(z, w)\n\
+         \x20   o1 = fd.ops.maximum(z, w)\n\
+         \x20   o2 = fd.ops.minimum(z, w)\n\
+         \x20   o3 = fd.ops.relu(z)\n\
+         \x20   o4 = fd.ops.sqrt(z)\n\
+         \x20   o5 = fd.ops.isreal(z)\n\
+         \x20   o6 = fd.ops.sum(z, dims=[0])\n\
+         \x20   o7 = fd.ops.prod(w, dims=[0])\n\
+         \x20   c = fd.define_scalar(0.0+0.0j, dtype=DataType.ComplexFloat)\n\
+         \x20   t3 = fd.ops.gt(t0, 1.0)\n\
+         \x20   o8 = fd.ops.where(t3, z, c)\n\
+         \x20   lo = fd.ops.cast(-1.5, dtype=DataType.ComplexFloat)\n\
+         \x20   hi = fd.ops.cast(2.0, dtype=DataType.ComplexFloat)\n\
+         \x20   o9 = fd.ops.clamp(z, lo, hi)\n\
+         \x20   fd.add_output(o0)\n\
+         \x20   fd.add_output(o1)\n\
+         \x20   fd.add_output(o2)\n\
+         \x20   fd.add_output(o3)\n\
+         \x20   fd.add_output(o4)\n\
+         \x20   fd.add_output(o5)\n\
+         \x20   fd.add_output(o6)\n\
+         \x20   fd.add_output(o7)\n\
+         \x20   fd.add_output(o8)\n\
+         \x20   fd.add_output(o9)\n",
+        complex_of(&[3.0, 0.0], &[4.0, 0.0]),
+    );
+    // z = [3+4i, 0], w = [4, 1]: bool(z) = [1, 0], bool(w) = [1, 1].
+    assert_eq!(out[0].to_i64_vec(), vec![0, 1]);
+    assert_eq!(parts(&out[1]), vec![(1.0, 0.0), (1.0, 0.0)]);
+    assert_eq!(parts(&out[2]), vec![(1.0, 0.0), (0.0, 0.0)]);
+    assert_eq!(parts(&out[3]), vec![(1.0, 0.0), (0.0, 0.0)]);
+    // sqrt(3 + 4i) = 2 + i (|z| = 5 at half the angle).
+    assert_eq!(parts(&out[4]), vec![(2.0, 1.0), (0.0, 0.0)]);
+    assert_eq!(out[5].to_i64_vec(), vec![0, 1]);
+    assert_eq!(parts(&out[6]), vec![(3.0, 4.0)]);
+    assert_eq!(parts(&out[7]), vec![(4.0, 0.0)]);
+    assert_eq!(parts(&out[8]), vec![(3.0, 4.0), (0.0, 0.0)]);
+    // clamp(bool(z), bool(-1.5), bool(2)) = clamp([1, 0], 1, 1) = 1.
+    assert_eq!(parts(&out[9]), vec![(1.0, 0.0), (1.0, 0.0)]);
 }
 
 #[test]
