@@ -421,8 +421,16 @@ fn print_report(r: &Report) {
             println!("{line}");
         }
     }
-    for (o, i) in &r.updated_inputs {
-        println!("   {o} updates input {i} in place (add_output alias)");
+    for (k, (o, i)) in r.updated_inputs.iter().enumerate() {
+        // On the GPU the input's own buffer is read back after the run.
+        let gpu = r.gpu.as_ref().and_then(|g| g.updated_inputs.get(k)).map(|(_, c)| {
+            if c.ok {
+                "; on the GPU: ok".to_string()
+            } else {
+                format!("; on the GPU: MISMATCH, {} of {} outside tolerance", c.mismatches, c.elements)
+            }
+        });
+        println!("   {o} updates input {i} in place (add_output alias){}", gpu.unwrap_or_default());
     }
     if let Some(d) = &r.data {
         crate::data::print(d);

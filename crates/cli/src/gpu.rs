@@ -12,6 +12,9 @@ pub struct GpuCheck {
     pub from_cache: bool,
     pub outputs: Vec<Comparison>,
     pub ok: bool,
+    /// Per alias output (its position): the input it updated in place, read
+    /// back from the device, against the CPU reference's value of the output.
+    pub updated_inputs: Vec<(usize, Comparison)>,
     /// The outputs of the last run (for `check --data`).
     #[serde(skip)]
     pub last: Vec<Tensor>,
@@ -31,8 +34,19 @@ pub fn check(
     let slack = fusebench_reference::sum_bound::sum_bounds(f, inputs);
     let mut outputs: Vec<Comparison> = Vec::new();
     let mut last = Vec::new();
+    let mut updated: Vec<(usize, Comparison)> = Vec::new();
     for byte in fusebench_engine::POISONS {
+        // An in-place update changed the inputs: each run starts from the given ones.
+        p.reset_inputs(inputs)?;
         p.run_poisoned(byte)?;
+        for (o, t) in p.updated_inputs(inputs)? {
+            let c = compare_bounded(&t, &cpu[o], slack[o].as_ref());
+            match updated.iter_mut().find(|(k, _)| *k == o) {
+                Some((_, prev)) if prev.ok && !c.ok => *prev = c,
+                Some(_) => {}
+                None => updated.push((o, c)),
+            }
+        }
         let outs = p.outputs(f, inputs)?;
         let these: Vec<Comparison> = outs
             .iter()
@@ -55,8 +69,9 @@ pub fn check(
         kernels: p.kernels.len(),
         compile_ms: p.module.compile_ms(),
         from_cache: p.module.from_cache(),
-        ok: outputs.iter().all(|c| c.ok),
+        ok: outputs.iter().all(|c| c.ok) && updated.iter().all(|(_, c)| c.ok),
         outputs,
+        updated_inputs: updated,
         last,
     })
 }

@@ -54,6 +54,7 @@ pub fn saved_recipe(f: &Fusion, g: &Generated) -> Vec<InputRecipe> {
                         high: u.bound as i64,
                         size: shape,
                         dtype: t.dtype(),
+                        as_strided: None,
                     };
                 }
                 if let Some(r) = f.recipe.as_ref().and_then(|r| r.get(i)) {

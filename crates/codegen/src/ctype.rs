@@ -56,7 +56,7 @@ pub fn to_storage(d: DType, e: &str) -> String {
         DType::Half => format!("fb_f2h({e})"),
         DType::BFloat16 => format!("fb_f2bf({e})"),
         DType::Float8E4m3fn => format!("fb_f_to_e4m3({e})"),
-        DType::Float8E5m2 => format!("fb_f_to_e5m2({e})"),
+        DType::Float8E5m2 => format!("fb_store_e5m2({e})"),
         DType::Float8E8m0fnu => format!("fb_f_to_e8m0({e})"),
         _ => e.to_string(),
     }

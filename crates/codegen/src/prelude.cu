@@ -70,6 +70,11 @@ __device__ __forceinline__ unsigned char fb_f_to_e5m2(float f) {
     if (e > 30) return s | 0x7b;
     return s | (unsigned char)((e << 2) | m);
 }
+// Storing an e5m2 register: an infinity there is a copied e5m2 element (a
+// conversion rounds first, saturating), kept as nvFuser's set keeps it.
+__device__ __forceinline__ unsigned char fb_store_e5m2(float f) {
+    return isinf(f) ? (unsigned char)(f < 0.0f ? 0xfc : 0x7c) : fb_f_to_e5m2(f);
+}
 // e8m0: a biased exponent only (2^(b-127), 255 is NaN), converted as
 // PyTorch's fp8e8m0fnu_from_fp32_value: sign ignored, 1.5 * 2^k rounds up.
 __device__ __forceinline__ float fb_e8m0_to_f(unsigned char b) {
@@ -319,6 +324,11 @@ __device__ __forceinline__ unsigned long long fb_ipow(unsigned long long a, unsi
 __device__ __forceinline__ unsigned long long fb_shl(unsigned long long a, unsigned long long b) { return b >= 64 ? 0ull : a << b; }
 __device__ __forceinline__ unsigned long long fb_shr(unsigned long long a, unsigned long long b) { return b >= 64 ? 0ull : a >> b; }
 __device__ __forceinline__ unsigned long long fb_bnot(unsigned long long a) { return ~a; }
+__device__ __forceinline__ unsigned long long fb_imod(unsigned long long a, unsigned long long b) { return b == 0 ? 0ull : a % b; }
+__device__ __forceinline__ unsigned long long fb_gcd(unsigned long long a, unsigned long long b) {
+    while (b != 0) { unsigned long long t = b; b = a % b; a = t; }
+    return a;
+}
 __device__ __forceinline__ int fb_idiv(int a, int b) { return b == 0 ? 0 : (b == -1 ? (int)(0u - (unsigned)a) : a / b); }
 __device__ __forceinline__ long long fb_idiv(long long a, long long b) {
     return b == 0 ? 0LL : (b == -1 ? (long long)(0ull - (unsigned long long)a) : a / b);

@@ -4,8 +4,10 @@
 //! Timing is not here: `fusebench-harness` measures a prepared fusion.
 
 mod error;
+mod inplace;
 mod prepared;
 mod transfer;
 
 pub use error::EngineError;
+pub use inplace::InPlace;
 pub use prepared::{input_layouts, planner_device, Bound, Engine, Prepared, POISONS};

@@ -42,6 +42,11 @@ impl Engine {
                 f.inputs.len()
             )));
         }
+        for (a, &v) in inputs.iter().zip(&f.inputs) {
+            if let Arg::Scalar(l) = a {
+                f.check_bound_scalar(v, *l).map_err(EngineError::Inputs)?;
+            }
+        }
         let layouts: Vec<Option<(Vec<i64>, i64)>> = inputs
             .iter()
             .map(|a| match a {
@@ -50,6 +55,7 @@ impl Engine {
             })
             .collect();
         let plan = plan(f, &layouts, self.device()?)?;
+        let in_place = crate::inplace::plan(f, &plan.outputs, inputs)?;
         let names: Vec<&str> = plan.kernels.iter().map(|k| k.name.as_str()).collect();
         let module = self.gpu.compile(&plan.source, &names)?;
         let kernels = plan
@@ -100,6 +106,7 @@ impl Engine {
                 .collect(),
             outputs,
             temps,
+            in_place,
         })
     }
 }
@@ -189,6 +196,8 @@ pub struct Prepared {
     scalars: Vec<Option<Literal>>,
     outputs: Vec<Option<DeviceBuffer>>,
     temps: Vec<DeviceBuffer>,
+    /// Outputs written into their input's buffer after the kernels (add_output alias).
+    pub in_place: Vec<crate::InPlace>,
 }
 
 impl Prepared {
@@ -348,12 +357,59 @@ impl Prepared {
         Ok(())
     }
 
-    /// Enqueues every kernel in order.
+    /// Enqueues every kernel in order, then writes each aliased output into
+    /// its input's buffer (the one these launches read).
     pub fn launch_all(&self) -> Result<(), EngineError> {
         for k in 0..self.kernels.len() {
             self.launch(k)?;
         }
+        for a in &self.in_place {
+            let src = self.outputs[a.output].as_ref().expect("in-place outputs are written");
+            let dst = self.input_ptr_in_set(a.input).expect("in-place inputs are tensors");
+            // SAFETY: dst is the tensor input's buffer (prepared, a rotation copy
+            // or one bound by the caller), which holds the input's `bytes`.
+            unsafe { src.copy_to_ptr(dst, a.bytes)? };
+        }
         Ok(())
+    }
+
+    /// Device address of tensor input `i` in the input set the next launches read.
+    fn input_ptr_in_set(&self, i: usize) -> Option<u64> {
+        if let Some(Bound::Ptr(p)) = self.bound.borrow().get(i).copied().flatten() {
+            return Some(p);
+        }
+        let set = self.input_set.get();
+        if set > 0 {
+            return self.rotation.borrow()[set - 1][i].as_ref().map(|b| b.device_ptr());
+        }
+        self.inputs.get(i)?.as_ref().map(|b| b.device_ptr())
+    }
+
+    /// Uploads `inputs` again into the prepared input buffers (an in-place
+    /// update changed them; a check runs each poison from the same inputs).
+    pub fn reset_inputs(&self, inputs: &[Arg]) -> Result<(), EngineError> {
+        for (a, b) in inputs.iter().zip(&self.inputs) {
+            if let (Arg::Tensor(t), Some(b)) = (a, b) {
+                b.upload(&buffer_bytes(t.buffer()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The inputs updated in place, as they are on the device now: (output
+    /// position, the input's value).
+    pub fn updated_inputs(&self, inputs: &[Arg]) -> Result<Vec<(usize, Tensor)>, EngineError> {
+        let mut out = vec![];
+        for a in &self.in_place {
+            let Arg::Tensor(t) = &inputs[a.input] else { continue };
+            let b = self.inputs[a.input].as_ref().expect("tensor input");
+            let bytes = b.download()?;
+            out.push((
+                a.output,
+                Tensor::from_le_bytes(t.dtype(), t.shape(), &bytes[..a.bytes])?,
+            ));
+        }
+        Ok(out)
     }
 
     /// Poisons the outputs, runs every kernel and waits.

@@ -139,6 +139,8 @@ fn run_filled(p: &Prepared, f: &Fusion, inputs: &[Arg], fill: Fill) -> Result<Ve
         Fill::Ones => fusebench_engine::POISONS[0],
         Fill::Zeros => fusebench_engine::POISONS[1],
     };
+    // An alias output changed its input in place: each run starts from the given inputs.
+    p.reset_inputs(inputs).map_err(|e| e.to_string())?;
     p.run_poisoned(byte).map_err(|e| e.to_string())?;
     p.outputs(f, inputs).map_err(|e| e.to_string())
 }
@@ -468,6 +470,8 @@ const GPU_NOT_YET: &[(&str, &str)] = &[
     ("sdpfa_fwd_f16", "GEMM family: not lowered to CUDA, refused at plan time"),
     ("sdpfa_fwd_causal_scale_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
     ("sdpfa_bwd_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
+    ("var_mean_int64", "integer welford: no GPU kernel yet, refused at plan time"),
+    ("welford_int64", "integer welford: no GPU kernel yet, refused at plan time"),
 ];
 
 /// One golden-ops case on the GPU (both fills) against nvFuser's outputs and
@@ -479,8 +483,9 @@ fn golden_op_on_gpu(
     info: &serde_json::Value,
 ) -> Result<(), String> {
     let op = info["op"].as_str().unwrap_or("");
-    let f = fusebench_frontend::parse_file(&dir.join(format!("{case}.py")))
+    let mut f = fusebench_frontend::parse_file(&dir.join(format!("{case}.py")))
         .map_err(|e| format!("parse: {e}"))?;
+    golden_ops::seed_from_generator(&mut f, info)?;
     let g = golden_case::read_golden(dir, case, info).map_err(|e| format!("read: {e}"))?;
     let cpu = fusebench_reference::run(&f, &g.inputs).map_err(|e| format!("CPU reference: {e}"))?;
     let p = engine
@@ -513,6 +518,18 @@ fn golden_op_on_gpu(
             if !c.ok {
                 diffs.push(format!(
                     "{}: output {k} against the CPU reference: {}",
+                    fill.describe(),
+                    describe(&c)
+                ));
+            }
+        }
+        // The input buffer an alias output was written into, read back.
+        let updated = p.updated_inputs(&g.inputs).map_err(|e| format!("reading inputs back: {e}"))?;
+        for (k, t) in updated {
+            let c = compare(&t, &cpu[k]);
+            if !c.ok {
+                diffs.push(format!(
+                    "{}: input updated in place by output {k} against the CPU reference: {}",
                     fill.describe(),
                     describe(&c)
                 ));

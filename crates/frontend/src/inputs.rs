@@ -6,7 +6,7 @@ use crate::ops::{bind, Call};
 use fusebench_ir::{DType, InputRecipe};
 
 const WHAT: &str =
-    "torch.testing.make_tensor(...), torch.randn(...), torch.randn(...).as_strided(...), torch.randint(...) or a Python scalar";
+    "torch.testing.make_tensor(...), torch.randn(...), torch.randn(...).as_strided(...), torch.randint(...)(.as_strided(...)) or a Python scalar";
 
 pub(crate) fn parse_inputs(src: &Source, e: &Expr) -> PResult<Vec<InputRecipe>> {
     let ExprKind::List(items) = &e.kind else {
@@ -29,17 +29,13 @@ fn item(src: &Source, e: &Expr) -> PResult<InputRecipe> {
     let call = Call { span: e.span, args };
     if let ExprKind::Attr(base, method) = &callee.kind {
         if method == "as_strided" {
-            let InputRecipe::Randn {
-                size,
-                dtype,
-                as_strided: None,
-            } = plain_randn(src, base)?
-            else {
-                return Err(invalid(
-                    base.span,
-                    "as_strided applies to a plain torch.randn(...)",
-                ));
-            };
+            let base = plain_draw(src, base)?;
+            if matches!(
+                base,
+                InputRecipe::Randn { as_strided: Some(_), .. } | InputRecipe::Randint { as_strided: Some(_), .. }
+            ) {
+                return Err(invalid(e.span, "as_strided applies to a plain torch.randn(...) or torch.randint(...)"));
+            }
             let a = bind(
                 "as_strided",
                 &call,
@@ -53,10 +49,27 @@ fn item(src: &Source, e: &Expr) -> PResult<InputRecipe> {
                     return Err(invalid(o.span, "a nonzero storage_offset is not supported"));
                 }
             }
-            return Ok(InputRecipe::Randn {
-                size,
-                dtype,
-                as_strided: Some((shape, stride)),
+            let view = Some((shape, stride));
+            return Ok(match base {
+                InputRecipe::Randn { size, dtype, .. } => InputRecipe::Randn {
+                    size,
+                    dtype,
+                    as_strided: view,
+                },
+                InputRecipe::Randint {
+                    low,
+                    high,
+                    size,
+                    dtype,
+                    ..
+                } => InputRecipe::Randint {
+                    low,
+                    high,
+                    size,
+                    dtype,
+                    as_strided: view,
+                },
+                _ => unreachable!("plain_draw makes randn or randint"),
             });
         }
     }
@@ -72,14 +85,18 @@ fn item(src: &Source, e: &Expr) -> PResult<InputRecipe> {
     }
 }
 
-fn plain_randn(src: &Source, e: &Expr) -> PResult<InputRecipe> {
+/// The draw `.as_strided` views: `torch.randn(...)` or `torch.randint(...)`.
+fn plain_draw(src: &Source, e: &Expr) -> PResult<InputRecipe> {
     match &e.kind {
         ExprKind::Call(callee, args) if callee.dotted().as_deref() == Some("torch.randn") => {
             randn(src, &Call { span: e.span, args })
         }
+        ExprKind::Call(callee, args) if callee.dotted().as_deref() == Some("torch.randint") => {
+            randint(src, &Call { span: e.span, args })
+        }
         _ => Err(expected(
             e.span,
-            "torch.randn(...) before .as_strided",
+            "torch.randn(...) or torch.randint(...) before .as_strided",
             format!("`{}`", src.slice(e.span)),
         )),
     }
@@ -194,6 +211,7 @@ fn randint(src: &Source, call: &Call) -> PResult<InputRecipe> {
         high,
         size,
         dtype,
+        as_strided: None,
     })
 }
 

@@ -381,14 +381,30 @@ impl Body<'_, '_> {
                 let (x, d) = (a.req("arg")?, a.req("dims")?);
                 let x = self.operand(x)?;
                 self.check_original_shape(x, a.get("original_shape"))?;
-                // Squeezing an expanded dim is the same op here: the IR checks extents.
-                a.get("squeeze_expanded")
+                // Squeezing an expanded dim is the same op here (the IR checks that it
+                // is a broadcast dim); nvFuser asks for the flag to allow it.
+                let flag = a
+                    .get("squeeze_expanded")
                     .map(|e| self.boolean(e, "squeeze_expanded"))
-                    .transpose()?;
-                Op::Squeeze {
-                    x,
-                    dims: self.ints(d, "dims")?,
+                    .transpose()?
+                    .unwrap_or(false);
+                let dims = self.ints(d, "dims")?;
+                let shape = self.b.fusion().value(x).shape.clone().unwrap_or_default();
+                let n = shape.len() as i64;
+                let big = dims.iter().find(|&&k| {
+                    let k = if k < 0 { k + n } else { k };
+                    (0..n).contains(&k) && shape[k as usize] != 1
+                });
+                if let (Some(k), false) = (big, flag) {
+                    return Err(invalid(
+                        call.span,
+                        format!(
+                            "squeeze: dim {k} has extent {}: refusing to squeeze an expanded dim; to force removal of this axis, use squeeze_expanded=True",
+                            shape[(if *k < 0 { k + n } else { *k }) as usize]
+                        ),
+                    ));
                 }
+                Op::Squeeze { x, dims }
             }
             "slice" => {
                 let a = bind(

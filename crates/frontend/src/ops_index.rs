@@ -26,6 +26,7 @@ impl Body<'_, '_> {
             "iota" => {
                 let a = bind(callee, call, &["length", "start", "step", "dtype"], &[])?;
                 let length = self.operand(a.req("length")?)?;
+                self.bind_length(length);
                 let start = self.opt_operand(a.opt("start"))?;
                 let step = self.opt_operand(a.opt("step"))?;
                 let dtype = match a.get("dtype") {
@@ -232,6 +233,25 @@ pub(crate) fn print_index(op: &IndexOp, a: &dyn Fn(&ValueId) -> String) -> Strin
             }
             s.push(')');
             s
+        }
+    }
+}
+
+impl Body<'_, '_> {
+    /// iota's length decides its extent, which fusebench fixes when the fusion
+    /// is built: a scalar input takes the value the script's inputs list gives
+    /// it (nvFuser reads it at run time; other values are refused then).
+    fn bind_length(&mut self, length: ValueId) {
+        let f = self.b.fusion();
+        if f.value(length).constant.is_some() {
+            return;
+        }
+        let Some(pos) = f.inputs.iter().position(|&i| i == length) else {
+            return;
+        };
+        if let Some(Some(v)) = self.scalars.get(pos) {
+            let v = *v;
+            self.b.bind_scalar_input(length, v);
         }
     }
 }

@@ -193,6 +193,17 @@ pub(crate) fn parse(src: &Source, given: Option<&GivenShapes>) -> PResult<Fusion
         vectors: HashMap::new(),
         fd: fd_name,
         bound: bound_shapes(given, inputs.as_ref().map(|(_, r)| r.as_slice())),
+        scalars: inputs
+            .as_ref()
+            .map(|(_, r)| {
+                r.iter()
+                    .map(|x| match x {
+                        fusebench_ir::InputRecipe::Scalar { value } => Some(*value),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
     };
     let indent = &lines[body_start].indent;
     for line in &lines[body_start..body_end] {
@@ -432,6 +443,8 @@ pub(crate) struct Body<'a, 's> {
     pub fd: String,
     /// Per input position, the actual shape that binds symbolic extents, and where it came from.
     pub bound: Vec<Option<(Vec<usize>, &'static str)>>,
+    /// Per input position, the script's scalar value (binds iota's length).
+    pub scalars: Vec<Option<Literal>>,
 }
 
 /// Names a value may not take: rebinding them would break the script's own

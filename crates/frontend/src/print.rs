@@ -490,7 +490,16 @@ impl Printer<'_> {
                 format!("reshape({}, new_shape={})", a(x), ints(new_shape))
             }
             Op::Permute { x, dims } => format!("permute({}, dims={})", a(x), ints(dims)),
-            Op::Squeeze { x, dims } => format!("squeeze({}, dims={})", a(x), ints(dims)),
+            Op::Squeeze { x, dims } => {
+                // Squeezing a dim of extent > 1 (an expanded broadcast) needs the flag.
+                let shape = self.f.value(*x).shape.clone().unwrap_or_default();
+                let expanded = dims.iter().any(|&d| {
+                    let d = if d < 0 { d + shape.len() as i64 } else { d };
+                    shape.get(d as usize).is_some_and(|&e| e != 1)
+                });
+                let flag = if expanded { ", squeeze_expanded=True" } else { "" };
+                format!("squeeze({}, dims={}{flag})", a(x), ints(dims))
+            }
             Op::Slice {
                 x,
                 start,
@@ -645,12 +654,17 @@ fn recipe_text(r: &InputRecipe) -> String {
             high,
             size,
             dtype,
+            as_strided,
         } => {
-            format!(
+            let mut s = format!(
                 "torch.randint({low}, {high}, {}, dtype=torch.{}, {DEVICE})",
                 tuple(size),
                 dtype.torch_name()
-            )
+            );
+            if let Some((shape, strides)) = as_strided {
+                let _ = write!(s, ".as_strided({}, {})", tuple(shape), tuple(strides));
+            }
+            s
         }
         InputRecipe::Scalar { value } => value.to_string(),
     }

@@ -76,7 +76,8 @@ fn every_op_script() {
             low: 0,
             high: 4,
             size: vec![3],
-            dtype: DType::Int
+            dtype: DType::Int,
+            as_strided: None
         }
     );
     assert_eq!(r[3].shape(), Some(vec![1, 8]));

@@ -205,6 +205,16 @@ impl FusionBuilder {
         }
     }
 
+    /// Fixes scalar input `v` to `value` when the fusion is built (its value
+    /// decides an extent, e.g. iota's length); run-time values must equal it
+    /// (`Fusion::check_bound_scalar`).
+    pub fn bind_scalar_input(&mut self, v: ValueId, value: Literal) {
+        let val = &mut self.f.values[v.index()];
+        if matches!(val.def, ValueDef::ScalarInput) {
+            val.constant = Some(value.cast(val.dtype));
+        }
+    }
+
     /// A literal written inline as an op argument (`fd.ops.mul(tv0, 0.5)`).
     pub fn literal(&mut self, lit: Literal) -> ValueId {
         self.push(

@@ -67,7 +67,8 @@ const UINT64_OPS: &[&str] = &[
     "add", "sub", "mul", "div", "neg", "abs", "pow", "maximum", "minimum", "eq", "ne", "lt", "le",
     "gt", "ge", "where", "cast", "sum", "broadcast", "broadcast_in_dim", "expand", "reshape",
     "permute", "squeeze", "slice", "set", "segment_set", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "bitwise_not", "bitwise_left_shift", "lshift",
+    "bitwise_xor", "bitwise_not", "bitwise_left_shift", "lshift", "bitwise_right_shift", "rshift",
+    "mod", "gcd", "isnan", "isreal",
     // Unary float ops: they cast UInt64 to Float first (an unsigned conversion).
     "reciprocal", "rsqrt", "sqrt", "exp", "log", "tanh", "erf", "sigmoid",
     // Its philox seed/offset (UInt64) are only read for dropout, refused on the CPU.
@@ -240,6 +241,17 @@ pub fn binary_u64(kind: BinaryOp, a: i64, b: i64) -> i64 {
         BinaryOp::Le => (x <= y) as i64,
         BinaryOp::Gt => (x > y) as i64,
         BinaryOp::Ge => (x >= y) as i64,
+        // C's % on unsigned operands; by 0 gives 0, as for Int.
+        BinaryOp::Mod => x.checked_rem(y).unwrap_or(0) as i64,
+        // A logical shift: the width or more gives 0.
+        BinaryOp::BitwiseRightShift => x.checked_shr(y.min(64) as u32).unwrap_or(0) as i64,
+        BinaryOp::Gcd => {
+            let (mut p, mut q) = (x, y);
+            while q != 0 {
+                (p, q) = (q, p % q);
+            }
+            p as i64
+        }
         _ => crate::scalar::binary_i64(kind, a, b, crate::DType::UInt64),
     }
 }
@@ -258,5 +270,12 @@ mod tests {
         assert_eq!(binary_u64(BinaryOp::Add, big, 1), 0);
         assert_eq!(binary_u64(BinaryOp::Pow, 2, 64), 0);
         assert_eq!(binary_u64(BinaryOp::Ge, i64::MIN, i64::MAX), 1);
+        // 2^64 - 1 = 3 * 5 * 17 * 257 * 641 * 65537 * 6700417, as unsigned.
+        assert_eq!(binary_u64(BinaryOp::BitwiseRightShift, big, 60), 15);
+        assert_eq!(binary_u64(BinaryOp::BitwiseRightShift, big, 64), 0);
+        assert_eq!(binary_u64(BinaryOp::Mod, big, 10), 5);
+        assert_eq!(binary_u64(BinaryOp::Mod, 7, 0), 0);
+        assert_eq!(binary_u64(BinaryOp::Gcd, big, 3 * 641), 3 * 641);
+        assert_eq!(binary_u64(BinaryOp::Gcd, 0, 12), 12);
     }
 }

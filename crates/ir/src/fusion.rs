@@ -95,6 +95,20 @@ impl Fusion {
         &self.values[v.index()]
     }
 
+    /// A scalar input whose value was fixed when the fusion was built (it
+    /// decides a shape) must be given that value at run time.
+    pub fn check_bound_scalar(&self, input: ValueId, given: crate::Literal) -> Result<(), String> {
+        let v = self.value(input);
+        match (&v.def, v.constant) {
+            (crate::ValueDef::ScalarInput, Some(c)) if c.cast(v.dtype) != given.cast(v.dtype) => Err(format!(
+                "scalar input {} was {c} when the fusion was built and fixes a shape (iota's length); \
+                 {given} was given: build the fusion again for this value",
+                v.name
+            )),
+            _ => Ok(()),
+        }
+    }
+
     pub fn graph(&self) -> Graph<'_> {
         Graph {
             values: &self.values,

@@ -1,6 +1,7 @@
 //! Shape and dtype inference with nvFuser's rules: every op's output type is
 //! derived from its operands here, and nowhere else.
 
+mod broadcast;
 mod index;
 
 use crate::dtype::promote_types;
@@ -357,7 +358,7 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
         Op::Welford { x, dims } => {
             let (xv, s) = tensor(g, name, "input", *x)?;
             let rd = norm_dims(name, dims, s.len())?;
-            let d = float_stat_dtype(name, xv)?;
+            let d = stat_dtype(name, xv)?;
             let shape = reduced_shape(s, &rd, false);
             vec![
                 OutType::tensor(d, shape.clone()),
@@ -379,9 +380,11 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
                     format!("correction must be >= 0, got {correction}"),
                 ));
             }
-            let d = float_stat_dtype(name, xv)?;
+            let d = stat_dtype(name, xv)?;
             let shape = reduced_shape(s, &rd, *keepdim);
-            vec![OutType::tensor(d, shape.clone()), OutType::tensor(d, shape)]
+            // On integers nvFuser multiplies the integer M2 by a Double reciprocal.
+            let var = if d.is_float() { d } else { DType::Double };
+            vec![OutType::tensor(var, shape.clone()), OutType::tensor(d, shape)]
         }
         Op::Broadcast {
             x,
@@ -526,11 +529,13 @@ pub fn infer(g: &Graph, op: &Op) -> Result<Vec<OutType>, IrError> {
             let (xv, s) = tensor(g, name, "input", *x)?;
             let nd = norm_dims(name, dims, s.len())?;
             for &d in &nd {
-                if s[d] != 1 {
+                // nvFuser squeezes broadcast dims only; an expanded one (extent > 1,
+                // all elements equal) reads its element 0, as every squeeze does here.
+                if s[d] != 1 && !broadcast::is_broadcast_dim(g, *x, d) {
                     return Err(IrError::op(
                         name,
                         format!(
-                            "dim {d} has extent {}; only extent-1 dims can be squeezed",
+                            "dim {d} has extent {} and is not a broadcast dim; only extent-1 or expanded broadcast dims can be squeezed",
                             s[d]
                         ),
                     ));
@@ -736,7 +741,13 @@ pub fn stride_permutation(op: &str, order: &[i64], rank: usize) -> Result<Vec<us
     Ok(out)
 }
 
-fn float_stat_dtype(op: &str, x: &Value) -> Result<DType, IrError> {
+/// The dtype of welford's mean and M2 (var_mean's mean): the input's for
+/// Int and Int32, which nvFuser's welford keeps (its integer welfordCombine),
+/// Float for reduced floats.
+fn stat_dtype(op: &str, x: &Value) -> Result<DType, IrError> {
+    if matches!(x.dtype, DType::Int | DType::Int32) {
+        return Ok(x.dtype);
+    }
     if !x.dtype.is_float() {
         return Err(IrError::op(
             op,

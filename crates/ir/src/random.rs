@@ -709,6 +709,7 @@ fn index_select(c: &mut Ctx) -> Option<Result<Vec<ValueId>, IrError>> {
         high: s[dim].max(1) as i64,
         size: vec![m],
         dtype: dt,
+        as_strided: None,
     });
     one(c.fd.index_select(x, idx, dim as i64))
 }

@@ -27,6 +27,9 @@ pub enum InputRecipe {
         high: i64,
         size: Vec<usize>,
         dtype: DType,
+        /// `.as_strided(size, stride)` on the drawn storage, as for `Randn`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        as_strided: Option<(Vec<usize>, Vec<i64>)>,
     },
     /// A plain Python scalar.
     Scalar { value: Literal },
@@ -75,6 +78,10 @@ impl InputRecipe {
             InputRecipe::Randn {
                 as_strided: Some((size, _)),
                 ..
+            }
+            | InputRecipe::Randint {
+                as_strided: Some((size, _)),
+                ..
             } => Some(size.clone()),
             InputRecipe::Randn { size, .. } | InputRecipe::Randint { size, .. } => {
                 Some(size.clone())
@@ -89,6 +96,10 @@ impl InputRecipe {
             InputRecipe::Randn {
                 as_strided: Some((_, st)),
                 ..
+            }
+            | InputRecipe::Randint {
+                as_strided: Some((_, st)),
+                ..
             } => Some(st.clone()),
             InputRecipe::Scalar { .. } => None,
             _ => self.shape().map(|s| row_major_strides(&s)),
@@ -98,7 +109,7 @@ impl InputRecipe {
     /// Elements of the storage it allocates.
     pub fn storage_len(&self) -> usize {
         match self {
-            InputRecipe::Randn { size, .. } => size.iter().product(),
+            InputRecipe::Randn { size, .. } | InputRecipe::Randint { size, .. } => size.iter().product(),
             other => other.shape().map_or(1, |s| s.iter().product()),
         }
     }
@@ -188,6 +199,11 @@ pub fn check_recipes(f: &Fusion, recipes: &[InputRecipe]) -> Vec<InputIssue> {
                 }
                 let strides = r.strides().unwrap();
                 if let InputRecipe::Randn {
+                    size,
+                    as_strided: Some(_),
+                    ..
+                }
+                | InputRecipe::Randint {
                     size,
                     as_strided: Some(_),
                     ..

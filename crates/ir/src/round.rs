@@ -126,6 +126,16 @@ pub fn f8e4m3_bits(r: f64) -> u8 {
 pub fn f8e5m2_bits(r: f64) -> u8 {
     encode_f8(r, &E5M2)
 }
+/// e5m2 bits of a value stored without a conversion: a copy of an e5m2
+/// element (nvFuser's cast to the same dtype is `set`, `real` of a real
+/// tensor too) keeps its infinity; everything else rounds as a cast does,
+/// saturating (cvt.rn.satfinite).
+pub fn f8e5m2_store_bits(x: f64) -> u8 {
+    if x.is_infinite() {
+        return if x < 0.0 { 0xFC } else { 0x7C };
+    }
+    encode_f8(to_f8e5m2(x), &E5M2)
+}
 pub fn f8e4m3_value(b: u8) -> f64 {
     decode_f8(b, &E4M3, false)
 }

@@ -10,7 +10,7 @@ use crate::tensor::{Buffer, Elem};
 use fusebench_ir::round;
 
 macro_rules! f8_type {
-    ($T:ident, $var:ident, $value:path, $bits:path, $round:path) => {
+    ($T:ident, $var:ident, $value:path, $bits:path, $round:path, $store:expr) => {
         #[derive(Clone, Copy, Default, PartialEq, Debug)]
         pub struct $T(pub u8);
         impl $T {
@@ -34,8 +34,9 @@ macro_rules! f8_type {
             }
             #[inline(always)]
             fn from_f64(x: f64) -> Self {
-                // Callers pass representable values; rounding again is a no-op then.
-                $T($bits($round(x)))
+                // Callers pass representable values; rounding again is a no-op then
+                // (an e5m2 infinity, which only a copy delivers, is kept).
+                $T($store(x))
             }
             #[inline(always)]
             fn from_i64(x: i64) -> Self {
@@ -57,9 +58,9 @@ macro_rules! f8_type {
     };
 }
 
-f8_type!(F8E4m3, F8E4m3, round::f8e4m3_value, round::f8e4m3_bits, round::to_f8e4m3);
-f8_type!(F8E5m2, F8E5m2, round::f8e5m2_value, round::f8e5m2_bits, round::to_f8e5m2);
-f8_type!(F8E8m0, F8E8m0, round::f8e8m0_value, e8m0_bits_of_value, round::to_f8e8m0);
+f8_type!(F8E4m3, F8E4m3, round::f8e4m3_value, round::f8e4m3_bits, round::to_f8e4m3, |x| round::f8e4m3_bits(round::to_f8e4m3(x)));
+f8_type!(F8E5m2, F8E5m2, round::f8e5m2_value, round::f8e5m2_bits, round::to_f8e5m2, round::f8e5m2_store_bits);
+f8_type!(F8E8m0, F8E8m0, round::f8e8m0_value, e8m0_bits_of_value, round::to_f8e8m0, |x| e8m0_bits_of_value(round::to_f8e8m0(x)));
 
 /// e8m0 bits of a value it holds (a power of two or NaN).
 fn e8m0_bits_of_value(x: f64) -> u8 {

@@ -300,6 +300,7 @@ fn check_inputs(f: &Fusion, inputs: &[Arg]) -> Result<Vec<Val>, ExecError> {
                 if matches!(l, Literal::Float(_)) && !v.dtype.is_float() {
                     return Err(bad(format!("a float scalar {l} for a {} input", v.dtype)));
                 }
+                f.check_bound_scalar(vid, *l).map_err(bad)?;
                 out.push(Val::Scalar(l.cast(v.dtype)));
             }
             (ValueDef::TensorInput(_), Arg::Scalar(_)) => {
@@ -397,6 +398,20 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
     let out_id = node.outputs[0];
     let out = f.value(out_id);
     let op = &node.op;
+    // nvFuser's cast to the dtype a value has is `set`, and so is `real` of a
+    // real tensor: the same elements (an e5m2 infinity stays, where a
+    // conversion would saturate it).
+    let copy_of = match op {
+        Op::Cast { x, dtype } if env.value(*x).dtype == *dtype => Some(*x),
+        Op::Complex {
+            kind: fusebench_ir::dtype_ops::ComplexOp::Real,
+            xs,
+        } if xs.len() == 1 && !env.value(xs[0]).dtype.is_complex() => Some(xs[0]),
+        _ => None,
+    };
+    if let Some(x) = copy_of.filter(|_| out.is_tensor()) {
+        return Ok(vec![Val::Tensor(env.tensor(x))]);
+    }
     if crate::complex::involved(f, op, out) {
         let ids = op.operands();
         let vals: Vec<&fusebench_ir::Value> = ids.iter().map(|&v| env.value(v)).collect();
@@ -451,6 +466,29 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
             let s = shape_of(*x);
             let d = norm_dims(name, dims, s.len()).map_err(ir)?;
             reduce::reduce(&env.operand(*x), &s, &d, *kind, out.dtype, &out_shape)
+        }
+        Op::Welford { x, dims } if !out.dtype.is_float() => {
+            let s = shape_of(*x);
+            let d = norm_dims(name, dims, s.len()).map_err(ir)?;
+            let (mean, n) = reduce::int_welford_mean(&env.tensor(*x), &d);
+            let m2 = Tensor::full(out.dtype, &out_shape, Literal::Int(0));
+            let count = Tensor::full(DType::Index, &out_shape, Literal::Int(n as i64));
+            return Ok(vec![Val::Tensor(mean), Val::Tensor(m2), Val::Tensor(count)]);
+        }
+        Op::VarMean {
+            x,
+            dims,
+            correction,
+            keepdim,
+        } if !f.value(node.outputs[1]).dtype.is_float() => {
+            let s = shape_of(*x);
+            let d = norm_dims(name, dims, s.len()).map_err(ir)?;
+            let (mean, n) = reduce::int_welford_mean(&env.tensor(*x), &d);
+            let mean = if *keepdim { mean.reshape(&out_shape) } else { mean };
+            // M2 is 0; times 1 / max(n - correction, 0), which is inf for 0.
+            let denom = (n as i64 - correction).max(0) as f64;
+            let var = Tensor::full(out.dtype, &out_shape, Literal::Float(0.0 * (1.0 / denom)));
+            return Ok(vec![Val::Tensor(var), Val::Tensor(mean)]);
         }
         Op::Welford { x, dims } => {
             let s = shape_of(*x);

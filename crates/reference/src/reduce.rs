@@ -436,3 +436,20 @@ pub(crate) fn moments(x: &Operand, shape: &[usize], dims: &[usize]) -> (Vec<f64>
     let m2 = run(&p, &SqDev { mean: &mean });
     (mean, m2, n)
 }
+
+/// nvFuser's welford on an integer tensor (runtime/welford.cu's
+/// welfordCombine with T an integer): each merge adds `delta * (b_N / ab_N)`
+/// to the mean in integer division, which is 1 only when merging into the
+/// empty accumulator and 0 after, and M2 gains `delta^2 * a_N * 0`. So the
+/// mean is the first element along the reduced dims and M2 is 0. Returns
+/// that mean (a view of `x`, materialized) and the element count.
+pub(crate) fn int_welford_mean(x: &Tensor, dims: &[usize]) -> (Tensor, usize) {
+    let keep: Vec<usize> = (0..x.rank()).filter(|i| !dims.contains(i)).collect();
+    let n = dims.iter().map(|&d| x.shape()[d]).product();
+    let first = x.with_layout(
+        keep.iter().map(|&i| x.shape()[i]).collect(),
+        keep.iter().map(|&i| x.strides()[i]).collect(),
+        x.offset(),
+    );
+    (first.to_contiguous(), n)
+}

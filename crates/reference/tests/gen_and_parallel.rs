@@ -126,6 +126,7 @@ fn index_inputs_are_drawn_in_range_with_a_note() {
             high: 5,
             size: vec![2, 8],
             dtype: DType::Int,
+            as_strided: None,
         },
         InputRecipe::MakeTensor {
             shape: vec![100, 16],

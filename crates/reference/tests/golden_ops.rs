@@ -24,14 +24,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use support::golden_case::read_golden;
-use support::golden_ops::{differences, fixtures_dir, recorded_cases};
+use support::golden_ops::{differences, fixtures_dir, recorded_cases, seed_from_generator};
 use support::golden_ops_not_yet::NOT_YET;
 
 /// The case on the CPU reference against nvFuser: `Err` says what differs.
 fn check_case(dir: &Path, case: &str, info: &Value) -> Result<(), String> {
     let op = info["op"].as_str().unwrap_or("");
-    let f = fusebench_frontend::parse_file(&dir.join(format!("{case}.py")))
+    let mut f = fusebench_frontend::parse_file(&dir.join(format!("{case}.py")))
         .map_err(|e| format!("parse: {e}"))?;
+    seed_from_generator(&mut f, info)?;
     let g = read_golden(dir, case, info).map_err(|e| format!("read: {e}"))?;
     let got = run(&f, &g.inputs).map_err(|e| format!("run: {e}"))?;
     let diffs = differences(&f, &g, &got, op, compare);

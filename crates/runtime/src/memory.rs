@@ -144,6 +144,30 @@ impl DeviceBuffer {
         })
     }
 
+    /// Copies the first `bytes` bytes of this buffer to device address `dst`,
+    /// ordered on the stream (an output written into an input's buffer).
+    ///
+    /// # Safety
+    /// `dst` must be device memory of this context with `bytes` bytes.
+    pub unsafe fn copy_to_ptr(&self, dst: u64, bytes: usize) -> Result<(), RuntimeError> {
+        if bytes > self.len {
+            return Err(RuntimeError::Invalid(format!(
+                "copy of {bytes} bytes out of a {}-byte buffer",
+                self.len
+            )));
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.gpu
+            .cuda_context()
+            .bind_to_thread()
+            .ctx(|| "binding the CUDA context".into())?;
+        // SAFETY: the source holds `bytes` bytes; the caller vouches for `dst`.
+        unsafe { dr::memcpy_dtod_async(dst, self.ptr, bytes, self.gpu.cuda_stream().cu_stream()) }
+            .map_err(|e| self.gpu.fault(e, &format!("copying {bytes} bytes on the device")))
+    }
+
     /// Sets every byte to `byte` (e.g. 0xFF, a NaN pattern, to poison outputs before a run so
     /// an element the kernel fails to write is visible).
     pub fn fill(&self, byte: u8) -> Result<(), RuntimeError> {

@@ -266,3 +266,54 @@ pub fn differences(
     }
     diffs
 }
+
+/// A case whose random ops drew from PyTorch's CUDA generator (manifest
+/// `rng.torch_generator`): gives each unseeded `uniform`/`normal` the seed
+/// and offset nvFuser took from it (csrc/rng.cpp: the generator's seed, its
+/// offset / 4 plus the op's number among the unseeded ops), so the values
+/// are checked as the seeded cases' are. fusebench's own unseeded rule
+/// assumes the state right after torch.manual_seed(0).
+pub fn seed_from_generator(f: &mut Fusion, info: &Value) -> Result<(), String> {
+    use fusebench_ir::{DType, Literal, Op, Value as IrValue, ValueDef, ValueId};
+    let rng = &info["rng"];
+    if rng["torch_generator"] != Value::Bool(true) {
+        return Ok(());
+    }
+    let (Some(seed), Some(before)) = (rng["seed"].as_u64(), rng["offset_before"].as_u64()) else {
+        return Err("manifest: rng has no seed or offset_before".into());
+    };
+    let unseeded: Vec<usize> =
+        (0..f.nodes.len()).filter(|&n| fusebench_ir::rng::is_unseeded(&f.nodes[n].op)).collect();
+    // The literals go first (a node may read only values defined before it):
+    // every value id moves up by their number.
+    let shift = 2 * unseeded.len() as u32;
+    let moved = |v: &mut ValueId| v.0 += shift;
+    for n in &mut f.nodes {
+        n.op.operands_mut().into_iter().for_each(moved);
+        n.outputs.iter_mut().for_each(moved);
+    }
+    f.inputs.iter_mut().for_each(moved);
+    f.outputs.iter_mut().for_each(moved);
+    f.aliases.iter_mut().for_each(|a| moved(&mut a.input));
+    let lit = |name: String, v: u64| IrValue {
+        name,
+        dtype: DType::Int,
+        shape: None,
+        def: ValueDef::Literal,
+        constant: Some(Literal::Int(v as i64)),
+    };
+    for (k, &n) in unseeded.iter().enumerate() {
+        let (s, o) = (ValueId(2 * k as u32), ValueId(2 * k as u32 + 1));
+        f.values.insert(2 * k, lit(format!("gen_seed{k}"), seed));
+        f.values.insert(2 * k + 1, lit(format!("gen_offset{k}"), before / 4 + k as u64));
+        match &mut f.nodes[n].op {
+            Op::Rng {
+                seed: sd,
+                offset: off,
+                ..
+            } => (*sd, *off) = (Some(s), Some(o)),
+            other => return Err(format!("{} draws from the generator and has no seed to give", other.name())),
+        }
+    }
+    Ok(())
+}
