@@ -61,7 +61,8 @@ impl Body<'_, '_> {
         let outs = match name {
             "var" => vec![self.var(&callee, call, &targets[0])?],
             "batch_norm" => self.batch_norm(&callee, call, targets)?,
-            _ => vec![self.scaled(name, &callee, call, &targets[0])?],
+            "add_alpha" | "sub_alpha" | "addcmul" => vec![self.scaled(name, &callee, call, &targets[0])?],
+            _ => return Err(invalid(call.span, format!("{callee}: listed in COMPOSITES but built nowhere"))),
         };
         for (t, v) in targets.iter().zip(outs) {
             self.vectors.remove(t);
