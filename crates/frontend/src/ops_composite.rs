@@ -113,18 +113,12 @@ impl Body<'_, '_> {
         let mut opt = |p: &str| -> PResult<Option<ValueId>> { a.opt(p).map(|e| self.operand(e)).transpose() };
         let (weight, bias) = (opt("weight")?, opt("bias")?);
         let (rmean, rvar) = (opt("running_mean")?, opt("running_var")?);
-        a.req("momentum").and_then(|e| self.operand(e))?;
+        let momentum = self.operand(a.req("momentum")?)?;
         let eps = self.operand(a.req("eps")?)?;
         let training = self.boolean(a.req("training")?, "training")?;
         let channels_last = a.get("channels_last").map(|e| self.boolean(e, "channels_last")).transpose()?.unwrap_or(false);
         if rmean.is_some() != rvar.is_some() {
             return Err(invalid(call.span, format!("{callee}: running_mean and running_var come in pairs")));
-        }
-        if training && rmean.is_some() {
-            return Err(invalid(
-                call.span,
-                format!("{callee} with training=True and running stats updates running_mean/running_var in place, which is not supported yet"),
-            ));
         }
         let s = self.extents(x);
         if s.len() < 2 {
@@ -140,7 +134,7 @@ impl Body<'_, '_> {
             this.emit(sp, Op::Broadcast { x: v, is_broadcast_dim: mask.clone() }, &name)
         };
         let (mean, invstd, xs) = match (rmean, rvar) {
-            (Some(rm), Some(rv)) => {
+            (Some(rm), Some(rv)) if !training => {
                 let rmb = bcast(self, rm, format!("{y}__rmean"))?;
                 let xs = self.bin(sp, BinaryOp::Sub, x, rmb, &format!("{y}__xs"))?;
                 let ve = self.bin(sp, BinaryOp::Add, rv, eps, &format!("{y}__var_eps"))?;
@@ -157,6 +151,10 @@ impl Body<'_, '_> {
                 let var = self.bin(sp, BinaryOp::Mul, w[1], r, &format!("{y}__var"))?;
                 let ve = self.bin(sp, BinaryOp::Add, var, eps, &format!("{y}__var_eps"))?;
                 let inv = self.emit(sp, Op::Unary { kind: UnaryOp::Rsqrt, x: ve }, &t[2])?;
+                if let (Some(rm), Some(rv)) = (rmean, rvar) {
+                    let running = Running { mean: rm, var: rv, momentum, n };
+                    self.update_running_stats(callee, sp, y, running, w[0], w[1])?;
+                }
                 (w[0], inv, xs)
             }
         };
@@ -250,6 +248,53 @@ impl Body<'_, '_> {
         let a = get(self, 0)?;
         self.bin(span, outer, a, product, t)
     }
+
+    /// Training with running stats: nvFuser writes
+    /// `running * (1 - momentum) + batch * momentum` back into running_mean and
+    /// running_var (the batch variance unbiased: var_sum / (n - 1)), as outputs
+    /// aliased to those inputs. A running stat the script cast first is
+    /// written back into the input it was cast from, in that input's dtype.
+    fn update_running_stats(
+        &mut self,
+        callee: &str,
+        sp: Span,
+        y: &str,
+        r: Running,
+        mean: ValueId,
+        var_sum: ValueId,
+    ) -> PResult<()> {
+        let one = self.b.literal(Literal::Float(1.0));
+        let rev = self.bin(sp, BinaryOp::Sub, one, r.momentum, &format!("{y}__rev_momentum"))?;
+        let unbiased = self.b.literal(Literal::Float(1.0 / (r.n - 1.0)));
+        let var = self.bin(sp, BinaryOp::Mul, var_sum, unbiased, &format!("{y}__unbiased_var"))?;
+        for (stat, batch, what) in [(r.mean, mean, "mean"), (r.var, var, "var")] {
+            let cur = self.bin(sp, BinaryOp::Mul, batch, r.momentum, &format!("{y}__cur_{what}"))?;
+            let old = self.bin(sp, BinaryOp::Mul, stat, rev, &format!("{y}__old_{what}"))?;
+            let new = self.bin(sp, BinaryOp::Add, old, cur, &format!("{y}__new_{what}"))?;
+            let f = self.b.fusion();
+            let target = if f.inputs.contains(&stat) {
+                stat
+            } else {
+                match f.producer(stat).map(|n| &n.op) {
+                    Some(Op::Cast { x, .. }) if f.inputs.contains(x) => *x,
+                    _ => {
+                        return Err(invalid(
+                            sp,
+                            format!("{callee}: running_{what} must be a fusion input (or a cast of one), as nvFuser updates it in place"),
+                        ))
+                    }
+                }
+            };
+            let (want, have) = (f.value(target).dtype, f.value(new).dtype);
+            let new = if want == have {
+                new
+            } else {
+                self.emit(sp, Op::Cast { x: new, dtype: want }, &format!("{y}__new_{what}_cast"))?
+            };
+            self.b.add_output_alias(new, target).map_err(|e| self.ir(sp, e))?;
+        }
+        Ok(())
+    }
 }
 
 /// nvFuser's `optionalCast`: a cast to `d` unless `v` already is `d`, or is a
@@ -258,4 +303,12 @@ fn needs_cast(v: &Value, d: DType) -> bool {
     let same_kind = !v.is_tensor()
         && ((d.is_float() && v.dtype.is_float()) || (d.is_integral() && v.dtype.is_integral()));
     !(v.dtype == d || same_kind)
+}
+
+/// The running statistics of a training `batch_norm` and what updates them.
+struct Running {
+    mean: ValueId,
+    var: ValueId,
+    momentum: ValueId,
+    n: f64,
 }

@@ -220,6 +220,38 @@ tv2 = fd.define_tensor(shape=[2], contiguity=[True], dtype=DataType.Float, is_cp
 }
 
 #[test]
+fn batch_norm_training_updates_running_stats() {
+    // x [2, 2]: channel 0 holds 1 and 3 (mean 2, var_sum 2), channel 1 holds
+    // 2 and 6 (mean 4, var_sum 8). Unbiased variances (n - 1 = 1): 2 and 8.
+    // momentum 0.1 on running mean [0, 10], running var [1, 1]:
+    // mean [0.9*0 + 0.2, 0.9*10 + 0.4] = [0.2, 9.4],
+    // var [0.9 + 0.2, 0.9 + 0.8] = [1.1, 1.7].
+    let decls = "tv0 = fd.define_tensor(shape=[2, 2], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+tv1 = fd.define_tensor(shape=[2], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+tv2 = fd.define_tensor(shape=[2], contiguity=[True], dtype=DataType.Float, is_cpu=False)";
+    let o = eval(
+        decls,
+        "tv3, tv4, tv5 = fd.ops.batch_norm(tv0, None, None, tv1, tv2, 0.1, 0.0, True)",
+        &["tv3", "tv4", "tv5"],
+        vec![
+            tf(DType::Float, &[2, 2], &[1., 2., 3., 6.]),
+            tf(DType::Float, &[2], &[0., 10.]),
+            tf(DType::Float, &[2], &[1., 1.]),
+        ],
+    );
+    // The two running stats come first: nvFuser adds them as outputs aliased
+    // to tv1 and tv2 when batch_norm is built, before the script's outputs.
+    let near = |t: &Tensor, want: &[f64]| {
+        let got = t.to_f64_vec();
+        assert!(got.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-6), "{got:?} vs {want:?}");
+    };
+    near(&o[0], &[0.2, 9.4]);
+    near(&o[1], &[1.1, 1.7]);
+    check(&o[2], DType::Float, &[2, 2], &[-1., -1., 1., 1.]);
+    check(&o[3], DType::Float, &[2], &[2., 4.]);
+}
+
+#[test]
 fn long_prod_matches_a_plain_f64_product() {
     // Pseudo-random factors near 1, as a long f32 product sees them.
     let mut s = 12345u64;
