@@ -238,8 +238,8 @@ fn check_one(
         .map(|a| (f.value(f.outputs[a.output]).name.clone(), f.value(a.input).name.clone()))
         .collect();
     let mut generated = generated;
-    if let (Some(df), Some(dp)) = (&file, data) {
-        match crate::data::inputs(&f, df, dp, &generated.inputs) {
+    if let Some(df) = &file {
+        match crate::data::inputs(&f, df, &generated.inputs) {
             Ok(i) => generated.inputs = i,
             Err(e) => {
                 r.error = Some(format!("--data: {e}"));

@@ -7,7 +7,7 @@
 
 use fusebench_ir::{DType, Fusion, Literal, ValueDef};
 use fusebench_reference::compare::{compare_within, Comparison, Dtypes, Tolerance};
-use fusebench_reference::golden::{manifest_strides, DataFile};
+use fusebench_reference::golden::DataFile;
 use fusebench_reference::{Arg, Tensor};
 use serde::Serialize;
 use std::path::Path;
@@ -56,32 +56,21 @@ pub fn load(path: &Path, file: &DataFile) -> anyhow::Result<Fusion> {
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// The manifest entry of the file's case, when a `manifest.json` beside it
-/// has one (as ../shared/golden and the golden-ops fixtures do): it gives the
-/// strides the inputs were given to nvFuser with.
-fn manifest_entry(data: &Path) -> Option<serde_json::Value> {
-    let stem = data.file_stem()?.to_str()?;
-    let text = std::fs::read_to_string(data.with_file_name("manifest.json")).ok()?;
-    let m: serde_json::Value = serde_json::from_str(&text).ok()?;
-    m.get(stem).cloned()
-}
-
 /// The fusion's inputs from the file: each tensor input's `in<i>`, checked
 /// against its definition's dtype and shape and laid out as the manifest
-/// says or as the definition declares; scalars from `script_args` unless the
-/// file holds a 0-dim `in<i>`.
-pub fn inputs(
-    f: &Fusion,
-    file: &DataFile,
-    data: &Path,
-    script_args: &[Arg],
-) -> Result<Vec<Arg>, String> {
-    let manifest = manifest_entry(data);
+/// beside the file says (as ../shared/golden and the golden-ops fixtures
+/// have one) or as the definition declares; scalars from the manifest, else
+/// a 0-dim `in<i>`, else `script_args`.
+pub fn inputs(f: &Fusion, file: &DataFile, script_args: &[Arg]) -> Result<Vec<Arg>, String> {
     let mut out = Vec::with_capacity(f.inputs.len());
     for (i, &v) in f.inputs.iter().enumerate() {
         let val = f.value(v);
         let name = format!("in{i}");
         let ValueDef::TensorInput(decl) = &val.def else {
+            if let Some(s) = file.scalar(i)? {
+                out.push(Arg::Scalar(s.cast(val.dtype)));
+                continue;
+            }
             let t = file.get(&name)?;
             out.push(match t {
                 Some(t) if t.rank() == 0 => Arg::Scalar(scalar_of(&t, val.dtype)),
@@ -119,10 +108,9 @@ pub fn inputs(
                 val.name
             ));
         }
-        let strides = match manifest.as_ref().map(|m| manifest_strides(m, i)) {
-            Some(Ok(Some(s))) => s,
-            Some(Err(e)) => return Err(e),
-            _ => decl.dense_strides(&shape),
+        let strides = match file.strides(i)? {
+            Some(s) => s,
+            None => decl.dense_strides(&shape),
         };
         out.push(Arg::Tensor(t.relaid(&strides).map_err(|e| format!("{name}: {e}"))?));
     }

@@ -28,8 +28,6 @@
 //! Without it the tests say they skipped, or fail naming the path they looked
 //! for when `CI=true`. Without a GPU they say they skipped and why.
 
-#[path = "../../reference/tests/support/golden_case.rs"]
-mod golden_case;
 #[path = "../../reference/tests/support/golden_ops.rs"]
 mod golden_ops;
 #[path = "../../reference/tests/support/golden_ops_not_yet.rs"]
@@ -37,8 +35,8 @@ mod golden_ops_not_yet;
 use fusebench_engine::{Engine, Prepared};
 use fusebench_ir::Fusion;
 use fusebench_reference::compare::{compare, Comparison};
+use fusebench_reference::golden::Case;
 use fusebench_reference::{generate_inputs, Arg, Tensor};
-use golden_case::golden_case;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -421,8 +419,12 @@ fn golden_outputs_match_the_reference_and_nvfuser() {
             // nvFuser's own inputs: the GPU against the CPU reference on them
             // and against what nvFuser gave.
             let label = format!("{file} (nvFuser's inputs)");
-            match golden_case(&dir, case, info) {
-                Ok((inputs, nvfuser)) => match fusebench_reference::run(&f, &inputs) {
+            match Case::read(&dir, case, info) {
+                Ok(Case {
+                    inputs,
+                    outputs: nvfuser,
+                    ..
+                }) => match fusebench_reference::run(&f, &inputs) {
                     Ok(cpu) => check_on_gpu(
                         &engine,
                         &f,
@@ -486,7 +488,7 @@ fn golden_op_on_gpu(
     let mut f = fusebench_frontend::parse_file(&dir.join(format!("{case}.py")))
         .map_err(|e| format!("parse: {e}"))?;
     golden_ops::seed_from_generator(&mut f, info)?;
-    let g = golden_case::read_golden(dir, case, info).map_err(|e| format!("read: {e}"))?;
+    let g = Case::read(dir, case, info).map_err(|e| format!("read: {e}"))?;
     let cpu = fusebench_reference::run(&f, &g.inputs).map_err(|e| format!("CPU reference: {e}"))?;
     let p = engine
         .prepare(&f, &g.inputs)

@@ -207,9 +207,6 @@ impl Body<'_, '_> {
         if let Some(kind) = TernaryOp::from_name(name) {
             return self.ternary(kind, callee, call);
         }
-        if let Some(op) = self.composite(name, callee, call)? {
-            return Ok(op);
-        }
         if let Some(kind) = ScanOp::from_name(name) {
             let a = bind(callee, call, &["arg", "dim", "init"], &[])?;
             let (x, d) = (a.req("arg")?, a.req("dim")?);
@@ -529,6 +526,7 @@ impl Body<'_, '_> {
             }
             _ => {
                 let mut supported = Op::supported_names();
+                supported.extend(crate::ops_composite::COMPOSITES);
                 supported.sort_unstable();
                 return Err(diag(
                     name_span,

@@ -1,17 +1,35 @@
-//! Ops that nvFuser itself builds from other ops (csrc/ops/normalization.cpp):
-//! `var` and the legacy `batch_norm`. They are read into the same ops nvFuser
-//! builds, so the dtype rules (a bf16 sum rounded to bf16 before the mean, an
-//! integer input giving a Double variance) and the GPU lowering come with
-//! them; `print` then prints those ops. Intermediate values are named after
-//! the assigned name (`v__mean`), so the printed script reads back the same.
+//! Ops nvFuser itself builds from other ops, read into the same ops nvFuser
+//! builds (so their dtype rules and GPU lowering come with them; `print`
+//! prints those ops): `add_alpha`, `sub_alpha`, `addcmul`
+//! (csrc/ops/arith.cpp), `var` and the legacy `batch_norm`
+//! (csrc/ops/normalization.cpp). This is their one home: a new composite op
+//! is a name in [`COMPOSITES`], its output count in `outputs`, and a
+//! function here called from `expanded`. Intermediate values are created in
+//! the order the printed script creates them again, named after the assigned
+//! name (`v__mean`) or left unnamed, so the printed script reads back the
+//! same fusion.
 
 use crate::error::{invalid, PResult, Span};
+use crate::expr::ExprKind;
 use crate::ops::{bind, Call};
 use crate::parse::Body;
-use fusebench_ir::{BinaryOp, Literal, Op, ReduceOp, UnaryOp, ValueId};
+use fusebench_ir::infer::common_dtype;
+use fusebench_ir::{BinaryOp, DType, Literal, Op, ReduceOp, UnaryOp, Value, ValueDef, ValueId};
+
+/// Every `fd.ops` name read as a composition of other ops.
+pub(crate) const COMPOSITES: &[&str] = &["add_alpha", "sub_alpha", "addcmul", "var", "batch_norm"];
 
 pub(crate) fn is_composite(name: &str) -> bool {
-    matches!(name, "var" | "batch_norm")
+    COMPOSITES.contains(&name)
+}
+
+/// How many values composite `name` returns.
+fn outputs(name: &str) -> usize {
+    if name == "batch_norm" {
+        3
+    } else {
+        1
+    }
 }
 
 impl Body<'_, '_> {
@@ -29,10 +47,10 @@ impl Body<'_, '_> {
         self.b.fusion().value(x).shape.clone().unwrap_or_default()
     }
 
-    /// Reads `fd.ops.var` or `fd.ops.batch_norm` assigned to `targets`.
+    /// Reads composite `fd.ops.NAME(...)` assigned to `targets`.
     pub(crate) fn expanded(&mut self, name: &str, call: &Call, targets: &[String]) -> PResult<()> {
         let callee = format!("fd.ops.{name}");
-        let want = if name == "var" { 1 } else { 3 };
+        let want = outputs(name);
         if targets.len() != want {
             return Err(invalid(
                 call.span,
@@ -40,12 +58,14 @@ impl Body<'_, '_> {
                     if want == 1 { "it to one name" } else { "them as `y, mean, invstd = ...`" }),
             ));
         }
-        let outs = if name == "var" {
-            vec![self.var(&callee, call, &targets[0])?]
-        } else {
-            self.batch_norm(&callee, call, targets)?
+        let outs = match name {
+            "var" => vec![self.var(&callee, call, &targets[0])?],
+            "batch_norm" => self.batch_norm(&callee, call, targets)?,
+            "add_alpha" | "sub_alpha" | "addcmul" => vec![self.scaled(name, &callee, call, &targets[0])?],
+            _ => return Err(invalid(call.span, format!("{callee}: listed in COMPOSITES but built nowhere"))),
         };
         for (t, v) in targets.iter().zip(outs) {
+            self.vectors.remove(t);
             self.names.insert(t.clone(), v);
         }
         Ok(())
@@ -153,6 +173,82 @@ impl Body<'_, '_> {
         Ok(vec![out, mean, invstd])
     }
 
+    /// nvFuser's `add_alpha` (a + b * s), `sub_alpha` (a - b * s) and
+    /// `addcmul` (a + b * (c * s)), csrc/ops/arith.cpp: every operand is cast
+    /// to the operands' common dtype first (`optionalCast`), so nothing of
+    /// theirs reaches a kernel. Values are created in the order the printed
+    /// script creates them again (a literal at the first op that reads it),
+    /// so that printing and reading back gives the same fusion; the last op
+    /// is named `t`.
+    fn scaled(&mut self, name: &str, callee: &str, call: &Call, t: &str) -> PResult<ValueId> {
+        let (params, outer): (&'static [&'static str], BinaryOp) = match name {
+            "add_alpha" => (&["lhs", "rhs", "alpha"], BinaryOp::Add),
+            "sub_alpha" => (&["lhs", "rhs", "alpha"], BinaryOp::Sub),
+            _ => (&["arg", "tensor1", "tensor2", "value"], BinaryOp::Add),
+        };
+        let bound = bind(callee, call, params, &[])?;
+        let exprs = params.iter().map(|p| bound.req(p)).collect::<PResult<Vec<_>>>()?;
+        let span = call.span;
+        // What each operand is, without creating literal values yet.
+        let mut kinds: Vec<Value> = vec![];
+        for e in &exprs {
+            let v = match &e.kind {
+                ExprKind::Name(n) => self.b.fusion().value(self.lookup(n, e.span)?).clone(),
+                _ => match e.literal() {
+                    Some(l) => {
+                        let l = l?;
+                        Value { name: String::new(), dtype: l.natural_dtype(), shape: None, def: ValueDef::Literal, constant: Some(l) }
+                    }
+                    None => return Err(self.operand(e).expect_err("neither a name nor a literal")),
+                },
+            };
+            kinds.push(v);
+        }
+        let last = kinds.len() - 1;
+        if kinds[last].is_tensor() {
+            return Err(invalid(
+                span,
+                format!("{callee}: the last argument ({}) must be a scalar, as in nvFuser", params[last]),
+            ));
+        }
+        let refs: Vec<&Value> = kinds[..last].iter().collect();
+        let common = common_dtype(&refs, false, true);
+        // Operands needing a cast get it now, in order (their cast nodes print first).
+        let mut vals: Vec<Option<ValueId>> = vec![None; exprs.len()];
+        for (k, e) in exprs.iter().enumerate() {
+            if needs_cast(&kinds[k], common) {
+                let v = self.operand(e)?;
+                let c = self.b.op(Op::Cast { x: v, dtype: common }, &[]).map_err(|er| self.ir(span, er))?[0];
+                vals[k] = Some(c);
+            }
+        }
+        let mut get = |this: &mut Self, k: usize| -> PResult<ValueId> {
+            match vals[k] {
+                Some(v) => Ok(v),
+                None => {
+                    let v = this.operand(exprs[k])?;
+                    vals[k] = Some(v);
+                    Ok(v)
+                }
+            }
+        };
+        let mul = |this: &mut Self, a: ValueId, b: ValueId| -> PResult<ValueId> {
+            Ok(this.b.op(Op::Binary { kind: BinaryOp::Mul, a, b }, &[]).map_err(|e| this.ir(span, e))?[0])
+        };
+        // add_alpha: a + b * s; addcmul: a + b * (c * s).
+        let product = if exprs.len() == 3 {
+            let (b, s) = (get(self, 1)?, get(self, 2)?);
+            mul(self, b, s)?
+        } else {
+            let (c, s) = (get(self, 2)?, get(self, 3)?);
+            let inner = mul(self, c, s)?;
+            let b = get(self, 1)?;
+            mul(self, b, inner)?
+        };
+        let a = get(self, 0)?;
+        self.bin(span, outer, a, product, t)
+    }
+
     /// Training with running stats: nvFuser writes
     /// `running * (1 - momentum) + batch * momentum` back into running_mean and
     /// running_var (the batch variance unbiased: var_sum / (n - 1)), as outputs
@@ -199,6 +295,14 @@ impl Body<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// nvFuser's `optionalCast`: a cast to `d` unless `v` already is `d`, or is a
+/// scalar of the same category (a Double scalar stays Double for a Float op).
+fn needs_cast(v: &Value, d: DType) -> bool {
+    let same_kind = !v.is_tensor()
+        && ((d.is_float() && v.dtype.is_float()) || (d.is_integral() && v.dtype.is_integral()));
+    !(v.dtype == d || same_kind)
 }
 
 /// The running statistics of a training `batch_norm` and what updates them.

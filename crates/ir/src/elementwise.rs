@@ -333,10 +333,6 @@ pub fn cuda_for(t: [&'static str; 3], compute: DType) -> &'static str {
     }
 }
 
-/// Ops the frontend builds from table ops, as nvFuser's own definitions do
-/// (csrc/ops/arith.cpp: add_alpha, sub_alpha, addcmul are compositions).
-pub const COMPOSITES: &[&str] = &["add_alpha", "sub_alpha", "addcmul"];
-
 /// The dtypes an elementwise op computes with.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Typing {

@@ -332,12 +332,12 @@ impl Op {
         }
     }
 
-    /// Every op name the frontend accepts after `fd.ops.`, for error messages.
+    /// Every op name the frontend accepts after `fd.ops.`, for error messages,
+    /// but the ones it builds from other ops (the frontend's `COMPOSITES`).
     pub fn supported_names() -> Vec<&'static str> {
         let mut v: Vec<&'static str> = UnaryOp::ALL.iter().map(|o| o.name()).collect();
         v.extend(BinaryOp::ALL.iter().map(|o| o.name()));
         v.extend(TernaryOp::ALL.iter().map(|o| o.name()));
-        v.extend(crate::elementwise::COMPOSITES);
         v.extend(ReduceOp::ALL.iter().map(|o| o.name()));
         v.extend(ScanOp::ALL.iter().map(|o| o.name()));
         v.extend([
@@ -365,8 +365,6 @@ impl Op {
             "complex",
             "real",
             "imag",
-            "var",
-            "batch_norm",
             // Vectors of sizes: `shape`, `tensor_sizes` and `at` read into
             // `size` values (see the frontend's `ops_defn`).
             "set",

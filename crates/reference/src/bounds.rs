@@ -19,13 +19,16 @@
 //!   Comparisons are uncertain (bound +inf) where |a − b| <= e_a + e_b, and an
 //!   integer or bool operand with a nonzero bound makes the result
 //!   uncertain there.
-//! - Sums over n elements: the sum of the terms' bounds plus
-//!   2·(log2 n + 2)·eps·sum|x| (eps of the accumulation dtype: Float unless
-//!   Double), plus the output's rounding; max/min: the largest bound of the
-//!   terms; other reductions are exact-input only (else uncertain), with
-//!   2·n·eps·|y|.
-//! - welford / var_mean: the mean as a sum; M2 by 2·sum(|x| e + |mean| e + e²)
-//!   + 2·(log2 n + 2)·eps·sum x², var = M2 / (n − correction).
+//! - Sums over n elements: the sum of the terms' bounds plus the
+//!   accumulation's rounding g·sum|x| (g from
+//!   [`crate::sum_bound::accumulation_factor`], the one bound of a float
+//!   sum, shared with `check`), plus the output's rounding; max/min: the
+//!   largest bound of the terms; other reductions are exact-input only
+//!   (else uncertain), with 2·n·eps·|y|.
+//! - welford / var_mean: the mean as a sum; M2 = sum (x − mean)² by
+//!   2·sum(|x| e + |mean| e + e²) + (g + 3u)·sum x² (each term's subtraction
+//!   and square round, 3u; the accumulation g; sum (x − mean)² <= sum x²),
+//!   var = M2 / (n − correction).
 //! - Movement and gathers (broadcast, expand, reshape, permute, squeeze,
 //!   slice, pad with 0, cat, index_select): the same op on the bounds.
 //! - Any other op: uncertain (+inf) outputs.
@@ -37,7 +40,7 @@
 //! element whose bound is +inf or NaN is not checked, and counted.
 
 use crate::compare::{Comparison, Tolerance};
-use crate::{Arg, ExecError, Tensor};
+use crate::{sum_bound, Arg, ExecError, Tensor};
 use fusebench_ir::{BinaryOp, DType, Fusion, FusionBuilder, IrError, Literal, Op, ValueId};
 use std::collections::HashMap;
 
@@ -502,10 +505,10 @@ impl Shadow {
                         }
                     };
                 }
-                let acc = self.acc_eps(x, y);
+                let g = sum_bound::accumulation_factor(n, self.dtype(x), self.dtype(y));
                 let ax = self.finite_abs(x)?;
                 let s = self.fd.sum(ax, dims, keep, None)?;
-                let acc = self.mulc(s, 2.0 * ((n as f64).log2() + 2.0) * acc)?;
+                let acc = self.mulc(s, g)?;
                 let local = self.local(y, 1.0)?;
                 let b = self.sum_opt(prop, Some(acc))?;
                 let b = self.sum_opt(b, local)?;
@@ -531,14 +534,6 @@ impl Shadow {
                 Some(_) => Ok(Some(self.infs(y)?)),
                 None => self.local(y, 2.0 * n as f64),
             },
-        }
-    }
-
-    fn acc_eps(&self, x: ValueId, y: ValueId) -> f64 {
-        if self.dtype(x) == DType::Double || self.dtype(y) == DType::Double {
-            f64::EPSILON
-        } else {
-            f32::EPSILON as f64
         }
     }
 
@@ -573,14 +568,17 @@ impl Shadow {
         divisor: f64,
         e: Option<ValueId>,
     ) -> Result<(ValueId, ValueId), IrError> {
-        let n = self.count(x, dims) as f64;
-        let l = 2.0 * (n.log2() + 2.0) * self.acc_eps(x, mean);
+        let count = self.count(x, dims);
+        let n = count as f64;
+        let (xd, md) = (self.dtype(x), self.dtype(mean));
+        let g = sum_bound::accumulation_factor(count, xd, md);
+        let u = sum_bound::accumulator_roundoff(xd, md);
         let ax = self.finite_abs(x)?;
         let s1 = self.fd.sum(ax, dims, keep, None)?;
         let sq = self.mul(ax, ax)?;
         let s2 = self.fd.sum(sq, dims, keep, None)?;
-        let mut bm = self.mulc(s1, l / n)?;
-        let mut bm2 = self.mulc(s2, l)?;
+        let mut bm = self.mulc(s1, g / n)?;
+        let mut bm2 = self.mulc(s2, g + 3.0 * u)?;
         if let Some(e) = e {
             let se = self.fd.sum(e, dims, keep, None)?;
             let t = self.mulc(se, 1.0 / n)?;

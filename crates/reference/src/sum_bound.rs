@@ -1,14 +1,17 @@
-//! How far a correctly computed floating-point sum may be from the exact one.
+//! How far a correctly computed floating-point sum may be from the exact one:
+//! the one bound of a float sum, used by `check` ([`sum_bounds`]) and by the
+//! fuzzer's per-element bounds ([`crate::bounds`]).
 //!
 //! A GPU sums in its accumulator's precision (f32 for f32/bf16/f16 inputs) in
 //! some tree order; the reference sums exactly and rounds once. Their
 //! difference is bounded by the rounding of each addition, which scales with
 //! the magnitudes added, not with the result: summing n terms in a tree of
 //! depth log2(n) errs by at most about log2(n) * u * sum|x| (u the unit
-//! roundoff of the accumulator). For a sum that cancels (8M random normals sum
-//! to ~3e3 while sum|x| is ~7e6) a tolerance relative to the result is too
-//! tight, and one relative to max|x| is unfounded; this gives the bound per
-//! output element, to add to the dtype's own rounding tolerance.
+//! roundoff of the accumulator, half its epsilon). For a sum that cancels
+//! (8M random normals sum to ~3e3 while sum|x| is ~7e6) a tolerance relative
+//! to the result is too tight, and one relative to max|x| is unfounded.
+//! The rounding of the result to its own dtype is not included: callers add
+//! it (the dtype's tolerance in `check`, one ulp of the output in `bounds`).
 
 use crate::{Arg, Tensor};
 use fusebench_ir::{DType, Fusion, FusionBuilder, Op, ReduceOp, UnaryOp, ValueDef};
@@ -31,13 +34,7 @@ pub fn sum_bounds(f: &Fusion, inputs: &[Arg]) -> Vec<Option<Tensor>> {
         let Some(xs) = f.value(*x).shape.clone() else { continue };
         let Ok(rd) = fusebench_ir::infer::norm_dims("sum", dims, xs.len()) else { continue };
         let n: usize = rd.iter().map(|&d| xs[d]).product();
-        // The GPU accumulates doubles in double, everything else in f32.
-        let u = if val.dtype == DType::Double || f.value(*x).dtype == DType::Double {
-            2f64.powi(-53)
-        } else {
-            2f64.powi(-24)
-        };
-        let depth = (n.max(2) as f64).log2().ceil() + 1.0;
+        let gamma = accumulation_factor(n, f.value(*x).dtype, val.dtype);
         let added = (|| {
             let xd = b.cast(*x, DType::Double).ok()?;
             let a = b.unary(UnaryOp::Abs, xd).ok()?;
@@ -45,7 +42,7 @@ pub fn sum_bounds(f: &Fusion, inputs: &[Arg]) -> Vec<Option<Tensor>> {
             b.add_output(s).ok()
         })();
         if added.is_some() {
-            extra.push((pos, depth * u));
+            extra.push((pos, gamma));
         }
     }
     let mut out = vec![None; f.outputs.len()];
@@ -60,4 +57,26 @@ pub fn sum_bounds(f: &Fusion, inputs: &[Arg]) -> Vec<Option<Tensor>> {
         out[pos] = Tensor::from_f64s(DType::Double, t.shape(), &v).ok();
     }
     out
+}
+
+/// Unit roundoff of the accumulator a sum of `x` into `y` uses: the GPU
+/// accumulates in Double when either is Double, else in Float.
+pub fn accumulator_roundoff(x: DType, y: DType) -> f64 {
+    if x == DType::Double || y == DType::Double {
+        2f64.powi(-53)
+    } else {
+        2f64.powi(-24)
+    }
+}
+
+/// The factor `g` with |computed - exact| <= g * sum|x| for a sum of `n`
+/// terms of `x` into `y`: (ceil(log2 n) + 1) unit roundoffs, one per level
+/// of a balanced tree of n leaves plus one because the GPU's tree is not
+/// balanced (each thread first adds its own terms in a loop, then warps and
+/// blocks combine). That loop makes the true worst case longer; its
+/// roundings have random signs on real data and grow like the square root
+/// of its length, which the measured GPU runs (fixtures, goldens, fuzzing)
+/// stay well within.
+pub fn accumulation_factor(n: usize, x: DType, y: DType) -> f64 {
+    ((n.max(2) as f64).log2().ceil() + 1.0) * accumulator_roundoff(x, y)
 }

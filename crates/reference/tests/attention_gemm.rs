@@ -6,7 +6,6 @@
 //! rounding of its intermediates allows).
 
 mod support {
-    pub mod golden_case;
     pub mod golden_ops;
 }
 
@@ -287,7 +286,7 @@ fn sdpfa_bwd_matches_nvfuser_within_flash_rounding() {
     let case = "sdpfa_bwd_bf16";
     let cases = support::golden_ops::recorded_cases();
     let info = &cases.iter().find(|(c, _)| c == case).expect("recorded").1;
-    let g = support::golden_case::read_golden(&support::golden_ops::fixtures_dir(), case, info).unwrap();
+    let g = fusebench_reference::golden::Case::read(&support::golden_ops::fixtures_dir(), case, info).unwrap();
     let val = |a: &Arg| match a {
         Arg::Tensor(t) => t.to_f64_vec(),
         _ => panic!("tensor input"),

@@ -12,18 +12,17 @@
 //! `GOLDEN_OPS_NOT_YET=print` to print the failing cases in the list's form.
 
 mod support {
-    pub mod golden_case;
     pub mod golden_ops;
     pub mod golden_ops_not_yet;
 }
 
 use fusebench_reference::compare::compare;
+use fusebench_reference::golden::Case;
 use fusebench_reference::run;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use support::golden_case::read_golden;
 use support::golden_ops::{differences, fixtures_dir, recorded_cases, seed_from_generator};
 use support::golden_ops_not_yet::NOT_YET;
 
@@ -33,7 +32,7 @@ fn check_case(dir: &Path, case: &str, info: &Value) -> Result<(), String> {
     let mut f = fusebench_frontend::parse_file(&dir.join(format!("{case}.py")))
         .map_err(|e| format!("parse: {e}"))?;
     seed_from_generator(&mut f, info)?;
-    let g = read_golden(dir, case, info).map_err(|e| format!("read: {e}"))?;
+    let g = Case::read(dir, case, info).map_err(|e| format!("read: {e}"))?;
     let got = run(&f, &g.inputs).map_err(|e| format!("run: {e}"))?;
     let diffs = differences(&f, &g, &got, op, compare);
     if diffs.is_empty() {

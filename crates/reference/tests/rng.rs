@@ -11,10 +11,7 @@ use fusebench_ir::DType;
 use fusebench_reference::{run, Tensor};
 use std::path::{Path, PathBuf};
 
-mod support {
-    pub mod golden_case;
-}
-use support::golden_case::golden_case;
+use fusebench_reference::golden::Case;
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rng")
@@ -102,8 +99,11 @@ fn rng_fixtures_match_nvfuser() {
     for (case, info) in manifest.as_object().unwrap() {
         let f = fusebench_frontend::parse_file(&dir.join(format!("{case}.py")))
             .unwrap_or_else(|e| panic!("{case}: {e}"));
-        let (inputs, wanted) =
-            golden_case(&dir, case, info).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let Case {
+            inputs,
+            outputs: wanted,
+            ..
+        } = Case::read(&dir, case, info).unwrap_or_else(|e| panic!("{case}: {e}"));
         let outs = run(&f, &inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
         assert_eq!(outs.len(), wanted.len(), "{case}: output count");
         for (k, (got, want)) in outs.iter().zip(&wanted).enumerate() {

@@ -7,7 +7,7 @@
 
 #![allow(dead_code)] // each including test uses part of it
 
-use super::golden_case::Golden;
+use fusebench_reference::golden::Case;
 use fusebench_ir::Fusion;
 use fusebench_reference::compare::{compare, Comparison};
 use fusebench_reference::Tensor;
@@ -182,7 +182,7 @@ fn aliases(f: &Fusion) -> Vec<(usize, u64, bool)> {
         .collect()
 }
 
-pub fn place(f: &Fusion, g: &Golden, n_got: usize) -> Result<Placement, String> {
+pub fn place(f: &Fusion, g: &Case, n_got: usize) -> Result<Placement, String> {
     let al = aliases(f);
     let visible: Vec<usize> = (0..f.outputs.len())
         .filter(|o| !al.iter().any(|&(ao, _, hidden)| ao == *o && hidden))
@@ -226,7 +226,7 @@ pub fn place(f: &Fusion, g: &Golden, n_got: usize) -> Result<Placement, String> 
 /// `cmp` for inexact ops and exactly for the exact ones.
 pub fn differences(
     f: &Fusion,
-    g: &Golden,
+    g: &Case,
     got: &[Tensor],
     op: &str,
     cmp: fn(&Tensor, &Tensor) -> Comparison,
