@@ -29,6 +29,18 @@ __device__ __forceinline__ float fb_d2f_odd(double d) {
     if ((double)f != d && f == f) f = __uint_as_float(__float_as_uint(f) | 1u);
     return f;
 }
+// Float to integer (C leaves NaN and out-of-range values undefined, and the
+// hardware's answer differs by width): truncate toward zero, saturate at the
+// type's limits, NaN gives 0 -- the rule the CPU reference follows too
+// (docs/fuzzing.md, "Float to integer").
+#define FB_F2I(NAME, T, LO, HI, LOF, HIF) \
+    __device__ __forceinline__ T NAME(double x) { \
+        return x != x ? (T)0 : x <= (double)(LOF) ? (T)(LO) : x >= (double)(HIF) ? (T)(HI) : (T)x; } \
+    __device__ __forceinline__ T NAME(float x) { \
+        return x != x ? (T)0 : x <= (float)(LOF) ? (T)(LO) : x >= (float)(HIF) ? (T)(HI) : (T)x; }
+FB_F2I(fb_f2i32, int, -2147483647 - 1, 2147483647, -2147483648.0, 2147483648.0)
+FB_F2I(fb_f2i64, long long, -9223372036854775807LL - 1, 9223372036854775807LL, -9223372036854775808.0, 9223372036854775808.0)
+FB_F2I(fb_f2u64, unsigned long long, 0ULL, 18446744073709551615ULL, 0.0, 18446744073709551616.0)
 // float8 storage: one byte each, converted bit by bit (no fp8 headers needed).
 // To float8: round to nearest even, saturating to the largest finite value
 // (as nvFuser's cvt.rn.satfinite does); NaN stays NaN.
