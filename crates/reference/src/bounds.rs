@@ -559,8 +559,11 @@ impl Shadow {
         }
     }
 
+    /// A sum into a float dtype casts its terms to that dtype first (nvFuser's
+    /// `sum(x, dtype=...)`): a Double sum into Float accumulates in Float.
     fn acc_eps(&self, x: ValueId, y: ValueId) -> f64 {
-        if self.dtype(x) == DType::Double || self.dtype(y) == DType::Double {
+        let (dx, dy) = (self.dtype(x), self.dtype(y));
+        if dy == DType::Double || (!dy.is_float() && dx == DType::Double) {
             f64::EPSILON
         } else {
             f32::EPSILON as f64

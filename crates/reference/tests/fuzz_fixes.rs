@@ -84,3 +84,19 @@ fn tan_of_a_value_known_only_to_a_quarter_turn_is_not_checked() {
     assert_eq!(b[0], f64::INFINITY);
     assert!(b[1] < 1e-5, "{b:?}");
 }
+
+#[test]
+fn a_double_sum_into_float_is_bounded_with_float_accumulation() {
+    // sum(x, dtype=Float) casts the Double terms to Float first and adds in
+    // Float (seed 1 fusion 484): 2 (log2 3 + 2) eps_f sum|x| + 2 eps_f |y| + the floor.
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[3], DType::Double).unwrap();
+    let s = fd.sum(x, &[0], false, Some(DType::Float)).unwrap();
+    fd.add_output(s).unwrap();
+    let (outs, bounds) = run_with_bounds(&fd.finish(), &[arg(DType::Double, &[0.1, -0.2, 0.4])]).unwrap();
+    let y = outs[0].to_f64_vec()[0];
+    let b = bounds[0].as_ref().unwrap().to_f64_vec()[0];
+    let eps = f32::EPSILON as f64;
+    let want = 2.0 * (3f64.log2() + 2.0) * eps * 0.7 + 2.0 * eps * y.abs() + 2.0 * f32::MIN_POSITIVE as f64;
+    assert!((b - want).abs() <= 1e-9 * want, "{b:e} vs {want:e}");
+}
