@@ -100,3 +100,17 @@ fn a_double_sum_into_float_is_bounded_with_float_accumulation() {
     let want = 2.0 * (3f64.log2() + 2.0) * eps * 0.7 + 2.0 * eps * y.abs() + 2.0 * f32::MIN_POSITIVE as f64;
     assert!((b - want).abs() <= 1e-9 * want, "{b:e} vs {want:e}");
 }
+
+#[test]
+fn lgamma_is_not_checked_where_cuda_states_no_accuracy() {
+    // CUDA's lgamma: 4 ulps outside (-23.0001, -2.2637), "larger inside".
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[2], DType::Double).unwrap();
+    let y = fd.unary(UnaryOp::Lgamma, x).unwrap();
+    fd.add_output(y).unwrap();
+    let (_, bounds) = run_with_bounds(&fd.finish(), &[arg(DType::Double, &[-2.5, 3.0])]).unwrap();
+    let b = bounds[0].as_ref().unwrap().to_f64_vec();
+    assert_eq!(b[0], f64::INFINITY);
+    // lgamma(3) = ln 2: 8 ulps of Double + 1 of the output, plus the floor.
+    assert!(b[1] < 1e-14 && b[1] > 0.0, "{b:?}");
+}
