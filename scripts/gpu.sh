@@ -64,6 +64,11 @@ ops)
     echo "== $n random fusions"
     $bin fuzz --count "$n" --seed 1 --device gpu --jobs 12 --keep "$out/failures" >"$out/fuzz.txt" 2>&1; echo "exit $?"
     tail -40 "$out/fuzz.txt"
+    # The device returns only a few files: the kept repro scripts travel as one archive.
+    if [ -d "$out/failures" ]; then
+        tar -czf "$out/failures.tar.gz" -C "$out" failures && rm -rf "$out/failures"
+        echo "kept failures: $out/failures.tar.gz"
+    fi
     ;;
 stage)
     cargo build --release -p fusebench-cli

@@ -90,6 +90,9 @@ struct Summary {
     elements_unchecked: u64,
     seconds: f64,
     failures: Vec<Failure>,
+    /// Every mismatched or failed fusion (its index, or a replayed file's
+    /// name), beyond the first 20 printed in detail too.
+    failed_all: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -208,6 +211,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     (Some(dir), Ok(f), true) => Some(keep(dir, f, a.seed, index, &outcome)?),
                     _ => None,
                 };
+                s.failed_all.push(if drawn { index.to_string() } else { label.clone() });
                 if s.failures.len() < 20 {
                     s.failures.push(Failure {
                         label,
@@ -532,5 +536,12 @@ fn print_summary(s: &Summary) {
         if let Some(k) = &f.kept {
             println!("    kept: {k}");
         }
+    }
+    if !s.failed_all.is_empty() {
+        println!(
+            "\n  all {} mismatched or failed: {}",
+            s.failed_all.len(),
+            s.failed_all.join(" ")
+        );
     }
 }

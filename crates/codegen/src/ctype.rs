@@ -84,6 +84,10 @@ pub fn convert(from: DType, to: DType, e: &str) -> String {
             round_reduced(to, &f)
         }
         DType::Half | DType::BFloat16 => round_reduced(to, &format!("(float)({e})")),
+        // Float to integer: the prelude's defined rule (saturate, NaN to 0), not C's cast.
+        DType::Int32 if from.is_float() => format!("fb_f2i32({e})"),
+        DType::Int | DType::Index if from.is_float() => format!("fb_f2i64({e})"),
+        DType::UInt64 if from.is_float() => format!("fb_f2u64({e})"),
         _ => format!("({})({e})", reg(to)),
     }
 }
@@ -181,7 +185,10 @@ mod tests {
             "fb_rbf((float)(x))"
         );
         assert_eq!(convert(DType::BFloat16, DType::Float, "x"), "x");
-        assert_eq!(convert(DType::Float, DType::Int, "x"), "(long long)(x)");
+        assert_eq!(convert(DType::Float, DType::Int, "x"), "fb_f2i64(x)");
+        assert_eq!(convert(DType::BFloat16, DType::Int32, "x"), "fb_f2i32(x)");
+        assert_eq!(convert(DType::Double, DType::UInt64, "x"), "fb_f2u64(x)");
+        assert_eq!(convert(DType::Int32, DType::Int, "x"), "(long long)(x)");
         assert_eq!(
             convert(DType::Double, DType::BFloat16, "x"),
             "fb_rbf(fb_d2f_odd(x))"

@@ -29,6 +29,40 @@ __device__ __forceinline__ float fb_d2f_odd(double d) {
     if ((double)f != d && f == f) f = __uint_as_float(__float_as_uint(f) | 1u);
     return f;
 }
+// Float to integer (C leaves NaN and out-of-range values undefined, and the
+// hardware's answer differs by width): truncate toward zero, saturate at the
+// type's limits, NaN gives 0 -- the rule the CPU reference follows too
+// (docs/fuzzing.md, "Float to integer").
+#define FB_F2I(NAME, T, LO, HI, LOF, HIF) \
+    __device__ __forceinline__ T NAME(double x) { \
+        return x != x ? (T)0 : x <= (double)(LOF) ? (T)(LO) : x >= (double)(HIF) ? (T)(HI) : (T)x; } \
+    __device__ __forceinline__ T NAME(float x) { \
+        return x != x ? (T)0 : x <= (float)(LOF) ? (T)(LO) : x >= (float)(HIF) ? (T)(HI) : (T)x; }
+FB_F2I(fb_f2i32, int, -2147483647 - 1, 2147483647, -2147483648.0, 2147483648.0)
+FB_F2I(fb_f2i64, long long, -9223372036854775807LL - 1, 9223372036854775807LL, -9223372036854775808.0, 9223372036854775808.0)
+FB_F2I(fb_f2u64, unsigned long long, 0ULL, 18446744073709551615ULL, 0.0, 18446744073709551616.0)
+// lgamma next to its roots 1 and 2, where CUDA's lgamma/lgammaf are tens of
+// ulps off (fuzz seed 1 fusions 290, 4840): the Taylor series of lgamma(2 + z),
+// (1 - euler) z + sum_k (-1)^k (zeta(k) - 1) / k z^k, for |z| <= 1/4, and
+// lgamma(x) = lgamma(x + 1) - log1p(x - 1) next to 1. Elsewhere CUDA's lgamma.
+__device__ double fb_lgamma2(double z) {
+    const double c[30] = {
+        0.3224670334241132, -0.0673523010531981, 0.020580808427784546, -0.007385551028673986, 0.0028905103307415234,
+        -0.001192753911703261, 0.0005096695247430425, -0.00022315475845357939, 9.945751278180853e-05, -4.492623673813314e-05,
+        2.050721277567069e-05, -9.439488275268397e-06, 4.374866789907488e-06, -2.039215753801366e-06, 9.55141213040742e-07,
+        -4.492469198764566e-07, 2.1207184805554665e-07, -1.0043224823968099e-07, 4.7698101693639804e-08, -2.2711094608943164e-08,
+        1.0838659214896955e-08, -5.183475041970047e-09, 2.4836745438024785e-09, -1.1921401405860912e-09, 5.731367241678862e-10,
+        -2.7595228851242334e-10, 1.330476437424449e-10, -6.4229645638381e-11, 3.1044247747322276e-11, -1.5021384080754142e-11,
+    };
+    double s = 0.0;
+    for (int k = 29; k >= 0; --k) s = fma(s, z, c[k]);
+    return fma(s, z * z, 0.42278433509846713 * z);
+}
+__device__ double fb_lgamma(double x) {
+    if (x >= 1.75 && x <= 2.25) return fb_lgamma2(x - 2.0);
+    if (x >= 0.75 && x <= 1.25) return fb_lgamma2(x - 1.0) - log1p(x - 1.0);
+    return lgamma(x);
+}
 // float8 storage: one byte each, converted bit by bit (no fp8 headers needed).
 // To float8: round to nearest even, saturating to the largest finite value
 // (as nvFuser's cvt.rn.satfinite does); NaN stays NaN.

@@ -86,6 +86,9 @@ pub enum Op {
         a: ValueId,
         b: ValueId,
     },
+    /// Float to an integer dtype truncates toward zero, saturates at the
+    /// dtype's limits and sends NaN to 0, on the CPU and the GPU alike
+    /// (C leaves those cases undefined; docs/fuzzing.md, "Float to integer").
     Cast {
         x: ValueId,
         dtype: DType,

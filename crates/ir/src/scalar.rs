@@ -5,7 +5,9 @@
 use crate::op::{BinaryOp, TernaryOp, UnaryOp};
 use crate::{DType, Literal};
 
-/// Rounds an f64 result to what `dtype` can store.
+/// Rounds an f64 result to what `dtype` can store. To an integer dtype: toward
+/// zero, saturating at its limits, NaN to 0 (Rust's `as`; the GPU's prelude
+/// `fb_f2i*` does the same).
 // Inlined across crates: the reference executor calls these per element.
 #[inline]
 pub fn round_to(x: f64, dtype: DType) -> f64 {

@@ -62,7 +62,9 @@ pub fn sum_bounds(f: &Fusion, inputs: &[Arg]) -> Vec<Option<Tensor>> {
 /// Unit roundoff of the accumulator a sum of `x` into `y` uses: the GPU
 /// accumulates in Double when either is Double, else in Float.
 pub fn accumulator_roundoff(x: DType, y: DType) -> f64 {
-    if x == DType::Double || y == DType::Double {
+    // A sum into a float dtype casts its terms to that dtype first (nvFuser's
+    // `sum(x, dtype=...)`): a Double sum into Float accumulates in Float.
+    if y == DType::Double || (!y.is_float() && x == DType::Double) {
         2f64.powi(-53)
     } else {
         2f64.powi(-24)
