@@ -59,8 +59,8 @@ pub fn sum_bounds(f: &Fusion, inputs: &[Arg]) -> Vec<Option<Tensor>> {
     out
 }
 
-/// Unit roundoff of the accumulator a sum of `x` into `y` uses: the GPU
-/// accumulates in Double when either is Double, else in Float.
+/// Unit roundoff of the accumulator a sum of `x` into `y` uses: Double when
+/// the sum is into Double (or into an integer from Double), else Float.
 pub fn accumulator_roundoff(x: DType, y: DType) -> f64 {
     // A sum into a float dtype casts its terms to that dtype first (nvFuser's
     // `sum(x, dtype=...)`): a Double sum into Float accumulates in Float.
