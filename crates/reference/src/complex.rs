@@ -104,6 +104,12 @@ fn build(dtype: DType, shape: &[usize], v: &[(f64, f64)]) -> Result<Tensor, Exec
     Tensor::from_buffer(dtype, shape.to_vec(), buf)
 }
 
+/// `t` converted to `to` as a cast does (a real tensor into a complex cat).
+pub(crate) fn cast(t: &Tensor, to: DType) -> Result<Tensor, ExecError> {
+    let v: Vec<(f64, f64)> = pairs(t, t.shape()).into_iter().map(|x| convert(x, to)).collect();
+    build(to, t.shape(), &v)
+}
+
 /// Runs one op that `involved` accepted; `vals` are the op's operand values.
 pub(crate) fn exec(op: &Op, vals: &[&Value], out: &Value, args: &[CArg]) -> Result<Tensor, ExecError> {
     let shape = out.shape.clone().unwrap_or_default();

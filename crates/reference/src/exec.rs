@@ -605,13 +605,18 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
                 .map(|&x| {
                     let t = env.tensor(x);
                     if t.dtype() == out.dtype {
-                        t
+                        Ok(t)
+                    } else if out.dtype.is_complex() {
+                        // A real part into a complex cat: the value itself, not
+                        // the real-only program's integer truncation (seed 1
+                        // fusions 127, 2069, 5832, 7797).
+                        crate::complex::cast(&t, out.dtype)
                     } else {
-                        Program::compile(&Operand::Tensor(t.clone()), t.shape(), Some(out.dtype))
-                            .materialize()
+                        Ok(Program::compile(&Operand::Tensor(t.clone()), t.shape(), Some(out.dtype))
+                            .materialize())
                     }
                 })
-                .collect();
+                .collect::<Result<_, ExecError>>()?;
             if *manual_padding {
                 let ranges = cat_owner_ranges(&f.graph(), name, xs, d).map_err(ir)?;
                 ops::cat_manual(&ts, d, &ranges)

@@ -116,3 +116,29 @@ fn lgamma_is_not_checked_where_cuda_states_no_accuracy() {
     // lgamma(3) = ln 2: 8 ulps of Double + 1 of the output, plus the floor.
     assert!(b[1] < 1e-14 && b[1] > 0.0, "{b:?}");
 }
+
+#[test]
+fn a_real_tensor_cat_into_complex_keeps_its_fraction() {
+    // cat([Float, ComplexFloat]) is ComplexFloat: the Float part converts as a
+    // cast does, 5.25 -> 5.25 + 0i (it was truncated to 5 + 0i, so exp gave
+    // 148 for 191: seed 1 fusions 127, 2069, 5832, 7797). -0.25 stays nonzero,
+    // so it is true as a bool, as on the GPU.
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[2], DType::Float).unwrap();
+    let z = fd.tensor(&[1], DType::ComplexFloat).unwrap();
+    let c = fd.cat(&[x, z], 0, false).unwrap();
+    let e = fd.cat(&[z, x], 0, false).unwrap();
+    fd.add_output(c).unwrap();
+    fd.add_output(e).unwrap();
+    let zb = [1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat();
+    let zt = Tensor::from_le_bytes(DType::ComplexFloat, &[1], &zb).unwrap();
+    let ins = [arg(DType::Float, &[5.25, -0.25]), Arg::Tensor(zt)];
+    let outs = run(&fd.finish(), &ins).unwrap();
+    let f32s = |t: &Tensor| -> Vec<f32> {
+        let b = t.to_le_bytes();
+        b.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
+    };
+    assert_eq!(outs[0].dtype(), DType::ComplexFloat);
+    assert_eq!(f32s(&outs[0]), vec![5.25, 0.0, -0.25, 0.0, 1.5, -2.0]);
+    assert_eq!(f32s(&outs[1]), vec![1.5, -2.0, 5.25, 0.0, -0.25, 0.0]);
+}
