@@ -142,3 +142,21 @@ fn a_real_tensor_cat_into_complex_keeps_its_fraction() {
     assert_eq!(f32s(&outs[0]), vec![5.25, 0.0, -0.25, 0.0, 1.5, -2.0]);
     assert_eq!(f32s(&outs[1]), vec![1.5, -2.0, 5.25, 0.0, -0.25, 0.0]);
 }
+
+#[test]
+fn complex_outputs_are_compared_in_both_parts() {
+    // The bound program is real-only; a complex output must still be compared
+    // part by part: 1.5-2i against 1.5+2i (imaginary part only) is a mismatch,
+    // 5.25+0i against 5.0+0i (a fraction lost) too, equal values match.
+    let c64 = |v: &[f32]| {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        Tensor::from_le_bytes(DType::ComplexFloat, &[v.len() / 2], &bytes).unwrap()
+    };
+    let want = c64(&[1.5, -2.0, 5.25, 0.0]);
+    let (c, _) = fusebench_reference::bounds::compare_bounded(&c64(&[1.5, 2.0, 5.25, 0.0]), &want, None);
+    assert!(!c.ok);
+    let (c, _) = fusebench_reference::bounds::compare_bounded(&c64(&[1.5, -2.0, 5.0, 0.0]), &want, None);
+    assert!(!c.ok);
+    let (c, _) = fusebench_reference::bounds::compare_bounded(&want, &want, None);
+    assert!(c.ok, "{c:?}");
+}
