@@ -497,17 +497,79 @@ impl Shadow {
             bound = Some(self.where_c(inside, f64::INFINITY, b)?);
         }
         for i in 0..args.len() {
-            if let (Some(e), false) = (errs[i], self.dtype(args[i]).is_float()) {
-                let b = match bound {
-                    Some(b) => b,
-                    None => self.zeros(y)?,
-                };
-                let z = self.lit(0.0);
-                let off = self.bin(BinaryOp::Gt, e, z)?;
-                bound = Some(self.where_c(off, f64::INFINITY, b)?);
-            }
+            let Some(e) = errs[i] else { continue };
+            let b = match bound {
+                Some(b) => b,
+                None => self.zeros(y)?,
+            };
+            // An uncertain operand (bound +inf or NaN) makes the result uncertain:
+            // its corners are NaN, and where the center is NaN too `diff` says 0
+            // (seed 1 fusion 6652: fmod of an acosh whose operand crossed 1).
+            // An integer or bool operand with any nonzero bound likewise.
+            let z = self.lit(0.0);
+            let off = if self.dtype(args[i]).is_float() {
+                let big = self.lit(f64::MAX);
+                let ok = self.bin(BinaryOp::Le, e, big)?;
+                self.fd.unary(fusebench_ir::UnaryOp::LogicalNot, ok)?
+            } else {
+                self.bin(BinaryOp::Ne, e, z)?
+            };
+            bound = Some(self.where_c(off, f64::INFINITY, b)?);
+        }
+        if let Some(b) = bound {
+            bound = Some(self.domain_edge(op, y, errs, b)?);
         }
         Ok(bound)
+    }
+
+    /// `b`, or +inf where the result is NaN from non-NaN operands whose
+    /// intervals may still reach a point where the op is finite that no
+    /// corner hits: a float operand known only to ±1 or worse can hold all of
+    /// a bounded domain ([-1, 1] of asin, acos, atanh) between two NaN
+    /// corners, and pow of a negative base is finite at the integer exponents
+    /// inside any interval. Domains with one edge (acosh < 1, log, sqrt < 0)
+    /// need nothing here: a corner past the edge is finite where the center is
+    /// NaN, or NaN where it is finite, and `diff` makes either uncertain.
+    fn domain_edge(&mut self, op: &Op, y: ValueId, errs: &Errs, b: ValueId) -> Result<ValueId, IrError> {
+        if !self.dtype(y).is_float() {
+            return Ok(b);
+        }
+        let args = op.operands();
+        let reach = if matches!(op, Op::Binary { kind: BinaryOp::Pow, .. }) { 0.0 } else { 1.0 };
+        let mut wide: Option<ValueId> = None;
+        let mut any_nan: Option<ValueId> = None;
+        for (i, &a) in args.iter().enumerate() {
+            if !self.dtype(a).is_float() || self.shape(a).is_none() {
+                continue;
+            }
+            let h = self.hi(a)?;
+            let n = self.bin(BinaryOp::Ne, h, h)?;
+            any_nan = Some(match any_nan {
+                None => n,
+                Some(m) => self.bin(BinaryOp::LogicalOr, m, n)?,
+            });
+            if let Some(e) = errs[i] {
+                let r = self.lit(reach);
+                let w = if reach == 0.0 {
+                    self.bin(BinaryOp::Gt, e, r)?
+                } else {
+                    self.bin(BinaryOp::Ge, e, r)?
+                };
+                wide = Some(match wide {
+                    None => w,
+                    Some(v) => self.bin(BinaryOp::LogicalOr, v, w)?,
+                });
+            }
+        }
+        let Some(wide) = wide else { return Ok(b) };
+        let h = self.hi(y)?;
+        let nan = self.bin(BinaryOp::Ne, h, h)?;
+        let mut cond = self.bin(BinaryOp::LogicalAnd, nan, wide)?;
+        if let Some(m) = any_nan {
+            let fresh = self.fd.unary(fusebench_ir::UnaryOp::LogicalNot, m)?;
+            cond = self.bin(BinaryOp::LogicalAnd, cond, fresh)?;
+        }
+        self.where_c(cond, f64::INFINITY, b)
     }
 
     fn reduce(
