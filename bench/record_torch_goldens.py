@@ -18,23 +18,7 @@ import json
 import os
 
 import torch
-from record_goldens import save_safetensors  # the same file format as the nvFuser cases
-
-DT = {
-    torch.float32: ("Float", "float32", "float32"),
-    torch.bfloat16: ("BFloat16", "BFloat16", "bfloat16"),
-    torch.float16: ("Half", "Half", "float16"),
-    torch.int64: ("Int", "Int", "int64"),
-    torch.int32: ("Int32", "Int32", "int32"),
-}
-
-
-def nv(dt):
-    return DT[dt][0]
-
-
-def tname(dt):
-    return DT[dt][2]
+from record_goldens import NV_NAME, save_safetensors, tname  # the nvFuser cases' names and file format
 
 
 def spec(t):
@@ -44,7 +28,7 @@ def spec(t):
 def define(name, t):
     contig = ", ".join("True" for _ in t.shape)
     return (f"    {name} = fd.define_tensor(shape={list(t.shape)}, contiguity=[{contig}], "
-            f"dtype=DataType.{nv(t.dtype)}, is_cpu=False)")
+            f"dtype=DataType.{NV_NAME[t.dtype]}, is_cpu=False)")
 
 
 def script(inputs, body, outputs):
