@@ -60,9 +60,9 @@ pub fn lower(f: &Fusion, op: &Op, d: DType, vals: &[(String, DType)]) -> Result<
         .map(|((e, from), to)| ctype::convert(*from, *to, e))
         .collect();
     let (sem, cuda) = match op {
-        Op::Unary { kind, .. } => (cm::unary(*kind), kind.cuda()),
-        Op::Binary { kind, .. } => (cm::binary(*kind), kind.cuda()),
-        Op::Ternary { kind, .. } => (cm::ternary(*kind), kind.cuda()),
+        Op::Unary { kind, .. } => (cm::unary::<cm::F64>(*kind), kind.cuda()),
+        Op::Binary { kind, .. } => (cm::binary::<cm::F64>(*kind), kind.cuda()),
+        Op::Ternary { kind, .. } => (cm::ternary::<cm::F64>(*kind), kind.cuda()),
         _ => unreachable!("not a complex op lowered here"),
     };
     let name = op.name();
