@@ -33,16 +33,23 @@
 //!   slice, pad with 0, cat, index_select): the same op on the bounds.
 //! - Any other op: uncertain (+inf) outputs.
 //!
+//! - Complex values: each part has its own bound ([`complex`]'s module doc);
+//!   a complex output reports the larger of its parts' bounds.
+//!
 //! [`compare_bounded`]: the dtypes must be equal (Int32 against Int64 is a
 //! mismatch), NaN matches only NaN, an infinity only itself (or a value
 //! beyond half the dtype's largest, where the bound is nonzero), and
-//! integers and bools compare exactly unless their bound allows more. An
+//! integers and bools compare exactly unless their bound allows more; both
+//! parts of a complex element must be within its bound. An
 //! element whose bound is +inf or NaN is not checked, and counted.
 
 use crate::compare::{Comparison, Tolerance};
 use crate::{sum_bound, Arg, ExecError, Tensor};
 use fusebench_ir::{BinaryOp, DType, Fusion, FusionBuilder, IrError, Literal, Op, ValueId};
 use std::collections::HashMap;
+
+#[path = "bounds_complex.rs"]
+mod complex;
 
 /// Runs `f` and returns its outputs with each output's per-element bound
 /// (`None`: exact, bound 0).
@@ -63,21 +70,16 @@ pub fn shadow(f: &Fusion) -> Result<(Fusion, Vec<Option<usize>>), IrError> {
     let mut s = Shadow {
         fd: FusionBuilder::extend(f.clone()),
         err: HashMap::new(),
+        err_im: HashMap::new(),
         hi: HashMap::new(),
     };
     for node in &f.nodes {
-        let errs = s.node(&node.op, &node.outputs)?;
-        for (v, e) in node.outputs.iter().zip(errs) {
-            if let Some(e) = e {
-                let e = s.fit(e, *v)?;
-                s.err.insert(*v, e);
-            }
-        }
+        s.record(&node.op, &node.outputs)?;
     }
     let mut which = vec![];
     let mut k = 0;
     for &o in &f.outputs {
-        match s.err.get(&o).copied() {
+        match s.output_err(o)? {
             Some(e) => {
                 s.fd.add_output(e)?;
                 which.push(Some(k));
@@ -146,8 +148,11 @@ fn max_finite(d: DType) -> f64 {
 
 struct Shadow {
     fd: FusionBuilder,
-    /// Bound of each value that is not exact.
+    /// Bound of each value that is not exact (of a complex value: of its
+    /// real part).
     err: HashMap<ValueId, ValueId>,
+    /// Bound of the imaginary part of each complex value that is not exact.
+    err_im: HashMap<ValueId, ValueId>,
     /// Each value cast to Double.
     hi: HashMap<ValueId, ValueId>,
 }
@@ -285,8 +290,35 @@ impl Shadow {
             .collect()
     }
 
+    /// Records the bounds of a node's outputs.
+    fn record(&mut self, op: &Op, outs: &[ValueId]) -> Result<(), IrError> {
+        let errs = self.node(op, outs)?;
+        for (v, e) in outs.iter().zip(errs) {
+            if let Some(e) = e {
+                let e = self.fit(e, *v)?;
+                self.err.insert(*v, e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds `op` to the shadow program with its outputs' bounds; its first output.
+    fn emit(&mut self, op: Op) -> Result<ValueId, IrError> {
+        let outs = self.fd.op(op.clone(), &[])?;
+        self.record(&op, &outs)?;
+        Ok(outs[0])
+    }
+
     /// Bounds of a node's outputs.
     fn node(&mut self, op: &Op, outs: &[ValueId]) -> Result<Errs, IrError> {
+        if self.shape(outs[0]).is_some() && self.touches_complex(op, outs) {
+            return self.complex_node(op, outs);
+        }
+        self.real_node(op, outs)
+    }
+
+    /// Bounds of a node's outputs when no value is complex.
+    fn real_node(&mut self, op: &Op, outs: &[ValueId]) -> Result<Errs, IrError> {
         let errs = self.errs_of(op);
         let exact = errs.iter().all(|e| e.is_none());
         let y = outs[0];
@@ -596,7 +628,8 @@ impl Shadow {
                         None => Ok(None),
                         Some(p) => {
                             let z = self.lit(0.0);
-                            let off = self.bin(BinaryOp::Gt, p, z)?;
+                            // Ne: a NaN bound (uncertain) is not zero either.
+                            let off = self.bin(BinaryOp::Ne, p, z)?;
                             let zero = self.zeros(y)?;
                             Ok(Some(self.where_c(off, f64::INFINITY, zero)?))
                         }
@@ -732,10 +765,21 @@ pub fn compare_bounded(got: &Tensor, want: &Tensor, bound: Option<&Tensor>) -> (
         return (c, 0);
     }
     if d.is_complex() {
-        // The bound program is real-only (it would read a complex output as
-        // its truncated real part): complex outputs are compared part by part
-        // within their part dtype's tolerance, as `check` compares them.
-        return (crate::compare::compare(got, want), 0);
+        // Both parts within the element's bound (the larger of its parts').
+        let (Ok((gr, gi)), Ok((wr, wi))) = (crate::complex::parts(got), crate::complex::parts(want)) else {
+            c.problem = Some("complex values could not be split into parts".into());
+            return (c, 0);
+        };
+        let (mut re, unchecked) = compare_bounded(&gr, &wr, bound);
+        let (im, _) = compare_bounded(&gi, &wi, bound);
+        re.ok &= im.ok;
+        re.mismatches += im.mismatches;
+        re.max_abs_err = re.max_abs_err.max(im.max_abs_err);
+        re.max_rel_err = re.max_rel_err.max(im.max_rel_err);
+        re.ref_abs_max = re.ref_abs_max.max(im.ref_abs_max);
+        re.first_mismatch = re.first_mismatch.or(im.first_mismatch);
+        re.problem = re.problem.or(im.problem);
+        return (re, unchecked);
     }
     let b = bound.map(|b| b.to_f64_vec());
     let bound_at = |i: usize| b.as_ref().map_or(0.0, |b| b[i]);
