@@ -255,6 +255,30 @@ impl Shadow {
         let floor = self.lit(tiny(d) + tiny(compute));
         Ok(Some(self.add(r, floor)?))
     }
+    /// An elementwise op's own error at `y` ([`Self::local`]). A function
+    /// (not one of the correctly rounded ops) may lose a result near the
+    /// smallest normal to an intermediate that overflows or underflows
+    /// (silu of -90 in Float: exp(90) is inf, so x / (1 + inf) is 0, not
+    /// -7.5e-38; seed 1 fusion 362): its floor scales with its operands.
+    fn op_local(&mut self, op: &Op, y: ValueId) -> Result<Option<ValueId>, IrError> {
+        let k = ulps(op.name());
+        let local = self.local(y, k)?;
+        let d = self.dtype(y);
+        if k < 8.0 || !d.is_float() || local.is_none() {
+            return Ok(local);
+        }
+        let compute = if d == DType::Double { DType::Double } else { DType::Float };
+        let mut mag = None;
+        for &a in &op.operands() {
+            if self.dtype(a).is_float() && self.shape(a).is_some() {
+                let m = self.finite_abs(a)?;
+                mag = self.sum_opt(mag, Some(m))?;
+            }
+        }
+        let Some(mag) = mag else { return Ok(local) };
+        let floor = self.mulc(mag, tiny(d) + tiny(compute))?;
+        self.sum_opt(local, Some(floor))
+    }
     /// |ys − yc| in Double; 0 where both are the same infinity or both NaN,
     /// NaN (uncertain) where only one is NaN.
     fn diff(&mut self, ys: ValueId, yc: ValueId) -> Result<ValueId, IrError> {
@@ -452,14 +476,14 @@ impl Shadow {
             return self.sum_opt(Some(b), e);
         }
         if exact && !matches!(op, Op::Unary { kind: fusebench_ir::UnaryOp::Lgamma, .. }) {
-            return self.local(y, ulps(op.name()));
+            return self.op_local(op, y);
         }
         self.elementwise_inner(op, y, errs)
     }
 
     /// An elementwise op's bound: its own error plus its operands' propagated.
     fn elementwise_inner(&mut self, op: &Op, y: ValueId, errs: &Errs) -> Result<Option<ValueId>, IrError> {
-        let local = self.local(y, ulps(op.name()))?;
+        let local = self.op_local(op, y)?;
         let args = op.operands();
         if let Op::Binary { kind, a, b } = op {
             if kind.is_comparison() {
