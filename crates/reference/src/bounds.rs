@@ -101,6 +101,34 @@ pub fn ulps(name: &str) -> f64 {
     }
 }
 
+/// Where an elementwise op's result is not checked (bound +inf) beyond the
+/// general rules: the one place for what is known of single ops.
+#[derive(Clone, Copy)]
+enum Unsure {
+    /// Where the operand is NaN: the sign of a computed NaN is unspecified
+    /// (the GPU's is +, x86's -).
+    NanOperand,
+    /// Where the operand's bound reaches this width: the corners miss a pole
+    /// or a full turn inside a wide interval (tan of a Float near 3e7, only
+    /// known to ±2: seed 1 fusion 1099).
+    WideOperand(f64),
+    /// Where the operand is inside (lo, hi), the bound checked even for exact
+    /// operands: CUDA documents lgamma's error only outside (-23.0001,
+    /// -2.2637) ("larger inside"), where it has roots (seed 1 fusion 4840).
+    Inside(f64, f64),
+}
+
+fn unsure(op: &Op) -> Option<Unsure> {
+    use fusebench_ir::UnaryOp::{Cos, Lgamma, Signbit, Sin, Tan};
+    let Op::Unary { kind, .. } = op else { return None };
+    Some(match kind {
+        Signbit => Unsure::NanOperand,
+        Sin | Cos | Tan => Unsure::WideOperand(std::f64::consts::FRAC_PI_4),
+        Lgamma => Unsure::Inside(-23.0001, -2.2637),
+        _ => return None,
+    })
+}
+
 /// The distance between 1 and the next value of `d`.
 pub fn eps(d: DType) -> f64 {
     if d == DType::Double {
@@ -465,20 +493,33 @@ impl Shadow {
         errs: &Errs,
         exact: bool,
     ) -> Result<Option<ValueId>, IrError> {
-        if let Op::Unary { kind: fusebench_ir::UnaryOp::Signbit, x } = op {
-            // The sign of a computed NaN is unspecified (the GPU's is +, x86's -):
-            // signbit of a NaN is not checked.
-            let h = self.hi(*x)?;
-            let nan = self.bin(BinaryOp::Ne, h, h)?;
-            let zero = self.zeros(y)?;
-            let b = self.where_c(nan, f64::INFINITY, zero)?;
-            let e = errs[0].map(|_| self.elementwise_inner(op, y, errs)).transpose()?.flatten();
-            return self.sum_opt(Some(b), e);
-        }
-        if exact && !matches!(op, Op::Unary { kind: fusebench_ir::UnaryOp::Lgamma, .. }) {
-            return self.op_local(op, y);
-        }
-        self.elementwise_inner(op, y, errs)
+        let rule = unsure(op);
+        let b = if exact && !matches!(rule, Some(Unsure::Inside(..))) {
+            self.op_local(op, y)?
+        } else {
+            self.elementwise_inner(op, y, errs)?
+        };
+        let Some(rule) = rule else { return Ok(b) };
+        let x = self.hi(op.operands()[0])?;
+        let off = match rule {
+            Unsure::NanOperand => self.bin(BinaryOp::Ne, x, x)?,
+            Unsure::WideOperand(w) => {
+                let Some(e) = errs[0] else { return Ok(b) };
+                let w = self.lit(w);
+                self.bin(BinaryOp::Ge, e, w)?
+            }
+            Unsure::Inside(lo, hi) => {
+                let (lo, hi) = (self.lit(lo), self.lit(hi));
+                let above = self.bin(BinaryOp::Gt, x, lo)?;
+                let below = self.bin(BinaryOp::Lt, x, hi)?;
+                self.bin(BinaryOp::LogicalAnd, above, below)?
+            }
+        };
+        let b = match b {
+            Some(b) => b,
+            None => self.zeros(y)?,
+        };
+        Ok(Some(self.where_c(off, f64::INFINITY, b)?))
     }
 
     /// An elementwise op's bound: its own error plus its operands' propagated.
@@ -532,26 +573,6 @@ impl Shadow {
             bound = Some(w);
         }
         let mut bound = self.sum_opt(bound, local)?;
-        if let (Op::Unary { kind, .. }, Some(e), Some(b)) = (op, errs[0], bound) {
-            use fusebench_ir::UnaryOp::{Cos, Sin, Tan};
-            if matches!(kind, Sin | Cos | Tan) {
-                // The corners miss a pole or a full turn inside a wide interval
-                // (tan of a Float near 3e7, which is only known to ±2: seed 1 fusion 1099).
-                let wide = self.lit(std::f64::consts::FRAC_PI_4);
-                let far = self.bin(BinaryOp::Ge, e, wide)?;
-                bound = Some(self.where_c(far, f64::INFINITY, b)?);
-            }
-        }
-        if let (Op::Unary { kind: fusebench_ir::UnaryOp::Lgamma, x }, Some(b)) = (op, bound) {
-            // CUDA documents lgamma's error only outside (-23.0001, -2.2637) ("larger
-            // inside"), where it has roots: not checked there (seed 1 fusion 4840).
-            let h = self.hi(*x)?;
-            let (lo, hi) = (self.lit(-23.0001), self.lit(-2.2637));
-            let above = self.bin(BinaryOp::Gt, h, lo)?;
-            let below = self.bin(BinaryOp::Lt, h, hi)?;
-            let inside = self.bin(BinaryOp::LogicalAnd, above, below)?;
-            bound = Some(self.where_c(inside, f64::INFINITY, b)?);
-        }
         for i in 0..args.len() {
             let Some(e) = errs[i] else { continue };
             let b = match bound {
