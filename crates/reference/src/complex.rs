@@ -3,7 +3,7 @@
 //! rounded part by part to the result's part type (lanes of the pointwise
 //! programs hold one real number, so complex values never enter them).
 
-use crate::elems::{C128, C64};
+use crate::{C128, C64};
 use crate::tensor::{Buffer, Tensor};
 use crate::ExecError;
 use fusebench_ir::dtype_ops::ComplexOp;
