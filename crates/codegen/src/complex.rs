@@ -10,7 +10,7 @@ use crate::ctype;
 use fusebench_ir::complex_math::{self as cm, Complex};
 use fusebench_ir::dtype_ops::ComplexOp;
 use fusebench_ir::elementwise::{self, fill_cuda};
-use fusebench_ir::{BinaryOp, DType, Fusion, Op, ReduceOp, UnaryOp};
+use fusebench_ir::{BinaryOp, DType, Fusion, Op, UnaryOp};
 
 /// Whether `op` is lowered here.
 pub fn involved(f: &Fusion, op: &Op) -> bool {
@@ -20,28 +20,6 @@ pub fn involved(f: &Fusion, op: &Op) -> bool {
             .and_then(|t| t.ok())
             .is_some_and(|t| t.casts.iter().any(|d| d.is_complex())),
         _ => false,
-    }
-}
-
-/// Why the GPU cannot run `op` on complex values yet, if it cannot. (Sums
-/// to a complex or floating-point dtype are rewritten into sums of the parts
-/// before this is asked: `crate::rewrite`; products to a complex dtype
-/// accumulate in complex double: `reduction::acc_for`.)
-pub fn unsupported(f: &Fusion, op: &Op) -> Option<String> {
-    match op {
-        Op::Reduce { x, kind: ReduceOp::Sum, dtype: Some(d), .. } if f.value(*x).dtype.is_complex() => Some(format!(
-            "sum of complex values to {d} has no GPU kernel yet (nvFuser converts each element to {d} \
-             before summing); the CPU reference runs it"
-        )),
-        Op::Reduce { x, kind: ReduceOp::Prod, dtype: Some(d), .. }
-            if f.value(*x).dtype.is_complex() && !d.is_complex() =>
-        {
-            Some(format!(
-                "prod of complex values to {d} has no GPU kernel yet (nvFuser converts each element \
-                 to {d} before multiplying); the CPU reference runs it"
-            ))
-        }
-        _ => None,
     }
 }
 

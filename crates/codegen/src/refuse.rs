@@ -58,10 +58,7 @@ fn check_layouts(f: &Fusion) -> Result<(), CodegenError> {
 pub(crate) fn check(f: &Fusion) -> Result<(), CodegenError> {
     check_layouts(f)?;
     for n in &f.nodes {
-        let why = why(&n.op)
-            .map(String::from)
-            .or_else(|| crate::complex::unsupported(f, &n.op));
-        if let Some(why) = why {
+        if let Some(why) = why(&n.op) {
             let out = n.outputs.first().map(|&v| f.value(v).name.clone());
             return Err(CodegenError::Unsupported(format!(
                 "`{}`{}: {why}",

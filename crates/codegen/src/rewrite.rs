@@ -5,8 +5,10 @@
 //! - `sum` of complex values is `complex(sum(real(x)), sum(imag(x)))`: complex
 //!   addition is addition of the parts, so this is the same arithmetic as
 //!   nvFuser's complex accumulator (ComplexFloat parts summed in float,
-//!   ComplexDouble in double). A real output dtype (`dtype=Float`) keeps the
-//!   real part, as nvFuser's cast of the input before summing does.
+//!   ComplexDouble in double).
+//! - `sum` or `prod` of complex values to a real dtype (`dtype=Int`) is the
+//!   real reduction of each element converted first (its real part,
+//!   truncated for integers), as nvFuser casts the input before reducing.
 //! - `welford` / `var_mean` of integers follow nvFuser's integer
 //!   welfordCombine (runtime/welford.cu, T integral): the mean merges
 //!   `delta * (b_N / ab_N)` in integer division, which keeps the first element
@@ -75,12 +77,13 @@ pub fn apply(f: &Fusion) -> Result<Cow<'_, Fusion>, CodegenError> {
 /// Whether `op` is rewritten here.
 fn wanted(f: &Fusion, op: &Op) -> bool {
     match op {
-        Op::Reduce {
-            kind: ReduceOp::Sum,
-            x,
-            dtype,
-            ..
-        } => f.value(*x).dtype.is_complex() && dtype.is_none_or(|d| d.is_complex() || d.is_float()),
+        Op::Reduce { kind, x, dtype, .. } if f.value(*x).dtype.is_complex() => match kind {
+            ReduceOp::Sum => true,
+            // A complex product runs on its complex accumulator; to a real
+            // dtype it is a real product of the converted elements.
+            ReduceOp::Prod => dtype.is_some_and(|d| !d.is_complex()),
+            _ => false,
+        },
         Op::Welford { x, .. } | Op::VarMean { x, .. } => {
             matches!(f.value(*x).dtype, DType::Int | DType::Int32)
         }
@@ -174,14 +177,27 @@ fn literal(g: &mut Fusion, lit: Literal) -> ValueId {
 fn lower(g: &mut Fusion, op: &Op, names: &[&str]) -> Result<Vec<ValueId>, CodegenError> {
     match op {
         Op::Reduce {
+            kind,
             x,
             dims,
             keepdim,
             dtype,
-            ..
         } => {
             let d = dtype.unwrap_or(g.values[x.index()].dtype);
             let name = names.first().copied();
+            if !d.is_complex() {
+                // nvFuser converts each element to the real dtype first (the
+                // real part, truncated for integers), then reduces.
+                let c = add1(g, Op::Cast { x: *x, dtype: d }, None)?;
+                let r = Op::Reduce {
+                    kind: *kind,
+                    x: c,
+                    dims: dims.clone(),
+                    keepdim: *keepdim,
+                    dtype: Some(d),
+                };
+                return Ok(vec![add1(g, r, name)?]);
+            }
             let sum = |g: &mut Fusion, kind: ComplexOp, to: DType, name: Option<&str>| -> Result<ValueId, CodegenError> {
                 let part = add1(g, Op::Complex { kind, xs: vec![*x] }, None)?;
                 let s = Op::Reduce {
@@ -193,9 +209,7 @@ fn lower(g: &mut Fusion, op: &Op, names: &[&str]) -> Result<Vec<ValueId>, Codege
                 };
                 add1(g, s, name)
             };
-            let Some(p) = d.complex_part() else {
-                return Ok(vec![sum(g, ComplexOp::Real, d, name)?]);
-            };
+            let p = d.complex_part().expect("a complex dtype");
             let re = sum(g, ComplexOp::Real, p, None)?;
             let im = sum(g, ComplexOp::Imag, p, None)?;
             let out = Op::Complex {

@@ -74,16 +74,22 @@ fn a_complex_sum_becomes_a_complex_of_the_sums_of_its_parts() {
 }
 
 #[test]
-fn a_complex_sum_to_a_real_dtype_sums_the_real_parts() {
-    let f = script(&format!(
-        "{}    tv1 = fd.ops.sum(tv0, dims=[0], dtype=DataType.Float)\n    fd.add_output(tv1)\n",
-        tensor("tv0", "4, 3", "ComplexDouble")
-    ));
-    let g = rewritten(&f);
-    let Op::Reduce { x, dtype: Some(DType::Float), .. } = producer(&g, g.outputs[0]) else {
-        panic!("not a sum to Float")
-    };
-    assert!(matches!(producer(&g, *x), Op::Complex { kind: ComplexOp::Real, .. }));
+fn a_complex_reduction_to_a_real_dtype_reduces_the_converted_elements() {
+    // nvFuser casts the input to the dtype first: a sum to Int truncates each
+    // real part, a product to Float multiplies the real parts.
+    for (op, d, want) in [("sum", "Float", DType::Float), ("sum", "Int", DType::Int), ("prod", "Float", DType::Float)] {
+        let f = script(&format!(
+            "{}    tv1 = fd.ops.{op}(tv0, dims=[0], dtype=DataType.{d})\n    fd.add_output(tv1)\n",
+            tensor("tv0", "4, 3", "ComplexDouble")
+        ));
+        let g = rewritten(&f);
+        let Op::Reduce { x, dtype: Some(got), .. } = producer(&g, g.outputs[0]) else {
+            panic!("{op}: not a reduction")
+        };
+        assert_eq!(*got, want);
+        let Op::Cast { x: c, dtype } = producer(&g, *x) else { panic!("{op} to {d}: not a cast") };
+        assert_eq!((*dtype, *c), (want, g.inputs[0]));
+    }
 }
 
 fn fill(g: &Fusion, v: ValueId) -> (DType, Literal) {

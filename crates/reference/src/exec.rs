@@ -458,9 +458,17 @@ fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Va
     let shape_of = |v: ValueId| env.value(v).shape.clone().unwrap_or_default();
     let ir = |e: fusebench_ir::IrError| ExecError::Ir(e);
     let t = match op {
-        Op::Reduce { kind, x, dims, .. } if env.value(*x).dtype.is_complex() => {
+        Op::Reduce { kind, x, dims, .. } if env.value(*x).dtype.is_complex() && out.dtype.is_complex() => {
             let d = norm_dims(name, dims, shape_of(*x).len()).map_err(ir)?;
             crate::complex::reduce(&env.tensor(*x), &d, *kind, out.dtype, &out_shape)?
+        }
+        Op::Reduce { kind, x, dims, .. } if env.value(*x).dtype.is_complex() => {
+            // A real `dtype`: nvFuser converts each element first (the real
+            // part, truncated for integers), then reduces real values.
+            let s = shape_of(*x);
+            let d = norm_dims(name, dims, s.len()).map_err(ir)?;
+            let t = crate::complex::cast(&env.tensor(*x), out.dtype)?;
+            reduce::reduce(&Operand::Tensor(t), &s, &d, *kind, out.dtype, &out_shape)
         }
         Op::Reduce { kind, x, dims, .. } => {
             let s = shape_of(*x);

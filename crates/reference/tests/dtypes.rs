@@ -192,6 +192,28 @@ fn complex_arithmetic() {
 }
 
 #[test]
+fn complex_reductions_to_a_real_dtype_convert_each_element_first() {
+    // nvFuser casts the input to the reduction's dtype before reducing: z =
+    // [1.7+5i, 1.7-3i, 2+1i]. sum to Int: 1 + 1 + 2 = 4 (truncating the sum,
+    // 5.4, would give 5); prod to Float: 1.7 * 1.7 * 2 = 5.78 (the real part
+    // of the complex product is 32.38).
+    let out = run_script(
+        "    t0 = fd.define_tensor(shape=[3], contiguity=[True], dtype=DataType.Float, is_cpu=False)\n\
+         \x20   t1 = fd.define_tensor(shape=[3], contiguity=[True], dtype=DataType.Float, is_cpu=False)\n\
+         \x20   z = fd.ops.complex(t0, t1)\n\
+         \x20   s = fd.ops.sum(z, dims=[0], dtype=DataType.Int)\n\
+         \x20   p = fd.ops.prod(z, dims=[0], dtype=DataType.Float)\n\
+         \x20   fd.add_output(s)\n    fd.add_output(p)\n",
+        complex_of(&[1.7, 1.7, 2.0], &[5.0, -3.0, 1.0]),
+    );
+    assert_eq!(out[0].dtype(), DType::Int);
+    assert_eq!(out[0].to_i64_vec(), vec![4]);
+    assert_eq!(out[1].dtype(), DType::Float);
+    let want = (1.7f32 as f64 * 1.7f32 as f64 * 2.0) as f32 as f64;
+    assert_eq!(out[1].to_f64_vec(), vec![want]);
+}
+
+#[test]
 fn complex_refusals() {
     let bad = |body: &str, what: &[&str]| {
         let e = parse_script("t.py", &script(body)).expect_err("should be refused").to_string();
