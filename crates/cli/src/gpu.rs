@@ -35,6 +35,7 @@ pub fn check(
     let mut outputs: Vec<Comparison> = Vec::new();
     let mut last = Vec::new();
     let mut updated: Vec<(usize, Comparison)> = Vec::new();
+    let orders = fusebench_codegen::layout::orders(f);
     for byte in fusebench_engine::POISONS {
         // An in-place update changed the inputs: each run starts from the given ones.
         p.reset_inputs(inputs)?;
@@ -52,7 +53,8 @@ pub fn check(
             .iter()
             .zip(cpu)
             .zip(&slack)
-            .map(|((g, c), s)| compare_bounded(g, c, s.as_ref()))
+            .enumerate()
+            .map(|(k, ((g, c), s))| same_layout(&orders[k], g, c, compare_bounded(g, c, s.as_ref())))
             .collect();
         if outputs.is_empty() {
             outputs = these;
@@ -74,4 +76,28 @@ pub fn check(
         updated_inputs: updated,
         last,
     })
+}
+
+/// An output with a stride order must come back in that layout, as the CPU
+/// reference lays it (and nvFuser allocates it): the same strides on every
+/// dim of extent > 1.
+fn same_layout(order: &Option<Vec<usize>>, gpu: &Tensor, cpu: &Tensor, mut c: Comparison) -> Comparison {
+    if order.is_none() || c.problem.is_some() {
+        return c;
+    }
+    let differs = gpu
+        .shape()
+        .iter()
+        .zip(gpu.strides().iter().zip(cpu.strides()))
+        .any(|(&e, (a, b))| e > 1 && a != b);
+    if differs {
+        c.ok = false;
+        c.problem = Some(format!(
+            "stride order {:?}: the GPU output has strides {:?}, the reference {:?}",
+            order.as_ref().unwrap(),
+            gpu.strides(),
+            cpu.strides()
+        ));
+    }
+    c
 }

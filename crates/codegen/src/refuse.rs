@@ -37,39 +37,8 @@ fn why_int_stat(f: &Fusion, op: &Op) -> Option<&'static str> {
     }
 }
 
-/// `add_output(out, stride_order=...)` whose layout is not row-major: the
-/// kernels write every output dense row-major, so the output would come back
-/// in another layout than nvFuser allocates (its values would agree).
-fn check_layouts(f: &Fusion) -> Result<(), CodegenError> {
-    for l in &f.output_layouts {
-        let v = f.value(f.outputs[l.output]);
-        let shape = v.shape.clone().unwrap_or_default();
-        let decl = |order: Vec<usize>| fusebench_ir::TensorDecl {
-            contiguity: vec![Some(true); shape.len()],
-            stride_order: order,
-            is_cpu: false,
-        };
-        let want = decl(l.stride_order.clone()).dense_strides(&shape);
-        let row_major = decl(vec![]).dense_strides(&shape);
-        let same = shape
-            .iter()
-            .zip(want.iter().zip(&row_major))
-            .all(|(&e, (a, b))| e == 1 || a == b);
-        if !same {
-            return Err(CodegenError::Unsupported(format!(
-                "output {} has stride_order {:?} (strides {want:?}): the GPU kernels write outputs \
-                 row-major only ({row_major:?}), so its layout would differ from nvFuser's; \
-                 the CPU reference runs it",
-                v.name, l.stride_order
-            )));
-        }
-    }
-    Ok(())
-}
-
 /// The first op of `f` the GPU engine cannot run, as an error.
 pub(crate) fn check(f: &Fusion) -> Result<(), CodegenError> {
-    check_layouts(f)?;
     for n in &f.nodes {
         let why = why(&n.op)
             .or_else(|| why_int_stat(f, &n.op))

@@ -55,7 +55,7 @@ impl Engine {
             })
             .collect();
         let plan = plan(f, &layouts, self.device()?)?;
-        let in_place = crate::inplace::plan(f, &plan.outputs, inputs)?;
+        let in_place = crate::inplace::plan(f, &plan, inputs)?;
         let names: Vec<&str> = plan.kernels.iter().map(|k| k.name.as_str()).collect();
         let module = self.gpu.compile(&plan.source, &names)?;
         let kernels = plan
@@ -363,7 +363,8 @@ impl Prepared {
         for k in 0..self.kernels.len() {
             self.launch(k)?;
         }
-        for a in &self.in_place {
+        // Updates of strided inputs were written by the plan's last kernels.
+        for a in self.in_place.iter().filter(|a| !a.by_kernel) {
             let src = self.outputs[a.output].as_ref().expect("in-place outputs are written");
             let dst = self.input_ptr_in_set(a.input).expect("in-place inputs are tensors");
             // SAFETY: dst is the tensor input's buffer (prepared, a rotation copy
@@ -404,9 +405,32 @@ impl Prepared {
             let Arg::Tensor(t) = &inputs[a.input] else { continue };
             let b = self.inputs[a.input].as_ref().expect("tensor input");
             let bytes = b.download()?;
+            if !a.by_kernel {
+                out.push((
+                    a.output,
+                    Tensor::from_le_bytes(t.dtype(), t.shape(), &bytes[..a.bytes])?,
+                ));
+                continue;
+            }
+            // A strided input: its elements through its own strides; the
+            // storage between them must be as it was given.
+            let given = crate::transfer::buffer_bytes(t.buffer());
+            if let Some(at) = crate::inplace::touched_gap(t, &given, &bytes) {
+                return Err(EngineError::Inputs(format!(
+                    "the in-place update of input {} changed storage element {at}, which is not one of its elements",
+                    a.input
+                )));
+            }
+            let flat = Tensor::from_le_bytes(t.dtype(), &[t.buffer().len()], &bytes)?;
             out.push((
                 a.output,
-                Tensor::from_le_bytes(t.dtype(), t.shape(), &bytes[..a.bytes])?,
+                Tensor::new(
+                    t.dtype(),
+                    t.shape().to_vec(),
+                    t.strides().to_vec(),
+                    t.offset(),
+                    flat.buffer_arc().clone(),
+                )?,
             ));
         }
         Ok(out)
@@ -432,7 +456,14 @@ impl Prepared {
         for (i, o) in self.plan.outputs.iter().enumerate() {
             if let (OutputSource::Written, Some(b)) = (&o.source, &self.outputs[i]) {
                 let bytes = b.download()?;
-                out[i] = Some(Tensor::from_le_bytes(o.dtype, &o.shape, &bytes)?);
+                out[i] = Some(match &o.strides {
+                    // A stride order: the buffer holds the elements in that layout.
+                    Some(st) => {
+                        let flat = Tensor::from_le_bytes(o.dtype, &[o.shape.iter().product()], &bytes)?;
+                        Tensor::new(o.dtype, o.shape.clone(), st.clone(), 0, flat.buffer_arc().clone())?
+                    }
+                    None => Tensor::from_le_bytes(o.dtype, &o.shape, &bytes)?,
+                });
             }
         }
         for (i, o) in self.plan.outputs.iter().enumerate() {
