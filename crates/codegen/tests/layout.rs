@@ -75,3 +75,14 @@ fn an_alias_into_a_strided_input_gets_a_kernel_through_its_strides() {
     let e = plan(&f, &[Some((vec![0, 1], 0))], Device::default()).unwrap_err().to_string();
     assert!(e.contains("tv1") && e.contains("tv0") && e.contains("overlap"), "{e}");
 }
+
+#[test]
+fn the_golden_stride_order_case_gets_the_strides_nvfuser_returned() {
+    // nvFuser 0.2.36 on an H200 returned this output with strides [1, 3, 15]
+    // (crates/reference/tests/fixtures/golden-ops/manifest.json, "stride_order_f32").
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../reference/tests/fixtures/golden-ops/stride_order_f32.py");
+    let f = fusebench_frontend::parse_file(std::path::Path::new(path)).unwrap();
+    let p = plan(&f, &[None], Device::default()).unwrap();
+    assert_eq!(p.outputs[0].shape, vec![3, 5, 7]);
+    assert_eq!(p.outputs[0].strides, Some(vec![1, 3, 15]));
+}
