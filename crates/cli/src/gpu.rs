@@ -54,7 +54,9 @@ pub fn check(
             .zip(cpu)
             .zip(&slack)
             .enumerate()
-            .map(|(k, ((g, c), s))| same_layout(&orders[k], g, c, compare_bounded(g, c, s.as_ref())))
+            .map(|(k, ((g, c), s))| {
+                same_layout(&orders[k], g, c, compare_bounded(g, c, s.as_ref()))
+            })
             .collect();
         if outputs.is_empty() {
             outputs = these;
@@ -81,7 +83,12 @@ pub fn check(
 /// An output with a stride order must come back in that layout, as the CPU
 /// reference lays it (and nvFuser allocates it): the same strides on every
 /// dim of extent > 1.
-fn same_layout(order: &Option<Vec<usize>>, gpu: &Tensor, cpu: &Tensor, mut c: Comparison) -> Comparison {
+fn same_layout(
+    order: &Option<Vec<usize>>,
+    gpu: &Tensor,
+    cpu: &Tensor,
+    mut c: Comparison,
+) -> Comparison {
     if order.is_none() || c.problem.is_some() {
         return c;
     }
@@ -100,4 +107,31 @@ fn same_layout(order: &Option<Vec<usize>>, gpu: &Tensor, cpu: &Tensor, mut c: Co
         ));
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fusebench_ir::DType;
+
+    #[test]
+    fn a_stride_ordered_output_in_another_layout_is_a_mismatch() {
+        let vals: Vec<f64> = (0..6).map(f64::from).collect();
+        let row = Tensor::from_f64s(DType::Float, &[2, 3], &vals).unwrap();
+        let col = row.relaid(&[1, 2]).unwrap();
+        let ok = |g: &Tensor, c: &Tensor| compare_bounded(g, c, None);
+        // Same values: fine without an order, a mismatch with one.
+        assert!(same_layout(&None, &row, &col, ok(&row, &col)).ok);
+        let c = same_layout(&Some(vec![0, 1]), &row, &col, ok(&row, &col));
+        assert!(
+            !c.ok && c.problem.as_deref().unwrap().contains("[3, 1]"),
+            "{:?}",
+            c.problem
+        );
+        assert!(same_layout(&Some(vec![0, 1]), &col, &col, ok(&col, &col)).ok);
+        // Dims of extent 1 may have any stride.
+        let a = Tensor::from_f64s(DType::Float, &[1, 3], &vals[..3]).unwrap();
+        let b = a.relaid(&[1, 1]).unwrap();
+        assert!(same_layout(&Some(vec![0, 1]), &a, &b, ok(&a, &b)).ok);
+    }
 }

@@ -15,10 +15,18 @@ const BLOCK: u32 = 256;
 
 /// Appends the kernels that write aliased outputs into strided inputs, and
 /// records their outputs in `p.alias_writes`.
-pub fn add(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], p: &mut Plan) -> Result<(), CodegenError> {
+pub fn add(
+    f: &Fusion,
+    layouts: &[Option<(Vec<i64>, i64)>],
+    p: &mut Plan,
+) -> Result<(), CodegenError> {
     for a in &f.aliases {
-        let Some(ipos) = f.inputs.iter().position(|&i| i == a.input) else { continue };
-        let Some((strides, offset)) = layouts.get(ipos).cloned().flatten() else { continue };
+        let Some(ipos) = f.inputs.iter().position(|&i| i == a.input) else {
+            continue;
+        };
+        let Some((strides, offset)) = layouts.get(ipos).cloned().flatten() else {
+            continue;
+        };
         let o = &p.outputs[a.output];
         let input = f.value(a.input);
         let shape = input.shape.clone().unwrap_or_default();
@@ -49,7 +57,15 @@ pub fn add(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], p: &mut Plan) -> Res
         let numel: usize = shape.iter().product();
         if numel > 0 {
             let name = format!("fb_alias{}", a.output);
-            let src = kernel(&name, ctype::storage(o.dtype), a.output, ipos, &shape, &strides, offset);
+            let src = kernel(
+                &name,
+                ctype::storage(o.dtype),
+                a.output,
+                ipos,
+                &shape,
+                &strides,
+                offset,
+            );
             p.source.push('\n');
             p.source.push_str(&src);
             p.kernels.push(Kernel {
@@ -75,7 +91,9 @@ pub fn add(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], p: &mut Plan) -> Res
 /// > 1 at stride 0, say): then the update would depend on the write order.
 fn overlap(shape: &[usize], strides: &[i64], offset: i64) -> Option<String> {
     if offset < 0 || strides.iter().any(|&s| s < 0) {
-        return Some(format!("strides {strides:?} or offset {offset} are negative"));
+        return Some(format!(
+            "strides {strides:?} or offset {offset} are negative"
+        ));
     }
     let mut dims: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] > 1).collect();
     dims.sort_by_key(|&d| strides[d]);
@@ -83,7 +101,9 @@ fn overlap(shape: &[usize], strides: &[i64], offset: i64) -> Option<String> {
     let mut reach = 0i64;
     for d in dims {
         if strides[d] <= reach {
-            return Some(format!("elements overlap (strides {strides:?} for shape {shape:?})"));
+            return Some(format!(
+                "elements overlap (strides {strides:?} for shape {shape:?})"
+            ));
         }
         reach += strides[d] * (shape[d] as i64 - 1);
     }

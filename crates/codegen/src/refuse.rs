@@ -12,10 +12,12 @@ fn why(op: &Op) -> Option<&'static str> {
             "matrix products have no GPU kernel yet (planned: cuBLASLt); \
              the CPU reference runs them (`fusebench check` without --device gpu)",
         ),
-        Op::Gemm(fusebench_ir::GemmOp::SdpfaFwd { .. } | fusebench_ir::GemmOp::SdpfaBwd { .. }) => Some(
-            "flash attention has no GPU kernel yet (planned: with the GPU GEMM work); \
+        Op::Gemm(fusebench_ir::GemmOp::SdpfaFwd { .. } | fusebench_ir::GemmOp::SdpfaBwd { .. }) => {
+            Some(
+                "flash attention has no GPU kernel yet (planned: with the GPU GEMM work); \
              the CPU reference runs it (`fusebench check` without --device gpu)",
-        ),
+            )
+        }
         Op::Gemm(_) => Some(
             "grouped and scaled matrix products have no GPU kernel yet (planned: cuBLASLt); \
              the CPU reference runs them (`fusebench check` without --device gpu)",

@@ -611,7 +611,11 @@ fn max_extent(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> u64 {
 /// that are views of one value (through reshape, permute, broadcast, ...)
 /// share one written buffer: the output closest to that value is written and
 /// the others are views of it; views of an input write nothing.
-fn resolve_outputs(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], own: &[bool]) -> Vec<OutputPlan> {
+fn resolve_outputs(
+    f: &Fusion,
+    layouts: &[Option<(Vec<i64>, i64)>],
+    own: &[bool],
+) -> Vec<OutputPlan> {
     let chains: Vec<(Vec<usize>, ValueId)> = f
         .outputs
         .iter()

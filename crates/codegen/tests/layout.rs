@@ -30,10 +30,19 @@ fn add_output_stride_order_allocates_the_permuted_strides() {
 #[test]
 fn row_major_orders_keep_the_dense_plan() {
     let f = script(&NEG.replace("[0, 2, 1]", "[2, 1, 0]"));
-    assert_eq!(plan(&f, &[None], Device::default()).unwrap().outputs[0].strides, None);
+    assert_eq!(
+        plan(&f, &[None], Device::default()).unwrap().outputs[0].strides,
+        None
+    );
     // [1, 5, 7] with order [1, 2, 0]: only the extent-1 dim moves.
-    let f = script(&NEG.replace("[3, 5, 7]", "[1, 5, 7]").replace("[0, 2, 1]", "[1, 2, 0]"));
-    assert_eq!(plan(&f, &[None], Device::default()).unwrap().outputs[0].strides, None);
+    let f = script(
+        &NEG.replace("[3, 5, 7]", "[1, 5, 7]")
+            .replace("[0, 2, 1]", "[1, 2, 0]"),
+    );
+    assert_eq!(
+        plan(&f, &[None], Device::default()).unwrap().outputs[0].strides,
+        None
+    );
 }
 
 #[test]
@@ -55,7 +64,10 @@ fn an_ordered_input_output_is_copied_not_a_view() {
     assert!(matches!(p.outputs[0].source, OutputSource::Written));
     assert_eq!(p.outputs[0].strides, Some(vec![1, 3]));
     // The plain permute stays a view of the input.
-    assert!(matches!(p.outputs[1].source, OutputSource::InputView { .. }));
+    assert!(matches!(
+        p.outputs[1].source,
+        OutputSource::InputView { .. }
+    ));
 }
 
 #[test]
@@ -66,21 +78,33 @@ fn an_alias_into_a_strided_input_gets_a_kernel_through_its_strides() {
     assert_eq!(p.alias_writes, vec![0]);
     let k = p.kernels.last().unwrap();
     assert_eq!(k.schedule, Schedule::Pointwise);
-    assert!(p.source.contains("long long r = e, at = 2LL;"), "{}", p.source);
+    assert!(
+        p.source.contains("long long r = e, at = 2LL;"),
+        "{}",
+        p.source
+    );
     assert!(p.source.contains("at += (r % 3LL) * 8LL;"), "{}", p.source);
     // Dense row-major: the engine's copy, no kernel.
     let p = plan(&f, &[Some((vec![5, 1], 0))], Device::default()).unwrap();
     assert!(p.alias_writes.is_empty());
     // Overlapping elements are refused with the names.
-    let e = plan(&f, &[Some((vec![0, 1], 0))], Device::default()).unwrap_err().to_string();
-    assert!(e.contains("tv1") && e.contains("tv0") && e.contains("overlap"), "{e}");
+    let e = plan(&f, &[Some((vec![0, 1], 0))], Device::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("tv1") && e.contains("tv0") && e.contains("overlap"),
+        "{e}"
+    );
 }
 
 #[test]
 fn the_golden_stride_order_case_gets_the_strides_nvfuser_returned() {
     // nvFuser 0.2.36 on an H200 returned this output with strides [1, 3, 15]
     // (crates/reference/tests/fixtures/golden-ops/manifest.json, "stride_order_f32").
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../reference/tests/fixtures/golden-ops/stride_order_f32.py");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../reference/tests/fixtures/golden-ops/stride_order_f32.py"
+    );
     let f = fusebench_frontend::parse_file(std::path::Path::new(path)).unwrap();
     let p = plan(&f, &[None], Device::default()).unwrap();
     assert_eq!(p.outputs[0].shape, vec![3, 5, 7]);

@@ -15,7 +15,9 @@ fn script(body: &str) -> fusebench_ir::Fusion {
 #[test]
 fn integer_welford_is_refused() {
     let f = script("    tv0 = fd.define_tensor(shape=[3, 5], contiguity=[True, True], dtype=DataType.Int, is_cpu=False)\n    tv1, tv2, tv3 = fd.ops.welford(tv0, dims=[1])\n    fd.add_output(tv1)\n");
-    let e = plan(&f, &[None], Device::default()).unwrap_err().to_string();
+    let e = plan(&f, &[None], Device::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("welford") && e.contains("integer"), "{e}");
 }
 

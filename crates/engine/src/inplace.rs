@@ -42,7 +42,9 @@ pub fn plan(f: &Fusion, p: &Plan, inputs: &[Arg]) -> Result<Vec<InPlace>, Engine
         };
         let o = &p.outputs[a.output];
         if !matches!(o.source, OutputSource::Written) {
-            return Err(refuse("the output is a view, not written by a kernel".into()));
+            return Err(refuse(
+                "the output is a view, not written by a kernel".into(),
+            ));
         }
         if o.dtype != t.dtype() || o.shape != t.shape() {
             return Err(refuse(format!(
@@ -93,5 +95,7 @@ pub fn touched_gap(t: &Tensor, given: &[u8], now: &[u8]) -> Option<usize> {
             idx[d] = 0;
         }
     }
-    (0..n).find(|&i| !mine[i] && given.get(i * size..(i + 1) * size) != now.get(i * size..(i + 1) * size))
+    (0..n).find(|&i| {
+        !mine[i] && given.get(i * size..(i + 1) * size) != now.get(i * size..(i + 1) * size)
+    })
 }

@@ -365,8 +365,12 @@ impl Prepared {
         }
         // Updates of strided inputs were written by the plan's last kernels.
         for a in self.in_place.iter().filter(|a| !a.by_kernel) {
-            let src = self.outputs[a.output].as_ref().expect("in-place outputs are written");
-            let dst = self.input_ptr_in_set(a.input).expect("in-place inputs are tensors");
+            let src = self.outputs[a.output]
+                .as_ref()
+                .expect("in-place outputs are written");
+            let dst = self
+                .input_ptr_in_set(a.input)
+                .expect("in-place inputs are tensors");
             // SAFETY: dst is the tensor input's buffer (prepared, a rotation copy
             // or one bound by the caller), which holds the input's `bytes`.
             unsafe { src.copy_to_ptr(dst, a.bytes)? };
@@ -381,7 +385,9 @@ impl Prepared {
         }
         let set = self.input_set.get();
         if set > 0 {
-            return self.rotation.borrow()[set - 1][i].as_ref().map(|b| b.device_ptr());
+            return self.rotation.borrow()[set - 1][i]
+                .as_ref()
+                .map(|b| b.device_ptr());
         }
         self.inputs.get(i)?.as_ref().map(|b| b.device_ptr())
     }
@@ -402,7 +408,9 @@ impl Prepared {
     pub fn updated_inputs(&self, inputs: &[Arg]) -> Result<Vec<(usize, Tensor)>, EngineError> {
         let mut out = vec![];
         for a in &self.in_place {
-            let Arg::Tensor(t) = &inputs[a.input] else { continue };
+            let Arg::Tensor(t) = &inputs[a.input] else {
+                continue;
+            };
             let b = self.inputs[a.input].as_ref().expect("tensor input");
             let bytes = b.download()?;
             if !a.by_kernel {
@@ -459,8 +467,15 @@ impl Prepared {
                 out[i] = Some(match &o.strides {
                     // A stride order: the buffer holds the elements in that layout.
                     Some(st) => {
-                        let flat = Tensor::from_le_bytes(o.dtype, &[o.shape.iter().product()], &bytes)?;
-                        Tensor::new(o.dtype, o.shape.clone(), st.clone(), 0, flat.buffer_arc().clone())?
+                        let flat =
+                            Tensor::from_le_bytes(o.dtype, &[o.shape.iter().product()], &bytes)?;
+                        Tensor::new(
+                            o.dtype,
+                            o.shape.clone(),
+                            st.clone(),
+                            0,
+                            flat.buffer_arc().clone(),
+                        )?
                     }
                     None => Tensor::from_le_bytes(o.dtype, &o.shape, &bytes)?,
                 });

@@ -520,7 +520,9 @@ impl Fusion {
             let (ptr, strides) = match &o.source {
                 OutputSource::Written => (
                     prep.output_ptr(i),
-                    o.strides.clone().unwrap_or_else(|| row_major_strides(&o.shape)),
+                    o.strides
+                        .clone()
+                        .unwrap_or_else(|| row_major_strides(&o.shape)),
                 ),
                 OutputSource::InputView {
                     input,
