@@ -64,7 +64,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let name = &f.value(f.outputs[i]).name;
         match &o.source {
             fusebench_codegen::OutputSource::Written => {
-                println!("  output {i} ({name}) {:?} {}: written", o.shape, o.dtype)
+                let layout = o
+                    .strides
+                    .as_ref()
+                    .map(|s| format!(" at strides {s:?}"))
+                    .unwrap_or_default();
+                println!(
+                    "  output {i} ({name}) {:?} {}: written{layout}",
+                    o.shape, o.dtype
+                )
             }
             other => println!(
                 "  output {i} ({name}) {:?} {}: {:?}",

@@ -35,6 +35,7 @@ pub fn check(
     let mut outputs: Vec<Comparison> = Vec::new();
     let mut last = Vec::new();
     let mut updated: Vec<(usize, Comparison)> = Vec::new();
+    let orders = fusebench_codegen::layout::orders(f);
     for byte in fusebench_engine::POISONS {
         // An in-place update changed the inputs: each run starts from the given ones.
         p.reset_inputs(inputs)?;
@@ -52,7 +53,10 @@ pub fn check(
             .iter()
             .zip(cpu)
             .zip(&slack)
-            .map(|((g, c), s)| compare_with_slack(g, c, s.as_ref()))
+            .enumerate()
+            .map(|(k, ((g, c), s))| {
+                same_layout(&orders[k], g, c, compare_with_slack(g, c, s.as_ref()))
+            })
             .collect();
         if outputs.is_empty() {
             outputs = these;
@@ -74,4 +78,60 @@ pub fn check(
         updated_inputs: updated,
         last,
     })
+}
+
+/// An output with a stride order must come back in that layout, as the CPU
+/// reference lays it (and nvFuser allocates it): the same strides on every
+/// dim of extent > 1.
+fn same_layout(
+    order: &Option<Vec<usize>>,
+    gpu: &Tensor,
+    cpu: &Tensor,
+    mut c: Comparison,
+) -> Comparison {
+    if order.is_none() || c.problem.is_some() {
+        return c;
+    }
+    let differs = gpu
+        .shape()
+        .iter()
+        .zip(gpu.strides().iter().zip(cpu.strides()))
+        .any(|(&e, (a, b))| e > 1 && a != b);
+    if differs {
+        c.ok = false;
+        c.problem = Some(format!(
+            "stride order {:?}: the GPU output has strides {:?}, the reference {:?}",
+            order.as_ref().unwrap(),
+            gpu.strides(),
+            cpu.strides()
+        ));
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fusebench_ir::DType;
+
+    #[test]
+    fn a_stride_ordered_output_in_another_layout_is_a_mismatch() {
+        let vals: Vec<f64> = (0..6).map(f64::from).collect();
+        let row = Tensor::from_f64s(DType::Float, &[2, 3], &vals).unwrap();
+        let col = row.relaid(&[1, 2]).unwrap();
+        let ok = |g: &Tensor, c: &Tensor| compare_with_slack(g, c, None);
+        // Same values: fine without an order, a mismatch with one.
+        assert!(same_layout(&None, &row, &col, ok(&row, &col)).ok);
+        let c = same_layout(&Some(vec![0, 1]), &row, &col, ok(&row, &col));
+        assert!(
+            !c.ok && c.problem.as_deref().unwrap().contains("[3, 1]"),
+            "{:?}",
+            c.problem
+        );
+        assert!(same_layout(&Some(vec![0, 1]), &col, &col, ok(&col, &col)).ok);
+        // Dims of extent 1 may have any stride.
+        let a = Tensor::from_f64s(DType::Float, &[1, 3], &vals[..3]).unwrap();
+        let b = a.relaid(&[1, 1]).unwrap();
+        assert!(same_layout(&Some(vec![0, 1]), &a, &b, ok(&a, &b)).ok);
+    }
 }

@@ -7,14 +7,16 @@
 //! symbolic index (`ix`, `view`) -> `ctype` spells it in C.
 
 pub mod alias;
+pub mod alias_write;
 pub mod complex;
 pub mod ctype;
 pub mod error;
+pub mod grid;
 pub mod index;
 pub mod index_kernels;
-pub mod grid;
 pub mod ix;
 pub mod kernel;
+pub mod layout;
 pub mod lower;
 pub mod outer;
 pub mod passes;

@@ -94,6 +94,11 @@ pub struct OutputPlan {
     pub dtype: DType,
     pub shape: Vec<usize>,
     pub source: OutputSource,
+    /// Strides of a written output's buffer when it is not dense row-major
+    /// (a stride order: `add_output(out, stride_order=...)` or an output of
+    /// `fd.ops.stride_order`); the buffer holds exactly its elements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strides: Option<Vec<i64>>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -104,6 +109,11 @@ pub struct Plan {
     pub kernels: Vec<Kernel>,
     pub temps: Vec<Temp>,
     pub outputs: Vec<OutputPlan>,
+    /// Outputs (positions) whose `add_output(out, alias_input)` update a
+    /// kernel of the plan writes into the input's own strided elements; the
+    /// engine copies the others into their (dense) input after the kernels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alias_writes: Vec<usize>,
 }
 
 impl Plan {

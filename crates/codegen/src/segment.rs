@@ -50,7 +50,32 @@ pub fn plan(
     let rewritten = crate::rewrite::apply(f)?;
     let f: &Fusion = &rewritten;
     crate::refuse::check(f)?;
-    let outputs = resolve_outputs(f, layouts);
+    // Outputs with a stride order are planned as the permute that lists
+    // their dims outermost first, written row-major: that buffer is the
+    // output in its own layout (crate::layout).
+    let orders = crate::layout::orders(f);
+    let mut p = if orders.iter().any(Option::is_some) {
+        let g = crate::layout::permuted(f, &orders);
+        let own: Vec<bool> = orders.iter().map(Option::is_some).collect();
+        let mut p = plan_dense(&g, layouts, dev, &own)?;
+        crate::layout::restore(f, &orders, &mut p);
+        p
+    } else {
+        plan_dense(f, layouts, dev, &vec![false; f.outputs.len()])?
+    };
+    crate::alias_write::add(f, layouts, &mut p)?;
+    Ok(p)
+}
+
+/// Plans `f` with every written output dense row-major; outputs marked in
+/// `own` are written to buffers of their own, never views.
+fn plan_dense(
+    f: &Fusion,
+    layouts: &[Option<(Vec<i64>, i64)>],
+    dev: Device,
+    own: &[bool],
+) -> Result<Plan, CodegenError> {
+    let outputs = resolve_outputs(f, layouts, own);
     let all_reds: Vec<Reduction> = (0..f.nodes.len())
         .filter_map(|n| Reduction::of(f, n))
         .filter(|r| !r.inline(f))
@@ -511,6 +536,7 @@ fn try_plan(
             .collect(),
         temps: cx.temps,
         outputs: outputs.to_vec(),
+        alias_writes: vec![],
     })
 }
 
@@ -588,7 +614,11 @@ fn max_extent(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> u64 {
 /// that are views of one value (through reshape, permute, broadcast, ...)
 /// share one written buffer: the output closest to that value is written and
 /// the others are views of it; views of an input write nothing.
-fn resolve_outputs(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> Vec<OutputPlan> {
+fn resolve_outputs(
+    f: &Fusion,
+    layouts: &[Option<(Vec<i64>, i64)>],
+    own: &[bool],
+) -> Vec<OutputPlan> {
     let chains: Vec<(Vec<usize>, ValueId)> = f
         .outputs
         .iter()
@@ -608,7 +638,9 @@ fn resolve_outputs(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> Vec<Outpu
         let shape = val.shape.clone().unwrap_or_default();
         let (chain, root) = &chains[pos];
         let mut source = OutputSource::Written;
-        if matches!(f.value(*root).def, ValueDef::TensorInput(_)) {
+        if own[pos] {
+            // Written in its own layout: neither a view nor a base for views.
+        } else if matches!(f.value(*root).def, ValueDef::TensorInput(_)) {
             let ipos = f.inputs.iter().position(|i| i == root).unwrap();
             let (st, off) = layouts[ipos]
                 .clone()
@@ -623,7 +655,7 @@ fn resolve_outputs(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> Vec<Outpu
         } else {
             // The base: the output with this root whose chain is shortest (first on ties).
             let base = (0..f.outputs.len())
-                .filter(|&q| chains[q].1 == *root)
+                .filter(|&q| chains[q].1 == *root && !own[q])
                 .min_by_key(|&q| (chains[q].0.len(), q))
                 .unwrap();
             if base != pos {
@@ -644,6 +676,7 @@ fn resolve_outputs(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> Vec<Outpu
             dtype: val.dtype,
             shape,
             source,
+            strides: None,
         });
     }
     plans

@@ -55,7 +55,7 @@ impl Engine {
             })
             .collect();
         let plan = plan(f, &layouts, self.device()?)?;
-        let in_place = crate::inplace::plan(f, &plan.outputs, inputs)?;
+        let in_place = crate::inplace::plan(f, &plan, inputs)?;
         let names: Vec<&str> = plan.kernels.iter().map(|k| k.name.as_str()).collect();
         let module = self.gpu.compile(&plan.source, &names)?;
         let kernels = plan
@@ -363,9 +363,14 @@ impl Prepared {
         for k in 0..self.kernels.len() {
             self.launch(k)?;
         }
-        for a in &self.in_place {
-            let src = self.outputs[a.output].as_ref().expect("in-place outputs are written");
-            let dst = self.input_ptr_in_set(a.input).expect("in-place inputs are tensors");
+        // Updates of strided inputs were written by the plan's last kernels.
+        for a in self.in_place.iter().filter(|a| !a.by_kernel) {
+            let src = self.outputs[a.output]
+                .as_ref()
+                .expect("in-place outputs are written");
+            let dst = self
+                .input_ptr_in_set(a.input)
+                .expect("in-place inputs are tensors");
             // SAFETY: dst is the tensor input's buffer (prepared, a rotation copy
             // or one bound by the caller), which holds the input's `bytes`.
             unsafe { src.copy_to_ptr(dst, a.bytes)? };
@@ -380,7 +385,9 @@ impl Prepared {
         }
         let set = self.input_set.get();
         if set > 0 {
-            return self.rotation.borrow()[set - 1][i].as_ref().map(|b| b.device_ptr());
+            return self.rotation.borrow()[set - 1][i]
+                .as_ref()
+                .map(|b| b.device_ptr());
         }
         self.inputs.get(i)?.as_ref().map(|b| b.device_ptr())
     }
@@ -401,12 +408,37 @@ impl Prepared {
     pub fn updated_inputs(&self, inputs: &[Arg]) -> Result<Vec<(usize, Tensor)>, EngineError> {
         let mut out = vec![];
         for a in &self.in_place {
-            let Arg::Tensor(t) = &inputs[a.input] else { continue };
+            let Arg::Tensor(t) = &inputs[a.input] else {
+                continue;
+            };
             let b = self.inputs[a.input].as_ref().expect("tensor input");
             let bytes = b.download()?;
+            if !a.by_kernel {
+                out.push((
+                    a.output,
+                    Tensor::from_le_bytes(t.dtype(), t.shape(), &bytes[..a.bytes])?,
+                ));
+                continue;
+            }
+            // A strided input: its elements through its own strides; the
+            // storage between them must be as it was given.
+            let given = crate::transfer::buffer_bytes(t.buffer());
+            if let Some(at) = crate::inplace::touched_gap(t, &given, &bytes) {
+                return Err(EngineError::Inputs(format!(
+                    "the in-place update of input {} changed storage element {at}, which is not one of its elements",
+                    a.input
+                )));
+            }
+            let flat = Tensor::from_le_bytes(t.dtype(), &[t.buffer().len()], &bytes)?;
             out.push((
                 a.output,
-                Tensor::from_le_bytes(t.dtype(), t.shape(), &bytes[..a.bytes])?,
+                Tensor::new(
+                    t.dtype(),
+                    t.shape().to_vec(),
+                    t.strides().to_vec(),
+                    t.offset(),
+                    flat.buffer_arc().clone(),
+                )?,
             ));
         }
         Ok(out)
@@ -432,7 +464,21 @@ impl Prepared {
         for (i, o) in self.plan.outputs.iter().enumerate() {
             if let (OutputSource::Written, Some(b)) = (&o.source, &self.outputs[i]) {
                 let bytes = b.download()?;
-                out[i] = Some(Tensor::from_le_bytes(o.dtype, &o.shape, &bytes)?);
+                out[i] = Some(match &o.strides {
+                    // A stride order: the buffer holds the elements in that layout.
+                    Some(st) => {
+                        let flat =
+                            Tensor::from_le_bytes(o.dtype, &[o.shape.iter().product()], &bytes)?;
+                        Tensor::new(
+                            o.dtype,
+                            o.shape.clone(),
+                            st.clone(),
+                            0,
+                            flat.buffer_arc().clone(),
+                        )?
+                    }
+                    None => Tensor::from_le_bytes(o.dtype, &o.shape, &bytes)?,
+                });
             }
         }
         for (i, o) in self.plan.outputs.iter().enumerate() {

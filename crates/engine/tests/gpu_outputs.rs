@@ -502,6 +502,28 @@ fn golden_op_on_gpu(
         ) {
             diffs.push(format!("{}: against nvFuser: {d}", fill.describe()));
         }
+        // An output in a stride order of its own (add_output(stride_order=),
+        // fd.ops.stride_order) comes back in the strides nvFuser gave it.
+        let orders = fusebench_codegen::layout::orders(&f);
+        for (k, t) in got.iter().enumerate().filter(|_| f.aliases.is_empty()) {
+            let want = info["outputs"][k]["stride"].as_array();
+            let (Some(Some(_)), Some(want)) = (orders.get(k), want) else {
+                continue;
+            };
+            let want: Vec<i64> = want.iter().filter_map(|v| v.as_i64()).collect();
+            let differs = t
+                .shape()
+                .iter()
+                .zip(t.strides().iter().zip(&want))
+                .any(|(&e, (a, b))| e > 1 && a != b);
+            if differs || want.len() != t.rank() {
+                diffs.push(format!(
+                    "{}: output {k} has strides {:?}, nvFuser's {want:?}",
+                    fill.describe(),
+                    t.strides()
+                ));
+            }
+        }
         if got.len() != cpu.len() {
             diffs.push(format!(
                 "{}: {} outputs, the CPU reference gives {}",
@@ -522,7 +544,9 @@ fn golden_op_on_gpu(
             }
         }
         // The input buffer an alias output was written into, read back.
-        let updated = p.updated_inputs(&g.inputs).map_err(|e| format!("reading inputs back: {e}"))?;
+        let updated = p
+            .updated_inputs(&g.inputs)
+            .map_err(|e| format!("reading inputs back: {e}"))?;
         for (k, t) in updated {
             let c = compare(&t, &cpu[k]);
             if !c.ok {

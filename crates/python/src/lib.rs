@@ -518,7 +518,12 @@ impl Fusion {
         for (i, o) in plan.iter().enumerate() {
             let elem = o.dtype.size_bytes() as i64;
             let (ptr, strides) = match &o.source {
-                OutputSource::Written => (prep.output_ptr(i), row_major_strides(&o.shape)),
+                OutputSource::Written => (
+                    prep.output_ptr(i),
+                    o.strides
+                        .clone()
+                        .unwrap_or_else(|| row_major_strides(&o.shape)),
+                ),
                 OutputSource::InputView {
                     input,
                     strides,

@@ -1,0 +1,112 @@
+//! Outputs in a layout of their own (`add_output(out, stride_order=)`,
+//! `fd.ops.stride_order`) are planned with the strides nvFuser allocates
+//! (csrc/ir/utils.cpp strideOrderToAllocation: dim i at allocation position
+//! rank-1-order[i], contiguous), and an aliased strided input is updated by
+//! a kernel writing through its strides. Strides worked out by hand.
+
+use fusebench_codegen::{plan, Device, OutputSource, Schedule};
+
+fn script(body: &str) -> fusebench_ir::Fusion {
+    let src = format!(
+        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
+    );
+    fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+const NEG: &str = "    tv0 = fd.define_tensor(shape=[3, 5, 7], contiguity=[True, True, True], dtype=DataType.Float, is_cpu=False)\n    tv1 = fd.ops.neg(tv0)\n    fd.add_output(tv1, stride_order=[0, 2, 1])\n";
+
+#[test]
+fn add_output_stride_order_allocates_the_permuted_strides() {
+    let p = plan(&script(NEG), &[None], Device::default()).unwrap();
+    let o = &p.outputs[0];
+    assert!(matches!(o.source, OutputSource::Written));
+    assert_eq!(o.shape, vec![3, 5, 7]);
+    // Order [0, 2, 1]: dim 1 outermost, then dim 2, dim 0 innermost.
+    assert_eq!(o.strides, Some(vec![1, 21, 3]));
+    // The kernel writes the permute [1, 2, 0] row-major: a [5, 7, 3] group.
+    assert!(p.source.contains("out0"), "{}", p.source);
+}
+
+#[test]
+fn row_major_orders_keep_the_dense_plan() {
+    let f = script(&NEG.replace("[0, 2, 1]", "[2, 1, 0]"));
+    assert_eq!(
+        plan(&f, &[None], Device::default()).unwrap().outputs[0].strides,
+        None
+    );
+    // [1, 5, 7] with order [1, 2, 0]: only the extent-1 dim moves.
+    let f = script(
+        &NEG.replace("[3, 5, 7]", "[1, 5, 7]")
+            .replace("[0, 2, 1]", "[1, 2, 0]"),
+    );
+    assert_eq!(
+        plan(&f, &[None], Device::default()).unwrap().outputs[0].strides,
+        None
+    );
+}
+
+#[test]
+fn stride_order_op_output_and_reduction_output_get_their_layout() {
+    let f = script("    tv0 = fd.define_tensor(shape=[4, 6, 3], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)\n    tv1 = fd.ops.sum(tv0, dims=[2])\n    tv2 = fd.ops.stride_order(tv0, stride_order=[0, 1, 2])\n    fd.add_output(tv1, stride_order=[0, 1])\n    fd.add_output(tv2)\n");
+    let p = plan(&f, &[None], Device::default()).unwrap();
+    // sum -> [4, 6], column-major.
+    assert_eq!(p.outputs[0].shape, vec![4, 6]);
+    assert_eq!(p.outputs[0].strides, Some(vec![1, 4]));
+    // [4, 6, 3] with order [0, 1, 2]: fully reversed.
+    assert_eq!(p.outputs[1].strides, Some(vec![1, 4, 24]));
+    assert!(matches!(p.outputs[1].source, OutputSource::Written));
+}
+
+#[test]
+fn an_ordered_input_output_is_copied_not_a_view() {
+    let f = script("    tv0 = fd.define_tensor(shape=[3, 5], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)\n    tv1 = fd.ops.permute(tv0, dims=[1, 0])\n    fd.add_output(tv0, stride_order=[0, 1])\n    fd.add_output(tv1)\n");
+    let p = plan(&f, &[None], Device::default()).unwrap();
+    assert!(matches!(p.outputs[0].source, OutputSource::Written));
+    assert_eq!(p.outputs[0].strides, Some(vec![1, 3]));
+    // The plain permute stays a view of the input.
+    assert!(matches!(
+        p.outputs[1].source,
+        OutputSource::InputView { .. }
+    ));
+}
+
+#[test]
+fn an_alias_into_a_strided_input_gets_a_kernel_through_its_strides() {
+    let f = script("    tv0 = fd.define_tensor(shape=[3, 5], contiguity=[False, True], dtype=DataType.Float, is_cpu=False)\n    tv1 = fd.ops.add(tv0, tv0)\n    fd.add_output(tv1, alias_input=tv0)\n");
+    // A [3, 5] slice at column 2 of a [3, 8] tensor.
+    let p = plan(&f, &[Some((vec![8, 1], 2))], Device::default()).unwrap();
+    assert_eq!(p.alias_writes, vec![0]);
+    let k = p.kernels.last().unwrap();
+    assert_eq!(k.schedule, Schedule::Pointwise);
+    assert!(
+        p.source.contains("long long r = e, at = 2LL;"),
+        "{}",
+        p.source
+    );
+    assert!(p.source.contains("at += (r % 3LL) * 8LL;"), "{}", p.source);
+    // Dense row-major: the engine's copy, no kernel.
+    let p = plan(&f, &[Some((vec![5, 1], 0))], Device::default()).unwrap();
+    assert!(p.alias_writes.is_empty());
+    // Overlapping elements are refused with the names.
+    let e = plan(&f, &[Some((vec![0, 1], 0))], Device::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("tv1") && e.contains("tv0") && e.contains("overlap"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_golden_stride_order_case_gets_the_strides_nvfuser_returned() {
+    // nvFuser 0.2.36 on an H200 returned this output with strides [1, 3, 15]
+    // (crates/reference/tests/fixtures/golden-ops/manifest.json, "stride_order_f32").
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../reference/tests/fixtures/golden-ops/stride_order_f32.py"
+    );
+    let f = fusebench_frontend::parse_file(std::path::Path::new(path)).unwrap();
+    let p = plan(&f, &[None], Device::default()).unwrap();
+    assert_eq!(p.outputs[0].shape, vec![3, 5, 7]);
+    assert_eq!(p.outputs[0].strides, Some(vec![1, 3, 15]));
+}
