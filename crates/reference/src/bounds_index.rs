@@ -46,6 +46,13 @@ impl Shadow {
             IndexOp::EmbeddingFwd {
                 max_norm: Some(_), ..
             } => Ok(vec![Some(self.infs(y)?)]),
+            // Rounds where it adds, exact operands or not.
+            IndexOp::IndexPutAccumulate { acc, value, .. } => {
+                if errs[1].is_some() {
+                    return Ok(vec![Some(self.infs(y)?)]);
+                }
+                Ok(vec![self.put_accumulate(o, *acc, *value, y, errs)?])
+            }
             _ if exact => Ok(vec![None; outs.len()]),
             IndexOp::Triu { .. } | IndexOp::Select { .. } => Ok(vec![Some(self.with(o, 0, errs[0].unwrap())?)]),
             IndexOp::TakeAlongAxis { .. } | IndexOp::Gather { .. } => {
@@ -77,12 +84,6 @@ impl Shadow {
                     *ops[2] = es;
                 }
                 Ok(vec![Some(self.fd.op(Op::Index(g), &[])?[0])])
-            }
-            IndexOp::IndexPutAccumulate { acc, value, .. } => {
-                if errs[1].is_some() {
-                    return Ok(vec![Some(self.infs(y)?)]);
-                }
-                Ok(vec![self.put_accumulate(o, *acc, *value, y, errs)?])
             }
             IndexOp::Topk { x, .. } | IndexOp::Argsort { x, .. } => {
                 self.ordering(o, *x, outs, errs[0].unwrap())
