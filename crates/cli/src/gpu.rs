@@ -2,7 +2,7 @@
 
 use fusebench_engine::Engine;
 use fusebench_ir::Fusion;
-use fusebench_reference::{compare::compare_bounded, compare::Comparison, Arg, Tensor};
+use fusebench_reference::{compare::compare_with_slack, compare::Comparison, Arg, Tensor};
 use serde::Serialize;
 
 #[derive(Serialize, Default)]
@@ -40,7 +40,7 @@ pub fn check(
         p.reset_inputs(inputs)?;
         p.run_poisoned(byte)?;
         for (o, t) in p.updated_inputs(inputs)? {
-            let c = compare_bounded(&t, &cpu[o], slack[o].as_ref());
+            let c = compare_with_slack(&t, &cpu[o], slack[o].as_ref());
             match updated.iter_mut().find(|(k, _)| *k == o) {
                 Some((_, prev)) if prev.ok && !c.ok => *prev = c,
                 Some(_) => {}
@@ -52,7 +52,7 @@ pub fn check(
             .iter()
             .zip(cpu)
             .zip(&slack)
-            .map(|((g, c), s)| compare_bounded(g, c, s.as_ref()))
+            .map(|((g, c), s)| compare_with_slack(g, c, s.as_ref()))
             .collect();
         if outputs.is_empty() {
             outputs = these;

@@ -23,14 +23,24 @@ pub fn involved(f: &Fusion, op: &Op) -> bool {
     }
 }
 
-/// Why the GPU cannot run `op` on complex values yet, if it cannot.
+/// Why the GPU cannot run `op` on complex values yet, if it cannot. (Sums
+/// to a complex or floating-point dtype are rewritten into sums of the parts
+/// before this is asked: `crate::rewrite`; products to a complex dtype
+/// accumulate in complex double: `reduction::acc_for`.)
 pub fn unsupported(f: &Fusion, op: &Op) -> Option<String> {
     match op {
-        Op::Reduce { x, kind, .. } if f.value(*x).dtype.is_complex() => Some(format!(
-            "{} of complex values has no GPU kernel yet (the block reductions are real-only); \
-             the CPU reference runs it",
-            if *kind == ReduceOp::Prod { "prod" } else { "sum" }
+        Op::Reduce { x, kind: ReduceOp::Sum, dtype: Some(d), .. } if f.value(*x).dtype.is_complex() => Some(format!(
+            "sum of complex values to {d} has no GPU kernel yet (nvFuser converts each element to {d} \
+             before summing); the CPU reference runs it"
         )),
+        Op::Reduce { x, kind: ReduceOp::Prod, dtype: Some(d), .. }
+            if f.value(*x).dtype.is_complex() && !d.is_complex() =>
+        {
+            Some(format!(
+                "prod of complex values to {d} has no GPU kernel yet (nvFuser converts each element \
+                 to {d} before multiplying); the CPU reference runs it"
+            ))
+        }
         _ => None,
     }
 }
@@ -60,9 +70,9 @@ pub fn lower(f: &Fusion, op: &Op, d: DType, vals: &[(String, DType)]) -> Result<
         .map(|((e, from), to)| ctype::convert(*from, *to, e))
         .collect();
     let (sem, cuda) = match op {
-        Op::Unary { kind, .. } => (cm::unary(*kind), kind.cuda()),
-        Op::Binary { kind, .. } => (cm::binary(*kind), kind.cuda()),
-        Op::Ternary { kind, .. } => (cm::ternary(*kind), kind.cuda()),
+        Op::Unary { kind, .. } => (cm::unary::<cm::F64>(*kind), kind.cuda()),
+        Op::Binary { kind, .. } => (cm::binary::<cm::F64>(*kind), kind.cuda()),
+        Op::Ternary { kind, .. } => (cm::ternary::<cm::F64>(*kind), kind.cuda()),
         _ => unreachable!("not a complex op lowered here"),
     };
     let name = op.name();

@@ -23,6 +23,7 @@ pub mod plan;
 pub mod pointwise;
 pub mod reduction;
 mod refuse;
+pub mod rewrite;
 pub mod rowwise;
 pub mod scan;
 pub mod segment;

@@ -674,17 +674,13 @@ impl<'f> Lowerer<'f> {
         let xs = self.shape(x).to_vec();
         let rd = infer::norm_dims("reduce", dims, xs.len()).expect("validated");
         let d = f.value(v).dtype;
-        // As `Reduction::acc`: float products accumulate in double.
-        let acc = match kind {
-            ReduceOp::Prod if d.is_float() => DType::Double,
-            _ => crate::kernel::acc_dtype(d),
-        };
         let combine = match kind {
             ReduceOp::Sum => reduction::Combine::Sum,
             ReduceOp::Max => reduction::Combine::Max,
             ReduceOp::Min => reduction::Combine::Min,
             ReduceOp::Prod => reduction::Combine::Prod,
         };
+        let acc = reduction::acc_for(&combine, d);
         let a = self.fresh("a");
         self.line(&format!(
             "{} {a} = {};",

@@ -101,15 +101,9 @@ impl Reduction {
 
     /// Accumulator dtype.
     pub fn acc(&self, f: &Fusion) -> DType {
-        let d = self.value_dtype(f);
-        // A long f32 product drifts: multiplying a running product just above
-        // 1 by a factor just below it lands on a rounding tie, broken low
-        // every time (70001 factors in [0.9999, 1.0001] came out 5e-4 low).
-        // Float products therefore accumulate in double.
-        if self.kind == Kind::Plain(Combine::Prod) && d.is_float() {
-            DType::Double
-        } else {
-            acc_dtype(d)
+        match &self.kind {
+            Kind::Plain(c) => acc_for(c, self.value_dtype(f)),
+            _ => acc_dtype(self.value_dtype(f)),
         }
     }
 
@@ -125,6 +119,20 @@ impl Reduction {
             Kind::Plain(_) => 1,
             _ => 2,
         }
+    }
+}
+
+/// Accumulator dtype of combine `c` over values of dtype `d`.
+pub fn acc_for(c: &Combine, d: DType) -> DType {
+    match c {
+        // A long f32 product drifts: multiplying a running product just above
+        // 1 by a factor just below it lands on a rounding tie, broken low
+        // every time (70001 factors in [0.9999, 1.0001] came out 5e-4 low).
+        // Float products therefore accumulate in double, and complex products
+        // (nvFuser: complex multiply, identity 1+0i) in complex double.
+        Combine::Prod if d.is_float() => DType::Double,
+        Combine::Prod if d.is_complex() => DType::ComplexDouble,
+        _ => acc_dtype(d),
     }
 }
 
@@ -144,6 +152,9 @@ pub fn init(c: &Combine, acc: DType) -> String {
 pub fn step(c: &Combine, acc: DType, a: &str, v: &str) -> String {
     let suffix = suffix(acc);
     match c {
+        // The prelude's complex types have + and * but no compound assignment.
+        Combine::Sum if acc.is_complex() => format!("{a} = {a} + ({v});"),
+        Combine::Prod if acc.is_complex() => format!("{a} = {a} * ({v});"),
         Combine::Sum => format!("{a} += {v};"),
         Combine::Prod => format!("{a} *= {v};"),
         Combine::Max => format!("{a} = fb_max{suffix}({a}, {v});"),
@@ -162,6 +173,8 @@ pub fn block_fn(c: &Combine, acc: DType) -> String {
     format!("fb_block_{op}_{}", suffix(acc))
 }
 
+/// The shared scratch passed to the block helper (complex helpers keep
+/// their own and ignore it).
 pub fn smem_name(acc: DType) -> &'static str {
     match acc {
         DType::Double => "fb_sd",
@@ -172,6 +185,8 @@ pub fn smem_name(acc: DType) -> &'static str {
 
 fn suffix(acc: DType) -> &'static str {
     match acc {
+        DType::ComplexDouble => "cd",
+        DType::ComplexFloat => "cf",
         DType::Double => "d",
         DType::Int => "i",
         _ => "f",

@@ -46,6 +46,9 @@ pub fn plan(
     layouts: &[Option<(Vec<i64>, i64)>],
     dev: Device,
 ) -> Result<Plan, CodegenError> {
+    // Complex sums and integer statistics become ops the kernels run.
+    let rewritten = crate::rewrite::apply(f)?;
+    let f: &Fusion = &rewritten;
     crate::refuse::check(f)?;
     let outputs = resolve_outputs(f, layouts);
     let all_reds: Vec<Reduction> = (0..f.nodes.len())

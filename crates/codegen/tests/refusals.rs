@@ -1,6 +1,7 @@
 //! Fusions the GPU refuses at plan time, with a message naming what and
 //! why, rather than run differently from nvFuser: an output laid out by a
-//! stride order other than row-major, welford/var_mean of integers. Those it
+//! stride order other than row-major, integer welford over an empty extent,
+//! complex reductions to an integer dtype (and products to a real one). Those it
 //! plans: a row-major stride order, a squeeze of an expanded broadcast dim.
 
 use fusebench_codegen::{plan, Device};
@@ -27,10 +28,25 @@ fn a_stride_ordered_output_is_refused_and_a_row_major_one_planned() {
 }
 
 #[test]
-fn integer_welford_is_refused() {
-    let f = script("    tv0 = fd.define_tensor(shape=[3, 5], contiguity=[True, True], dtype=DataType.Int, is_cpu=False)\n    tv1, tv2, tv3 = fd.ops.welford(tv0, dims=[1])\n    fd.add_output(tv1)\n");
+fn integer_welford_over_an_empty_extent_is_refused() {
+    // No first element to be the mean: nvFuser's integer welford is not
+    // lowered for it (the CPU reference runs it).
+    let f = script("    tv0 = fd.define_tensor(shape=[3, 0], contiguity=[True, True], dtype=DataType.Int, is_cpu=False)\n    tv1, tv2, tv3 = fd.ops.welford(tv0, dims=[1])\n    fd.add_output(tv1)\n");
     let e = plan(&f, &[None], Device::default()).unwrap_err().to_string();
-    assert!(e.contains("welford") && e.contains("integer"), "{e}");
+    assert!(e.contains("welford") && e.contains("integer") && e.contains("empty"), "{e}");
+}
+
+#[test]
+fn complex_reductions_to_real_dtypes_are_refused_where_nvfuser_casts_first() {
+    // nvFuser casts each element before reducing; a product of real parts is
+    // not the real part of the product, and a sum of truncated parts is not
+    // the truncated sum.
+    let x = "    tv0 = fd.define_tensor(shape=[3, 5], contiguity=[True, True], dtype=DataType.ComplexFloat, is_cpu=False)\n";
+    for (op, d) in [("prod", "Float"), ("sum", "Int"), ("prod", "Int")] {
+        let f = script(&format!("{x}    tv1 = fd.ops.{op}(tv0, dims=[1], dtype=DataType.{d})\n    fd.add_output(tv1)\n"));
+        let e = plan(&f, &[None], Device::default()).unwrap_err().to_string();
+        assert!(e.contains(op) && e.contains("complex") && e.contains("tv1"), "{e}");
+    }
 }
 
 #[test]

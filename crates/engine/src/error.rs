@@ -9,7 +9,7 @@ pub enum EngineError {
     #[error(transparent)]
     Runtime(#[from] fusebench_runtime::RuntimeError),
     #[error("{0}")]
-    Tensor(#[from] fusebench_reference::ExecError),
+    Tensor(#[from] fusebench_host::ExecError),
     #[error("inputs: {0}")]
     Inputs(String),
     /// A FUSEBENCH_* setting that is not accepted.

@@ -9,7 +9,7 @@
 use crate::EngineError;
 use fusebench_codegen::plan::{OutputPlan, OutputSource};
 use fusebench_ir::Fusion;
-use fusebench_reference::Arg;
+use fusebench_host::Arg;
 
 /// One in-place update: fusion output `output` into tensor input `input`
 /// (positions), `bytes` long.

@@ -6,7 +6,7 @@ use crate::transfer::{buffer_bytes, layout};
 use fusebench_codegen::{plan, Device, KernelArg as PlanArg, OutputSource, Plan};
 use fusebench_ir::{DType, Fusion, Literal};
 use fusebench_measure::InputLayout;
-use fusebench_reference::{Arg, Tensor};
+use fusebench_host::{Arg, Tensor};
 use fusebench_runtime::{CompiledModule, DeviceBuffer, Gpu, Kernel, KernelArg};
 use std::sync::Arc;
 
@@ -163,7 +163,7 @@ fn bytes_moved(f: &Fusion, inputs: &[Arg], written: usize) -> (usize, String) {
             Arg::Scalar(_) => None,
         })
         .collect();
-    let distinct = fusebench_reference::facts::distinct_ids(f, inputs);
+    let distinct = fusebench_host::facts::distinct_ids(f, inputs);
     let t = fusebench_ir::traffic(f, &shapes, &distinct);
     (t.read as usize + written, t.describe(written as u64))
 }

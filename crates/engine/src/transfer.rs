@@ -1,6 +1,6 @@
 //! Host tensors to device bytes and back.
 
-use fusebench_reference::{Buffer, Tensor};
+use fusebench_host::{Buffer, Tensor};
 
 /// Every element of a host buffer as little-endian bytes, the layout the
 /// device kernels read (bool as one byte).

@@ -454,8 +454,6 @@ fn golden_outputs_match_the_reference_and_nvfuser() {
 /// Remove a case once it passes on the GPU.
 #[rustfmt::skip]
 const GPU_NOT_YET: &[(&str, &str)] = &[
-    ("sum_all_c64", "complex reductions: not lowered to CUDA, refused at plan time"),
-    ("prod_all_c64", "complex reductions: not lowered to CUDA, refused at plan time"),
     ("matmul_2d_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
     ("linear_bias_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
     ("matmul_2d_f16", "GEMM family: not lowered to CUDA, refused at plan time"),
@@ -472,8 +470,6 @@ const GPU_NOT_YET: &[(&str, &str)] = &[
     ("sdpfa_fwd_f16", "GEMM family: not lowered to CUDA, refused at plan time"),
     ("sdpfa_fwd_causal_scale_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
     ("sdpfa_bwd_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("var_mean_int64", "integer welford: no GPU kernel yet, refused at plan time"),
-    ("welford_int64", "integer welford: no GPU kernel yet, refused at plan time"),
 ];
 
 /// One golden-ops case on the GPU (both fills) against nvFuser's outputs and

@@ -19,90 +19,298 @@ use crate::op::{BinaryOp, TernaryOp, UnaryOp};
 /// A complex value as (re, im).
 pub type C = (f64, f64);
 
+/// Real functions the complex formulas are written in.
+#[derive(Clone, Copy, Debug)]
+pub enum R1 {
+    Neg,
+    Abs,
+    Sqrt,
+    Exp,
+    Log,
+    Sin,
+    Cos,
+    Sinh,
+    Cosh,
+}
+
+/// Real binary functions the complex formulas are written in.
+#[derive(Clone, Copy, Debug)]
+pub enum R2 {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Atan2,
+}
+
+/// Tests on real values the complex formulas branch on.
+#[derive(Clone, Copy, Debug)]
+pub enum Test {
+    Eq,
+    Ne,
+    Lt,
+    Gt,
+}
+
+/// Classes of one real value.
+#[derive(Clone, Copy, Debug)]
+pub enum Class {
+    IsNan,
+    IsInf,
+    IsFinite,
+    SignNegative,
+}
+
+/// The real arithmetic a formula runs on. Written once against this, each
+/// formula is evaluated in f64 by the reference ([`F64`]) and built as real
+/// ops of a fusion by the fuzzer's bound program, which then bounds every
+/// rounding inside the formula (cancellation included), not only its result.
+/// Branches are `select`s: both sides are computed.
+pub trait Parts {
+    type V: Copy;
+    type B: Copy;
+    fn lit(&mut self, x: f64) -> Self::V;
+    fn r1(&mut self, f: R1, a: Self::V) -> Self::V;
+    fn r2(&mut self, f: R2, a: Self::V, b: Self::V) -> Self::V;
+    fn test(&mut self, t: Test, a: Self::V, b: Self::V) -> Self::B;
+    fn class(&mut self, c: Class, a: Self::V) -> Self::B;
+    fn and(&mut self, a: Self::B, b: Self::B) -> Self::B;
+    fn or(&mut self, a: Self::B, b: Self::B) -> Self::B;
+    fn truth(&mut self, t: bool) -> Self::B;
+    /// `a` where `c`, else `b`.
+    fn select(&mut self, c: Self::B, a: Self::V, b: Self::V) -> Self::V;
+    /// sqrt(a² + b²).
+    fn hypot(&mut self, a: Self::V, b: Self::V) -> Self::V {
+        let (aa, bb) = (self.r2(R2::Mul, a, a), self.r2(R2::Mul, b, b));
+        let s = self.r2(R2::Add, aa, bb);
+        self.r1(R1::Sqrt, s)
+    }
+    /// |a| with the sign of `b`.
+    fn copysign(&mut self, a: Self::V, b: Self::V) -> Self::V {
+        let m = self.r1(R1::Abs, a);
+        let n = self.r1(R1::Neg, m);
+        let neg = self.class(Class::SignNegative, b);
+        self.select(neg, n, m)
+    }
+}
+
+/// The formulas in f64, as the reference computes them.
+pub struct F64;
+
+impl Parts for F64 {
+    type V = f64;
+    type B = bool;
+    fn lit(&mut self, x: f64) -> f64 {
+        x
+    }
+    fn r1(&mut self, f: R1, a: f64) -> f64 {
+        match f {
+            R1::Neg => -a,
+            R1::Abs => a.abs(),
+            R1::Sqrt => a.sqrt(),
+            R1::Exp => a.exp(),
+            R1::Log => a.ln(),
+            R1::Sin => a.sin(),
+            R1::Cos => a.cos(),
+            R1::Sinh => a.sinh(),
+            R1::Cosh => a.cosh(),
+        }
+    }
+    fn r2(&mut self, f: R2, a: f64, b: f64) -> f64 {
+        match f {
+            R2::Add => a + b,
+            R2::Sub => a - b,
+            R2::Mul => a * b,
+            R2::Div => a / b,
+            R2::Atan2 => a.atan2(b),
+        }
+    }
+    fn test(&mut self, t: Test, a: f64, b: f64) -> bool {
+        match t {
+            Test::Eq => a == b,
+            Test::Ne => a != b,
+            Test::Lt => a < b,
+            Test::Gt => a > b,
+        }
+    }
+    fn class(&mut self, c: Class, a: f64) -> bool {
+        match c {
+            Class::IsNan => a.is_nan(),
+            Class::IsInf => a.is_infinite(),
+            Class::IsFinite => a.is_finite(),
+            Class::SignNegative => a.is_sign_negative(),
+        }
+    }
+    fn and(&mut self, a: bool, b: bool) -> bool {
+        a && b
+    }
+    fn or(&mut self, a: bool, b: bool) -> bool {
+        a || b
+    }
+    fn truth(&mut self, t: bool) -> bool {
+        t
+    }
+    fn select(&mut self, c: bool, a: f64, b: f64) -> f64 {
+        if c {
+            a
+        } else {
+            b
+        }
+    }
+    fn hypot(&mut self, a: f64, b: f64) -> f64 {
+        a.hypot(b)
+    }
+    fn copysign(&mut self, a: f64, b: f64) -> f64 {
+        a.copysign(b)
+    }
+}
+
+/// A complex value of a [`Parts`] arithmetic.
+pub type Z<P> = (<P as Parts>::V, <P as Parts>::V);
+
 /// What an op computes on complex operands.
-#[derive(Clone, Copy)]
-pub enum Complex {
-    Unary(fn(C) -> C),
-    Binary(fn(C, C) -> C),
-    Ternary(fn(C, C, C) -> C),
+pub enum Complex<P: Parts = F64> {
+    Unary(fn(&mut P, Z<P>) -> Z<P>),
+    Binary(fn(&mut P, Z<P>, Z<P>) -> Z<P>),
+    Ternary(fn(&mut P, Z<P>, Z<P>, Z<P>) -> Z<P>),
     /// A predicate of a complex value (bool result).
-    Pred(fn(C) -> bool),
+    Pred(fn(&mut P, Z<P>) -> P::B),
     /// A comparison of two complex values (bool result).
-    Compare(fn(C, C) -> bool),
+    Compare(fn(&mut P, Z<P>, Z<P>) -> P::B),
     /// The op's integer form (the table's i64 column and CUDA integer
     /// template) on each operand converted to bool, as 0 or 1.
     Bools,
 }
 
+impl<P: Parts> Clone for Complex<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P: Parts> Copy for Complex<P> {}
+
 /// The complex semantics of a unary op; `None`: not computed on complex
 /// (nvFuser fails to compile it: ceil, floor, erf, lgamma, silu...).
-pub fn unary(kind: UnaryOp) -> Option<Complex> {
+pub fn unary<P: Parts>(kind: UnaryOp) -> Option<Complex<P>> {
     use Complex::{Bools, Pred, Unary as U};
     use UnaryOp::*;
     Some(match kind {
-        Neg => U(|z| (-z.0, -z.1)),
+        Neg => U(|p, z| (p.r1(R1::Neg, z.0), p.r1(R1::Neg, z.1))),
         // |z| is real: the output dtype is the part type (`dtype_ops::abs_dtype`).
-        Abs => U(|z| (z.0.hypot(z.1), 0.0)),
-        Reciprocal => U(|z| div((1.0, 0.0), z)),
-        Rsqrt => U(|z| div((1.0, 0.0), sqrt(z))),
+        Abs => U(|p, z| (p.hypot(z.0, z.1), p.lit(0.0))),
+        Reciprocal => U(|p, z| {
+            let one = one(p);
+            div(p, one, z)
+        }),
+        Rsqrt => U(|p, z| {
+            let (one, r) = (one(p), sqrt(p, z));
+            div(p, one, r)
+        }),
         Sqrt => U(sqrt),
         Exp => U(exp),
         Log => U(log),
-        Log10 => U(|z| scale(log(z), std::f64::consts::LN_10)),
-        Log2 => U(|z| scale(log(z), std::f64::consts::LN_2)),
-        Sigmoid => U(|z| div((1.0, 0.0), add((1.0, 0.0), exp((-z.0, -z.1))))),
-        Sin => U(|z| times_minus_i(sinh(times_i(z)))),
-        Cos => U(|z| cosh(times_i(z))),
-        Tan => U(|z| times_minus_i(tanh(times_i(z)))),
+        Log10 => U(|p, z| {
+            let l = log(p, z);
+            scale(p, l, std::f64::consts::LN_10)
+        }),
+        Log2 => U(|p, z| {
+            let l = log(p, z);
+            scale(p, l, std::f64::consts::LN_2)
+        }),
+        Sigmoid => U(|p, z| {
+            let m = (p.r1(R1::Neg, z.0), p.r1(R1::Neg, z.1));
+            let (one, e) = (one(p), exp(p, m));
+            let d = add(p, one, e);
+            div(p, one, d)
+        }),
+        Sin => U(|p, z| {
+            let s = { let w = times_i(p, z); sinh(p, w) };
+            times_minus_i(p, s)
+        }),
+        Cos => U(|p, z| { let w = times_i(p, z); cosh(p, w) }),
+        Tan => U(|p, z| {
+            let t = { let w = times_i(p, z); tanh(p, w) };
+            times_minus_i(p, t)
+        }),
         Sinh => U(sinh),
         Cosh => U(cosh),
         Tanh => U(tanh),
-        Asin => U(|z| times_minus_i(asinh(times_i(z)))),
+        Asin => U(|p, z| {
+            let a = { let w = times_i(p, z); asinh(p, w) };
+            times_minus_i(p, a)
+        }),
         Acos => U(acos),
-        Atan => U(|z| times_minus_i(atanh(times_i(z)))),
+        Atan => U(|p, z| {
+            let a = { let w = times_i(p, z); atanh(p, w) };
+            times_minus_i(p, a)
+        }),
         Asinh => U(asinh),
         Acosh => U(acosh),
         Atanh => U(atanh),
-        IsNan => Pred(|z| z.0.is_nan() || z.1.is_nan()),
-        IsInf => Pred(|z| z.0.is_infinite() || z.1.is_infinite()),
-        IsFinite => Pred(|z| z.0.is_finite() && z.1.is_finite()),
-        IsReal => Pred(|z| z.1 == 0.0),
+        IsNan => Pred(|p, z| either(p, Class::IsNan, z)),
+        IsInf => Pred(|p, z| either(p, Class::IsInf, z)),
+        IsFinite => Pred(|p, z| {
+            let (a, b) = (p.class(Class::IsFinite, z.0), p.class(Class::IsFinite, z.1));
+            p.and(a, b)
+        }),
+        IsReal => Pred(|p, z| {
+            let zero = p.lit(0.0);
+            p.test(Test::Eq, z.1, zero)
+        }),
         // helpers.cu: `x > 0 && isinf(x)`, where `x > 0` compares bool(x) with 0.
-        IsPosInf => Pred(|z| to_bool(z) && (z.0.is_infinite() || z.1.is_infinite())),
+        IsPosInf => Pred(|p, z| {
+            let (t, i) = (truth(p, z), either(p, Class::IsInf, z));
+            p.and(t, i)
+        }),
         // `x < 0` on bool(x) is never true.
-        IsNegInf => Pred(|_| false),
+        IsNegInf => Pred(|p, _| p.truth(false)),
         Relu | Signbit => Bools,
         _ => return None,
     })
 }
 
 /// The complex semantics of a binary op (see [`unary`]).
-pub fn binary(kind: BinaryOp) -> Option<Complex> {
+pub fn binary<P: Parts>(kind: BinaryOp) -> Option<Complex<P>> {
     use BinaryOp::*;
     use Complex::{Binary as B, Bools, Compare};
     Some(match kind {
         Add => B(add),
-        Sub => B(|a, b| (a.0 - b.0, a.1 - b.1)),
+        Sub => B(sub),
         Mul => B(mul),
         Div | Truediv => B(div),
-        Pow => B(|a, b| exp(mul(b, log(a)))),
-        Eq => Compare(|a, b| a.0 == b.0 && a.1 == b.1),
-        Ne => Compare(|a, b| a.0 != b.0 || a.1 != b.1),
+        Pow => B(|p, a, b| {
+            let l = log(p, a);
+            let m = mul(p, b, l);
+            exp(p, m)
+        }),
+        Eq => Compare(|p, a, b| {
+            let (r, i) = (p.test(Test::Eq, a.0, b.0), p.test(Test::Eq, a.1, b.1));
+            p.and(r, i)
+        }),
+        Ne => Compare(|p, a, b| {
+            let (r, i) = (p.test(Test::Ne, a.0, b.0), p.test(Test::Ne, a.1, b.1));
+            p.or(r, i)
+        }),
         Lt | Le | Gt | Ge | Maximum | Minimum | Fmod | Mod | Remainder => Bools,
         _ => return None,
     })
 }
 
 /// The complex semantics of a ternary op (see [`unary`]).
-pub fn ternary(kind: TernaryOp) -> Option<Complex> {
+pub fn ternary<P: Parts>(kind: TernaryOp) -> Option<Complex<P>> {
     Some(match kind {
         // complex_number.cu's lerp: the branch on |weight| < 0.5.
-        TernaryOp::Lerp => Complex::Ternary(|s, e, w| {
-            if w.0.hypot(w.1) < 0.5 {
-                add(s, mul(w, sub(e, s)))
-            } else {
-                sub(e, mul(sub(e, s), sub((1.0, 0.0), w)))
-            }
+        TernaryOp::Lerp => Complex::Ternary(|p, s, e, w| {
+            let (m, half) = (p.hypot(w.0, w.1), p.lit(0.5));
+            let near = p.test(Test::Lt, m, half);
+            let d = sub(p, e, s);
+            let t = mul(p, w, d);
+            let lo = add(p, s, t);
+            let one = one(p);
+            let u = sub(p, one, w);
+            let t = mul(p, d, u);
+            let hi = sub(p, e, t);
+            pick(p, near, lo, hi)
         }),
         TernaryOp::Clamp | TernaryOp::Threshold => Complex::Bools,
     })
@@ -110,103 +318,174 @@ pub fn ternary(kind: TernaryOp) -> Option<Complex> {
 
 /// `operator bool` of nvFuser's complex: either part nonzero (NaN is nonzero).
 pub fn to_bool(z: C) -> bool {
-    z.0 != 0.0 || z.1 != 0.0
+    truth(&mut F64, z)
 }
 
-pub fn add(a: C, b: C) -> C {
-    (a.0 + b.0, a.1 + b.1)
+/// [`to_bool`] in any [`Parts`] arithmetic.
+pub fn truth<P: Parts>(p: &mut P, z: Z<P>) -> P::B {
+    let zero = p.lit(0.0);
+    let (a, b) = (p.test(Test::Ne, z.0, zero), p.test(Test::Ne, z.1, zero));
+    p.or(a, b)
 }
-fn sub(a: C, b: C) -> C {
-    (a.0 - b.0, a.1 - b.1)
+
+fn either<P: Parts>(p: &mut P, c: Class, z: Z<P>) -> P::B {
+    let (a, b) = (p.class(c, z.0), p.class(c, z.1));
+    p.or(a, b)
 }
-pub fn mul(a: C, b: C) -> C {
-    (a.0 * b.0 - a.1 * b.1, a.0 * b.1 + a.1 * b.0)
+
+fn one<P: Parts>(p: &mut P) -> Z<P> {
+    (p.lit(1.0), p.lit(0.0))
 }
-pub fn div(a: C, b: C) -> C {
-    let d = b.0 * b.0 + b.1 * b.1;
-    ((a.0 * b.0 + a.1 * b.1) / d, (a.1 * b.0 - a.0 * b.1) / d)
+
+fn pick<P: Parts>(p: &mut P, c: P::B, a: Z<P>, b: Z<P>) -> Z<P> {
+    (p.select(c, a.0, b.0), p.select(c, a.1, b.1))
 }
-/// A complex value divided by a real one, part by part.
-fn scale(a: C, s: f64) -> C {
-    (a.0 / s, a.1 / s)
+
+pub fn add<P: Parts>(p: &mut P, a: Z<P>, b: Z<P>) -> Z<P> {
+    (p.r2(R2::Add, a.0, b.0), p.r2(R2::Add, a.1, b.1))
+}
+fn sub<P: Parts>(p: &mut P, a: Z<P>, b: Z<P>) -> Z<P> {
+    (p.r2(R2::Sub, a.0, b.0), p.r2(R2::Sub, a.1, b.1))
+}
+pub fn mul<P: Parts>(p: &mut P, a: Z<P>, b: Z<P>) -> Z<P> {
+    let (rr, ii) = (p.r2(R2::Mul, a.0, b.0), p.r2(R2::Mul, a.1, b.1));
+    let (ri, ir) = (p.r2(R2::Mul, a.0, b.1), p.r2(R2::Mul, a.1, b.0));
+    (p.r2(R2::Sub, rr, ii), p.r2(R2::Add, ri, ir))
+}
+pub fn div<P: Parts>(p: &mut P, a: Z<P>, b: Z<P>) -> Z<P> {
+    let (b00, b11) = (p.r2(R2::Mul, b.0, b.0), p.r2(R2::Mul, b.1, b.1));
+    let d = p.r2(R2::Add, b00, b11);
+    let (rr, ii) = (p.r2(R2::Mul, a.0, b.0), p.r2(R2::Mul, a.1, b.1));
+    let (ir, ri) = (p.r2(R2::Mul, a.1, b.0), p.r2(R2::Mul, a.0, b.1));
+    let (re, im) = (p.r2(R2::Add, rr, ii), p.r2(R2::Sub, ir, ri));
+    (p.r2(R2::Div, re, d), p.r2(R2::Div, im, d))
+}
+/// A complex value divided by a real constant, part by part.
+fn scale<P: Parts>(p: &mut P, a: Z<P>, s: f64) -> Z<P> {
+    let s = p.lit(s);
+    (p.r2(R2::Div, a.0, s), p.r2(R2::Div, a.1, s))
 }
 /// i z and -i z: the trig functions are the hyperbolic ones rotated.
-fn times_i(z: C) -> C {
-    (-z.1, z.0)
+fn times_i<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    (p.r1(R1::Neg, z.1), z.0)
 }
-fn times_minus_i(z: C) -> C {
-    (z.1, -z.0)
+fn times_minus_i<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    (z.1, p.r1(R1::Neg, z.0))
 }
-fn sqr(z: C) -> C {
-    ((z.0 - z.1) * (z.0 + z.1), 2.0 * z.0 * z.1)
+fn sqr<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    let (d, s) = (p.r2(R2::Sub, z.0, z.1), p.r2(R2::Add, z.0, z.1));
+    let two = p.lit(2.0);
+    let t = p.r2(R2::Mul, two, z.0);
+    (p.r2(R2::Mul, d, s), p.r2(R2::Mul, t, z.1))
 }
-pub fn exp(z: C) -> C {
-    if z.1 == 0.0 {
-        return (z.0.exp(), z.1);
-    }
-    let e = z.0.exp();
-    (e * z.1.cos(), e * z.1.sin())
+pub fn exp<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    let zero = p.lit(0.0);
+    let real = p.test(Test::Eq, z.1, zero);
+    let e = p.r1(R1::Exp, z.0);
+    let (c, s) = (p.r1(R1::Cos, z.1), p.r1(R1::Sin, z.1));
+    let (re, im) = (p.r2(R2::Mul, e, c), p.r2(R2::Mul, e, s));
+    (p.select(real, e, re), p.select(real, z.1, im))
 }
-pub fn log(z: C) -> C {
-    (z.0.hypot(z.1).ln(), z.1.atan2(z.0))
+pub fn log<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    let h = p.hypot(z.0, z.1);
+    (p.r1(R1::Log, h), p.r2(R2::Atan2, z.1, z.0))
 }
 /// The principal root: sqrt(|z|) at half the argument.
-pub fn sqrt(z: C) -> C {
-    if z.1.is_infinite() {
-        return (f64::INFINITY, z.1);
-    }
-    let r = z.0.hypot(z.1).sqrt();
-    let t = z.1.atan2(z.0) / 2.0;
-    (r * t.cos(), r * t.sin())
+pub fn sqrt<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    let inf_im = p.class(Class::IsInf, z.1);
+    let h = p.hypot(z.0, z.1);
+    let r = p.r1(R1::Sqrt, h);
+    let a = p.r2(R2::Atan2, z.1, z.0);
+    let two = p.lit(2.0);
+    let t = p.r2(R2::Div, a, two);
+    let (c, s) = (p.r1(R1::Cos, t), p.r1(R1::Sin, t));
+    let (re, im) = (p.r2(R2::Mul, r, c), p.r2(R2::Mul, r, s));
+    let inf = p.lit(f64::INFINITY);
+    (p.select(inf_im, inf, re), p.select(inf_im, z.1, im))
 }
-fn sinh(z: C) -> C {
-    (z.0.sinh() * z.1.cos(), z.0.cosh() * z.1.sin())
+fn sinh<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    let (sh, ch) = (p.r1(R1::Sinh, z.0), p.r1(R1::Cosh, z.0));
+    let (c, s) = (p.r1(R1::Cos, z.1), p.r1(R1::Sin, z.1));
+    (p.r2(R2::Mul, sh, c), p.r2(R2::Mul, ch, s))
 }
-fn cosh(z: C) -> C {
-    if z.0 == 0.0 && z.1 == 0.0 {
-        return (1.0, z.1);
-    }
-    (z.0.cosh() * z.1.cos(), z.0.sinh() * z.1.sin())
+fn cosh<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    let zero = p.lit(0.0);
+    let (r0, i0) = (p.test(Test::Eq, z.0, zero), p.test(Test::Eq, z.1, zero));
+    let origin = p.and(r0, i0);
+    let (sh, ch) = (p.r1(R1::Sinh, z.0), p.r1(R1::Cosh, z.0));
+    let (c, s) = (p.r1(R1::Cos, z.1), p.r1(R1::Sin, z.1));
+    let (re, im) = (p.r2(R2::Mul, ch, c), p.r2(R2::Mul, sh, s));
+    let one = p.lit(1.0);
+    (p.select(origin, one, re), p.select(origin, z.1, im))
 }
-fn tanh(z: C) -> C {
-    if z.0.is_infinite() {
-        return (1f64.copysign(z.0), 0f64.copysign((2.0 * z.1).sin()));
-    }
-    let (r2, i2) = (2.0 * z.0, 2.0 * z.1);
-    let d = r2.cosh() + i2.cos();
-    let s = r2.sinh();
-    if s.is_infinite() && d.is_infinite() {
-        return (if s > 0.0 { 1.0 } else { -1.0 }, if i2 > 0.0 { 0.0 } else { -0.0 });
-    }
-    (s / d, i2.sin() / d)
+fn tanh<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    let (one, zero, two) = (p.lit(1.0), p.lit(0.0), p.lit(2.0));
+    let (r2, i2) = (p.r2(R2::Mul, two, z.0), p.r2(R2::Mul, two, z.1));
+    let (ch, c) = (p.r1(R1::Cosh, r2), p.r1(R1::Cos, i2));
+    let d = p.r2(R2::Add, ch, c);
+    let s = p.r1(R1::Sinh, r2);
+    let si = p.r1(R1::Sin, i2);
+    let (re, im) = (p.r2(R2::Div, s, d), p.r2(R2::Div, si, d));
+    // Both infinite: the limit, the sign of sinh and of the doubled imaginary part.
+    let (s_inf, d_inf) = (p.class(Class::IsInf, s), p.class(Class::IsInf, d));
+    let both = p.and(s_inf, d_inf);
+    let (s_pos, i_pos) = (p.test(Test::Gt, s, zero), p.test(Test::Gt, i2, zero));
+    let m1 = p.lit(-1.0);
+    let nz = p.lit(-0.0);
+    let (lre, lim) = (p.select(s_pos, one, m1), p.select(i_pos, zero, nz));
+    let (re, im) = (p.select(both, lre, re), p.select(both, lim, im));
+    // An infinite real part: ±1 and a zero signed as sin(2 im).
+    let r_inf = p.class(Class::IsInf, z.0);
+    let (ire, iim) = (p.copysign(one, z.0), p.copysign(zero, si));
+    (p.select(r_inf, ire, re), p.select(r_inf, iim, im))
+}
+/// log(z + sqrt(z² ± 1)): the common core of the inverse functions (the
+/// sign of a zero imaginary part decides the branch, so − 1 is a subtraction).
+fn log_root<P: Parts>(p: &mut P, z: Z<P>, plus: bool) -> Z<P> {
+    let q = sqr(p, z);
+    let one = one(p);
+    let q = if plus { add(p, q, one) } else { sub(p, q, one) };
+    let r = sqrt(p, q);
+    let w = add(p, z, r);
+    log(p, w)
 }
 /// log(z + sqrt(z^2 + 1)), signs of z's parts kept (libc++'s asinh).
-fn asinh(z: C) -> C {
-    let w = log(add(z, sqrt(add(sqr(z), (1.0, 0.0)))));
-    (w.0.copysign(z.0), w.1.copysign(z.1))
+fn asinh<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    let w = log_root(p, z, true);
+    (p.copysign(w.0, z.0), p.copysign(w.1, z.1))
 }
-fn acosh(z: C) -> C {
-    let w = log(add(z, sqrt(sub(sqr(z), (1.0, 0.0)))));
-    (w.0.abs(), w.1.copysign(z.1))
+fn acosh<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    let w = log_root(p, z, false);
+    (p.r1(R1::Abs, w.0), p.copysign(w.1, z.1))
 }
-fn acos(z: C) -> C {
-    if z.0 == 0.0 && (z.1 == 0.0 || z.1.is_nan()) {
-        return (std::f64::consts::FRAC_PI_2, -z.1);
-    }
-    let w = log(add(z, sqrt(sub(sqr(z), (1.0, 0.0)))));
-    if z.1.is_sign_negative() {
-        (w.1.abs(), w.0.abs())
-    } else {
-        (w.1.abs(), -w.0.abs())
-    }
+fn acos<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    let zero = p.lit(0.0);
+    let (r0, i0, inan) = (p.test(Test::Eq, z.0, zero), p.test(Test::Eq, z.1, zero), p.class(Class::IsNan, z.1));
+    let i0 = p.or(i0, inan);
+    let axis = p.and(r0, i0);
+    let w = log_root(p, z, false);
+    let (a1, a0) = (p.r1(R1::Abs, w.1), p.r1(R1::Abs, w.0));
+    let neg = p.class(Class::SignNegative, z.1);
+    let n0 = p.r1(R1::Neg, a0);
+    let im = p.select(neg, a0, n0);
+    let (half_pi, mi) = (p.lit(std::f64::consts::FRAC_PI_2), p.r1(R1::Neg, z.1));
+    (p.select(axis, half_pi, a1), p.select(axis, mi, im))
 }
 /// log((1 + z) / (1 - z)) / 2, signs of z's parts kept.
-fn atanh(z: C) -> C {
-    if z.0.abs() == 1.0 && z.1 == 0.0 {
-        return (f64::INFINITY.copysign(z.0), 0f64.copysign(z.1));
-    }
-    let w = scale(log(div(add((1.0, 0.0), z), sub((1.0, 0.0), z))), 2.0);
-    (w.0.copysign(z.0), w.1.copysign(z.1))
+fn atanh<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
+    let (one, zero) = (p.lit(1.0), p.lit(0.0));
+    let ar = p.r1(R1::Abs, z.0);
+    let (r1, i0) = (p.test(Test::Eq, ar, one), p.test(Test::Eq, z.1, zero));
+    let pole = p.and(r1, i0);
+    let o = (one, zero);
+    let (n, d) = (add(p, o, z), sub(p, o, z));
+    let q = div(p, n, d);
+    let l = log(p, q);
+    let w = scale(p, l, 2.0);
+    let (re, im) = (p.copysign(w.0, z.0), p.copysign(w.1, z.1));
+    let inf = p.lit(f64::INFINITY);
+    let (pre, pim) = (p.copysign(inf, z.0), p.copysign(zero, z.1));
+    (p.select(pole, pre, re), p.select(pole, pim, im))
 }
 
 #[cfg(test)]
@@ -219,8 +498,8 @@ mod tests {
 
     #[test]
     fn values_by_hand() {
-        let f = |k| match unary(k) {
-            Some(Complex::Unary(f)) => f,
+        let f = |k| match unary::<F64>(k) {
+            Some(Complex::Unary(f)) => move |z| f(&mut F64, z),
             _ => panic!("not complex math"),
         };
         // exp(i pi) = -1; log(-1) = i pi; sqrt(-4) = 2i; sqrt(3 + 4i) = 2 + i.
@@ -258,16 +537,18 @@ mod tests {
 
     #[test]
     fn pow_lerp_and_bools() {
-        let Some(Complex::Binary(pow)) = binary(BinaryOp::Pow) else { panic!() };
+        let Some(Complex::Binary(pow)) = binary::<F64>(BinaryOp::Pow) else { panic!() };
+        let pow = |a, b| pow(&mut F64, a, b);
         // i^2 = -1; (1 + i)^2 = 2i.
         assert!(close(pow((0.0, 1.0), (2.0, 0.0)), (-1.0, 0.0)));
         assert!(close(pow((1.0, 1.0), (2.0, 0.0)), (0.0, 2.0)));
-        let Some(Complex::Ternary(lerp)) = ternary(TernaryOp::Lerp) else { panic!() };
+        let Some(Complex::Ternary(lerp)) = ternary::<F64>(TernaryOp::Lerp) else { panic!() };
+        let lerp = |s, e, w| lerp(&mut F64, s, e, w);
         // |w| < 0.5: s + w (e - s); else e - (e - s)(1 - w): both give s + w (e - s).
         assert!(close(lerp((0.0, 0.0), (2.0, 2.0), (0.25, 0.0)), (0.5, 0.5)));
         assert!(close(lerp((0.0, 0.0), (2.0, 2.0), (0.0, 1.0)), (-2.0, 2.0)));
-        assert!(matches!(binary(BinaryOp::Lt), Some(Complex::Bools)));
-        assert!(binary(BinaryOp::Atan2).is_none() && unary(UnaryOp::Ceil).is_none());
+        assert!(matches!(binary::<F64>(BinaryOp::Lt), Some(Complex::Bools)));
+        assert!(binary::<F64>(BinaryOp::Atan2).is_none() && unary::<F64>(UnaryOp::Ceil).is_none());
         assert!(to_bool((0.0, -1.0)) && !to_bool((0.0, -0.0)) && to_bool((f64::NAN, 0.0)));
     }
 }

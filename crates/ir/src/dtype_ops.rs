@@ -44,9 +44,9 @@ const COMPLEX_OPS: &[&str] = &[
 fn complex_ok(op: &Op) -> bool {
     use crate::complex_math as cm;
     match op {
-        Op::Unary { kind, .. } => cm::unary(*kind).is_some(),
-        Op::Binary { kind, .. } => cm::binary(*kind).is_some(),
-        Op::Ternary { kind, .. } => cm::ternary(*kind).is_some(),
+        Op::Unary { kind, .. } => cm::unary::<cm::F64>(*kind).is_some(),
+        Op::Binary { kind, .. } => cm::binary::<cm::F64>(*kind).is_some(),
+        Op::Ternary { kind, .. } => cm::ternary::<cm::F64>(*kind).is_some(),
         _ => COMPLEX_OPS.contains(&op.name()),
     }
 }
@@ -54,9 +54,9 @@ fn complex_ok(op: &Op) -> bool {
 /// Every op name fusebench computes on complex values, for error messages.
 fn complex_op_names() -> Vec<&'static str> {
     use crate::complex_math as cm;
-    let mut v: Vec<&str> = crate::UnaryOp::ALL.iter().filter(|k| cm::unary(**k).is_some()).map(|k| k.name()).collect();
-    v.extend(BinaryOp::ALL.iter().filter(|k| cm::binary(**k).is_some()).map(|k| k.name()));
-    v.extend(crate::TernaryOp::ALL.iter().filter(|k| cm::ternary(**k).is_some()).map(|k| k.name()));
+    let mut v: Vec<&str> = crate::UnaryOp::ALL.iter().filter(|k| cm::unary::<cm::F64>(**k).is_some()).map(|k| k.name()).collect();
+    v.extend(BinaryOp::ALL.iter().filter(|k| cm::binary::<cm::F64>(**k).is_some()).map(|k| k.name()));
+    v.extend(crate::TernaryOp::ALL.iter().filter(|k| cm::ternary::<cm::F64>(**k).is_some()).map(|k| k.name()));
     v.extend(COMPLEX_OPS);
     v
 }

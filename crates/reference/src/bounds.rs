@@ -60,10 +60,14 @@
 //!   rounding.
 //! - Any other op: uncertain (+inf) outputs.
 //!
+//! - Complex values: each part has its own bound ([`complex`]'s module doc);
+//!   a complex output reports the larger of its parts' bounds.
+//!
 //! [`compare_bounded`]: the dtypes must be equal (Int32 against Int64 is a
 //! mismatch), NaN matches only NaN, an infinity only itself (or a value
 //! beyond half the dtype's largest, where the bound is nonzero), and
-//! integers and bools compare exactly unless their bound allows more. An
+//! integers and bools compare exactly unless their bound allows more; both
+//! parts of a complex element must be within its bound. An
 //! element whose bound is +inf or NaN is not checked, and counted.
 
 #[path = "bounds_index.rs"]
@@ -73,6 +77,9 @@ use crate::compare::{Comparison, Tolerance};
 use crate::{sum_bound, Arg, ExecError, Tensor};
 use fusebench_ir::{BinaryOp, DType, Fusion, FusionBuilder, IrError, Literal, Op, ValueId};
 use std::collections::HashMap;
+
+#[path = "bounds_complex.rs"]
+mod complex;
 
 /// Runs `f` and returns its outputs with each output's per-element bound
 /// (`None`: exact, bound 0).
@@ -93,21 +100,16 @@ pub fn shadow(f: &Fusion) -> Result<(Fusion, Vec<Option<usize>>), IrError> {
     let mut s = Shadow {
         fd: FusionBuilder::extend(f.clone()),
         err: HashMap::new(),
+        err_im: HashMap::new(),
         hi: HashMap::new(),
     };
     for node in &f.nodes {
-        let errs = s.node(&node.op, &node.outputs)?;
-        for (v, e) in node.outputs.iter().zip(errs) {
-            if let Some(e) = e {
-                let e = s.fit(e, *v)?;
-                s.err.insert(*v, e);
-            }
-        }
+        s.record(&node.op, &node.outputs)?;
     }
     let mut which = vec![];
     let mut k = 0;
     for &o in &f.outputs {
-        match s.err.get(&o).copied() {
+        match s.output_err(o)? {
             Some(e) => {
                 s.fd.add_output(e)?;
                 which.push(Some(k));
@@ -127,6 +129,34 @@ pub fn ulps(name: &str) -> f64 {
         "pow" => 16.0,
         _ => 8.0,
     }
+}
+
+/// Where an elementwise op's result is not checked (bound +inf) beyond the
+/// general rules: the one place for what is known of single ops.
+#[derive(Clone, Copy)]
+enum Unsure {
+    /// Where the operand is NaN: the sign of a computed NaN is unspecified
+    /// (the GPU's is +, x86's -).
+    NanOperand,
+    /// Where the operand's bound reaches this width: the corners miss a pole
+    /// or a full turn inside a wide interval (tan of a Float near 3e7, only
+    /// known to ±2: seed 1 fusion 1099).
+    WideOperand(f64),
+    /// Where the operand is inside (lo, hi), the bound checked even for exact
+    /// operands: CUDA documents lgamma's error only outside (-23.0001,
+    /// -2.2637) ("larger inside"), where it has roots (seed 1 fusion 4840).
+    Inside(f64, f64),
+}
+
+fn unsure(op: &Op) -> Option<Unsure> {
+    use fusebench_ir::UnaryOp::{Cos, Lgamma, Signbit, Sin, Tan};
+    let Op::Unary { kind, .. } = op else { return None };
+    Some(match kind {
+        Signbit => Unsure::NanOperand,
+        Sin | Cos | Tan => Unsure::WideOperand(std::f64::consts::FRAC_PI_4),
+        Lgamma => Unsure::Inside(-23.0001, -2.2637),
+        _ => return None,
+    })
 }
 
 /// The distance between 1 and the next value of `d`.
@@ -176,8 +206,11 @@ fn max_finite(d: DType) -> f64 {
 
 struct Shadow {
     fd: FusionBuilder,
-    /// Bound of each value that is not exact.
+    /// Bound of each value that is not exact (of a complex value: of its
+    /// real part).
     err: HashMap<ValueId, ValueId>,
+    /// Bound of the imaginary part of each complex value that is not exact.
+    err_im: HashMap<ValueId, ValueId>,
     /// Each value cast to Double.
     hi: HashMap<ValueId, ValueId>,
 }
@@ -280,6 +313,30 @@ impl Shadow {
         let floor = self.lit(tiny(d) + tiny(compute));
         Ok(Some(self.add(r, floor)?))
     }
+    /// An elementwise op's own error at `y` ([`Self::local`]). A function
+    /// (not one of the correctly rounded ops) may lose a result near the
+    /// smallest normal to an intermediate that overflows or underflows
+    /// (silu of -90 in Float: exp(90) is inf, so x / (1 + inf) is 0, not
+    /// -7.5e-38; seed 1 fusion 362): its floor scales with its operands.
+    fn op_local(&mut self, op: &Op, y: ValueId) -> Result<Option<ValueId>, IrError> {
+        let k = ulps(op.name());
+        let local = self.local(y, k)?;
+        let d = self.dtype(y);
+        if k < 8.0 || !d.is_float() || local.is_none() {
+            return Ok(local);
+        }
+        let compute = if d == DType::Double { DType::Double } else { DType::Float };
+        let mut mag = None;
+        for &a in &op.operands() {
+            if self.dtype(a).is_float() && self.shape(a).is_some() {
+                let m = self.finite_abs(a)?;
+                mag = self.sum_opt(mag, Some(m))?;
+            }
+        }
+        let Some(mag) = mag else { return Ok(local) };
+        let floor = self.mulc(mag, tiny(d) + tiny(compute))?;
+        self.sum_opt(local, Some(floor))
+    }
     /// |ys − yc| in Double; 0 where both are the same infinity or both NaN,
     /// NaN (uncertain) where only one is NaN.
     fn diff(&mut self, ys: ValueId, yc: ValueId) -> Result<ValueId, IrError> {
@@ -315,8 +372,35 @@ impl Shadow {
             .collect()
     }
 
+    /// Records the bounds of a node's outputs.
+    fn record(&mut self, op: &Op, outs: &[ValueId]) -> Result<(), IrError> {
+        let errs = self.node(op, outs)?;
+        for (v, e) in outs.iter().zip(errs) {
+            if let Some(e) = e {
+                let e = self.fit(e, *v)?;
+                self.err.insert(*v, e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds `op` to the shadow program with its outputs' bounds; its first output.
+    fn emit(&mut self, op: Op) -> Result<ValueId, IrError> {
+        let outs = self.fd.op(op.clone(), &[])?;
+        self.record(&op, &outs)?;
+        Ok(outs[0])
+    }
+
     /// Bounds of a node's outputs.
     fn node(&mut self, op: &Op, outs: &[ValueId]) -> Result<Errs, IrError> {
+        if self.shape(outs[0]).is_some() && self.touches_complex(op, outs) {
+            return self.complex_node(op, outs);
+        }
+        self.real_node(op, outs)
+    }
+
+    /// Bounds of a node's outputs when no value is complex.
+    fn real_node(&mut self, op: &Op, outs: &[ValueId]) -> Result<Errs, IrError> {
         let errs = self.errs_of(op);
         let exact = errs.iter().all(|e| e.is_none());
         let y = outs[0];
@@ -444,25 +528,38 @@ impl Shadow {
         errs: &Errs,
         exact: bool,
     ) -> Result<Option<ValueId>, IrError> {
-        if let Op::Unary { kind: fusebench_ir::UnaryOp::Signbit, x } = op {
-            // The sign of a computed NaN is unspecified (the GPU's is +, x86's -):
-            // signbit of a NaN is not checked.
-            let h = self.hi(*x)?;
-            let nan = self.bin(BinaryOp::Ne, h, h)?;
-            let zero = self.zeros(y)?;
-            let b = self.where_c(nan, f64::INFINITY, zero)?;
-            let e = errs[0].map(|_| self.elementwise_inner(op, y, errs)).transpose()?.flatten();
-            return self.sum_opt(Some(b), e);
-        }
-        if exact && !matches!(op, Op::Unary { kind: fusebench_ir::UnaryOp::Lgamma, .. }) {
-            return self.local(y, ulps(op.name()));
-        }
-        self.elementwise_inner(op, y, errs)
+        let rule = unsure(op);
+        let b = if exact && !matches!(rule, Some(Unsure::Inside(..))) {
+            self.op_local(op, y)?
+        } else {
+            self.elementwise_inner(op, y, errs)?
+        };
+        let Some(rule) = rule else { return Ok(b) };
+        let x = self.hi(op.operands()[0])?;
+        let off = match rule {
+            Unsure::NanOperand => self.bin(BinaryOp::Ne, x, x)?,
+            Unsure::WideOperand(w) => {
+                let Some(e) = errs[0] else { return Ok(b) };
+                let w = self.lit(w);
+                self.bin(BinaryOp::Ge, e, w)?
+            }
+            Unsure::Inside(lo, hi) => {
+                let (lo, hi) = (self.lit(lo), self.lit(hi));
+                let above = self.bin(BinaryOp::Gt, x, lo)?;
+                let below = self.bin(BinaryOp::Lt, x, hi)?;
+                self.bin(BinaryOp::LogicalAnd, above, below)?
+            }
+        };
+        let b = match b {
+            Some(b) => b,
+            None => self.zeros(y)?,
+        };
+        Ok(Some(self.where_c(off, f64::INFINITY, b)?))
     }
 
     /// An elementwise op's bound: its own error plus its operands' propagated.
     fn elementwise_inner(&mut self, op: &Op, y: ValueId, errs: &Errs) -> Result<Option<ValueId>, IrError> {
-        let local = self.local(y, ulps(op.name()))?;
+        let local = self.op_local(op, y)?;
         let args = op.operands();
         if let Op::Binary { kind, a, b } = op {
             if kind.is_comparison() {
@@ -511,26 +608,6 @@ impl Shadow {
             bound = Some(w);
         }
         let mut bound = self.sum_opt(bound, local)?;
-        if let (Op::Unary { kind, .. }, Some(e), Some(b)) = (op, errs[0], bound) {
-            use fusebench_ir::UnaryOp::{Cos, Sin, Tan};
-            if matches!(kind, Sin | Cos | Tan) {
-                // The corners miss a pole or a full turn inside a wide interval
-                // (tan of a Float near 3e7, which is only known to ±2: seed 1 fusion 1099).
-                let wide = self.lit(std::f64::consts::FRAC_PI_4);
-                let far = self.bin(BinaryOp::Ge, e, wide)?;
-                bound = Some(self.where_c(far, f64::INFINITY, b)?);
-            }
-        }
-        if let (Op::Unary { kind: fusebench_ir::UnaryOp::Lgamma, x }, Some(b)) = (op, bound) {
-            // CUDA documents lgamma's error only outside (-23.0001, -2.2637) ("larger
-            // inside"), where it has roots: not checked there (seed 1 fusion 4840).
-            let h = self.hi(*x)?;
-            let (lo, hi) = (self.lit(-23.0001), self.lit(-2.2637));
-            let above = self.bin(BinaryOp::Gt, h, lo)?;
-            let below = self.bin(BinaryOp::Lt, h, hi)?;
-            let inside = self.bin(BinaryOp::LogicalAnd, above, below)?;
-            bound = Some(self.where_c(inside, f64::INFINITY, b)?);
-        }
         for i in 0..args.len() {
             let Some(e) = errs[i] else { continue };
             let b = match bound {
@@ -631,7 +708,8 @@ impl Shadow {
                         None => Ok(None),
                         Some(p) => {
                             let z = self.lit(0.0);
-                            let off = self.bin(BinaryOp::Gt, p, z)?;
+                            // Ne: a NaN bound (uncertain) is not zero either.
+                            let off = self.bin(BinaryOp::Ne, p, z)?;
                             let zero = self.zeros(y)?;
                             Ok(Some(self.where_c(off, f64::INFINITY, zero)?))
                         }
@@ -767,10 +845,21 @@ pub fn compare_bounded(got: &Tensor, want: &Tensor, bound: Option<&Tensor>) -> (
         return (c, 0);
     }
     if d.is_complex() {
-        // The bound program is real-only (it would read a complex output as
-        // its truncated real part): complex outputs are compared part by part
-        // within their part dtype's tolerance, as `check` compares them.
-        return (crate::compare::compare(got, want), 0);
+        // Both parts within the element's bound (the larger of its parts').
+        let (Ok((gr, gi)), Ok((wr, wi))) = (crate::complex::parts(got), crate::complex::parts(want)) else {
+            c.problem = Some("complex values could not be split into parts".into());
+            return (c, 0);
+        };
+        let (mut re, unchecked) = compare_bounded(&gr, &wr, bound);
+        let (im, _) = compare_bounded(&gi, &wi, bound);
+        re.ok &= im.ok;
+        re.mismatches += im.mismatches;
+        re.max_abs_err = re.max_abs_err.max(im.max_abs_err);
+        re.max_rel_err = re.max_rel_err.max(im.max_rel_err);
+        re.ref_abs_max = re.ref_abs_max.max(im.ref_abs_max);
+        re.first_mismatch = re.first_mismatch.or(im.first_mismatch);
+        re.problem = re.problem.or(im.problem);
+        return (re, unchecked);
     }
     let b = bound.map(|b| b.to_f64_vec());
     let bound_at = |i: usize| b.as_ref().map_or(0.0, |b| b[i]);

@@ -128,7 +128,7 @@ pub fn compare_within(got: &Tensor, want: &Tensor, tol: Tolerance, dtypes: Dtype
 /// Like [`compare`], with `slack[i]` more absolute error allowed at element
 /// `i` of a float output (the bound of a sum's accumulation, see
 /// [`crate::sum_bound`]).
-pub fn compare_bounded(got: &Tensor, want: &Tensor, slack: Option<&Tensor>) -> Comparison {
+pub fn compare_with_slack(got: &Tensor, want: &Tensor, slack: Option<&Tensor>) -> Comparison {
     let extra = slack
         .filter(|s| s.shape() == want.shape())
         .map(|s| s.to_f64_vec());

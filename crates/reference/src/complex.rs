@@ -3,13 +3,13 @@
 //! rounded part by part to the result's part type (lanes of the pointwise
 //! programs hold one real number, so complex values never enter them).
 
-use crate::elems::{C128, C64};
+use crate::{C128, C64};
 use crate::tensor::{Buffer, Tensor};
 use crate::ExecError;
 use fusebench_ir::dtype_ops::ComplexOp;
 use fusebench_ir::infer::common_dtype;
 use fusebench_ir::scalar::round_to;
-use fusebench_ir::complex_math::{self as cm, Complex, C};
+use fusebench_ir::complex_math::{self as cm, Complex, C, F64};
 use fusebench_ir::elementwise::{binary_i64, ternary_i64, unary_i64};
 use fusebench_ir::{DType, Fusion, Literal, Op, Value};
 
@@ -137,8 +137,8 @@ pub(crate) fn exec(op: &Op, vals: &[&Value], out: &Value, args: &[CArg]) -> Resu
             let x: Vec<C> = arg_pairs(&args[0], &shape).into_iter().map(|c| convert(c, from)).collect();
             let ints = |f: &dyn Fn(i64) -> i64| x.iter().map(|&c| (f(cm::to_bool(c) as i64) as f64, 0.0)).collect();
             match sem {
-                Complex::Unary(f) => x.into_iter().map(f).collect(),
-                Complex::Pred(p) => x.into_iter().map(|c| (p(c) as i64 as f64, 0.0)).collect(),
+                Complex::Unary(f) => x.into_iter().map(|z| f(&mut F64, z)).collect(),
+                Complex::Pred(p) => x.into_iter().map(|c| (p(&mut F64, c) as i64 as f64, 0.0)).collect(),
                 Complex::Bools => ints(&|b| unary_i64(*kind, b, DType::Int)),
                 _ => return Err(refuse("unary")),
             }
@@ -150,8 +150,8 @@ pub(crate) fn exec(op: &Op, vals: &[&Value], out: &Value, args: &[CArg]) -> Resu
             let b = arg_pairs(&args[1], &shape);
             let ab = a.iter().zip(&b).map(|(&x, &y)| (convert(x, c), convert(y, c)));
             match sem {
-                Complex::Binary(f) => ab.map(|(x, y)| f(x, y)).collect(),
-                Complex::Compare(p) => ab.map(|(x, y)| (p(x, y) as i64 as f64, 0.0)).collect(),
+                Complex::Binary(f) => ab.map(|(x, y)| f(&mut F64, x, y)).collect(),
+                Complex::Compare(p) => ab.map(|(x, y)| (p(&mut F64, x, y) as i64 as f64, 0.0)).collect(),
                 Complex::Bools => ab
                     .map(|(x, y)| {
                         let r = binary_i64(*kind, cm::to_bool(x) as i64, cm::to_bool(y) as i64, DType::Int);
@@ -169,7 +169,7 @@ pub(crate) fn exec(op: &Op, vals: &[&Value], out: &Value, args: &[CArg]) -> Resu
                 .map(|k| arg_pairs(&args[k], &shape).into_iter().map(|c| convert(c, t.casts[k])).collect())
                 .collect();
             match sem {
-                Complex::Ternary(f) => (0..n).map(|i| f(xs[0][i], xs[1][i], xs[2][i])).collect(),
+                Complex::Ternary(f) => (0..n).map(|i| f(&mut F64, xs[0][i], xs[1][i], xs[2][i])).collect(),
                 Complex::Bools => (0..n)
                     .map(|i| {
                         let b = |k: usize| cm::to_bool(xs[k][i]) as i64;
@@ -198,9 +198,9 @@ mod tests {
     #[test]
     fn arithmetic_by_hand() {
         // (1 + 2i)(3 - i) = 3 - i + 6i - 2i^2 = 5 + 5i.
-        assert_eq!(cm::mul((1.0, 2.0), (3.0, -1.0)), (5.0, 5.0));
+        assert_eq!(cm::mul(&mut F64, (1.0, 2.0), (3.0, -1.0)), (5.0, 5.0));
         // (5 + 5i) / (3 - i) = 1 + 2i.
-        assert_eq!(cm::div((5.0, 5.0), (3.0, -1.0)), (1.0, 2.0));
+        assert_eq!(cm::div(&mut F64, (5.0, 5.0), (3.0, -1.0)), (1.0, 2.0));
         // Rounding each part to float: 0.1 in f32.
         assert_eq!(convert((0.1, -0.1), DType::ComplexFloat), (0.1f32 as f64, -0.1f32 as f64));
         // Casting complex to a real type keeps the real part.
@@ -245,8 +245,8 @@ pub(crate) fn reduce(
     for k in 0..n_out {
         let chunk = &v[k * inner..(k + 1) * inner];
         res.push(match kind {
-            ReduceOp::Sum => chunk.iter().fold((0.0, 0.0), |a, &b| cm::add(a, b)),
-            ReduceOp::Prod => chunk.iter().fold((1.0, 0.0), |a, &b| cm::mul(a, b)),
+            ReduceOp::Sum => chunk.iter().fold((0.0, 0.0), |a, &b| cm::add(&mut F64, a, b)),
+            ReduceOp::Prod => chunk.iter().fold((1.0, 0.0), |a, &b| cm::mul(&mut F64, a, b)),
             _ => return Err(ExecError::Tensor(format!("{} on complex values is not supported", kind.name()))),
         });
     }

@@ -111,13 +111,13 @@ fn plan(f: &Fusion) -> Plan {
             (is_pointwise(&cn.op) && f.value(cn.outputs[0]).shape == v.shape)
                 || is_reduction(&cn.op)
         });
-        cost[out.index()] = op_cost(&n.op)
-            + n.op
-                .operands()
-                .iter()
-                .filter(|u| lazy[u.index()])
-                .map(|u| cost[u.index()])
-                .sum::<u32>();
+        // Saturating: a deep DAG of shared lazy values counts each path.
+        cost[out.index()] = n
+            .op
+            .operands()
+            .iter()
+            .filter(|u| lazy[u.index()])
+            .fold(op_cost(&n.op), |a, u| a.saturating_add(cost[u.index()]));
     }
     // Backwards: the evaluations (stored results and reduction passes) each
     // lazy value is computed in; an expensive one computed in several is stored.

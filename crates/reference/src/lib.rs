@@ -25,13 +25,10 @@
 pub mod bounds;
 pub mod compare;
 mod complex;
-mod elems;
 mod exec;
 mod expr;
-pub mod facts;
 mod attention;
 mod gemm;
-mod gen;
 mod index;
 pub mod golden;
 mod ops;
@@ -40,49 +37,18 @@ pub mod rng;
 mod scan;
 pub mod sum_bound;
 mod stats;
-mod tensor;
 
-pub use gen::{generate_inputs, Generated, Redrawn};
 pub use stats::{stats, OutputStats};
-pub use tensor::{contiguous_strides, view_strides, Buffer, Tensor, C128, C64, F8E4m3, F8E5m2, F8E8m0};
 
-use fusebench_ir::{Fusion, IrError, Literal};
-use thiserror::Error;
+pub use fusebench_host::{
+    contiguous_strides, facts, generate_inputs, view_strides, Arg, Buffer, ExecError, Generated, Redrawn,
+    Tensor, C128, C64, F8E4m3, F8E5m2, F8E8m0,
+};
+// Host tensors live in their own crate, shared with the GPU engine; the
+// executor reaches them by the paths it always used.
+use fusebench_host::tensor;
 
-/// An input of a fusion run.
-#[derive(Clone, Debug)]
-pub enum Arg {
-    Tensor(Tensor),
-    Scalar(Literal),
-}
-
-/// Why a fusion could not run.
-#[derive(Error, Debug, Clone, PartialEq)]
-pub enum ExecError {
-    #[error("the fusion takes {expected} inputs, {got} were given")]
-    InputCount { expected: usize, got: usize },
-    #[error("input {index} ({name}): {message}")]
-    Input {
-        index: usize,
-        name: String,
-        message: String,
-    },
-    /// An op that cannot compute its result from the values given
-    /// (an index out of range).
-    #[error("fd.ops.{op} ({value}): {message}")]
-    Op {
-        op: String,
-        value: String,
-        message: String,
-    },
-    /// A script's input recipe that does not fit its fusion.
-    #[error("inputs: {0}")]
-    Recipe(String),
-    #[error("tensor: {0}")]
-    Tensor(String),
-    #[error("invalid fusion: {0}")]
-    Ir(#[from] IrError),
-}
+use fusebench_ir::Fusion;
 
 /// Runs `f` on `inputs` (one per `f.inputs`, in order) and returns its
 /// outputs in order. Outputs may be views (a permute or expand of another

@@ -72,5 +72,6 @@ fn a_wide_interval_holding_all_of_a_bounded_domain_is_uncertain() {
     assert!(close(et[0], 2.0 * eu + 2.0 * EPS_F * 2.5 + 2.0 * TINY_F), "{et:?}");
     let by = bounds[0].as_ref().unwrap().to_f64_vec();
     assert_eq!(by[0], f64::INFINITY, "{by:?}");
-    assert!(close(by[1], 2.0 * TINY_F), "{by:?}");
+    // The floor of a function scales with its operand: 2 tiny (1 + |4.5|).
+    assert!(close(by[1], 2.0 * TINY_F * 5.5), "{by:?}");
 }

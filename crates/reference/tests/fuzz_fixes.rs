@@ -160,3 +160,19 @@ fn complex_outputs_are_compared_in_both_parts() {
     let (c, _) = fusebench_reference::bounds::compare_bounded(&want, &want, None);
     assert!(c.ok, "{c:?}");
 }
+
+#[test]
+fn a_function_near_the_smallest_normal_may_lose_its_result() {
+    // silu(-90) = -90 / (1 + e^90) = -7.5e-38 (a normal Float), but in Float
+    // e^90 overflows and the GPU gives -0 (seed 1 fusion 362): the bound of a
+    // function's result covers the loss of values that small.
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[1], DType::Float).unwrap();
+    let y = fd.unary(UnaryOp::Silu, x).unwrap();
+    fd.add_output(y).unwrap();
+    let (outs, bounds) = run_with_bounds(&fd.finish(), &[arg(DType::Float, &[-90.0])]).unwrap();
+    let y = outs[0].to_f64_vec()[0];
+    assert!(y < -7e-38 && y > -8e-38, "{y:e}");
+    let b = bounds[0].as_ref().expect("a bound").to_f64_vec()[0];
+    assert!(b >= y.abs() && b < 1e-35, "{b:e}");
+}

@@ -32,6 +32,8 @@ pub enum Buffer {
 }
 
 /// Calls `$body` with `$v` bound to the typed vector of a buffer and `$T` to its element type.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! with_buffer {
     ($buf:expr, $v:ident, $T:ident => $body:expr) => {
         match $buf {
@@ -103,9 +105,11 @@ macro_rules! with_buffer {
         }
     };
 }
-pub(crate) use with_buffer;
+pub use crate::with_buffer;
 
 /// Calls `$body` with `$T` bound to the storage element type of a dtype.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
         match $dtype {
@@ -164,10 +168,10 @@ macro_rules! with_dtype {
         }
     };
 }
-pub(crate) use with_dtype;
+pub use crate::with_dtype;
 
 /// An element type of storage.
-pub(crate) trait Elem: Copy + Send + Sync + Default + 'static {
+pub trait Elem: Copy + Send + Sync + Default + 'static {
     /// Whether the type holds floating-point values (read into f64 lanes).
     const FLOAT: bool;
     fn to_f64(self) -> f64;
@@ -768,7 +772,7 @@ impl Tensor {
     }
 
     /// Copies the view into a dense row-major vector, in parallel over rows.
-    pub(crate) fn contiguous_vec<T: Elem>(&self) -> Vec<T> {
+    pub fn contiguous_vec<T: Elem>(&self) -> Vec<T> {
         let src = T::slice(&self.data);
         let rank = self.rank();
         let (istride, base) = (
@@ -786,7 +790,7 @@ impl Tensor {
 
     // ---- views ----
 
-    pub(crate) fn with_layout(
+    pub fn with_layout(
         &self,
         shape: Vec<usize>,
         strides: Vec<i64>,
@@ -909,7 +913,7 @@ pub fn view_strides(shape: &[usize], strides: &[i64], new_shape: &[usize]) -> Op
 
 /// Copies `dst.len()` elements from `src` at `base`, `base + stride`, ...
 #[inline]
-pub(crate) fn read_row<T: Elem>(src: &[T], base: i64, stride: i64, dst: &mut [T]) {
+pub fn read_row<T: Elem>(src: &[T], base: i64, stride: i64, dst: &mut [T]) {
     let n = dst.len();
     if n == 0 {
         return;
@@ -927,12 +931,12 @@ pub(crate) fn read_row<T: Elem>(src: &[T], base: i64, stride: i64, dst: &mut [T]
 }
 
 /// Elements per parallel task of simple copy-like loops.
-pub(crate) const PAR_GRAIN: usize = 1 << 16;
+pub const PAR_GRAIN: usize = 1 << 16;
 
 /// Builds a dense row-major vector of `shape` row by row, in parallel. `f`
 /// gets the multi-index of the row's outer dims (all but the last) and the
 /// row to fill (the whole tensor as one row for rank 0).
-pub(crate) fn build_rows<T: Elem>(
+pub fn build_rows<T: Elem>(
     shape: &[usize],
     f: impl Fn(&[usize], &mut [T]) + Sync,
 ) -> Vec<T> {
@@ -965,7 +969,7 @@ pub(crate) fn build_rows<T: Elem>(
 }
 
 /// Multi-index of linear position `p` in row-major `shape`.
-pub(crate) fn unravel(mut p: usize, shape: &[usize]) -> Vec<usize> {
+pub fn unravel(mut p: usize, shape: &[usize]) -> Vec<usize> {
     let mut idx = vec![0; shape.len()];
     for d in (0..shape.len()).rev() {
         if shape[d] > 0 {
@@ -978,7 +982,7 @@ pub(crate) fn unravel(mut p: usize, shape: &[usize]) -> Vec<usize> {
 
 /// Advances a row-major multi-index by one.
 #[inline]
-pub(crate) fn increment(idx: &mut [usize], shape: &[usize]) {
+pub fn increment(idx: &mut [usize], shape: &[usize]) {
     for d in (0..shape.len()).rev() {
         idx[d] += 1;
         if idx[d] < shape[d] {

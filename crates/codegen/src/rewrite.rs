@@ -1,0 +1,293 @@
+//! Rewrites made at the start of planning: ops the kernels have no combine
+//! for are replaced by equivalent ops they do run, so that every schedule
+//! (inline, row-wise, persistent, outer, grid-wide) handles them unchanged.
+//!
+//! - `sum` of complex values is `complex(sum(real(x)), sum(imag(x)))`: complex
+//!   addition is addition of the parts, so this is the same arithmetic as
+//!   nvFuser's complex accumulator (ComplexFloat parts summed in float,
+//!   ComplexDouble in double). A real output dtype (`dtype=Float`) keeps the
+//!   real part, as nvFuser's cast of the input before summing does.
+//! - `welford` / `var_mean` of integers follow nvFuser's integer
+//!   welfordCombine (runtime/welford.cu, T integral): the mean merges
+//!   `delta * (b_N / ab_N)` in integer division, which keeps the first element
+//!   seen, and M2 gains `delta^2 * a_N * 0`. So the mean is the first element
+//!   along the reduced dims (a slice, squeezed unless keepdim), M2 a full 0, N
+//!   a full count, and var_mean's var `0 * (1 / max(N - correction, 0))` in
+//!   Double (0, or NaN when no degree of freedom is left).
+//!
+//! A fusion without such ops is returned as it is, so its kernels do not change.
+
+use crate::CodegenError;
+use fusebench_ir::dtype_ops::ComplexOp;
+use fusebench_ir::infer::{infer, norm_dims, Graph};
+use fusebench_ir::{DType, Fusion, Literal, Node, Op, ReduceOp, Value, ValueDef, ValueId};
+use std::borrow::Cow;
+
+/// `f` with its complex sums and integer statistics rewritten, or `f` itself
+/// when it has none.
+pub fn apply(f: &Fusion) -> Result<Cow<'_, Fusion>, CodegenError> {
+    if !f.nodes.iter().any(|n| wanted(f, &n.op)) {
+        return Ok(Cow::Borrowed(f));
+    }
+    let mut g = Fusion {
+        values: Vec::with_capacity(f.values.len()),
+        nodes: Vec::with_capacity(f.nodes.len()),
+        inputs: vec![],
+        outputs: vec![],
+        aliases: f.aliases.clone(),
+        output_layouts: f.output_layouts.clone(),
+        script: f.script.clone(),
+        recipe: f.recipe.clone(),
+        input_facts: f.input_facts.clone(),
+    };
+    let mut map: Vec<Option<ValueId>> = vec![None; f.values.len()];
+    for (i, v) in f.values.iter().enumerate() {
+        match v.def {
+            ValueDef::Node { node, index: 0 } => {
+                let n = &f.nodes[node];
+                let mut op = n.op.clone();
+                for r in op.operands_mut() {
+                    *r = map[r.index()].expect("operands are defined before use");
+                }
+                let outs = if wanted(f, &n.op) {
+                    let names: Vec<&str> = n.outputs.iter().map(|&o| f.value(o).name.as_str()).collect();
+                    lower(&mut g, &op, &names)?
+                } else {
+                    copy(&mut g, &op, n.outputs.iter().map(|&o| f.value(o)))
+                };
+                for (&o, n) in n.outputs.iter().zip(outs) {
+                    map[o.index()] = Some(n);
+                }
+            }
+            ValueDef::Node { .. } => {}
+            _ => map[i] = Some(push(&mut g, v.clone())),
+        }
+    }
+    let m = |v: ValueId| map[v.index()].expect("every value is mapped");
+    g.inputs = f.inputs.iter().map(|&v| m(v)).collect();
+    g.outputs = f.outputs.iter().map(|&v| m(v)).collect();
+    for a in &mut g.aliases {
+        a.input = m(a.input);
+    }
+    Ok(Cow::Owned(g))
+}
+
+/// Whether `op` is rewritten here.
+fn wanted(f: &Fusion, op: &Op) -> bool {
+    match op {
+        Op::Reduce {
+            kind: ReduceOp::Sum,
+            x,
+            dtype,
+            ..
+        } => f.value(*x).dtype.is_complex() && dtype.is_none_or(|d| d.is_complex() || d.is_float()),
+        Op::Welford { x, .. } | Op::VarMean { x, .. } => {
+            matches!(f.value(*x).dtype, DType::Int | DType::Int32)
+        }
+        _ => false,
+    }
+}
+
+fn push(g: &mut Fusion, v: Value) -> ValueId {
+    g.values.push(v);
+    ValueId(g.values.len() as u32 - 1)
+}
+
+/// Appends `op` with outputs typed as `outs` were (an op copied unchanged).
+fn copy<'a>(g: &mut Fusion, op: &Op, outs: impl Iterator<Item = &'a Value>) -> Vec<ValueId> {
+    let node = g.nodes.len();
+    let ids: Vec<ValueId> = outs
+        .enumerate()
+        .map(|(index, v)| {
+            push(
+                g,
+                Value {
+                    def: ValueDef::Node { node, index },
+                    ..v.clone()
+                },
+            )
+        })
+        .collect();
+    g.nodes.push(Node {
+        op: op.clone(),
+        outputs: ids.clone(),
+    });
+    ids
+}
+
+/// Appends a new op, typed by inference; `names` name its outputs when given.
+fn add(g: &mut Fusion, op: Op, names: &[&str]) -> Result<Vec<ValueId>, CodegenError> {
+    let types = infer(
+        &Graph {
+            values: &g.values,
+            nodes: &g.nodes,
+        },
+        &op,
+    )
+    .map_err(|e| CodegenError::Unsupported(format!("rewriting `{}` for the GPU: {e}", op.name())))?;
+    let node = g.nodes.len();
+    let ids = types
+        .into_iter()
+        .enumerate()
+        .map(|(index, t)| {
+            let name = match names.get(index) {
+                Some(n) => n.to_string(),
+                None => format!("rw{}", g.values.len()),
+            };
+            push(
+                g,
+                Value {
+                    name,
+                    dtype: t.dtype,
+                    shape: t.shape,
+                    def: ValueDef::Node { node, index },
+                    constant: t.constant,
+                },
+            )
+        })
+        .collect::<Vec<_>>();
+    g.nodes.push(Node {
+        op,
+        outputs: ids.clone(),
+    });
+    Ok(ids)
+}
+
+fn add1(g: &mut Fusion, op: Op, name: Option<&str>) -> Result<ValueId, CodegenError> {
+    Ok(add(g, op, name.as_slice())?[0])
+}
+
+fn literal(g: &mut Fusion, lit: Literal) -> ValueId {
+    push(
+        g,
+        Value {
+            name: String::new(),
+            dtype: lit.natural_dtype(),
+            shape: None,
+            def: ValueDef::Literal,
+            constant: Some(lit),
+        },
+    )
+}
+
+/// The equivalent ops of a wanted `op` (operands already mapped into `g`).
+fn lower(g: &mut Fusion, op: &Op, names: &[&str]) -> Result<Vec<ValueId>, CodegenError> {
+    match op {
+        Op::Reduce {
+            x,
+            dims,
+            keepdim,
+            dtype,
+            ..
+        } => {
+            let d = dtype.unwrap_or(g.values[x.index()].dtype);
+            let name = names.first().copied();
+            let sum = |g: &mut Fusion, kind: ComplexOp, to: DType, name: Option<&str>| -> Result<ValueId, CodegenError> {
+                let part = add1(g, Op::Complex { kind, xs: vec![*x] }, None)?;
+                let s = Op::Reduce {
+                    kind: ReduceOp::Sum,
+                    x: part,
+                    dims: dims.clone(),
+                    keepdim: *keepdim,
+                    dtype: Some(to),
+                };
+                add1(g, s, name)
+            };
+            let Some(p) = d.complex_part() else {
+                return Ok(vec![sum(g, ComplexOp::Real, d, name)?]);
+            };
+            let re = sum(g, ComplexOp::Real, p, None)?;
+            let im = sum(g, ComplexOp::Imag, p, None)?;
+            let out = Op::Complex {
+                kind: ComplexOp::Complex,
+                xs: vec![re, im],
+            };
+            Ok(vec![add1(g, out, name)?])
+        }
+        Op::Welford { x, dims } => {
+            let (mean, shape, n) = first_element(g, *x, dims, false, names.first().copied())?;
+            let d = g.values[x.index()].dtype;
+            let zero = literal(g, Literal::Int(0));
+            let m2 = Op::Full {
+                shape: shape.clone(),
+                fill: zero,
+                dtype: d,
+            };
+            let m2 = add1(g, m2, names.get(1).copied())?;
+            let count = literal(g, Literal::Int(n as i64));
+            let count = Op::Full {
+                shape,
+                fill: count,
+                dtype: DType::Index,
+            };
+            let count = add1(g, count, names.get(2).copied())?;
+            Ok(vec![mean, m2, count])
+        }
+        Op::VarMean {
+            x,
+            dims,
+            correction,
+            keepdim,
+        } => {
+            let (mean, shape, n) = first_element(g, *x, dims, *keepdim, names.get(1).copied())?;
+            let denom = (n as i64 - correction).max(0) as f64;
+            let fill = literal(g, Literal::Float(0.0 * (1.0 / denom)));
+            let var = Op::Full {
+                shape,
+                fill,
+                dtype: DType::Double,
+            };
+            let var = add1(g, var, names.first().copied())?;
+            Ok(vec![var, mean])
+        }
+        _ => unreachable!("only wanted ops are lowered here"),
+    }
+}
+
+/// The first element of `x` along `dims` (shape kept when `keepdim`), the
+/// result's shape, and the number of elements reduced.
+fn first_element(
+    g: &mut Fusion,
+    x: ValueId,
+    dims: &[i64],
+    keepdim: bool,
+    name: Option<&str>,
+) -> Result<(ValueId, Vec<i64>, usize), CodegenError> {
+    let s = g.values[x.index()].shape.clone().unwrap_or_default();
+    let rd = norm_dims("welford", dims, s.len())
+        .map_err(|e| CodegenError::Unsupported(e.to_string()))?;
+    let n: usize = rd.iter().map(|&d| s[d]).product();
+    if n == 0 {
+        return Err(CodegenError::Unsupported(
+            "`welford`/`var_mean` of an integer tensor over an empty extent has no GPU kernel \
+             (there is no first element); the CPU reference runs it"
+                .into(),
+        ));
+    }
+    let end: Vec<i64> = (0..s.len())
+        .map(|d| if rd.contains(&d) { 1 } else { s[d] as i64 })
+        .collect();
+    let sliced = Op::Slice {
+        x,
+        start: vec![0; s.len()],
+        end,
+        strides: vec![1; s.len()],
+        manual_normalization: false,
+    };
+    let squeeze = !keepdim && !rd.is_empty();
+    let first = add1(g, sliced, if squeeze { None } else { name })?;
+    let first = if squeeze {
+        let dims = rd.iter().map(|&d| d as i64).collect();
+        add1(g, Op::Squeeze { x: first, dims }, name)?
+    } else {
+        first
+    };
+    let shape = g.values[first.index()]
+        .shape
+        .clone()
+        .unwrap_or_default()
+        .iter()
+        .map(|&e| e as i64)
+        .collect();
+    Ok((first, shape, n))
+}
