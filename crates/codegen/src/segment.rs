@@ -334,7 +334,8 @@ fn try_plan(
         |cx: &mut Context, kernels: &mut Vec<(String, Kernel)>, roots: Vec<ValueId>| {
             crate::index_kernels::build_for(cx, kernels, roots).map_err(|e| (e, None))
         };
-    // Scans first, in definition order, each stored for whatever reads it.
+    // Scans first, in definition order, each stored for whatever reads it
+    // (after the index-family ops it reads).
     for (node, n) in f.nodes.iter().enumerate() {
         if let fusebench_ir::Op::Scan { x, .. } = &n.op {
             if !closure(f, std::iter::once(*x), all_reds).is_empty() {
@@ -346,6 +347,8 @@ fn try_plan(
                     None,
                 ));
             }
+            // A scan of a topk/argsort/scatter/index_put_accumulate result reads it stored.
+            build_specials(&mut cx, &mut kernels, vec![*x])?;
             crate::scan::build(&mut cx, node, &mut kernels).map_err(|e| (e, None))?;
         }
     }

@@ -8,6 +8,9 @@
 //! type inference rejects is not an error: it is counted in
 //! [`Drawn::ill_typed`] and the generator draws again.
 
+#[path = "random_ops.rs"]
+mod more;
+
 use crate::dtype::ALL_DTYPES;
 use crate::recipe::{row_major_strides, InputRecipe};
 use crate::{
@@ -92,6 +95,19 @@ pub const STRUCTURED: &[(&str, Gen)] = &[
     ("pad", pad),
     ("cat", cat),
     ("index_select", index_select),
+    ("index_select of an iota", more::index_select_iota),
+    ("cumsum/cumprod/cummin/cummax", more::scan),
+    ("gather/take_along_axis", more::gather),
+    ("select", more::select),
+    ("scatter", more::scatter),
+    ("index_put_accumulate", more::index_put_accumulate),
+    ("topk", more::topk),
+    ("argsort", more::argsort),
+    ("embedding_fwd", more::embedding),
+    ("iota", more::iota),
+    ("triu", more::triu),
+    ("uniform/normal", more::rng),
+    ("rand_like/randn_like", more::rng_like),
     ("full", full),
     ("sum_dtype", sum_dtype),
     ("var_mean", var_mean),
@@ -352,6 +368,27 @@ impl Ctx {
     /// sliced out of a larger buffer, declared as nvFuser derives
     /// contiguity from its strides.
     pub fn input(&mut self, shape: &[usize], dtype: DType) -> Result<ValueId, IrError> {
+        self.input_of(shape, dtype, None)
+    }
+
+    /// A tensor input of integers drawn in `[low, high)` (an index tensor:
+    /// every value in range), laid out as [`Ctx::input`] lays out its inputs.
+    pub fn index_input(
+        &mut self,
+        shape: &[usize],
+        dtype: DType,
+        low: i64,
+        high: i64,
+    ) -> Result<ValueId, IrError> {
+        self.input_of(shape, dtype, Some((low, high)))
+    }
+
+    fn input_of(
+        &mut self,
+        shape: &[usize],
+        dtype: DType,
+        ints: Option<(i64, i64)>,
+    ) -> Result<ValueId, IrError> {
         let rank = shape.len();
         let strides = match self.rng.below(10) {
             0..=5 => row_major_strides(shape),
@@ -372,7 +409,22 @@ impl Ctx {
         let v = self
             .fd
             .define_tensor(None, &ishape, contiguity, dtype, &stride_order, false)?;
-        let recipe = if strides == row_major_strides(shape) {
+        let dense = strides == row_major_strides(shape);
+        let reach = shape
+            .iter()
+            .zip(&strides)
+            .map(|(&e, &s)| (e.max(1) - 1) as i64 * s)
+            .sum::<i64>()
+            + 1;
+        let recipe = if let Some((low, high)) = ints {
+            InputRecipe::Randint {
+                low,
+                high,
+                size: if dense { shape.to_vec() } else { vec![reach as usize] },
+                dtype,
+                as_strided: (!dense).then(|| (shape.to_vec(), strides.clone())),
+            }
+        } else if dense {
             InputRecipe::MakeTensor {
                 shape: shape.to_vec(),
                 dtype,
@@ -380,12 +432,6 @@ impl Ctx {
                 high: None,
             }
         } else {
-            let reach = shape
-                .iter()
-                .zip(&strides)
-                .map(|(&e, &s)| (e.max(1) - 1) as i64 * s)
-                .sum::<i64>()
-                + 1;
             InputRecipe::Randn {
                 size: vec![reach as usize],
                 dtype,

@@ -30,7 +30,34 @@
 //!   and square round, 3u; the accumulation g; sum (x − mean)² <= sum x²),
 //!   var = M2 / (n − correction).
 //! - Movement and gathers (broadcast, expand, reshape, permute, squeeze,
-//!   slice, pad with 0, cat, index_select): the same op on the bounds.
+//!   slice, pad with 0, cat, index_select, gather, take_along_axis, select,
+//!   triu, embedding_fwd's weight): the same op on the bounds; an index
+//!   operand with a nonzero bound makes the output uncertain (embedding_fwd
+//!   with max_norm is not checked: the row norms and the rescale decision
+//!   are each executor's own). `iota`: the rounding of start + i·step.
+//! - scatter: the bounds of x and src scattered the same way (the last
+//!   duplicate wins on both executors). index_put_accumulate: the bounds
+//!   accumulated the same way, plus eps of the accumulator (Float, Double)
+//!   times the number of additions into the row times the accumulated
+//!   magnitudes |acc| + sum |value| (the GPU adds atomically in any order),
+//!   plus the output's rounding.
+//! - cumsum: a sum over each prefix: the cumulative sum of the terms'
+//!   bounds, plus n·eps(Double)·(cumulative sum of |x| + |init|) (both
+//!   executors accumulate in double along the line), plus the output's
+//!   rounding; integers add their terms' bounds, bools (a running OR) are
+//!   uncertain from the first uncertain term on. cumprod: uncertain unless
+//!   the input is exact, then n·eps(Double)·|y| plus the output's rounding.
+//!   cummax/cummin: the cumulative max of the bounds.
+//! - topk/argsort of an exact input: exact (equal values go by position on
+//!   both executors, NaN above every number, -0 equal to +0). Of an inexact
+//!   input: a value is bounded by its distance to the same topk of x − e and
+//!   of x + e (order statistics are monotone); an index is exact where the
+//!   row's bounds are all 0, or where its sorted value is farther than twice
+//!   the row's largest bound from both sorted neighbours, else uncertain.
+//! - Seeded and unseeded random ops: uniform bit-exact (the same Philox
+//!   stream and arithmetic); normal 8 ulps of Float (Double for Double) of
+//!   |y| + |mean| (log, sqrt, sin/cos, then n·std + mean), plus the output's
+//!   rounding.
 //! - Any other op: uncertain (+inf) outputs.
 //!
 //! - Complex values: each part has its own bound ([`complex`]'s module doc);
@@ -42,6 +69,9 @@
 //! integers and bools compare exactly unless their bound allows more; both
 //! parts of a complex element must be within its bound. An
 //! element whose bound is +inf or NaN is not checked, and counted.
+
+#[path = "bounds_index.rs"]
+mod index_bounds;
 
 use crate::compare::{Comparison, Tolerance};
 use crate::{sum_bound, Arg, ExecError, Tensor};
@@ -472,6 +502,11 @@ impl Shadow {
                 Ok(vec![Some(self.fd.op(o, &[])?[0])])
             }
             Op::Cat { .. } | Op::IndexSelect { .. } | Op::Full { .. } => Ok(vec![None]),
+            Op::Index(o) => self.index_op(o, outs, &errs),
+            Op::Scan { kind, x, dim, init } => {
+                Ok(vec![self.scan(*kind, *x, *dim, *init, y, errs[0])?])
+            }
+            Op::Rng { .. } | Op::RngLike { .. } => Ok(vec![self.rng(op, y)?]),
             #[allow(unreachable_patterns)]
             _ => {
                 let mut r = vec![];
