@@ -155,8 +155,11 @@ macro_rules! binary_table {
             Mul => ["mul", Default, |a, b, _d| a * b, |a, b, _n| a.wrapping_mul(b), "($0 * $1)", "($0 * $1)", "($0 * $1)"],
             // C semantics on integers; division by zero gives 0 rather than trapping
             // (on bools true, as nvFuser's kernels give: the GPU's all-ones quotient).
+            // Floats divide through the IEEE intrinsics (the same instructions as `/`):
+            // with `/`, NVRTC took x / x of a padded 0 for never NaN and folded
+            // `x / x == x / x` to true (seed 1 fusion 6901).
             Div => ["div", Default, |a, b, _d| a / b, |a, b, n| $crate::math::idiv(a, b, n),
-                "($0 / $1)", "($0 / $1)", "fb_idiv($0, $1)"],
+                "__fdiv_rn($0, $1)", "__ddiv_rn($0, $1)", "fb_idiv($0, $1)"],
             Pow => ["pow", Default, |a, b, _d| a.powf(b), |a, b, _n| $crate::math::ipow(a, b),
                 "powf($0, $1)", "pow($0, $1)", "fb_ipow($0, $1)"],
             Maximum => ["maximum", Default, |a, b, _d| $crate::math::fmax_nan(a, b), |a, b, _n| a.max(b),
@@ -169,7 +172,7 @@ macro_rules! binary_table {
             Le => ["le", Compare, |a, b, _d| (a <= b) as i64 as f64, |a, b, _n| (a <= b) as i64, "($0 <= $1)", "($0 <= $1)", "($0 <= $1)"],
             Gt => ["gt", Compare, |a, b, _d| (a > b) as i64 as f64, |a, b, _n| (a > b) as i64, "($0 > $1)", "($0 > $1)", "($0 > $1)"],
             Ge => ["ge", Compare, |a, b, _d| (a >= b) as i64 as f64, |a, b, _n| (a >= b) as i64, "($0 >= $1)", "($0 >= $1)", "($0 >= $1)"],
-            Truediv => ["truediv", Float, |a, b, _d| a / b, |a, _b, _n| a, "($0 / $1)", "($0 / $1)", ""],
+            Truediv => ["truediv", Float, |a, b, _d| a / b, |a, _b, _n| a, "__fdiv_rn($0, $1)", "__ddiv_rn($0, $1)", ""],
             Atan2 => ["atan2", Float, |a, b, _d| a.atan2(b), |a, _b, _n| a, "atan2f($0, $1)", "atan2($0, $1)", ""],
             // C's fmod and %: the result takes the dividend's sign; integer x % 0 gives 0.
             Fmod => ["fmod", Default, |a, b, _d| a % b, |a, b, n| $crate::math::imod_n(a, b, n),

@@ -146,10 +146,17 @@ enum Unsure {
     /// operands: CUDA documents lgamma's error only outside (-23.0001,
     /// -2.2637) ("larger inside"), where it has roots (seed 1 fusion 4840).
     Inside(f64, f64),
+    /// fmod/remainder of a divisor known to ±e where the quotient times e
+    /// reaches half the divisor: the result may wrap anywhere in [0, |b|),
+    /// which no corner shows (1 mod erf of a tiny value: seed 1 fusion 9654).
+    WideQuotient,
 }
 
 fn unsure(op: &Op) -> Option<Unsure> {
     use fusebench_ir::UnaryOp::{Cos, Lgamma, Signbit, Sin, Tan};
+    if let Op::Binary { kind: BinaryOp::Fmod | BinaryOp::Remainder | BinaryOp::Mod, .. } = op {
+        return Some(Unsure::WideQuotient);
+    }
     let Op::Unary { kind, .. } = op else { return None };
     Some(match kind {
         Signbit => Unsure::NanOperand,
@@ -548,6 +555,19 @@ impl Shadow {
                 let above = self.bin(BinaryOp::Gt, x, lo)?;
                 let below = self.bin(BinaryOp::Lt, x, hi)?;
                 self.bin(BinaryOp::LogicalAnd, above, below)?
+            }
+            Unsure::WideQuotient => {
+                let b_arg = op.operands()[1];
+                let Some(eb) = errs[1] else { return Ok(b) };
+                if !self.dtype(y).is_float() {
+                    return Ok(b);
+                }
+                let bh = self.hi(b_arg)?;
+                let (ax, ab) = (self.abs(x)?, self.abs(bh)?);
+                let q = self.bin(BinaryOp::Div, ax, ab)?;
+                let shift = self.mul(q, eb)?;
+                let half = self.mulc(ab, 0.5)?;
+                self.bin(BinaryOp::Ge, shift, half)?
             }
         };
         let b = match b {

@@ -385,7 +385,13 @@ impl Shadow {
         keep: bool,
         y: ValueId,
     ) -> Result<Errs, IrError> {
-        let part = self.dtype(y).complex_part().unwrap_or(DType::Double);
+        let d = self.dtype(y);
+        let Some(part) = d.complex_part() else {
+            // A real dtype: each element converted first, then a real reduction.
+            let c = self.emit(Op::Cast { x, dtype: d })?;
+            let e = self.err.get(&c).copied();
+            return Ok(vec![self.reduce(kind.name(), c, dims, keep, y, e)?]);
+        };
         let (xr, xi) = self.parts_of(x, part)?;
         let (yr, yi) = self.parts_of(y, part)?;
         match kind {
@@ -397,14 +403,16 @@ impl Shadow {
                 Ok(vec![None])
             }
             ReduceOp::Prod if self.part_err(x, false).is_none() && self.part_err(x, true).is_none() => {
-                // Each product rounds its parts relative to |y| (a part may cancel).
+                // Each product rounds its parts relative to |y| (a part may
+                // cancel); |re| + |im| >= |y| and does not overflow as hypot's
+                // squares would.
                 let n = self.count(x, dims) as f64;
-                let mut l = Lowering { s: self, part, failed: None };
-                let h = l.hypot(yr, yi);
-                if let Some(e) = l.failed {
-                    return Err(e);
-                }
-                let b = self.local(h, 4.0 * n)?;
+                let (hr, hi) = (self.hi(yr)?, self.hi(yi)?);
+                let (ar, ai) = (self.finite_abs(hr)?, self.finite_abs(hi)?);
+                let h = self.add(ar, ai)?;
+                let r = self.mulc(h, (4.0 * n + 1.0) * super::eps(part))?;
+                let floor = self.lit(2.0 * super::tiny(part));
+                let b = Some(self.add(r, floor)?);
                 self.set_parts(y, b, b)?;
                 Ok(vec![None])
             }

@@ -166,3 +166,23 @@ fn a_float_result_cast_to_complex_double_keeps_its_float_bound() {
         assert!(b[i] <= 64.0 * f32::EPSILON as f64 * re.abs(), "element {i}: bound {:e} for {re}", b[i]);
     }
 }
+
+#[test]
+fn a_complex_sum_to_float_is_bounded_as_a_float_sum() {
+    // sum(z, dtype=Float) of ComplexDouble values: each real part converted to
+    // Float, then summed in Float on the GPU: its bound is Float-sized, not
+    // Double-sized (seed 1 fusion 5225).
+    let n = 4;
+    let x = draws(2 * n, 5);
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let z = Tensor::from_le_bytes(DType::ComplexDouble, &[n], &bytes).unwrap();
+    let mut fd = FusionBuilder::new();
+    let a = fd.tensor(&[n as i64], DType::ComplexDouble).unwrap();
+    let y = fd.sum(a, &[0], false, Some(DType::Float)).unwrap();
+    fd.add_output(y).unwrap();
+    let (outs, bounds) = run_with_bounds(&fd.finish(), &[Arg::Tensor(z)]).unwrap();
+    let y = outs[0].to_f64_vec()[0];
+    let b = bounds[0].as_ref().expect("a bound").to_f64_vec()[0];
+    let terms: f64 = x.iter().step_by(2).map(|v| v.abs()).sum();
+    assert!(b >= f32::EPSILON as f64 / 2.0 * terms.max(y.abs()), "bound {b:e} for {y} (sum |x| {terms})");
+}

@@ -176,3 +176,23 @@ fn a_function_near_the_smallest_normal_may_lose_its_result() {
     let b = bounds[0].as_ref().expect("a bound").to_f64_vec()[0];
     assert!(b >= y.abs() && b < 1e-35, "{b:e}");
 }
+
+#[test]
+fn a_remainder_by_an_inexact_tiny_divisor_is_not_checked() {
+    // fmod(1, e^-40): the divisor (4.2e-18, from exp: known to a few Float
+    // ulps) goes into 1 about 2.4e17 times, so its error moves the result by
+    // far more than the divisor: any value in [0, divisor) is possible (seed 1
+    // fusions 3824 and 9654). fmod(5.5, e^0) is known: 5.5 = 5 * 1 + 0.5.
+    let mut fd = FusionBuilder::new();
+    let a = fd.tensor(&[2], DType::Float).unwrap();
+    let x = fd.tensor(&[2], DType::Float).unwrap();
+    let b = fd.unary(UnaryOp::Exp, x).unwrap();
+    let y = fd.binary(fusebench_ir::BinaryOp::Fmod, a, b).unwrap();
+    fd.add_output(y).unwrap();
+    let args = [arg(DType::Float, &[1.0, 5.5]), arg(DType::Float, &[-40.0, 0.0])];
+    let (outs, bounds) = run_with_bounds(&fd.finish(), &args).unwrap();
+    assert_eq!(outs[0].to_f64_vec()[1], 0.5);
+    let b = bounds[0].as_ref().expect("a bound").to_f64_vec();
+    assert_eq!(b[0], f64::INFINITY, "{b:?}");
+    assert!(b[1] < 1e-4, "{b:?}");
+}
