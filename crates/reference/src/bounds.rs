@@ -211,6 +211,21 @@ fn max_finite(d: DType) -> f64 {
     }
 }
 
+/// Ops that move or select elements of their first operand without
+/// computing: the same op applied to its bound is the result's bound.
+fn moves(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Broadcast { .. }
+            | Op::BroadcastInDim { .. }
+            | Op::Expand { .. }
+            | Op::Reshape { .. }
+            | Op::Permute { .. }
+            | Op::Squeeze { .. }
+            | Op::Slice { .. }
+    )
+}
+
 struct Shadow {
     fd: FusionBuilder,
     /// Bound of each value that is not exact (of a complex value: of its
@@ -451,13 +466,7 @@ impl Shadow {
                 )?;
                 Ok(vec![Some(var), Some(m)])
             }
-            Op::Broadcast { .. }
-            | Op::BroadcastInDim { .. }
-            | Op::Expand { .. }
-            | Op::Reshape { .. }
-            | Op::Permute { .. }
-            | Op::Squeeze { .. }
-            | Op::Slice { .. } => match errs[0] {
+            _ if moves(op) => match errs[0] {
                 None => Ok(vec![None]),
                 Some(e) => {
                     let mut o = op.clone();

@@ -17,7 +17,7 @@
 //! - Movement, pad, cat, index_select: the real rule on each part's bound.
 //! - Anything else: uncertain.
 
-use super::{Errs, Shadow};
+use super::{moves, Errs, Shadow};
 use fusebench_ir::complex_math::{self as cm, Class, Complex, Parts, Test, R1, R2};
 use fusebench_ir::dtype_ops::ComplexOp;
 use fusebench_ir::{BinaryOp, DType, IrError, Literal, Op, ReduceOp, UnaryOp, ValueId};
@@ -240,17 +240,9 @@ impl Shadow {
             Op::Reduce { kind, x, dims, keepdim, .. } if self.dtype(*x).is_complex() => {
                 self.complex_reduce(*kind, *x, dims, *keepdim, y)
             }
-            Op::Broadcast { .. }
-            | Op::BroadcastInDim { .. }
-            | Op::Expand { .. }
-            | Op::Reshape { .. }
-            | Op::Permute { .. }
-            | Op::Squeeze { .. }
-            | Op::Slice { .. }
-            | Op::Pad { .. }
-            | Op::Cat { .. }
-            | Op::Full { .. }
-                if outs.len() == 1 && self.dtype(y).is_complex() =>
+            _ if (moves(op) || matches!(op, Op::Pad { .. } | Op::Cat { .. } | Op::Full { .. }))
+                && outs.len() == 1
+                && self.dtype(y).is_complex() =>
             {
                 self.part_by_part(op, y)
             }
@@ -357,12 +349,16 @@ impl Shadow {
         }
         match got {
             Got::Z(re, im) => self.finish(y, re, im),
+            // A bool or 0/1 result: a complex output's imaginary part is an exact 0.
             Got::B(b) => {
                 let d = self.dtype(y);
-                let zero = self.fd.literal(Literal::Float(0.0));
-                let zero = self.emit(Op::Cast { x: zero, dtype: d.complex_part().unwrap_or(DType::Double) })?;
-                let re = if d.is_complex() { self.cast_to(b, d.complex_part().unwrap())? } else { b };
-                self.finish(y, re, zero)
+                let r = self.cast_to(b, d.complex_part().unwrap_or(d))?;
+                let e = self.err.get(&r).copied();
+                if d.is_complex() {
+                    self.set_parts(y, e, None)?;
+                    return Ok(vec![None]);
+                }
+                Ok(vec![e])
             }
         }
     }
