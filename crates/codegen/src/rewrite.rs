@@ -21,8 +21,8 @@
 
 use crate::CodegenError;
 use fusebench_ir::dtype_ops::ComplexOp;
-use fusebench_ir::infer::{infer, norm_dims, Graph};
-use fusebench_ir::{DType, Fusion, Literal, Node, Op, ReduceOp, Value, ValueDef, ValueId};
+use fusebench_ir::infer::norm_dims;
+use fusebench_ir::{DType, Fusion, FusionBuilder, Literal, Node, Op, ReduceOp, Value, ValueDef, ValueId};
 use std::borrow::Cow;
 
 /// `f` with its complex sums and integer statistics rewritten, or `f` itself
@@ -118,41 +118,19 @@ fn copy<'a>(g: &mut Fusion, op: &Op, outs: impl Iterator<Item = &'a Value>) -> V
     ids
 }
 
-/// Appends a new op, typed by inference; `names` name its outputs when given.
+/// Appends a new op through the IR's builder (its inference types the
+/// outputs); `names` name them when given, else they are `rwN`.
 fn add(g: &mut Fusion, op: Op, names: &[&str]) -> Result<Vec<ValueId>, CodegenError> {
-    let types = infer(
-        &Graph {
-            values: &g.values,
-            nodes: &g.nodes,
-        },
-        &op,
-    )
-    .map_err(|e| CodegenError::Unsupported(format!("rewriting `{}` for the GPU: {e}", op.name())))?;
-    let node = g.nodes.len();
-    let ids = types
-        .into_iter()
-        .enumerate()
-        .map(|(index, t)| {
-            let name = match names.get(index) {
-                Some(n) => n.to_string(),
-                None => format!("rw{}", g.values.len()),
-            };
-            push(
-                g,
-                Value {
-                    name,
-                    dtype: t.dtype,
-                    shape: t.shape,
-                    def: ValueDef::Node { node, index },
-                    constant: t.constant,
-                },
-            )
-        })
-        .collect::<Vec<_>>();
-    g.nodes.push(Node {
-        op,
-        outputs: ids.clone(),
-    });
+    let what = op.name().to_string();
+    let mut b = FusionBuilder::extend(std::mem::take(g));
+    let ids = b.op(op, names);
+    *g = b.finish();
+    let ids = ids.map_err(|e| CodegenError::Unsupported(format!("rewriting `{what}` for the GPU: {e}")))?;
+    if names.is_empty() {
+        for &v in &ids {
+            g.values[v.index()].name = format!("rw{}", v.0);
+        }
+    }
     Ok(ids)
 }
 
@@ -161,16 +139,10 @@ fn add1(g: &mut Fusion, op: Op, name: Option<&str>) -> Result<ValueId, CodegenEr
 }
 
 fn literal(g: &mut Fusion, lit: Literal) -> ValueId {
-    push(
-        g,
-        Value {
-            name: String::new(),
-            dtype: lit.natural_dtype(),
-            shape: None,
-            def: ValueDef::Literal,
-            constant: Some(lit),
-        },
-    )
+    let mut b = FusionBuilder::extend(std::mem::take(g));
+    let v = b.literal(lit);
+    *g = b.finish();
+    v
 }
 
 /// The equivalent ops of a wanted `op` (operands already mapped into `g`).

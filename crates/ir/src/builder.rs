@@ -19,19 +19,7 @@ impl Default for FusionBuilder {
 
 impl FusionBuilder {
     pub fn new() -> Self {
-        FusionBuilder {
-            f: Fusion {
-                values: vec![],
-                nodes: vec![],
-                inputs: vec![],
-                outputs: vec![],
-                aliases: vec![],
-                output_layouts: vec![],
-                script: ScriptInfo::default(),
-                recipe: None,
-                input_facts: None,
-            },
-        }
+        FusionBuilder { f: Fusion::default() }
     }
 
     /// Continues building on an existing fusion (e.g. to add outputs that

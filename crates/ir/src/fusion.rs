@@ -57,7 +57,7 @@ pub struct OutputLayout {
 /// Version of the JSON form; bump when its meaning changes.
 pub const FUSION_JSON_VERSION: u32 = 1;
 
-#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize, Default)]
 pub struct Fusion {
     /// Every value, in the order the script created it.
     pub values: Vec<Value>,
