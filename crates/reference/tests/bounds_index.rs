@@ -170,7 +170,7 @@ fn gathers_move_the_bounds_and_accumulation_adds_the_rounding_of_each_addition()
 #[test]
 fn uniform_is_bit_exact_and_normal_is_bounded_by_its_transcendentals() {
     let mut fd = FusionBuilder::new();
-    let mut draw = |fd: &mut FusionBuilder, dist, a: f64, b: f64| {
+    let draw = |fd: &mut FusionBuilder, dist, a: f64, b: f64| {
         let (a, b) = (fd.literal(Literal::Float(a)), fd.literal(Literal::Float(b)));
         let (s, o) = (fd.literal(Literal::Int(42)), fd.literal(Literal::Int(4)));
         op1(
