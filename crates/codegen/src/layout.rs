@@ -11,7 +11,7 @@
 //! plan's output then says the buffer's strides for the logical shape.
 
 use crate::plan::Plan;
-use fusebench_ir::{infer, Fusion, Node, Op, TensorDecl, Value, ValueDef, ValueId};
+use fusebench_ir::{infer, Fusion, FusionBuilder, Op, TensorDecl};
 
 /// Per output, its stride order when it is not row-major (dims of extent 1
 /// aside, which do not move any element).
@@ -66,30 +66,20 @@ fn allocation(order: &[usize]) -> Vec<usize> {
 pub fn permuted(f: &Fusion, orders: &[Option<Vec<usize>>]) -> Fusion {
     let mut g = f.clone();
     g.output_layouts.clear();
+    let mut b = FusionBuilder::extend(g);
+    let mut moved = vec![];
     for (k, order) in orders.iter().enumerate() {
         let Some(order) = order else { continue };
         let out = f.outputs[k];
-        let v = f.value(out);
-        let shape = v.shape.as_ref().expect("ordered outputs are tensors");
-        let alloc = allocation(order);
-        let id = ValueId(g.values.len() as u32);
-        g.values.push(Value {
-            name: format!("{}_alloc", v.name),
-            dtype: v.dtype,
-            shape: Some(alloc.iter().map(|&d| shape[d]).collect()),
-            def: ValueDef::Node {
-                node: g.nodes.len(),
-                index: 0,
-            },
-            constant: None,
-        });
-        g.nodes.push(Node {
-            op: Op::Permute {
-                x: out,
-                dims: alloc.iter().map(|&d| d as i64).collect(),
-            },
-            outputs: vec![id],
-        });
+        let dims = allocation(order).iter().map(|&d| d as i64).collect();
+        let name = format!("{}_alloc", f.value(out).name);
+        let id = b
+            .op(Op::Permute { x: out, dims }, &[&name])
+            .expect("an output's stride order is a permutation of its dims (checked at parse)");
+        moved.push((k, id[0]));
+    }
+    let mut g = b.finish();
+    for (k, id) in moved {
         g.outputs[k] = id;
     }
     g
