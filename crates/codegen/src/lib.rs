@@ -29,6 +29,7 @@ pub mod rewrite;
 pub mod rowwise;
 pub mod scan;
 pub mod segment;
+pub mod transpose;
 pub mod view;
 
 pub use error::CodegenError;

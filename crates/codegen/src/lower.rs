@@ -64,6 +64,10 @@ pub struct Lowerer<'f> {
     /// Non-uniform branches enclosing the current code (no wide loads there).
     scopes_block_vectors: usize,
     pub idx_type: &'static str,
+    /// When set, every global load is recorded here: (buffer value, index,
+    /// scope depth). transpose.rs probes a lowering with it to find which
+    /// inputs are read across the output's innermost dim.
+    pub loads: Option<Vec<(ValueId, Vec<Ix>, usize)>>,
 }
 
 fn unsupported(m: String) -> CodegenError {
@@ -88,6 +92,7 @@ impl<'f> Lowerer<'f> {
             hoist_at: None,
             scopes_block_vectors: 0,
             idx_type,
+            loads: None,
         }
     }
 
@@ -275,6 +280,10 @@ impl<'f> Lowerer<'f> {
     }
 
     fn load(&mut self, v: ValueId, b: &Buffer, idx: &[Ix]) -> String {
+        let depth = self.scopes.len();
+        if let Some(l) = &mut self.loads {
+            l.push((v, idx.to_vec(), depth));
+        }
         let off = Self::offset(b, idx);
         if let Some(l) = self.lanes.clone() {
             if self.scopes_block_vectors == 0

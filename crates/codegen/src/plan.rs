@@ -22,6 +22,9 @@ pub enum Schedule {
     GridPartial,
     /// Inclusive scans: a thread per line along the scanned dim.
     Scan,
+    /// Elementwise with inputs read across the output's innermost dim,
+    /// staged through shared-memory tiles (transpose.rs).
+    Transpose,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]

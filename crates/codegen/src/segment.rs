@@ -520,8 +520,12 @@ fn try_plan(
     for &gi in &pointwise_groups {
         let (shape, outs) = &groups[gi];
         build_specials(&mut cx, &mut kernels, outs.iter().map(|o| o.0).collect())?;
-        kernels
-            .push(pointwise::build(&cx, &format!("fb_p{gi}"), shape, outs).map_err(|e| (e, None))?);
+        let k = if crate::transpose::fits(&cx, shape, outs).is_ok() {
+            crate::transpose::build(&cx, &format!("fb_t{gi}"), shape, outs)
+        } else {
+            pointwise::build(&cx, &format!("fb_p{gi}"), shape, outs)
+        };
+        kernels.push(k.map_err(|e| (e, None))?);
     }
     let mut source = String::from(include_str!("prelude.cu"));
     for (src, _) in &kernels {
