@@ -283,7 +283,17 @@ pub fn build(
         lw.line(&format!("const {it} lb = {lb};"));
         lw.line(&format!("const {it} {} = tile_a * {tile} + la;", dvar(a)));
         lw.line(&format!("const {it} {} = tile_b * {tile} + lb;", dvar(b)));
-        lw.open(&format!("if ({} < {ea} && {} < {eb}) {{", dvar(a), dvar(b)));
+        // Only dims whose extent is not a multiple of the tile have edge tiles.
+        let conds: Vec<String> = [(a, ea), (b, eb)]
+            .iter()
+            .filter(|(_, e)| e % tile != 0)
+            .map(|&(k, e)| format!("{} < {e}", dvar(k)))
+            .collect();
+        if conds.is_empty() {
+            lw.open("{");
+        } else {
+            lw.open(&format!("if ({}) {{", conds.join(" && ")));
+        }
     };
     // Phase 1: fill the tiles, each walked along its consecutive dim.
     for along_b in [true, false] {

@@ -72,6 +72,9 @@ fn large_bf16_tiles_are_64_wide_and_keep_the_register_type() {
     // ceil(1000 / 64) * (8192 / 64) = 16 * 128 blocks of 64 x 4 threads.
     assert_eq!((k.grid, k.block), ([16 * 128, 1, 1], [64, 4, 1]));
     assert!(p.source.contains("__shared__ float tile0[64][65];"), "{}", p.source);
+    // 8192 rows fill whole tiles: only the 1000 columns are predicated.
+    assert!(p.source.contains("if (d1 < 1000) {"), "{}", p.source);
+    assert!(!p.source.contains("d0 < 8192"));
 }
 
 #[test]
