@@ -75,6 +75,20 @@ fn large_bf16_tiles_are_64_wide_and_keep_the_register_type() {
     // 8192 rows fill whole tiles: only the 1000 columns are predicated.
     assert!(p.source.contains("if (d1 < 1000) {"), "{}", p.source);
     assert!(!p.source.contains("d0 < 8192"));
+    // Phase 1 loads bf16 pairs as one 4-byte word.
+    assert!(
+        p.source.contains("__ldg(reinterpret_cast<const unsigned int*>(&in0[(db + (d1 * 8192))]))"),
+        "{}",
+        p.source
+    );
+}
+
+#[test]
+fn small_grids_take_32_wide_tiles() {
+    // 256 x 1000 in 64-wide tiles is 64 blocks, under two per multiprocessor.
+    let p = plan_of(&neg(&[256, 1000], "BFloat16", Some("[0, 1]")));
+    let k = &p.kernels[0];
+    assert_eq!((k.grid, k.block), ([32 * 8, 1, 1], [32, 8, 1]));
 }
 
 #[test]
