@@ -77,7 +77,8 @@ def build(fusion_json):
             elif k == "unary":
                 x = val(o["x"])
                 name = o["kind"].lower()
-                f = {"neg": torch.neg, "not": torch.logical_not, "relu": torch.relu}.get(name) or getattr(torch, name)
+                f = {"neg": torch.neg, "not": torch.logical_not, "relu": torch.relu,
+                     "silu": torch.nn.functional.silu}.get(name) or getattr(torch, name)
                 if isinstance(x, torch.Tensor):
                     r = f(x.to(dt) if x.is_floating_point() and dt.is_floating_point else x)
                 else:
