@@ -110,3 +110,37 @@ fn the_golden_stride_order_case_gets_the_strides_nvfuser_returned() {
     assert_eq!(p.outputs[0].shape, vec![3, 5, 7]);
     assert_eq!(p.outputs[0].strides, Some(vec![1, 3, 15]));
 }
+
+#[test]
+fn a_slice_reshape_permute_of_an_input_is_a_view_with_no_kernel() {
+    // The V part of a fused qkv [2, 5, 3*2*4]: slice the last 8 columns,
+    // split them into 2 heads of 4, move heads before tokens.
+    let f = script("    tv0 = fd.define_tensor(shape=[2, 5, 24], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)\n    tv1 = fd.ops.slice(tv0, start_indices=[0, 0, 16], end_indices=[2, 5, 24], strides=[1, 1, 1])\n    tv2 = fd.ops.reshape(tv1, new_shape=[2, 5, 2, 4])\n    tv3 = fd.ops.permute(tv2, dims=[0, 2, 1, 3])\n    tv4 = fd.ops.slice(tv0, start_indices=[0, 1, 0], end_indices=[2, 5, 24], strides=[1, 2, 3])\n    fd.add_output(tv3)\n    fd.add_output(tv4)\n");
+    let p = plan(&f, &[None], Device::default()).unwrap();
+    assert!(p.kernels.is_empty(), "{}", p.source);
+    // Strides by hand: [120, 24, 1] -> slice at 16 -> split 8 into 2 x 4
+    // -> [120, 24, 4, 1] -> permute -> [120, 4, 24, 1].
+    match &p.outputs[0].source {
+        OutputSource::InputView {
+            input,
+            strides,
+            offset,
+        } => assert_eq!((*input, strides.clone(), *offset), (0, vec![120, 4, 24, 1], 16)),
+        s => panic!("{s:?}"),
+    }
+    // Steps 2 and 3 from row 1: offset 24, strides [120, 48, 3].
+    match &p.outputs[1].source {
+        OutputSource::InputView { strides, offset, .. } => {
+            assert_eq!((strides.clone(), *offset), (vec![120, 48, 3], 24))
+        }
+        s => panic!("{s:?}"),
+    }
+    // Through a strided input (a slice at column 2 of rows of 30), the offsets add.
+    let p = plan(&f, &[Some((vec![150, 30, 1], 2))], Device::default()).unwrap();
+    match &p.outputs[0].source {
+        OutputSource::InputView { strides, offset, .. } => {
+            assert_eq!((strides.clone(), *offset), (vec![150, 4, 30, 1], 18))
+        }
+        s => panic!("{s:?}"),
+    }
+}
