@@ -9,6 +9,7 @@
 pub mod alias;
 pub mod alias_write;
 pub mod complex;
+pub mod epilogue;
 pub mod ctype;
 pub mod error;
 pub mod grid;

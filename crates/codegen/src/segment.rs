@@ -354,10 +354,24 @@ fn try_plan(
     }
     for &r in &standalone {
         let red = &all_reds[r];
-        build_specials(&mut cx, &mut kernels, vec![red.x])?;
+        // Pointwise groups that read only this reduction, one element per
+        // result in order, are written by its last kernel.
+        let mut epilogue: Vec<(ValueId, usize)> = Vec::new();
+        pointwise_groups.retain(|&gi| {
+            let outs = &groups[gi].1;
+            let fits = closure(f, outs.iter().map(|o| o.0), all_reds) == [r]
+                && outs.iter().all(|o| crate::epilogue::fits(f, red, o.0));
+            if fits {
+                epilogue.extend(outs.iter().copied());
+            }
+            !fits
+        });
+        let roots = std::iter::once(red.x).chain(epilogue.iter().map(|o| o.0));
+        build_specials(&mut cx, &mut kernels, roots.collect())?;
         let name = format!("fb_r{}", red.node);
         if crate::grid::wanted(f, red, dev.sm_count) {
-            crate::grid::build(&mut cx, &name, red, &mut kernels).map_err(|e| (e, None))?;
+            crate::grid::build(&mut cx, &name, red, &epilogue, &mut kernels)
+                .map_err(|e| (e, None))?;
         } else if red.is_inner(f) {
             let xs = f.value(red.x).shape.clone().unwrap();
             let k = red.dims.len();
@@ -370,6 +384,8 @@ fn try_plan(
                 let t = cx.add_temp(val.dtype, val.numel(), format!("{} (stored)", val.name));
                 per_row.push((o, RowTarget::Temp(t)));
             }
+            let stored_rows = per_row.len();
+            per_row.extend(epilogue.iter().map(|&(v, p)| (v, RowTarget::Output(p))));
             let spec = persistent::Spec {
                 rows_shape: &xs[..xs.len() - k],
                 inner_shape: &xs[xs.len() - k..],
@@ -378,7 +394,7 @@ fn try_plan(
                 per_row: &per_row,
             };
             kernels.push(persistent::build(&cx, &name, &spec).map_err(|e| (e, None))?);
-            for (o, t) in per_row {
+            for (o, t) in per_row.into_iter().take(stored_rows) {
                 let RowTarget::Temp(t) = t else {
                     unreachable!()
                 };
@@ -393,7 +409,7 @@ fn try_plan(
                 );
             }
         } else {
-            outer::build(&mut cx, &name, red, &mut kernels).map_err(|e| (e, None))?;
+            outer::build(&mut cx, &name, red, &epilogue, &mut kernels).map_err(|e| (e, None))?;
         }
     }
     for rw in &rowwise {
