@@ -19,6 +19,7 @@ pub mod ix;
 pub mod kernel;
 pub mod layout;
 pub mod lower;
+pub mod memory;
 pub mod outer;
 pub mod passes;
 pub mod persistent;

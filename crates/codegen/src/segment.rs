@@ -46,14 +46,15 @@ pub fn plan(
     layouts: &[Option<(Vec<i64>, i64)>],
     dev: Device,
 ) -> Result<Plan, CodegenError> {
+    // Outputs with a stride order (declared, or inferred from the inputs'
+    // as nvFuser does, on the fusion as written) are planned as the permute
+    // that lists their dims outermost first, written row-major: that buffer
+    // is the output in its own layout (crate::layout).
+    let orders = crate::layout::orders(f);
     // Complex sums and integer statistics become ops the kernels run.
     let rewritten = crate::rewrite::apply(f)?;
     let f: &Fusion = &rewritten;
     crate::refuse::check(f)?;
-    // Outputs with a stride order are planned as the permute that lists
-    // their dims outermost first, written row-major: that buffer is the
-    // output in its own layout (crate::layout).
-    let orders = crate::layout::orders(f);
     let mut p = if orders.iter().any(Option::is_some) {
         let g = crate::layout::permuted(f, &orders);
         let own: Vec<bool> = orders.iter().map(Option::is_some).collect();
@@ -158,6 +159,7 @@ fn try_plan(
             && deps.iter().all(|&r| {
                 let red = &all_reds[r];
                 red.is_inner(f)
+                    && crate::memory::reduces_fastest(f, layouts, red) != Some(false)
                     && !crate::grid::wanted(f, red, dev.sm_count)
                     && f.value(red.x).shape.as_ref() == Some(shape)
                     && red.dims.len() == all_reds[deps[0]].dims.len()
@@ -256,6 +258,7 @@ fn try_plan(
         let leading = red.dims.iter().enumerate().all(|(i, &d)| i == d);
         if red.is_inner(f)
             || crate::grid::wanted(f, red, dev.sm_count)
+            || crate::memory::reduces_fastest(f, layouts, red) == Some(true)
             || !matches!(red.kind, crate::reduction::Kind::Plain(_))
             || !leading
             || k0 == xs.len()
@@ -369,10 +372,14 @@ fn try_plan(
         let roots = std::iter::once(red.x).chain(epilogue.iter().map(|o| o.0));
         build_specials(&mut cx, &mut kernels, roots.collect())?;
         let name = format!("fb_r{}", red.node);
-        if crate::grid::wanted(f, red, dev.sm_count) {
+        // Coalesced loads run along the dim fastest in memory: a reduction
+        // of it takes a block per result (grid, persistent), one of another
+        // dim a thread per result (outer).
+        let fastest = crate::memory::reduces_fastest(f, layouts, red);
+        if crate::grid::wanted(f, red, dev.sm_count) || !red.is_inner(f) && fastest == Some(true) {
             crate::grid::build(&mut cx, &name, red, &epilogue, &mut kernels)
                 .map_err(|e| (e, None))?;
-        } else if red.is_inner(f) {
+        } else if red.is_inner(f) && fastest != Some(false) {
             let xs = f.value(red.x).shape.clone().unwrap();
             let k = red.dims.len();
             let mut per_row = Vec::new();

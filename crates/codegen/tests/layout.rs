@@ -144,3 +144,43 @@ fn a_slice_reshape_permute_of_an_input_is_a_view_with_no_kernel() {
         s => panic!("{s:?}"),
     }
 }
+
+fn strides_of(body: &str) -> Vec<Option<Vec<i64>>> {
+    let f = script(body);
+    plan(&f, &vec![None; f.inputs.len()], Device::default())
+        .unwrap()
+        .outputs
+        .iter()
+        .map(|o| o.strides.clone())
+        .collect()
+}
+
+const COLMAJOR: &str = "    x = fd.define_tensor(shape=[6, 40], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[0, 1])\n";
+
+#[test]
+fn outputs_take_the_layout_of_their_widest_input_as_nvfuser_infers_it() {
+    // csrc/preseg_passes/allocation_order_inference.cpp: a GELU-like chain
+    // of a column-major matrix is column-major, also beside a broadcast bias.
+    let body = format!("{COLMAJOR}    b = fd.define_tensor(shape=[40], contiguity=[True], dtype=DataType.Float, is_cpu=False)\n    y = fd.ops.tanh(x)\n    bb = fd.ops.broadcast_in_dim(b, shape=[6, 40], broadcast_dims=[1])\n    z = fd.ops.add(y, bb)\n    fd.add_output(z)\n");
+    assert_eq!(strides_of(&body), [Some(vec![1, 6])]);
+    // A row-major input of the same rank makes it ambiguous: row-major.
+    let body = format!("{COLMAJOR}    w = fd.define_tensor(shape=[6, 40], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)\n    z = fd.ops.add(x, w)\n    fd.add_output(z)\n");
+    assert_eq!(strides_of(&body), [None]);
+    // Through a permute, the dims follow: the output [40, 6] is row-major in
+    // memory order, so dense.
+    let body = format!("{COLMAJOR}    y = fd.ops.exp(x)\n    z = fd.ops.permute(y, dims=[1, 0])\n    fd.add_output(z)\n");
+    assert_eq!(strides_of(&body), [None]);
+    // A 3-d input with stride order [0, 2, 1] (dim 1 outermost, then 2, then
+    // 0) gives a keepdim sum over dim 2 the order of its remaining dims:
+    // dim 0 innermost, then dim 1; the reduced dim of extent 1 anywhere.
+    let body = "    x = fd.define_tensor(shape=[4, 5, 6], contiguity=[True, True, True], dtype=DataType.Float, is_cpu=False, stride_order=[0, 2, 1])\n    y = fd.ops.sum(x, dims=[2], keepdim=True)\n    z = fd.ops.neg(x)\n    fd.add_output(y)\n    fd.add_output(z)\n";
+    let s = strides_of(body);
+    assert_eq!(s[0].as_ref().map(|s| (s[0], s[1])), Some((1, 4)));
+    assert_eq!(s[1], Some(vec![1, 24, 4]));
+    // Views of the input stay views; explicit orders win.
+    let body = format!("{COLMAJOR}    z = fd.ops.permute(x, dims=[1, 0])\n    y = fd.ops.neg(x)\n    fd.add_output(z)\n    fd.add_output(y, stride_order=[1, 0])\n");
+    let f = script(&body);
+    let p = plan(&f, &[None], Device::default()).unwrap();
+    assert!(matches!(p.outputs[0].source, OutputSource::InputView { .. }));
+    assert_eq!(p.outputs[1].strides, None);
+}
