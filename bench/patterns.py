@@ -22,7 +22,8 @@ Grids (--grid):
                            (768 1000 2048 3072 3200 4096 5120 8192 11008 16384);
               layouts:     every other layout, bf16, 2048 rows, row lengths 1000, 4096 and 16384;
               row counts:  every pattern in its first layout, bf16, 1, 8, 256 and 32768 rows, 4096 long;
-              dtypes:      every pattern in its first layout, f16 and f32, 2048 x 4096
+              dtypes:      every pattern in its first layout, f16 and f32, 2048 x 4096;
+              vocabulary:  cross_entropy at 2048 x 32064 and 2048 x 128256, softmax at 2048 x 32064 (bf16)
     full    the whole product: patterns x layouts x 14 row lengths x 5 row counts x 3 dtypes
 
     python3 bench/patterns.py DIR                 # the sweep
@@ -38,6 +39,7 @@ COLS = [768, 1000, 1536, 2048, 2560, 3072, 3200, 4096, 5120, 6144, 8192, 11008, 
 ROWS = [1, 8, 256, 2048, 32768]
 SWEEP_COLS = [768, 1000, 2048, 3072, 3200, 4096, 5120, 8192, 11008, 16384]  # the sweep's row lengths
 LAYOUTS = ["rowmajor", "colmajor", "sliced", "broadcast"]
+VOCAB_COLS = {"cross_entropy": [32064, 128256], "softmax": [32064]}  # rows as long as a vocabulary, in the sweep
 VOCAB = 32064  # embedding table rows (phi-3's vocabulary, one of nvFuser's embedding configs)
 DROPOUT_P = 0.1
 
@@ -429,6 +431,8 @@ def grid(kind, names, dtypes):
                 add(n, "bf16", r, 4096, lays[0])
             for dt in ["f16", "f32"]:
                 add(n, dt, 2048, 4096, lays[0])
+            for c in VOCAB_COLS.get(n, []):
+                add(n, "bf16", 2048, c, lays[0])
     return out
 
 
