@@ -10,7 +10,7 @@ Layouts of the [rows, cols] inputs (define_tensor's contiguity and stride_order 
 strides of the torch input, as nvFuser's computeTensorDescriptor does):
     rowmajor   contiguous
     colmajor   column-major (the transpose of a contiguous [cols, rows])
-    sliced     the first half of the rows of a [rows, 2 * cols] tensor: row stride 2 * cols, contiguity [False, True]
+    sliced     the first half of each row of a [rows, 2 * cols] tensor: row stride 2 * cols, contiguity [False, True]
     broadcast  the first such input is one row expanded over the rows (stride 0, contiguity [None, True])
 For transpose, rowmajor permutes the input and writes [cols, rows] row-major; colmajor writes the
 column-major input out row-major (no permute: the copy changes the layout).
@@ -33,6 +33,7 @@ Grids (--grid):
 
 import argparse
 import os
+import sys
 
 DTYPES = {"bf16": ("BFloat16", "torch.bfloat16"), "f16": ("Half", "torch.float16"), "f32": ("Float", "torch.float32")}
 COLS = [768, 1000, 1536, 2048, 2560, 3072, 3200, 4096, 5120, 6144, 8192, 11008, 14336, 16384]
@@ -330,6 +331,7 @@ def rope(f, r, c):
 
 
 def rope_fits(c):
+    """the row length must be a whole number of 64- or 128-wide heads"""
     return c % 64 == 0
 
 
@@ -386,7 +388,7 @@ PATTERNS = {
     "sum_outer": (reduction([0]), RED),
     "sum_all": (reduction([0, 1]), ["rowmajor", "colmajor"]),
 }
-FITS = {"rope": rope_fits}
+FITS = {"rope": rope_fits}  # patterns that take only some row lengths (left out elsewhere, said on stderr)
 
 
 def script(name, dt, r, c, layout, vocab=VOCAB):
@@ -442,8 +444,9 @@ def main():
     p.add_argument("--grid", choices=["small", "sweep", "full"], default="sweep", help="which grid (see the module doc)")
     p.add_argument("--small", action="store_true", help="the same as --grid small")
     p.add_argument("--only", help="patterns, comma-separated (default: all)")
-    p.add_argument("--cols", help="row lengths, comma-separated (with --rows: their product replaces the grid)")
-    p.add_argument("--rows", help="row counts, comma-separated")
+    p.add_argument("--cols", help="row lengths, comma-separated: with --rows, or alone (then the grid's row counts), "
+                   "their product over the patterns, their layouts and the dtypes replaces the grid")
+    p.add_argument("--rows", help="row counts, comma-separated (alone: with the grid's row lengths)")
     p.add_argument("--dtypes", help="of bf16,f16,f32")
     p.add_argument("--layouts", help=f"of {','.join(LAYOUTS)} (default: each pattern's own)")
     a = p.parse_args()
@@ -467,6 +470,10 @@ def main():
         rows = ints(a.rows) if a.rows else sorted({r for _, _, r, _, _ in cases})
         cases = [(n, dt, r, c, lay) for n in names for lay in PATTERNS[n][1] for dt in dtypes
                  for r in rows for c in cols if FITS.get(n, lambda c: True)(c)]
+        for n in names:
+            left = [c for c in cols if not FITS.get(n, lambda c: True)(c)]
+            if left:
+                print(f"{n}: row lengths {left} left out ({FITS[n].__doc__})", file=sys.stderr)
     if layouts:
         cases = [x for x in cases if x[4] in layouts]
     vocab = 97 if kind == "small" else VOCAB
