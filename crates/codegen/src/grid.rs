@@ -29,6 +29,11 @@ pub fn wanted(f: &Fusion, r: &Reduction, sm_count: u32) -> bool {
     results < (sm_count as usize / 2).max(1) && r.count(f) >= MIN_COUNT
 }
 
+/// Whether `r`'s results fit the grid's y extent (one row of blocks each).
+pub fn fits_results(f: &Fusion, r: &Reduction) -> bool {
+    f.value(r.outputs[0]).numel() <= 65535
+}
+
 /// Appends the kernels that compute `r` and records where its outputs are stored.
 pub fn build(
     cx: &mut Context,

@@ -259,6 +259,7 @@ fn try_plan(
         if red.is_inner(f)
             || crate::grid::wanted(f, red, dev.sm_count)
             || crate::memory::reduces_fastest(f, layouts, red) == Some(true)
+                && crate::grid::fits_results(f, red)
             || !matches!(red.kind, crate::reduction::Kind::Plain(_))
             || !leading
             || k0 == xs.len()
@@ -376,7 +377,9 @@ fn try_plan(
         // of it takes a block per result (grid, persistent), one of another
         // dim a thread per result (outer).
         let fastest = crate::memory::reduces_fastest(f, layouts, red);
-        if crate::grid::wanted(f, red, dev.sm_count) || !red.is_inner(f) && fastest == Some(true) {
+        if crate::grid::wanted(f, red, dev.sm_count)
+            || !red.is_inner(f) && fastest == Some(true) && crate::grid::fits_results(f, red)
+        {
             crate::grid::build(&mut cx, &name, red, &epilogue, &mut kernels)
                 .map_err(|e| (e, None))?;
         } else if red.is_inner(f) && fastest != Some(false) {
