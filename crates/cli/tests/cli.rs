@@ -150,6 +150,32 @@ fn emit_plans_without_a_gpu() {
 }
 
 #[test]
+fn emit_says_each_kernels_schedule_and_why() {
+    let o = fusebench(&["emit", "examples/seed_rmsnorm_legacy.py"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("schedule: rowwise — row of 4096 bfloat16 = 512 vectors of 8 fits one block of 512 threads; 4096 rows"),
+        "{t}"
+    );
+    // A column sum: grid and rowwise tried before the schedule that built it.
+    let o = fusebench(&["emit", "examples/005_Llama-3.2-1B_bw_nvFusion9.py"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert_eq!(
+        t.matches("      schedule: ").count(),
+        t.matches("grid [").count(),
+        "every kernel says its schedule: {t}"
+    );
+    let o = fusebench(&["emit", "--json", "examples/seed_rmsnorm_legacy.py"]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["kernels"][0]["choice"]["schedule"], "rowwise");
+    assert!(j["kernels"][0]["choice"]["reason"]
+        .as_str()
+        .is_some_and(|r| r.contains("512 threads")));
+}
+
+#[test]
 fn history_lists_stored_results_and_flags_regressions() {
     use fusebench_measure::{CachePolicy, Environment, Measurement, Method, Sample, Stop, Subject};
     let dir = std::env::temp_dir().join(format!("fusebench-history-{}", std::process::id()));
