@@ -199,8 +199,14 @@ pub fn build(
 ) -> Result<(), CodegenError> {
     let start = out.len();
     s.build(c, dev, cx, out)?;
-    for (_, k) in &mut out[start..] {
-        k.choice = Some(choice.clone());
+    let first = out.get(start).map(|(_, k)| k.name.clone());
+    for (i, (_, k)) in out[start..].iter_mut().enumerate() {
+        let mut choice = choice.clone();
+        if let (true, Some(first)) = (i > 0, &first) {
+            // A combine kernel: chosen with the kernel whose partials it folds.
+            choice.reason = format!("with {first}: {}", choice.reason);
+        }
+        k.choice = Some(choice);
     }
     Ok(())
 }

@@ -101,10 +101,10 @@ impl Schedule for Rowwise {
                 shape_reason(c, r.rows(), r.cols(), c.row_width(r.last()), whole, dev)
             }
             Work::Stored { red, before_rows } => {
+                let (rows, inner) = row_sums(c.f, &c.reds[*red], dev)?;
                 if *before_rows {
                     return Err("read by another stored reduction, so computed on its own before the row kernels".into());
                 }
-                let (rows, inner) = row_sums(c.f, &c.reds[*red], dev)?;
                 let cols: usize = inner.iter().product();
                 let w = c.row_width(*inner.last().unwrap_or(&1));
                 shape_reason(c, rows.iter().product(), cols, w, false, dev)
