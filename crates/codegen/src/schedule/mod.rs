@@ -42,7 +42,9 @@ pub trait Schedule: Sync {
     /// not listed among a kernel's rejected schedules.
     fn takes(&self, work: &Work) -> bool;
     /// Ok(why it fits) or Err(why not), both with the numbers that decided.
-    /// `cx` holds the inputs' layouts and what earlier kernels stored.
+    /// `cx` holds the inputs' layouts; `Rows` and `Stored` work is chosen
+    /// while grouping (nothing stored yet), `Elementwise` work just before it
+    /// is built (every stored result it reads is in `cx.stored`).
     fn fits(&self, c: &Candidate, cx: &Context, dev: &Device) -> Result<Reason, Reason>;
     /// Appends the candidate's kernels (in launch order) to `out`.
     fn build(
