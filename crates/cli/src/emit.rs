@@ -84,9 +84,25 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     o.shape, o.dtype
                 )
             }
-            other => println!(
-                "  output {i} ({name}) {:?} {}: {:?}",
-                o.shape, o.dtype, other
+            fusebench_codegen::OutputSource::InputView {
+                input,
+                strides,
+                offset,
+            } => println!(
+                "  output {i} ({name}) {:?} {}: a view of input {input} ({}) at strides {strides:?}, offset {offset}: no kernel",
+                o.shape,
+                o.dtype,
+                f.value(f.inputs[*input]).name
+            ),
+            fusebench_codegen::OutputSource::OutputView {
+                output,
+                strides,
+                offset,
+            } => println!(
+                "  output {i} ({name}) {:?} {}: a view of output {output} ({}) at strides {strides:?}, offset {offset}: no kernel",
+                o.shape,
+                o.dtype,
+                f.value(f.outputs[*output]).name
             ),
         }
     }

@@ -34,6 +34,7 @@ pub fn build(
     cx: &mut Context,
     name: &str,
     r: &Reduction,
+    epilogue: &[(ValueId, usize)],
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
     let f = cx.f;
@@ -129,7 +130,8 @@ pub fn build(
                 ),
             },
         ));
-        outer::combine(cx, name, r, pass, partial, splits, out);
+        let last = pass + 1 == r.passes();
+        outer::combine(cx, name, r, pass, partial, splits, if last { epilogue } else { &[] }, out)?;
     }
     Ok(())
 }

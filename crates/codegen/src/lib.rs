@@ -11,6 +11,7 @@
 pub mod alias;
 pub mod alias_write;
 pub mod complex;
+pub mod epilogue;
 pub mod ctype;
 pub mod device;
 pub mod error;
@@ -22,6 +23,7 @@ pub mod kernel;
 pub mod launch;
 pub mod layout;
 pub mod lower;
+pub mod memory;
 pub mod outer;
 pub mod passes;
 pub mod persistent;

@@ -20,14 +20,15 @@ pub fn plan(
     layouts: &[Option<(Vec<i64>, i64)>],
     dev: Device,
 ) -> Result<Plan, CodegenError> {
+    // Outputs with a stride order (declared, or inferred from the inputs'
+    // as nvFuser does, on the fusion as written) are planned as the permute
+    // that lists their dims outermost first, written row-major: that buffer
+    // is the output in its own layout (crate::layout).
+    let orders = crate::layout::orders(f);
     // Complex sums and integer statistics become ops the kernels run.
     let rewritten = crate::rewrite::apply(f)?;
     let f: &Fusion = &rewritten;
     crate::refuse::check(f)?;
-    // Outputs with a stride order are planned as the permute that lists
-    // their dims outermost first, written row-major: that buffer is the
-    // output in its own layout (crate::layout).
-    let orders = crate::layout::orders(f);
     let mut p = if orders.iter().any(Option::is_some) {
         let g = crate::layout::permuted(f, &orders);
         let own: Vec<bool> = orders.iter().map(Option::is_some).collect();
@@ -132,6 +133,7 @@ fn try_plan(
             && deps.iter().all(|&r| {
                 let red = &all_reds[r];
                 red.is_inner(f)
+                    && crate::memory::reduces_fastest(f, layouts, red) != Some(false)
                     && !crate::grid::wanted(f, red, dev.sm_count)
                     && f.value(red.x).shape.as_ref() == Some(shape)
                     && red.dims.len() == all_reds[deps[0]].dims.len()
@@ -220,7 +222,7 @@ fn try_plan(
     let mut standalone: BTreeMap<usize, Unit> = BTreeMap::new();
     for &r in &store {
         let red = &all_reds[r];
-        if let Ok((rs, is)) = schedule::row_sums(f, red, &dev) {
+        if let Ok((rs, is)) = schedule::row_sums(f, layouts, red, &dev) {
             let key = (
                 rs.iter().product(),
                 is.iter().product(),
@@ -234,9 +236,10 @@ fn try_plan(
         let work = Work::Stored {
             red: r,
             before_rows: false,
+            epilogue: vec![],
         };
         let u = Unit::chosen(cand(format!("fb_r{}", red.node), work), &cx, &dev)?;
-        let sums = schedule::row_sums(f, red, &dev).ok();
+        let sums = schedule::row_sums(f, layouts, red, &dev).ok();
         match sums {
             Some((rows_shape, inner_shape)) if u.schedule.carries_row_sums() => {
                 let (rows, cols) = (rows_shape.iter().product(), inner_shape.iter().product());
@@ -293,6 +296,7 @@ fn try_plan(
             let work = Work::Stored {
                 red: r,
                 before_rows: true,
+                epilogue: vec![],
             };
             let name = format!("fb_r{}", all_reds[r].node);
             standalone.insert(r, Unit::chosen(cand(name, work), &cx, &dev)?);
@@ -348,8 +352,25 @@ fn try_plan(
     }
     // Then stored reductions, row kernels (those with partials of sums over
     // rows first) and elementwise kernels: the order temporaries are numbered in.
-    for (&r, u) in &standalone {
-        build_specials(&mut cx, &mut kernels, vec![all_reds[r].x])?;
+    for (&r, u) in standalone.iter_mut() {
+        let red = &all_reds[r];
+        // Pointwise groups that read only this reduction, one element per
+        // result in order, are written by its last kernel.
+        let mut epilogue: Vec<(ValueId, usize)> = Vec::new();
+        pointwise_groups.retain(|&gi| {
+            let outs = &groups[gi].1;
+            let fits = closure(f, outs.iter().map(|o| o.0), all_reds) == [r]
+                && outs.iter().all(|o| crate::epilogue::fits(f, red, o.0));
+            if fits {
+                epilogue.extend(outs.iter().copied());
+            }
+            !fits
+        });
+        let roots = std::iter::once(red.x).chain(epilogue.iter().map(|o| o.0));
+        build_specials(&mut cx, &mut kernels, roots.collect())?;
+        if let Work::Stored { epilogue: e, .. } = &mut u.c.work {
+            *e = epilogue;
+        }
         u.build(&dev, &mut cx, &mut kernels)
             .map_err(|e| (e, None))?;
     }

@@ -114,6 +114,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
             Work::Stored {
                 red: 0,
                 before_rows: false,
+                epilogue: vec![],
             },
         ),
         (
@@ -122,6 +123,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
             Work::Stored {
                 red: 0,
                 before_rows: true,
+                epilogue: vec![],
             },
         ),
         (
@@ -130,6 +132,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
             Work::Stored {
                 red: 0,
                 before_rows: false,
+                epilogue: vec![],
             },
         ),
         (
@@ -138,6 +141,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
             Work::Stored {
                 red: 0,
                 before_rows: false,
+                epilogue: vec![],
             },
         ),
         (
@@ -253,9 +257,9 @@ fn sums_over_rows_grid_sums_and_pointwise_say_their_schedule() {
     assert!(s.iter().all(|s| s == "rowwise"), "{s:?}");
     // One result over a million elements: split over blocks.
     let p = planned(&sum(&[1 << 20], &[0]));
-    // (and the 0-dim output written from its stored result, pointwise).
+    // (the partials and their combine, which writes the output).
     let s: Vec<String> = chosen(&p).into_iter().map(|(_, s)| s).collect();
-    assert_eq!(s, ["grid", "grid", "pointwise"]);
+    assert_eq!(s, ["grid", "grid"]);
     // A row sum, stored: persistent, after grid and rowwise said why not.
     let p = planned(&sum(&[64, 1000], &[1]));
     let c = p.kernels[0].choice.as_ref().unwrap();

@@ -18,11 +18,19 @@ impl Schedule for Grid {
         matches!(work, Work::Stored { .. })
     }
 
-    fn fits(&self, c: &Candidate, _cx: &Context, dev: &Device) -> Result<Reason, Reason> {
-        let Work::Stored { red, .. } = &c.work else {
+    fn fits(&self, c: &Candidate, cx: &Context, dev: &Device) -> Result<Reason, Reason> {
+        let Work::Stored { red: i, .. } = &c.work else {
             return Err("not a stored reduction".into());
         };
-        let red = &c.reds[*red];
+        let red = &c.reds[*i];
+        if !red.is_inner(c.f) && c.reduces_fastest(cx, *i) == Some(true) {
+            let xs = c.f.value(red.x).shape.clone().unwrap_or_default();
+            return Ok(format!(
+                "reduces dims {:?} of {xs:?}, which hold the dim fastest in memory: blocks read each of the {} results' elements coalesced",
+                red.dims,
+                c.f.value(red.outputs[0]).numel()
+            ));
+        }
         let results = c.f.value(red.outputs[0]).numel();
         let each = red.count(c.f);
         let half = (dev.sm_count as usize / 2).max(1);
@@ -46,12 +54,12 @@ impl Schedule for Grid {
         cx: &mut Context,
         out: &mut Vec<(String, Kernel)>,
     ) -> Result<(), CodegenError> {
-        let Work::Stored { red, .. } = &c.work else {
+        let Work::Stored { red, epilogue, .. } = &c.work else {
             return Err(CodegenError::NoFit(format!(
                 "grid: {} is not a stored reduction",
                 c.name
             )));
         };
-        crate::grid::build(cx, &c.name, &c.reds[*red], out)
+        crate::grid::build(cx, &c.name, &c.reds[*red], epilogue, out)
     }
 }

@@ -82,6 +82,9 @@ pub enum Work {
         /// Read by another stored reduction, whose kernel runs before any
         /// row kernel: it must be computed on its own, first.
         before_rows: bool,
+        /// Outputs computed from this reduction's results alone, one element
+        /// per result in order (`crate::epilogue`): written by its last kernel.
+        epilogue: Vec<(ValueId, usize)>,
     },
     /// Outputs of one shape, each element computed from inputs alone (or
     /// stored reductions).
@@ -122,6 +125,12 @@ impl Rows {
 }
 
 impl Candidate<'_> {
+    /// Whether the reduction's reduced dims hold the dim fastest in memory
+    /// (`crate::memory::reduces_fastest`), for the inputs' layouts in `cx`.
+    pub fn reduces_fastest(&self, cx: &Context, red: usize) -> Option<bool> {
+        crate::memory::reduces_fastest(self.f, &cx.layouts, &self.reds[red])
+    }
+
     /// Elements per thread for a row-wise kernel whose innermost extent is
     /// `last`: every tensor of the fusion takes part.
     pub fn row_width(&self, last: usize) -> usize {

@@ -18,13 +18,15 @@ impl Schedule for Outer {
         matches!(work, Work::Stored { .. })
     }
 
-    fn fits(&self, c: &Candidate, _cx: &Context, _dev: &Device) -> Result<Reason, Reason> {
-        let Work::Stored { red, .. } = &c.work else {
+    fn fits(&self, c: &Candidate, cx: &Context, _dev: &Device) -> Result<Reason, Reason> {
+        let Work::Stored { red: i, .. } = &c.work else {
             return Err("not a stored reduction".into());
         };
-        let red = &c.reds[*red];
+        let red = &c.reds[*i];
         let xs = c.f.value(red.x).shape.clone().unwrap_or_default();
-        if red.is_inner(c.f) {
+        // Logically inner but laid out with a kept dim fastest (column-major):
+        // a thread per result reads coalesced.
+        if red.is_inner(c.f) && c.reduces_fastest(cx, *i) != Some(false) {
             return Err(format!(
                 "reduces the innermost dims {:?} of {xs:?}: a thread per result would read across rows",
                 red.dims
@@ -45,12 +47,12 @@ impl Schedule for Outer {
         cx: &mut Context,
         out: &mut Vec<(String, Kernel)>,
     ) -> Result<(), CodegenError> {
-        let Work::Stored { red, .. } = &c.work else {
+        let Work::Stored { red, epilogue, .. } = &c.work else {
             return Err(CodegenError::NoFit(format!(
                 "outer: {} is not a stored reduction",
                 c.name
             )));
         };
-        crate::outer::build(cx, &c.name, &c.reds[*red], out)
+        crate::outer::build(cx, &c.name, &c.reds[*red], epilogue, out)
     }
 }

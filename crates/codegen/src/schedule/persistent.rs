@@ -22,7 +22,7 @@ impl Schedule for Persistent {
         matches!(work, Work::Rows(_) | Work::Stored { .. })
     }
 
-    fn fits(&self, c: &Candidate, _cx: &Context, _dev: &Device) -> Result<Reason, Reason> {
+    fn fits(&self, c: &Candidate, cx: &Context, _dev: &Device) -> Result<Reason, Reason> {
         match &c.work {
             Work::Rows(r) if !r.outer.is_empty() => {
                 Err("sums over all rows need per-block partials, which it does not keep".into())
@@ -34,10 +34,15 @@ impl Schedule for Persistent {
                 r.rows(),
                 r.cols()
             )),
-            Work::Stored { red, .. } => {
-                let red = &c.reds[*red];
+            Work::Stored { red: i, .. } => {
+                let red = &c.reds[*i];
                 let xs = c.f.value(red.x).shape.clone().unwrap_or_default();
-                if red.is_inner(c.f) {
+                if red.is_inner(c.f) && c.reduces_fastest(cx, *i) == Some(false) {
+                    Err(format!(
+                        "reduces the innermost dims {:?} of {xs:?}, but a kept dim is fastest in memory",
+                        red.dims
+                    ))
+                } else if red.is_inner(c.f) {
                     let k = red.dims.len();
                     let cols: usize = xs[xs.len() - k..].iter().product();
                     let rows: usize = xs[..xs.len() - k].iter().product();
@@ -80,7 +85,7 @@ impl Schedule for Persistent {
                 out.push(persistent::build(cx, &c.name, &spec)?);
                 Ok(())
             }
-            Work::Stored { red, .. } => stored(c, &c.reds[*red], cx, out),
+            Work::Stored { red, epilogue, .. } => stored(c, &c.reds[*red], epilogue, cx, out),
             Work::Elementwise { .. } => Err(CodegenError::NoFit(format!(
                 "persistent: {} has no reduction",
                 c.name
@@ -94,6 +99,7 @@ impl Schedule for Persistent {
 fn stored(
     c: &Candidate,
     red: &Reduction,
+    epilogue: &[(ValueId, usize)],
     cx: &mut Context,
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
@@ -109,6 +115,8 @@ fn stored(
         let t = cx.add_temp(val.dtype, val.numel(), format!("{} (stored)", val.name));
         per_row.push((o, RowTarget::Temp(t)));
     }
+    let stored_rows = per_row.len();
+    per_row.extend(epilogue.iter().map(|&(v, p)| (v, RowTarget::Output(p))));
     let spec = persistent::Spec {
         rows_shape: &xs[..xs.len() - k],
         inner_shape: &xs[xs.len() - k..],
@@ -117,7 +125,7 @@ fn stored(
         per_row: &per_row,
     };
     out.push(persistent::build(cx, &c.name, &spec)?);
-    for (o, t) in per_row {
+    for (o, t) in per_row.into_iter().take(stored_rows) {
         let RowTarget::Temp(t) = t else {
             unreachable!()
         };

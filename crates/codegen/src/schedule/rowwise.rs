@@ -18,6 +18,7 @@ pub struct Rowwise;
 /// kernel over the same rows x columns can carry; or why it is not one.
 pub fn row_sums(
     f: &Fusion,
+    layouts: &[Option<(Vec<i64>, i64)>],
     red: &Reduction,
     dev: &Device,
 ) -> Result<(Vec<usize>, Vec<usize>), Reason> {
@@ -31,6 +32,12 @@ pub fn row_sums(
     }
     if crate::grid::wanted(f, red, dev.sm_count) {
         return Err("few results over many elements each (a grid reduction)".into());
+    }
+    if crate::memory::reduces_fastest(f, layouts, red) == Some(true) {
+        return Err(format!(
+            "reduces dims {:?} of {xs:?}, which hold the dim fastest in memory: not rows",
+            red.dims
+        ));
     }
     if !matches!(red.kind, Kind::Plain(_)) {
         return Err("a mean-based statistic, not a plain sum over rows".into());
@@ -94,14 +101,16 @@ impl Schedule for Rowwise {
         matches!(work, Work::Rows(_) | Work::Stored { .. })
     }
 
-    fn fits(&self, c: &Candidate, _cx: &Context, dev: &Device) -> Result<Reason, Reason> {
+    fn fits(&self, c: &Candidate, cx: &Context, dev: &Device) -> Result<Reason, Reason> {
         match &c.work {
             Work::Rows(r) => {
                 let whole = !r.inner.is_empty() || !r.per_row.is_empty();
                 shape_reason(c, r.rows(), r.cols(), c.row_width(r.last()), whole, dev)
             }
-            Work::Stored { red, before_rows } => {
-                let (rows, inner) = row_sums(c.f, &c.reds[*red], dev)?;
+            Work::Stored {
+                red, before_rows, ..
+            } => {
+                let (rows, inner) = row_sums(c.f, &cx.layouts, &c.reds[*red], dev)?;
                 if *before_rows {
                     return Err("read by another stored reduction, so computed on its own before the row kernels".into());
                 }
@@ -123,8 +132,8 @@ impl Schedule for Rowwise {
         match &c.work {
             Work::Rows(r) => build_rows(c, r, dev, cx, out),
             Work::Stored { red, .. } => {
-                let (rows_shape, inner_shape) =
-                    row_sums(c.f, &c.reds[*red], dev).map_err(CodegenError::NoFit)?;
+                let (rows_shape, inner_shape) = row_sums(c.f, &cx.layouts, &c.reds[*red], dev)
+                    .map_err(CodegenError::NoFit)?;
                 let r = Rows {
                     rows_shape,
                     inner_shape,
