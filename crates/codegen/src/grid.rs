@@ -18,7 +18,7 @@ use fusebench_ir::{Fusion, ValueId};
 
 const BLOCK: u32 = 256;
 /// Shortest reduced extent worth more than one block per result.
-const MIN_COUNT: usize = 1 << 16;
+pub const MIN_COUNT: usize = 1 << 16;
 /// Elements each thread folds at least, so partials stay few.
 const PER_THREAD: usize = 16;
 
@@ -54,7 +54,7 @@ pub fn build(
     let acc = r.acc(f);
     // About four blocks per multiprocessor over all results, each folding
     // at least PER_THREAD elements per thread.
-    let want = (cx.sm_count as usize * 4).div_ceil(o).max(1);
+    let want = crate::launch::split_blocks(cx.sm_count).div_ceil(o).max(1);
     let splits = want.min(k.div_ceil(BLOCK as usize * PER_THREAD)).max(1);
     let chunk = k.div_ceil(splits);
     let splits = k.div_ceil(chunk).max(1);
@@ -128,6 +128,7 @@ pub fn build(
                 block: [BLOCK, 1, 1],
                 args: params.args,
                 code_hash: String::new(),
+                choice: None,
                 summary: format!(
                     "grid reduction of {} over {k} elements in {splits} chunks of {chunk}: {o} results",
                     f.value(r.x).name

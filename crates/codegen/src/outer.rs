@@ -33,7 +33,7 @@ pub fn build(
     let k: usize = red.iter().product();
     let acc = r.acc(f);
     let blocks_x = o.div_ceil(BLOCK as usize).max(1);
-    let want = (cx.sm_count as usize * 4).div_ceil(blocks_x);
+    let want = crate::launch::split_blocks(cx.sm_count).div_ceil(blocks_x);
     let splits = want.clamp(1, (k / 16).max(1));
     let chunk = k.div_ceil(splits).max(1);
     let splits = k.div_ceil(chunk).max(1);
@@ -111,6 +111,7 @@ pub fn build(
                 block: [BLOCK, 1, 1],
                 args: params.args,
                 code_hash: String::new(),
+                choice: None,
                 summary: format!(
                     "outer reduction of {} over {k} in {splits} splits: {o} results",
                     f.value(r.x).name
@@ -267,6 +268,7 @@ pub fn combine(
             block: [BLOCK, 1, 1],
             args: params.args,
             code_hash: String::new(),
+            choice: None,
             summary: format!(
                 "combines {splits} partials into the {what} of {}{}{}",
                 f.value(r.outputs[0]).name,
@@ -436,6 +438,7 @@ pub fn combine_many(
             block: [32, 32, 1],
             args: params.args,
             code_hash: String::new(),
+            choice: None,
             summary: format!(
                 "combines {splits} partials of {} over {cols} columns; writes [{}]",
                 names.join(", "),
