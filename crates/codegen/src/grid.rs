@@ -48,7 +48,11 @@ pub fn build(
         .filter(|d| !r.dims.contains(d))
         .map(|d| xs[d])
         .collect();
-    let red: Vec<usize> = r.dims.iter().map(|&d| xs[d]).collect();
+    // The reduced elements are walked in memory order (a sum does not
+    // depend on the order), so consecutive threads read consecutive
+    // addresses also when the input is column-major.
+    let walk = crate::memory::by_memory(f, &cx.layouts, r.x, &r.dims);
+    let red: Vec<usize> = walk.iter().map(|&d| xs[d]).collect();
     let o: usize = kept.iter().product::<usize>().max(1);
     let k = r.count(f);
     let acc = r.acc(f);
@@ -90,12 +94,11 @@ pub fn build(
         lw.open(&format!("for ({it} r = r0 + threadIdx.x; r < r1; r += {BLOCK}) {{"));
         let kept_idx = view::delinearize(Ix::var("o"), &kept);
         let red_idx = view::delinearize(Ix::var("r"), &red);
-        let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());
+        let mut ki = kept_idx.iter();
         let x_idx: Vec<Ix> = (0..xs.len())
-            .map(|d| {
-                if r.dims.contains(&d) { ri.next() } else { ki.next() }
-                    .unwrap()
-                    .clone()
+            .map(|d| match walk.iter().position(|&w| w == d) {
+                Some(k) => red_idx[k].clone(),
+                None => ki.next().unwrap().clone(),
             })
             .collect();
         let xv = lw.value_at(r.x, &x_idx)?;

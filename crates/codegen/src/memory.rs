@@ -46,3 +46,49 @@ pub fn reduces_fastest(
     }
     best.map(|(_, b)| b)
 }
+
+/// `dims` of `v` ordered slowest to fastest in memory, by the strides of the
+/// widest tensor input `v` is traced to; `dims` as given when none is.
+pub fn by_memory(
+    f: &Fusion,
+    layouts: &[Option<(Vec<i64>, i64)>],
+    v: fusebench_ir::ValueId,
+    dims: &[usize],
+) -> Vec<usize> {
+    let mut best: Option<(usize, Vec<i64>)> = None;
+    for (pos, &input) in f.inputs.iter().enumerate() {
+        if !matches!(f.value(input).def, ValueDef::TensorInput(_)) {
+            continue;
+        }
+        let (Some(map), Some(shape)) = (
+            alloc_order::input_dims(f, pos, v),
+            f.value(input).shape.clone(),
+        ) else {
+            continue;
+        };
+        let strides = match &layouts[pos] {
+            Some((s, _)) => s.clone(),
+            None => fusebench_ir::recipe::row_major_strides(&shape),
+        };
+        // Each of `dims` must be traced, else the order is not known.
+        let Some(key) = dims
+            .iter()
+            .map(|&d| map.get(d).copied().flatten().map(|i| strides[i].unsigned_abs() as i64))
+            .collect::<Option<Vec<i64>>>()
+        else {
+            continue;
+        };
+        let wide = shape.iter().filter(|&&e| e > 1).count();
+        if best.as_ref().is_none_or(|(w, _)| wide > *w) {
+            best = Some((wide, key));
+        }
+    }
+    let mut out = dims.to_vec();
+    if let Some((_, key)) = best {
+        // Stable: dims of equal stride keep their logical order.
+        let mut idx: Vec<usize> = (0..dims.len()).collect();
+        idx.sort_by_key(|&k| std::cmp::Reverse(key[k]));
+        out = idx.iter().map(|&k| dims[k]).collect();
+    }
+    out
+}
