@@ -301,6 +301,7 @@ fn build_unrolled(
         block: [block as u32, 1, 1],
         args: params.args,
         code_hash: String::new(),
+        choice: None,
         summary: format!(
             "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread, reductions [{}]",
             spec.rows,

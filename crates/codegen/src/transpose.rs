@@ -95,13 +95,24 @@ fn reg_bytes(d: DType) -> usize {
     }
 }
 
-/// Whether the transpose schedule takes this group; `Err` says why not.
+/// Whether the transpose schedule takes this group: Ok(why) or Err(why not).
 pub fn fits(
     cx: &Context,
     shape: &[usize],
     outputs: &[(ValueId, usize)],
-) -> Result<(), String> {
-    analyze(cx, shape, outputs).map(|_| ())
+) -> Result<String, String> {
+    let t = analyze(cx, shape, outputs)?;
+    let names: Vec<&str> = t.reads.iter().map(|r| cx.f.value(r.v).name.as_str()).collect();
+    Ok(format!(
+        "{} read across innermost dim {} (extent {}), consecutive along dim {} (extent {}): {}x{} shared-memory tiles",
+        names.join(", "),
+        t.a,
+        shape[t.a],
+        t.b,
+        shape[t.b],
+        t.tile,
+        t.tile
+    ))
 }
 
 fn analyze(
@@ -382,6 +393,7 @@ pub fn build(
         block: [tile as u32, rows as u32, 1],
         args: params.args,
         code_hash: String::new(),
+        choice: None,
         summary: format!(
             "transpose over {shape:?}, {tile}x{tile} tiles of dims {a} and {b}, {} staged in shared memory: {}",
             tiled.join(", "),

@@ -33,8 +33,12 @@ fn plan_of(body: &str) -> Plan {
     plan(&f, &layouts, Device::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The output is declared row-major: left to itself it would take its
+/// input's layout (ir::alloc_order, as nvFuser infers it) and need no transpose.
 fn neg(shape: &[usize], dtype: &str, order: Option<&str>) -> String {
-    define("x0", shape, dtype, order) + "    t0 = fd.ops.neg(x0)\n    fd.add_output(t0)\n"
+    let row_major: Vec<usize> = (0..shape.len()).rev().collect();
+    define("x0", shape, dtype, order)
+        + &format!("    t0 = fd.ops.neg(x0)\n    fd.add_output(t0, stride_order={row_major:?})\n")
 }
 
 #[test]
@@ -124,7 +128,7 @@ fn three_dims_put_the_untiled_dim_on_blocks() {
     // 3 * 2 * 3 blocks.
     let p = plan_of(
         &(define("x0", &[70, 3, 40], "Float", None)
-            + "    t0 = fd.ops.permute(x0, dims=[2, 1, 0])\n    t1 = fd.ops.exp(t0)\n    fd.add_output(t1)\n"),
+            + "    t0 = fd.ops.permute(x0, dims=[2, 1, 0])\n    t1 = fd.ops.exp(t0)\n    fd.add_output(t1, stride_order=[2, 1, 0])\n"),
     );
     let k = &p.kernels[0];
     assert_eq!(k.schedule, Schedule::Transpose, "{}", k.summary);
@@ -138,7 +142,7 @@ fn a_transposed_input_read_in_a_pad_branch_stays_pointwise() {
     // branch may lie outside the input, so the input is never tiled.
     let p = plan_of(
         &(define("x0", &[40, 40], "Float", Some("[0, 1]"))
-            + "    t0 = fd.ops.pad(x0, [1, 1, 0, 0])\n    t1 = fd.ops.slice(t0, start_indices=[0, 1], end_indices=[40, 41], strides=[1, 1])\n    t2 = fd.ops.add(t1, x0)\n    fd.add_output(t2)\n"),
+            + "    t0 = fd.ops.pad(x0, [1, 1, 0, 0])\n    t1 = fd.ops.slice(t0, start_indices=[0, 1], end_indices=[40, 41], strides=[1, 1])\n    t2 = fd.ops.add(t1, x0)\n    fd.add_output(t2, stride_order=[1, 0])\n"),
     );
     assert_eq!(p.kernels[0].schedule, Schedule::Pointwise);
 }
