@@ -92,6 +92,14 @@ patterns)
     echo "peers exit $?"
     sed -n '/^per pattern/,$p' "$out/sweep.txt"
     grep -B1 FAILED "$out/sweep-stderr.txt" | head -30
+    # PEERS_ALSO=DIR: the same peers on another directory too (the shared corpus), in the same call.
+    if [ -n "${PEERS_ALSO:-}" ]; then
+        python3 bench/peers.py "$PEERS_ALSO" --compile all --skip eager --precompile 14 \
+            --json "$out/also.json" >"$out/also.txt" 2>"$out/also-stderr.txt"
+        echo "peers (also) exit $?"
+        grep -E "^geometric" "$out/also.txt"
+        grep -B1 FAILED "$out/also-stderr.txt" | head -20
+    fi
     ;;
 stage)
     cargo build --release -p fusebench-cli

@@ -184,3 +184,17 @@ fn outputs_take_the_layout_of_their_widest_input_as_nvfuser_infers_it() {
     assert!(matches!(p.outputs[0].source, OutputSource::InputView { .. }));
     assert_eq!(p.outputs[1].strides, None);
 }
+
+#[test]
+fn a_sum_of_everything_walks_a_column_major_input_in_memory_order() {
+    // [600, 200] column-major: element (i, j) at i + 600 j. Consecutive
+    // threads must take consecutive i, so the walk index splits by 600 first.
+    let body = "    x = fd.define_tensor(shape=[600, 200], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[0, 1])\n    y = fd.ops.sum(x, dims=[0, 1])\n    fd.add_output(y)\n";
+    let f = script(body);
+    let p = plan(&f, &[Some((vec![1, 600], 0))], Device::default()).unwrap();
+    assert_eq!(p.kernels[0].schedule, Schedule::GridPartial, "{}", p.source);
+    assert!(p.source.contains("in0[((r % 600) + ((r / 600) * 600))]"), "{}", p.source);
+    // Row-major: the logical order is the memory order.
+    let p = plan(&f, &[Some((vec![200, 1], 0))], Device::default()).unwrap();
+    assert!(p.source.contains("in0[(((r / 200) * 200) + (r % 200))]"), "{}", p.source);
+}
