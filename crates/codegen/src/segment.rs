@@ -221,9 +221,11 @@ fn try_plan(
     for nm in norms {
         let cols: usize = nm.inner.iter().product();
         let last = *nm.inner.last().unwrap_or(&1);
-        if crate::rowwise::shape(cols, width(last), true).is_some() {
+        let rows: usize = nm.rows.iter().product();
+        let held = crate::rowwise::held(f, rows, cols);
+        if crate::rowwise::shape(cols, width(last), true, held).is_some() {
             rowwise.push(Rowwise {
-                rows: nm.rows.iter().product(),
+                rows,
                 cols,
                 last,
                 inner: nm.reds.clone(),
@@ -280,7 +282,7 @@ fn try_plan(
             rw.outer.push(r);
             continue;
         }
-        if crate::rowwise::shape(cols, width(last), false).is_none() {
+        if crate::rowwise::shape(cols, width(last), false, 1).is_none() {
             standalone.push(r);
             continue;
         }
@@ -377,7 +379,9 @@ fn try_plan(
                 full: &[],
                 per_row: &per_row,
             };
-            kernels.push(persistent::build(&cx, &name, &spec).map_err(|e| (e, None))?);
+            let built = crate::rowwise::instead_of_loop(&cx, &name, &spec, dev.row_unroll as usize)
+                .unwrap_or_else(|| persistent::build(&cx, &name, &spec));
+            kernels.push(built.map_err(|e| (e, None))?);
             for (o, t) in per_row {
                 let RowTarget::Temp(t) = t else {
                     unreachable!()
@@ -403,7 +407,10 @@ fn try_plan(
         build_specials(&mut cx, &mut kernels, roots)?;
         let w = width(rw.last);
         let whole = !rw.inner.is_empty() || !rw.per_row.is_empty();
-        let (_, tiles) = crate::rowwise::shape(rw.cols, w, whole).expect("checked when grouped");
+        let held = crate::rowwise::held(f, rw.rows, rw.cols);
+        let tiles = crate::rowwise::shape(rw.cols, w, whole, held)
+            .expect("checked when grouped")
+            .tiles;
         // Without sums over rows, each block takes a few rows and leaves; with
         // them, a fixed number of blocks walk all rows (fewer partials).
         let row_blocks = if rw.outer.is_empty() {
