@@ -213,6 +213,27 @@ pub fn instead_of_loop(
     }
 }
 
+/// The groups of written outputs (indices into `groups`, taken out of
+/// `pointwise`) made of results of the row reduction `red` alone: the
+/// reduction's kernel writes them, sparing a kernel that would copy them from
+/// the stored results.
+pub fn own_outputs(
+    red: &crate::reduction::Reduction,
+    groups: &[(Vec<usize>, Vec<(ValueId, usize)>)],
+    pointwise: &mut Vec<usize>,
+) -> Vec<(ValueId, RowTarget)> {
+    let mut out = Vec::new();
+    pointwise.retain(|&gi| {
+        let outs = &groups[gi].1;
+        let mine = outs.iter().all(|(v, _)| red.outputs.contains(v));
+        if mine {
+            out.extend(outs.iter().map(|&(v, pos)| (v, RowTarget::Output(pos))));
+        }
+        !mine
+    });
+    out
+}
+
 /// One vector slot of a thread in a row: the C names of its offset in the
 /// row (`ii`), the index above the innermost dim (`q`) and the innermost
 /// index (`jj`), and the condition under which it holds row elements (None:

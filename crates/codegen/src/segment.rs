@@ -372,12 +372,14 @@ fn try_plan(
                 let t = cx.add_temp(val.dtype, val.numel(), format!("{} (stored)", val.name));
                 per_row.push((o, RowTarget::Temp(t)));
             }
+            let mut targets = per_row.clone();
+            targets.extend(crate::rowwise::own_outputs(red, groups, &mut pointwise_groups));
             let spec = persistent::Spec {
                 rows_shape: &xs[..xs.len() - k],
                 inner_shape: &xs[xs.len() - k..],
                 reductions: std::slice::from_ref(red),
                 full: &[],
-                per_row: &per_row,
+                per_row: &targets,
             };
             let built = crate::rowwise::instead_of_loop(&cx, &name, &spec, dev.row_unroll as usize)
                 .unwrap_or_else(|| persistent::build(&cx, &name, &spec));
