@@ -373,7 +373,7 @@ fn try_plan(
                 per_row.push((o, RowTarget::Temp(t)));
             }
             let mut targets = per_row.clone();
-            targets.extend(crate::rowwise::own_outputs(red, groups, &mut pointwise_groups));
+            targets.extend(crate::rowwise::own_outputs(f, red, groups, &mut pointwise_groups));
             let spec = persistent::Spec {
                 rows_shape: &xs[..xs.len() - k],
                 inner_shape: &xs[xs.len() - k..],
