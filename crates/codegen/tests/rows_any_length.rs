@@ -49,27 +49,30 @@ fn launch(p: &Plan) -> (usize, u32, u32, String) {
 
 #[test]
 fn rows_of_1000_share_blocks_with_idle_lanes() {
-    // bf16: 125 vectors of 8 per row -> 128 threads, 3 idle; two rows per block.
+    // bf16: 125 vectors of 8 per row -> one warp x 4 vectors, the last
+    // vector of 3 lanes empty; four rows per block (512 blocks stay >= 2 per SM).
     let p = plan_of(&script("BFloat16", 2048, 1000, LAYERNORM, &["y", "mean", "rs"]));
     let (n, block, grid, summary) = launch(&p);
-    assert_eq!((n, block, grid), (1, 256, 512), "{summary}");
-    assert!(summary.contains("2 rows per block, 125 of 128 threads x 1 vectors"), "{summary}");
-    assert!(p.source.contains("fb_block_sum_f(") && p.source.contains(", fb_sf, 4);"));
-    assert!(p.source.contains("const bool ok = (int)tr < 125;"));
+    assert_eq!((n, block, grid), (1, 128, 512), "{summary}");
+    assert!(summary.contains("4 rows per block, 32 of 32 threads x 4 vectors"), "{summary}");
+    // A row's warp reduces alone (no shared memory).
+    assert!(p.source.contains(", fb_sf, 1);"), "{}", p.source);
+    assert!(p.source.contains("const bool ok3 = (int)tr + 96 < 125;"), "{}", p.source);
 }
 
 #[test]
 fn long_rows_hold_several_vectors_per_thread() {
-    // 11008 bf16: 1376 vectors -> 688 threads (22 warps, 16 idle) x 2.
+    // 11008 bf16: 1376 vectors -> 344 threads (11 warps, 8 lanes idle) x 4.
     let p = plan_of(&script("BFloat16", 2048, 11008, SOFTMAX, &["y"]));
     let (n, block, _, summary) = launch(&p);
-    assert_eq!((n, block), (1, 704), "{summary}");
-    assert!(summary.contains("688 of 704 threads x 2 vectors"), "{summary}");
-    // 14336 f32: 3584 vectors -> 896 threads x 4, none idle.
+    assert_eq!((n, block), (1, 352), "{summary}");
+    assert!(summary.contains("344 of 352 threads x 4 vectors"), "{summary}");
+    assert!(p.source.contains("const bool ok0 = (int)threadIdx.x < 344;"), "{}", p.source);
+    // 14336 f32: 3584 vectors -> 448 threads x 8, none idle.
     let p = plan_of(&script("Float", 2048, 14336, SOFTMAX, &["y"]));
     let (_, block, _, summary) = launch(&p);
-    assert_eq!(block, 896, "{summary}");
-    assert!(summary.contains("896 of 896 threads x 4 vectors"), "{summary}");
+    assert_eq!(block, 448, "{summary}");
+    assert!(summary.contains("448 of 448 threads x 8 vectors"), "{summary}");
 }
 
 #[test]
@@ -85,7 +88,7 @@ fn row_counts_that_do_not_divide_clamp_the_last_rows() {
     // 1001 rows, two per block: the last block's second row is clamped and writes nothing.
     let p = plan_of(&script("BFloat16", 1001, 1000, LAYERNORM, &["y", "mean", "rs"]));
     let (_, block, grid, summary) = launch(&p);
-    assert_eq!((block, grid), (256, 251), "{summary}");
+    assert_eq!((block, grid), (64, 501), "{summary}");
     assert!(p.source.contains("const bool rok0 = row + 0 + gr < 1001;"), "{}", p.source);
 }
 
@@ -94,7 +97,7 @@ fn a_row_sum_alone_is_row_wise() {
     let p = plan_of(&script("BFloat16", 2048, 3200, "y = fd.ops.sum(f0, dims=[1])", &["y"]));
     let (n, block, _, summary) = launch(&p);
     // One kernel: it writes the sums itself, no copy from the stored ones.
-    assert_eq!((n, block), (1, 416), "{summary}");
+    assert_eq!((n, block), (1, 256), "{summary}");
     assert!(p.source.contains("out0[row0] = "), "{}", p.source);
     // Also a value computed from the sum alone (its cast back to bf16).
     let cast = "y = fd.ops.sum(f0, dims=[1])\no0 = fd.ops.cast(y, dtype=DataType.BFloat16)";
@@ -108,5 +111,5 @@ fn a_row_sum_alone_is_row_wise() {
     let text = text.replace("\nwith", "    z = fd.ops.add(y, b0)\n    fd.add_output(z)\n\nwith");
     let p = plan_of(&text);
     assert_eq!(p.kernels.len(), 2, "{}", launch(&p).3);
-    assert!(summary.starts_with("row-wise") && summary.contains("400 of 416 threads"), "{summary}");
+    assert!(summary.starts_with("row-wise") && summary.contains("100 of 128 threads x 4 vectors"), "{summary}");
 }
