@@ -4,7 +4,7 @@ every sample, kernel time only. Run on the GPU machine after `source .peer/activ
     python3 bench/nvfuser_peer.py DIR_OR_FILES... --samples 30 --out nvfuser.json
 
 Each script is executed as written (its `fd.execute(inputs)` is the warm-up), except that integer
-inputs used as gather indices get valid ids: the saved scripts draw them from [-9, 10). The result is
+inputs used as gather indices drawn from [-9, 10) (as the saved scripts draw them) get valid ids. The result is
 one JSON object {"fusions": [{"file", "nvfuser_cold_us", "kernels"}], "method": ...} that
 `fusebench bench --nvfuser FILE` reads for its nvFuser column.
 """
@@ -30,9 +30,12 @@ def scripts(paths):
 
 def valid_indices(inputs):
     # Gather tables in the corpus have 50304 to 128256 rows: ids drawn from [0, 50304) are valid for
-    # all and touch about as many distinct rows as fusebench's draws over the whole table.
+    # all and touch about as many distinct rows as fusebench's draws over the whole table. Only ids
+    # drawn from make_tensor's [-9, 10) (negative ones among them) are redrawn: scripts that draw their
+    # ids in range themselves (bench/patterns.py: embedding over 32064 rows, cross_entropy targets
+    # below the row length) keep them, since [0, 50304) would be out of range there.
     for i, t in enumerate(inputs):
-        if isinstance(t, torch.Tensor) and t.dtype == torch.int64:
+        if isinstance(t, torch.Tensor) and t.dtype == torch.int64 and bool((t < 0).any()):
             inputs[i] = torch.randint(0, 50304, t.shape, dtype=torch.int64, device=t.device)
 
 

@@ -1,104 +1,130 @@
 """The generated sweep of the schedules: nvFuser repro scripts (direct syntax) for the op patterns of
-nvFuser's own benchmark suite, across row lengths, row counts, dtypes and input layouts, so that the
-engine is measured on shapes it was never tuned on. Every script computes in Float, as nvFuser's
-benchmarks do for half types, and is named PATTERN-DTYPE-ROWSxCOLS-LAYOUT.py.
+nvFuser's own benchmark suite (Fuser benchmarks/python), forward and backward, across row lengths, row
+counts, dtypes and input layouts, so that the engine is measured on shapes it was never tuned on. Every
+script computes in Float, as nvFuser's benchmarks do for half types, and is named
+PATTERN-DTYPE-ROWSxCOLS-LAYOUT.py. ROWS x COLS is the [rows, cols] tensor the pattern works on (for
+rope: tokens x the width of q, the input being the fused [tokens, 3 * cols] qkv; for embedding: ids x
+the table's row length; for cross_entropy: tokens x vocabulary).
 
-    python3 bench/patterns.py DIR               # the full grid
-    python3 bench/patterns.py DIR --small       # a few of each pattern at small shapes (the CPU test)
+Layouts of the [rows, cols] inputs (define_tensor's contiguity and stride_order are derived from the
+strides of the torch input, as nvFuser's computeTensorDescriptor does):
+    rowmajor   contiguous
+    colmajor   column-major (the transpose of a contiguous [cols, rows])
+    sliced     the first half of each row of a [rows, 2 * cols] tensor: row stride 2 * cols, contiguity [False, True]
+    broadcast  the first such input is one row expanded over the rows (stride 0, contiguity [None, True])
+For transpose, rowmajor permutes the input and writes [cols, rows] row-major; colmajor writes the
+column-major input out row-major (no permute: the copy changes the layout).
+
+Grids (--grid):
+    small   row lengths 7 and 1000 (rope: 128 and 256), 1 and 33 rows, every dtype and layout: the CPU test
+    sweep   (default, about 420 scripts) a structured subset of the product:
+              row lengths: every pattern in its first layout, bf16, 2048 rows, 10 of the 14 row lengths
+                           (768 1000 2048 3072 3200 4096 5120 8192 11008 16384);
+              layouts:     every other layout, bf16, 2048 rows, row lengths 1000, 4096 and 16384;
+              row counts:  every pattern in its first layout, bf16, 1, 8, 256 and 32768 rows, 4096 long;
+              dtypes:      every pattern in its first layout, f16 and f32, 2048 x 4096;
+              vocabulary:  cross_entropy at 2048 x 32064 and 2048 x 128256, softmax at 2048 x 32064 (bf16)
+    full    the whole product: patterns x layouts x 14 row lengths x 5 row counts x 3 dtypes
+
+    python3 bench/patterns.py DIR                 # the sweep
+    python3 bench/patterns.py DIR --grid small    # (or --small) the CPU test
     python3 bench/patterns.py DIR --only gelu,softmax --cols 768,1000 --rows 1,4096 --dtypes bf16
 """
 
 import argparse
 import os
+import sys
 
 DTYPES = {"bf16": ("BFloat16", "torch.bfloat16"), "f16": ("Half", "torch.float16"), "f32": ("Float", "torch.float32")}
 COLS = [768, 1000, 1536, 2048, 2560, 3072, 3200, 4096, 5120, 6144, 8192, 11008, 14336, 16384]
 ROWS = [1, 8, 256, 2048, 32768]
+SWEEP_COLS = [768, 1000, 2048, 3072, 3200, 4096, 5120, 8192, 11008, 16384]  # the sweep's row lengths
+LAYOUTS = ["rowmajor", "colmajor", "sliced", "broadcast"]
+VOCAB_COLS = {"cross_entropy": [32064, 128256], "softmax": [32064]}  # rows as long as a vocabulary, in the sweep
+VOCAB = 32064  # embedding table rows (phi-3's vocabulary, one of nvFuser's embedding configs)
+DROPOUT_P = 0.1
 
 
-def gelu(v):  # tanh approximation, as nvFuser's benchmark writes it
-    return [
-        f"t1 = fd.ops.mul({v}, {v})", f"t2 = fd.ops.mul(t1, {v})", "t3 = fd.ops.mul(t2, 0.044715)",
-        f"t4 = fd.ops.add({v}, t3)", "t5 = fd.ops.mul(t4, 0.7978845608)", "t6 = fd.ops.tanh(t5)",
-        "t7 = fd.ops.add(t6, 1.0)", f"t8 = fd.ops.mul({v}, 0.5)", "y = fd.ops.mul(t8, t7)",
-    ], ["y"]
+def descriptor(shape, strides):
+    """nvFuser's computeTensorDescriptor: contiguity in allocation order and the stride order. Dims of
+    stride 0 or extent 1 are broadcasts (contiguity None); the others are ordered by decreasing stride."""
+    n = len(shape)
+    dims = sorted((i for i in range(n) if strides[i] != 0), key=lambda i: -strides[i])
+    for i in (i for i in range(n) if strides[i] == 0):
+        dims.insert(min(i, len(dims)), i)
+    bcast = lambda d: strides[d] == 0 or shape[d] == 1
+    contiguity, order = [None] * n, [0] * n
+    for pos, d in enumerate(dims):
+        order[d] = n - 1 - pos
+        if not bcast(d):
+            inner = next((e for e in dims[pos + 1:] if not bcast(e)), None)
+            contiguity[pos] = strides[d] == (1 if inner is None else strides[inner] * shape[inner])
+    return contiguity, order
 
 
-def silu_mul(v, w):
-    return ["s = fd.ops.silu(%s)" % v, f"y = fd.ops.mul(s, {w})"], ["y"]
+def dense(shape):
+    strides, s = [], 1
+    for e in reversed(shape):
+        strides.insert(0, s)
+        s *= e
+    return strides
 
 
-def rmsnorm(v, w, r, c):
-    return [
-        f"q = fd.ops.mul({v}, {v})", "ss = fd.ops.sum(q, dims=[1], keepdim=True)",
-        f"ms = fd.ops.mul(ss, {1.0 / c!r})", "me = fd.ops.add(ms, 1e-06)", "rs = fd.ops.rsqrt(me)",
-        f"rb = fd.ops.expand(rs, shape=[{r}, {c}])", f"n = fd.ops.mul({v}, rb)",
-        f"wb = fd.ops.broadcast_in_dim({w}, shape=[{r}, {c}], broadcast_dims=[1])", "y = fd.ops.mul(n, wb)",
-    ], ["y", "rs"]
+class Fusion:
+    """One script being written: its inputs (the define_tensor line and the torch call that makes
+    each), its ops (in Float for half dtypes) and its outputs (cast back, unless kept in Float)."""
 
+    def __init__(self, dt, layout):
+        self.nv, self.torch_dt = DTYPES[dt]
+        self.half = dt != "f32"
+        self.layout = layout
+        self.defs, self.ops, self.casts, self.makes, self.outs = [], [], [], [], []
+        self.n = 0
 
-def layernorm(v, w, r, c):
-    return [
-        f"var, mean = fd.ops.var_mean({v}, dims=[1], correction=0, keepdim=True)",
-        "ve = fd.ops.add(var, 1e-05)", "rs = fd.ops.rsqrt(ve)",
-        f"mb = fd.ops.expand(mean, shape=[{r}, {c}])", f"d = fd.ops.sub({v}, mb)",
-        f"rb = fd.ops.expand(rs, shape=[{r}, {c}])", "n = fd.ops.mul(d, rb)",
-        f"wb = fd.ops.broadcast_in_dim({w}, shape=[{r}, {c}], broadcast_dims=[1])", "y = fd.ops.mul(n, wb)",
-    ], ["y", "mean", "rs"]
+    def input(self, shape, strides=None, kind="data", low=None, high=None, cast=True):
+        """A tensor input; kind: data (the sweep's dtype), float (Float statistics), ids (Int in [0, high)).
+        Returns the value the ops use: data inputs of half dtypes are cast to Float first, unless not cast."""
+        name = f"t{self.n}"
+        self.n += 1
+        strides = strides or dense(shape)
+        contiguity, order = descriptor(shape, strides)
+        nv, tdt = {"data": (self.nv, self.torch_dt), "float": ("Float", "torch.float32"), "ids": ("Int", "torch.int64")}[kind]
+        so = "" if order == list(range(len(shape) - 1, -1, -1)) else f", stride_order={order}"
+        self.defs.append(f"{name} = fd.define_tensor(shape={list(shape)}, contiguity={contiguity}, dtype=DataType.{nv}, is_cpu=False{so})")
+        size = "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+        if kind == "ids":
+            self.makes.append(f"torch.randint(0, {high}, {size}, dtype={tdt}, device='cuda:0')")
+        elif strides == dense(shape):
+            bounds = "" if low is None else f", low={low}, high={high}"
+            self.makes.append(f"torch.testing.make_tensor({size}, dtype={tdt}, device='cuda:0'{bounds})")
+        else:
+            storage = 1 + sum((e - 1) * s for e, s in zip(shape, strides))
+            self.makes.append(f"torch.randn({storage}, dtype={tdt}, device='cuda:0').as_strided({size}, {tuple(strides)})")
+        if kind == "data" and self.half and cast:
+            self.casts.append(f"f{name[1:]} = fd.ops.cast({name}, dtype=DataType.Float)")
+            return f"f{name[1:]}"
+        return name
 
+    def main(self, r, c, first=True):
+        """A [rows, cols] input in the script's layout (broadcast applies to the first one only)."""
+        strides = {"rowmajor": None, "colmajor": [1, r], "sliced": [2 * c, 1],
+                   "broadcast": [0, 1] if first else None}[self.layout]
+        return self.input([r, c], strides)
 
-def softmax(v, r, c):
-    return [
-        f"m = fd.ops.max({v}, dims=[1], keepdim=True)", f"mb = fd.ops.expand(m, shape=[{r}, {c}])",
-        f"d = fd.ops.sub({v}, mb)", "e = fd.ops.exp(d)", "s = fd.ops.sum(e, dims=[1], keepdim=True)",
-        f"sb = fd.ops.expand(s, shape=[{r}, {c}])", "y = fd.ops.div(e, sb)",
-    ], ["y"]
+    def op(self, *lines):
+        self.ops.extend(lines)
 
+    def out(self, v, keep_float=False):
+        if self.half and not keep_float:
+            o = f"o{len(self.outs)}"
+            self.op(f"{o} = fd.ops.cast({v}, dtype=DataType.{self.nv})")
+            v = o
+        self.outs.append(v)
 
-# name: (number of [rows, cols] inputs, has a [cols] weight, body, layouts it is swept over)
-PATTERNS = {
-    "gelu": (1, False, lambda v, w, r, c: gelu(v[0]), ["rowmajor", "colmajor"]),
-    "silu_mul": (2, False, lambda v, w, r, c: silu_mul(v[0], v[1]), ["rowmajor", "colmajor"]),
-    "add_bias": (1, True, lambda v, w, r, c: ([f"wb = fd.ops.broadcast_in_dim({w}, shape=[{r}, {c}], broadcast_dims=[1])", f"y = fd.ops.add({v[0]}, wb)"], ["y"]), ["rowmajor"]),
-    "rmsnorm": (1, True, lambda v, w, r, c: rmsnorm(v[0], w, r, c), ["rowmajor"]),
-    "layernorm": (1, True, lambda v, w, r, c: layernorm(v[0], w, r, c), ["rowmajor"]),
-    "softmax": (1, False, lambda v, w, r, c: softmax(v[0], r, c), ["rowmajor"]),
-    "sum_inner": (1, False, lambda v, w, r, c: ([f"y = fd.ops.sum({v[0]}, dims=[1])"], ["y"]), ["rowmajor", "colmajor"]),
-    "sum_outer": (1, False, lambda v, w, r, c: ([f"y = fd.ops.sum({v[0]}, dims=[0])"], ["y"]), ["rowmajor", "colmajor"]),
-    "sum_all": (1, False, lambda v, w, r, c: ([f"y = fd.ops.sum({v[0]}, dims=[0, 1])"], ["y"]), ["rowmajor"]),
-}
-
-
-def script(name, dt, r, c, layout):
-    n_in, weight, body, _ = PATTERNS[name]
-    nv, torch_dt = DTYPES[dt]
-    order = ", stride_order=[0, 1]" if layout == "colmajor" else ""
-    lines = [f"x{k} = fd.define_tensor(shape=[{r}, {c}], contiguity=[True, True], dtype=DataType.{nv}, is_cpu=False{order})"
-             for k in range(n_in)]
-    if weight:
-        lines.append(f"w0 = fd.define_tensor(shape=[{c}], contiguity=[True], dtype=DataType.{nv}, is_cpu=False)")
-    vs, w = [f"x{k}" for k in range(n_in)], "w0"
-    if dt != "f32":
-        lines += [f"f{k} = fd.ops.cast(x{k}, dtype=DataType.Float)" for k in range(n_in)]
-        vs = [f"f{k}" for k in range(n_in)]
-        if weight:
-            lines.append("fw = fd.ops.cast(w0, dtype=DataType.Float)")
-            w = "fw"
-    ops, outs = body(vs, w, r, c)
-    lines += ops
-    for k, o in enumerate(outs):
-        if dt != "f32" and k == 0:
-            lines.append(f"o{k} = fd.ops.cast({o}, dtype=DataType.{nv})")
-            o = f"o{k}"
-        lines.append(f"fd.add_output({o})")
-    if layout == "colmajor":
-        make = f"torch.randn({r * c}, dtype={torch_dt}, device='cuda:0').as_strided(({r}, {c}), (1, {r}))"
-    else:
-        make = f"torch.testing.make_tensor(({r}, {c}), dtype={torch_dt}, device='cuda:0')"
-    inputs = [make] * n_in + ([f"torch.testing.make_tensor(({c},), dtype={torch_dt}, device='cuda:0')"] if weight else [])
-    body = "\n".join("    " + l for l in lines)
-    args = "\n".join(f"    {i}," for i in inputs)
-    return f"""import torch
+    def text(self):
+        body = "\n".join("    " + l for l in self.defs + self.casts + self.ops + [f"fd.add_output({o})" for o in self.outs])
+        args = "\n".join(f"    {m}," for m in self.makes)
+        return f"""import torch
 from nvfuser_direct import FusionDefinition, DataType
 
 def nvfuser_fusion(fd : FusionDefinition) -> None :
@@ -114,18 +140,317 @@ fd.execute(inputs)
 """
 
 
+# The bodies. Each takes the Fusion, rows and cols; values are named by what they hold.
+
+def gelu_ops(f, v, y="y"):  # tanh approximation, as nvFuser's benchmark writes it
+    f.op(f"g1 = fd.ops.mul({v}, {v})", f"g2 = fd.ops.mul(g1, {v})", "g3 = fd.ops.mul(g2, 0.044715)",
+         f"g4 = fd.ops.add({v}, g3)", "g5 = fd.ops.mul(g4, 0.7978845608)", "g6 = fd.ops.tanh(g5)",
+         "g7 = fd.ops.add(g6, 1.0)", f"g8 = fd.ops.mul({v}, 0.5)", f"{y} = fd.ops.mul(g8, g7)")
+
+
+def gelu(f, r, c):
+    gelu_ops(f, f.main(r, c))
+    f.out("y")
+
+
+def gelu_bwd(f, r, c):
+    """Gradient of gelu(x + bias) (tanh form): g * d/dz [z/2 (1 + tanh(k (z + 0.044715 z^3)))]."""
+    x, g, b = f.main(r, c), f.main(r, c, first=False), f.input([c])
+    f.op(f"bb = fd.ops.broadcast_in_dim({b}, shape=[{r}, {c}], broadcast_dims=[1])", f"z = fd.ops.add({x}, bb)",
+         "z2 = fd.ops.mul(z, z)", "z3 = fd.ops.mul(z2, z)", "u1 = fd.ops.mul(z3, 0.044715)", "u2 = fd.ops.add(z, u1)",
+         "u = fd.ops.mul(u2, 0.7978845608)", "th = fd.ops.tanh(u)",
+         "h1 = fd.ops.add(th, 1.0)", "half_1pth = fd.ops.mul(h1, 0.5)",
+         "th2 = fd.ops.mul(th, th)", "nth2 = fd.ops.neg(th2)", "sech2 = fd.ops.add(nth2, 1.0)",
+         "du1 = fd.ops.mul(z2, 0.134145)", "du2 = fd.ops.add(du1, 1.0)", "du = fd.ops.mul(du2, 0.7978845608)",
+         "zh = fd.ops.mul(z, 0.5)", "k1 = fd.ops.mul(zh, sech2)", "k2 = fd.ops.mul(k1, du)",
+         "dy = fd.ops.add(half_1pth, k2)", f"gx = fd.ops.mul({g}, dy)")
+    f.out("gx")
+
+
+def silu_mul(f, r, c):
+    a, b = f.main(r, c), f.main(r, c, first=False)
+    f.op(f"s = fd.ops.silu({a})", f"y = fd.ops.mul(s, {b})")
+    f.out("y")
+
+
+def silu_mul_bwd(f, r, c):
+    """y = silu(a) * b: grad_a = g b sig(a) (1 + a (1 - sig(a))), grad_b = g silu(a)."""
+    g, a, b = f.main(r, c), f.main(r, c, first=False), f.main(r, c, first=False)
+    f.op(f"na = fd.ops.neg({a})", "en = fd.ops.exp(na)", "d1 = fd.ops.add(en, 1.0)", "sg = fd.ops.reciprocal(d1)",
+         f"sa = fd.ops.mul({a}, sg)", f"gb = fd.ops.mul({g}, sa)",
+         "nsg = fd.ops.neg(sg)", "omsg = fd.ops.add(nsg, 1.0)", f"t1 = fd.ops.mul({a}, omsg)", "t2 = fd.ops.add(t1, 1.0)",
+         "ds = fd.ops.mul(sg, t2)", f"gs = fd.ops.mul({g}, {b})", "ga = fd.ops.mul(gs, ds)")
+    f.out("ga")
+    f.out("gb")
+
+
+def add_bias(f, r, c):
+    x, w = f.main(r, c), f.input([c])
+    f.op(f"wb = fd.ops.broadcast_in_dim({w}, shape=[{r}, {c}], broadcast_dims=[1])", f"y = fd.ops.add({x}, wb)")
+    f.out("y")
+
+
+def scale_shift(f, r, c):
+    """Pointwise with both broadcast operands as tensors: x * s[rows, 1] + b[1, cols]."""
+    x, s, b = f.main(r, c), f.input([r, 1]), f.input([1, c])
+    f.op(f"sb = fd.ops.expand({s}, shape=[{r}, {c}])", f"bb = fd.ops.expand({b}, shape=[{r}, {c}])",
+         f"xs = fd.ops.mul({x}, sb)", "y = fd.ops.add(xs, bb)")
+    f.out("y")
+
+
+def rmsnorm(f, r, c):
+    x, w = f.main(r, c), f.input([c])
+    f.op(f"q = fd.ops.mul({x}, {x})", "ss = fd.ops.sum(q, dims=[1], keepdim=True)",
+         f"ms = fd.ops.mul(ss, {1.0 / c!r})", "me = fd.ops.add(ms, 1e-06)", "rs = fd.ops.rsqrt(me)",
+         f"rb = fd.ops.expand(rs, shape=[{r}, {c}])", f"n = fd.ops.mul({x}, rb)",
+         f"wb = fd.ops.broadcast_in_dim({w}, shape=[{r}, {c}], broadcast_dims=[1])", "y = fd.ops.mul(n, wb)")
+    f.out("y")
+    f.out("rs", keep_float=True)
+
+
+def rmsnorm_bwd(f, r, c):
+    """From x, grad_out, the forward's rsqrt(mean(x^2) + eps) and the weight: grad_in = rs (gw - xh mean(gw xh))
+    with xh = x rs, gw = grad_out w (a row sum), and grad_weight = sum over rows of grad_out xh (a column sum)."""
+    x, g, rs, w = f.main(r, c), f.main(r, c, first=False), f.input([r, 1], kind="float", low=0.5, high=2.0), f.input([c])
+    f.op(f"rb = fd.ops.expand({rs}, shape=[{r}, {c}])", f"xh = fd.ops.mul({x}, rb)",
+         f"gxh = fd.ops.mul({g}, xh)", "gwt = fd.ops.sum(gxh, dims=[0])",
+         f"wb = fd.ops.broadcast_in_dim({w}, shape=[{r}, {c}], broadcast_dims=[1])", f"gw = fd.ops.mul({g}, wb)",
+         "p = fd.ops.mul(gw, xh)", "ps = fd.ops.sum(p, dims=[1], keepdim=True)", f"pm = fd.ops.mul(ps, {1.0 / c!r})",
+         f"pmb = fd.ops.expand(pm, shape=[{r}, {c}])", "t = fd.ops.mul(xh, pmb)", "d = fd.ops.sub(gw, t)",
+         "gx = fd.ops.mul(d, rb)")
+    f.out("gx")
+    f.out("gwt")
+
+
+def layernorm(f, r, c):
+    x, w = f.main(r, c), f.input([c])
+    f.op(f"var, mean = fd.ops.var_mean({x}, dims=[1], correction=0, keepdim=True)",
+         "ve = fd.ops.add(var, 1e-05)", "rs = fd.ops.rsqrt(ve)",
+         f"mb = fd.ops.expand(mean, shape=[{r}, {c}])", f"d = fd.ops.sub({x}, mb)",
+         f"rb = fd.ops.expand(rs, shape=[{r}, {c}])", "n = fd.ops.mul(d, rb)",
+         f"wb = fd.ops.broadcast_in_dim({w}, shape=[{r}, {c}], broadcast_dims=[1])", "y = fd.ops.mul(n, wb)")
+    f.out("y")
+    f.out("mean", keep_float=True)
+    f.out("rs", keep_float=True)
+
+
+def layernorm_bwd(f, r, c):
+    """From x, grad_out, the forward's mean and rsqrt(var + eps), and the weight: with xh = (x - mean) rs and
+    gw = grad_out w, grad_in = rs (gw - mean(gw) - xh mean(gw xh)) (two row sums); grad_weight and grad_bias
+    are column sums of grad_out xh and grad_out."""
+    x, g = f.main(r, c), f.main(r, c, first=False)
+    mean, rs = f.input([r, 1], kind="float"), f.input([r, 1], kind="float", low=0.5, high=2.0)
+    w = f.input([c])
+    f.op(f"mb = fd.ops.expand({mean}, shape=[{r}, {c}])", f"rb = fd.ops.expand({rs}, shape=[{r}, {c}])",
+         f"d = fd.ops.sub({x}, mb)", "xh = fd.ops.mul(d, rb)",
+         f"gb = fd.ops.sum({g}, dims=[0])", f"gxh = fd.ops.mul({g}, xh)", "gwt = fd.ops.sum(gxh, dims=[0])",
+         f"wb = fd.ops.broadcast_in_dim({w}, shape=[{r}, {c}], broadcast_dims=[1])", f"gw = fd.ops.mul({g}, wb)",
+         "s1 = fd.ops.sum(gw, dims=[1], keepdim=True)", f"m1 = fd.ops.mul(s1, {1.0 / c!r})",
+         "p = fd.ops.mul(gw, xh)", "s2 = fd.ops.sum(p, dims=[1], keepdim=True)", f"m2 = fd.ops.mul(s2, {1.0 / c!r})",
+         f"m1b = fd.ops.expand(m1, shape=[{r}, {c}])", f"m2b = fd.ops.expand(m2, shape=[{r}, {c}])",
+         "e1 = fd.ops.sub(gw, m1b)", "e2 = fd.ops.mul(xh, m2b)", "e = fd.ops.sub(e1, e2)", "gx = fd.ops.mul(e, rb)")
+    f.out("gx")
+    f.out("gwt")
+    f.out("gb")
+
+
+def softmax(f, r, c):
+    x = f.main(r, c)
+    f.op(f"m = fd.ops.max({x}, dims=[1], keepdim=True)", f"mb = fd.ops.expand(m, shape=[{r}, {c}])",
+         f"d = fd.ops.sub({x}, mb)", "e = fd.ops.exp(d)", "s = fd.ops.sum(e, dims=[1], keepdim=True)",
+         f"sb = fd.ops.expand(s, shape=[{r}, {c}])", "y = fd.ops.div(e, sb)")
+    f.out("y")
+
+
+def softmax_bwd(f, r, c):
+    """From the forward's output y and grad_out: grad_in = y (grad_out - sum(grad_out y)) over each row."""
+    y, g = f.main(r, c), f.main(r, c, first=False)
+    f.op(f"p = fd.ops.mul({y}, {g})", "s = fd.ops.sum(p, dims=[1], keepdim=True)",
+         f"sb = fd.ops.expand(s, shape=[{r}, {c}])", f"d = fd.ops.sub({g}, sb)", f"gx = fd.ops.mul({y}, d)")
+    f.out("gx")
+
+
+def cross_entropy(f, r, c):
+    """Mean over rows of logsumexp(logits) - logits[target], the max / sum / log form; ids in range."""
+    x, ids = f.main(r, c), f.input([r], kind="ids", high=c)
+    f.op(f"m = fd.ops.max({x}, dims=[1], keepdim=True)", f"mb = fd.ops.expand(m, shape=[{r}, {c}])",
+         f"d = fd.ops.sub({x}, mb)", "e = fd.ops.exp(d)", "s = fd.ops.sum(e, dims=[1], keepdim=True)",
+         "ls = fd.ops.log(s)", "lse = fd.ops.add(ls, m)",
+         f"ib = fd.ops.broadcast_in_dim({ids}, shape=[{r}, 1], broadcast_dims=[0])",
+         f"picked = fd.ops.take_along_axis({x}, ib, dim=1)", "nll = fd.ops.sub(lse, picked)",
+         "tot = fd.ops.sum(nll, dims=[0, 1])", f"loss = fd.ops.mul(tot, {1.0 / r!r})")
+    f.out("loss", keep_float=True)
+
+
+def dropout_residual_norm(f, r, c):
+    """layernorm(residual + dropout(x)) with weight and bias; the mask is uniform(0, 1) < 1 - p, as nvFuser's
+    benchmark draws it. Outputs: the normalized rows, mean, rsqrt(var + eps) and the mask."""
+    x, res, w, b = f.main(r, c), f.main(r, c, first=False), f.input([c]), f.input([c])
+    f.op("lo = fd.define_scalar(0.0, dtype=DataType.Double)", "hi = fd.define_scalar(1.0, dtype=DataType.Double)",
+         f"u = fd.ops.uniform(lo, hi, shape=[{r}, {c}], dtype=DataType.Float)", f"keep = fd.ops.lt(u, {1 - DROPOUT_P!r})",
+         "km = fd.ops.cast(keep, dtype=DataType.Float)", f"xk = fd.ops.mul({x}, km)",
+         f"xd = fd.ops.mul(xk, {1 / (1 - DROPOUT_P)!r})", f"h = fd.ops.add({res}, xd)",
+         "var, mean = fd.ops.var_mean(h, dims=[1], correction=0, keepdim=True)",
+         "ve = fd.ops.add(var, 1e-05)", "rs = fd.ops.rsqrt(ve)",
+         f"mb = fd.ops.expand(mean, shape=[{r}, {c}])", "d = fd.ops.sub(h, mb)",
+         f"rb = fd.ops.expand(rs, shape=[{r}, {c}])", "n = fd.ops.mul(d, rb)",
+         f"wb = fd.ops.broadcast_in_dim({w}, shape=[{r}, {c}], broadcast_dims=[1])", "nw = fd.ops.mul(n, wb)",
+         f"bb = fd.ops.broadcast_in_dim({b}, shape=[{r}, {c}], broadcast_dims=[1])", "y = fd.ops.add(nw, bb)")
+    f.out("y")
+    f.out("mean", keep_float=True)
+    f.out("rs", keep_float=True)
+    f.out("keep", keep_float=True)
+
+
+def rope(f, r, c):
+    """Rotary embedding as Thunder emits litgpt's for a fused qkv [tokens, 3 * cols] (one query per kv
+    group): view as [tokens, heads, 3, head], permute to [heads, 3, tokens, head], slice out q, k and v;
+    q and k become q cos + rotate_half(q) sin with cos, sin [tokens, head]; v is returned as the view it is."""
+    hs = 128 if c % 128 == 0 else 64
+    h = c // hs
+    qkv = f.input([r, 3 * c], cast=False)
+    cos, sin = f.input([r, hs]), f.input([r, hs])
+    f.op(f"v4 = fd.ops.reshape({qkv}, new_shape=[{r}, {h}, 3, {hs}])", "p = fd.ops.permute(v4, dims=[1, 2, 0, 3])")
+    for k, name in enumerate("qkv"):
+        f.op(f"{name}s = fd.ops.slice(p, start_indices=[0, {k}, 0, 0], end_indices=[{h}, {k + 1}, {r}, {hs}])",
+             f"{name} = fd.ops.reshape({name}s, new_shape=[{h}, {r}, {hs}])")
+    f.op(f"cb = fd.ops.broadcast_in_dim({cos}, shape=[{h}, {r}, {hs}], broadcast_dims=[1, 2])",
+         f"sb = fd.ops.broadcast_in_dim({sin}, shape=[{h}, {r}, {hs}], broadcast_dims=[1, 2])")
+    for name in "qk":
+        v = name
+        if f.half:
+            v = f"{name}f"
+            f.op(f"{v} = fd.ops.cast({name}, dtype=DataType.Float)")
+        f.op(f"{name}1 = fd.ops.slice({v}, start_indices=[0, 0, 0], end_indices=[{h}, {r}, {hs // 2}])",
+             f"{name}2 = fd.ops.slice({v}, start_indices=[0, 0, {hs // 2}], end_indices=[{h}, {r}, {hs}])",
+             f"{name}2n = fd.ops.neg({name}2)", f"{name}rot = fd.ops.cat([{name}2n, {name}1], dim=-1)",
+             f"{name}c = fd.ops.mul({v}, cb)", f"{name}r = fd.ops.mul({name}rot, sb)",
+             f"{name}o = fd.ops.add({name}c, {name}r)")
+        f.out(f"{name}o")
+    f.outs.append("v")  # the view of the input, in its own dtype
+
+
+def rope_fits(c):
+    """the row length must be a whole number of 64- or 128-wide heads"""
+    return c % 64 == 0
+
+
+def transpose(f, r, c):
+    """rowmajor: relu of the permuted input, written [cols, rows] row-major. colmajor: relu of the
+    column-major input written row-major (the layout changes, the logical shape does not)."""
+    x, y = f.main(r, c), "y"
+    if f.layout == "rowmajor":
+        f.op(f"xt = fd.ops.permute({x}, dims=[1, 0])", "y = fd.ops.relu(xt)")
+    else:
+        f.op(f"y = fd.ops.relu({x})")
+    if f.half:
+        f.op(f"yc = fd.ops.cast(y, dtype=DataType.{f.nv})")
+        y = "yc"
+    f.op(f"yr = fd.ops.stride_order({y}, stride_order=[1, 0])")
+    f.outs.append("yr")
+
+
+def embedding(f, r, c, vocab=VOCAB):
+    """Rows of a [vocab, cols] table picked by r ids in range (embedding_fwd, as Thunder emits it for nvFuser)."""
+    ids, table = f.input([r], kind="ids", high=vocab), f.input([vocab, c], cast=False)  # a gather: no compute
+    f.op(f"y = fd.ops.embedding_fwd({ids}, {table})")
+    f.outs.append("y")
+
+
+def reduction(dims):
+    def body(f, r, c):
+        f.op(f"y = fd.ops.sum({f.main(r, c)}, dims={dims})")
+        f.out("y")
+    return body
+
+
+PW, NORM, RED = ["rowmajor", "colmajor", "sliced", "broadcast"], ["rowmajor", "colmajor", "sliced"], ["rowmajor", "colmajor", "sliced", "broadcast"]
+# name: (body, layouts it is swept over; the first is the main one)
+PATTERNS = {
+    "gelu": (gelu, PW),
+    "gelu_bwd": (gelu_bwd, PW),
+    "silu_mul": (silu_mul, PW),
+    "silu_mul_bwd": (silu_mul_bwd, ["rowmajor", "colmajor", "sliced"]),
+    "add_bias": (add_bias, PW),
+    "scale_shift": (scale_shift, ["rowmajor", "colmajor"]),
+    "rmsnorm": (rmsnorm, NORM),
+    "rmsnorm_bwd": (rmsnorm_bwd, NORM),
+    "layernorm": (layernorm, NORM),
+    "layernorm_bwd": (layernorm_bwd, ["rowmajor", "sliced"]),
+    "softmax": (softmax, NORM),
+    "softmax_bwd": (softmax_bwd, ["rowmajor", "sliced"]),
+    "cross_entropy": (cross_entropy, ["rowmajor", "sliced"]),
+    "dropout_residual_norm": (dropout_residual_norm, ["rowmajor"]),
+    "rope": (rope, ["rowmajor"]),
+    "transpose": (transpose, ["rowmajor", "colmajor"]),
+    "embedding": (embedding, ["rowmajor"]),
+    "sum_inner": (reduction([1]), RED),
+    "sum_outer": (reduction([0]), RED),
+    "sum_all": (reduction([0, 1]), ["rowmajor", "colmajor"]),
+}
+FITS = {"rope": rope_fits}  # patterns that take only some row lengths (left out elsewhere, said on stderr)
+
+
+def script(name, dt, r, c, layout, vocab=VOCAB):
+    f = Fusion(dt, layout)
+    if name == "embedding":
+        embedding(f, r, c, vocab)
+    else:
+        PATTERNS[name][0](f, r, c)
+    return f.text()
+
+
+def grid(kind, names, dtypes):
+    """(name, dtype, rows, cols, layout) of the grid, without repeats, in a stable order."""
+    seen, out = set(), []
+
+    def add(n, dt, r, c, lay):
+        if (n, dt, r, c, lay) not in seen and FITS.get(n, lambda c: True)(c) and dt in dtypes:
+            seen.add((n, dt, r, c, lay))
+            out.append((n, dt, r, c, lay))
+
+    for n in names:
+        lays = PATTERNS[n][1]
+        if kind == "small":
+            for lay in lays:
+                for dt in DTYPES:
+                    for r in [1, 33]:
+                        for c in ([128, 256] if n == "rope" else [7, 1000]):
+                            add(n, dt, r, c, lay)
+        elif kind == "full":
+            for lay in lays:
+                for dt in DTYPES:
+                    for r in ROWS:
+                        for c in COLS:
+                            add(n, dt, r, c, lay)
+        else:
+            for c in SWEEP_COLS:
+                add(n, "bf16", 2048, c, lays[0])
+            for lay in lays[1:]:
+                for c in [1000, 4096, 16384]:
+                    add(n, "bf16", 2048, c, lay)
+            for r in ROWS:
+                add(n, "bf16", r, 4096, lays[0])
+            for dt in ["f16", "f32"]:
+                add(n, dt, 2048, 4096, lays[0])
+            for c in VOCAB_COLS.get(n, []):
+                add(n, "bf16", 2048, c, lays[0])
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("dir")
-    p.add_argument("--small", action="store_true", help="a few small shapes of every pattern (the CPU test)")
+    p.add_argument("--grid", choices=["small", "sweep", "full"], default="sweep", help="which grid (see the module doc)")
+    p.add_argument("--small", action="store_true", help="the same as --grid small")
     p.add_argument("--only", help="patterns, comma-separated (default: all)")
-    p.add_argument("--cols", help="row lengths, comma-separated")
-    p.add_argument("--rows", help="row counts, comma-separated")
+    p.add_argument("--cols", help="row lengths, comma-separated: with --rows, or alone (then the grid's row counts), "
+                   "their product over the patterns, their layouts and the dtypes replaces the grid")
+    p.add_argument("--rows", help="row counts, comma-separated (alone: with the grid's row lengths)")
     p.add_argument("--dtypes", help="of bf16,f16,f32")
+    p.add_argument("--layouts", help=f"of {','.join(LAYOUTS)} (default: each pattern's own)")
     a = p.parse_args()
-    ints = lambda s, d: [int(x) for x in s.split(",")] if s else d
-    cols = ints(a.cols, [7, 1000] if a.small else COLS)
-    rows = ints(a.rows, [1, 33] if a.small else ROWS)
+    kind = "small" if a.small else a.grid
     dtypes = a.dtypes.split(",") if a.dtypes else list(DTYPES)
     names = a.only.split(",") if a.only else list(PATTERNS)
     for n in names:
@@ -134,17 +459,29 @@ def main():
     for d in dtypes:
         if d not in DTYPES:
             p.error(f"unknown dtype {d!r}; the dtypes are {', '.join(DTYPES)}")
+    layouts = a.layouts.split(",") if a.layouts else None
+    for l in layouts or []:
+        if l not in LAYOUTS:
+            p.error(f"unknown layout {l!r}; the layouts are {', '.join(LAYOUTS)}")
+    cases = grid(kind, names, dtypes)
+    if a.cols or a.rows:  # an explicit product, over the grid's patterns, dtypes and layouts
+        ints = lambda s: [int(x) for x in s.split(",")]
+        cols = ints(a.cols) if a.cols else sorted({c for _, _, _, c, _ in cases})
+        rows = ints(a.rows) if a.rows else sorted({r for _, _, r, _, _ in cases})
+        cases = [(n, dt, r, c, lay) for n in names for lay in PATTERNS[n][1] for dt in dtypes
+                 for r in rows for c in cols if FITS.get(n, lambda c: True)(c)]
+        for n in names:
+            left = [c for c in cols if not FITS.get(n, lambda c: True)(c)]
+            if left:
+                print(f"{n}: row lengths {left} left out ({FITS[n].__doc__})", file=sys.stderr)
+    if layouts:
+        cases = [x for x in cases if x[4] in layouts]
+    vocab = 97 if kind == "small" else VOCAB
     os.makedirs(a.dir, exist_ok=True)
-    n = 0
-    for name in names:
-        for layout in PATTERNS[name][3]:
-            for dt in dtypes:
-                for r in rows:
-                    for c in cols:
-                        with open(os.path.join(a.dir, f"{name}-{dt}-{r}x{c}-{layout}.py"), "w") as f:
-                            f.write(script(name, dt, r, c, layout))
-                        n += 1
-    print(f"wrote {n} scripts to {a.dir}")
+    for n, dt, r, c, lay in cases:
+        with open(os.path.join(a.dir, f"{n}-{dt}-{r}x{c}-{lay}.py"), "w") as f:
+            f.write(script(n, dt, r, c, lay, vocab))
+    print(f"wrote {len(cases)} scripts to {a.dir}")
 
 
 if __name__ == "__main__":

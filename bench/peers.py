@@ -51,23 +51,37 @@ def as_json(row):
     return {k: (json.loads(v.to_json()) if hasattr(v, "to_json") else v) for k, v in row.items() if v is not None}
 
 
+def median_us(row, peer):
+    return row[peer]["summary"]["median"] if peer in row else None
+
+
+def copy_us(row):
+    """The copy of fusebench's bytes, timed the same way (kernel_time(ceiling=True))."""
+    c = row.get("fusebench", {}).get("ceiling")
+    return c["median_us"] if c else None
+
+
 def print_table(rows, device):
     """`rows`: dicts of file name and each peer's record (fusebench's JSON form)."""
-    peers = ["nvfuser", "eager", "compile", "fusebench"]
+    peers = [p for p in ("nvfuser", "eager", "compile", "fusebench") if any(p in r for r in rows)]
     print(f"kernel time, µs: median (95% interval half-width) under fusebench.kernel_time, cold L2, CUPTI; {device}")
-    print("| fusion | " + " | ".join(peers) + " | nvFuser / fusebench |")
-    print("| --- |" + " --- |" * (len(peers) + 1))
+    print("| fusion | " + " | ".join(peers) + " | copy | nvFuser / fusebench | compile / fusebench | % of copy |")
+    print("| --- |" + " --- |" * (len(peers) + 4))
     ratios = []
     for r in rows:
         cells = []
         for p in peers:
             s = r[p]["summary"] if p in r else None
             cells.append(f"{s['median']:.2f} (±{100 * s['rel_ci']:.1f}%)" if s else "–")
-        nv, fb = r.get("nvfuser"), r.get("fusebench")
-        ratio = nv["summary"]["median"] / fb["summary"]["median"] if nv and fb else None
+        nv, tc, fb, cp = median_us(r, "nvfuser"), median_us(r, "compile"), median_us(r, "fusebench"), copy_us(r)
+        ratio = nv / fb if nv and fb else None
         if ratio:
             ratios.append(ratio)
-        print(f"| {r['file']} | " + " | ".join(cells) + (f" | {ratio:.2f} |" if ratio else " | – |"))
+        cells.append(f"{cp:.2f}" if cp else "–")
+        cells.append(f"{ratio:.2f}" if ratio else "–")
+        cells.append(f"{tc / fb:.2f}" if tc and fb else "–")
+        cells.append(f"{100 * cp / fb:.0f}%" if cp and fb else "–")
+        print(f"| {r['file']} | " + " | ".join(cells) + " |")
     if ratios:
         geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
         print(f"\ngeometric mean nvFuser / fusebench over {len(ratios)} fusions: {geo:.3f}")
@@ -78,6 +92,63 @@ def print_table(rows, device):
             print(f"geometric mean {p} / fusebench over {len(r)} fusions: {geo:.3f}")
 
 
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def limits(rec):
+    """What a record's kernels say about what limits them: count, launch shapes, registers, spills."""
+    ks = rec.get("kernels", [])
+    return "; ".join(
+        f"{k['name'][:28]} {k['median_us']:.1f}µs grid {k['grid'][0]}x{k['grid'][1]} block {k['block'][0]} "
+        f"{k['registers']} regs{' ' + str(k['shared_bytes']) + 'B smem' if k.get('shared_bytes') else ''}"
+        for k in ks[:3]
+    )
+
+
+def print_by_pattern(rows, device):
+    """Per pattern (the file name up to its first '-'): the distribution of each peer's time over
+    fusebench's, and the five worst fusions against each peer with their kernels."""
+    print(f"\nper pattern, ratio = peer time / fusebench time (above 1: fusebench faster); {device}")
+    print("| pattern | n | nvFuser/fb min | median | max | < 0.95 | compile/fb min | median | max | < 0.95 | % of copy median |")
+    print("| --- |" + " --- |" * 10)
+    pats = sorted({r["file"].split("-")[0] for r in rows})
+    for pat in pats:
+        rs = [r for r in rows if r["file"].split("-")[0] == pat and "fusebench" in r]
+        cells = [pat, str(len(rs))]
+        for peer in ("nvfuser", "compile"):
+            x = sorted(median_us(r, peer) / median_us(r, "fusebench") for r in rs if peer in r)
+            cells += [f"{x[0]:.2f}", f"{x[len(x) // 2]:.2f}", f"{x[-1]:.2f}", str(sum(v < 0.95 for v in x))] if x else ["–"] * 4
+        pc = sorted(100 * copy_us(r) / median_us(r, "fusebench") for r in rs if copy_us(r))
+        cells.append(f"{pc[len(pc) // 2]:.0f}%" if pc else "–")
+        print("| " + " | ".join(cells) + " |")
+    for peer in ("nvfuser", "compile"):
+        x = [(median_us(r, peer) / median_us(r, "fusebench"), r) for r in rows if peer in r and "fusebench" in r]
+        if not x:
+            continue
+        print(f"\ngeometric mean {peer} / fusebench over {len(x)} fusions: {geomean([v for v, _ in x]):.3f}; "
+              f"{sum(v < 0.95 for v, _ in x)} below 0.95, {sum(v < 0.8 for v, _ in x)} below 0.8")
+        print(f"five worst against {peer}:")
+        for v, r in sorted(x, key=lambda t: t[0])[:5]:
+            print(f"  {v:.2f} {r['file']}: fusebench {median_us(r, 'fusebench'):.2f} µs [{limits(r['fusebench'])}]"
+                  f" vs {peer} {median_us(r, peer):.2f} µs [{limits(r[peer])}]")
+
+
+def precompile_one(path):
+    """Compiles one fusion with torch.compile and runs it once, in a worker process, so that the
+    timing process finds Inductor's and Triton's caches warm. Returns an error message or None."""
+    import_peers()
+    try:
+        _, inputs = script_parts(path)
+        fn = build(fusebench.fusion_json(path))
+        with torch.no_grad():
+            torch.compile(fn, dynamic=False)(*inputs)
+        torch.cuda.synchronize()
+        return None
+    except Exception as e:
+        return f"{os.path.basename(path)}: {e}"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("paths", nargs="*")
@@ -85,17 +156,32 @@ def main():
     ap.add_argument("--json", default=None, help="rewritten after each fusion, so a cut-short run keeps what it measured")
     ap.add_argument("--table", nargs="+", default=None, help="only print the table of these --json files, merged")
     ap.add_argument("--max-time", type=float, default=1.0)
+    ap.add_argument("--skip", default="", help="peers not to time, comma-separated (e.g. eager)")
+    ap.add_argument("--precompile", type=int, default=0,
+                    help="worker processes that torch.compile every fusion first (warm caches; timing stays serial)")
+    ap.add_argument("--by-pattern", action="store_true", help="also the per-pattern distribution and the worst five")
     a = ap.parse_args()
+    skip = set(a.skip.split(",")) if a.skip else set()
     if a.table:
         rows = [r for path in a.table for r in json.load(open(path))]
         rows.sort(key=lambda r: r["file"])
         dev = next((r[p]["environment"]["gpu_name"] for r in rows for p in r if isinstance(r[p], dict)), "?")
         print_table(rows, dev)
+        if a.by_pattern:
+            print_by_pattern(rows, dev)
         return
     import_peers()
     want_compile = a.compile.split(",") if a.compile else []
+    paths = scripts(a.paths)
+    if a.precompile and want_compile:
+        import multiprocessing as mp
+        todo = [p for p in paths if "all" in want_compile or any(os.path.basename(p).startswith(w) for w in want_compile)]
+        with mp.get_context("spawn").Pool(a.precompile) as pool:
+            for err in pool.imap_unordered(precompile_one, todo):
+                if err:
+                    print(f"  precompile: {err}", file=sys.stderr)
     rows = []
-    for path in scripts(a.paths):
+    for path in paths:
         name = os.path.basename(path)
         print(name, file=sys.stderr)
         row = {"file": name}
@@ -104,11 +190,13 @@ def main():
         except Exception as e:
             print(f"  script: FAILED: {e}", file=sys.stderr)
             continue
-        row["nvfuser"] = timed("nvFuser", fd.execute, inputs, name=name, max_time=a.max_time)
+        if "nvfuser" not in skip:
+            row["nvfuser"] = timed("nvFuser", fd.execute, inputs, name=name, max_time=a.max_time)
         try:
             fn = build(fusebench.fusion_json(path))
             with torch.no_grad():
-                row["eager"] = timed("eager", fn, *inputs, name=name, max_time=a.max_time)
+                if "eager" not in skip:
+                    row["eager"] = timed("eager", fn, *inputs, name=name, max_time=a.max_time)
                 if "all" in want_compile or any(name.startswith(p) for p in want_compile):
                     # Every fusion's function shares one code object: without a reset, dynamo
                     # stops recompiling after its cache limit and silently runs eager.
@@ -130,7 +218,7 @@ def main():
             except ValueError as e:
                 print(f"  fusebench: its own inputs ({e})", file=sys.stderr)
                 args = []
-            row["fusebench"] = timed("fusebench", f, *args, name=name, bytes=f.bytes, max_time=a.max_time)
+            row["fusebench"] = timed("fusebench", f, *args, name=name, bytes=f.bytes, ceiling=True, max_time=a.max_time)
         except Exception as e:
             print(f"  fusebench: FAILED: {e}", file=sys.stderr)
         rows.append(as_json(row))
@@ -138,6 +226,8 @@ def main():
             with open(a.json, "w") as f:
                 json.dump(rows, f)
     print_table(rows, torch.cuda.get_device_name())
+    if a.by_pattern:
+        print_by_pattern(rows, torch.cuda.get_device_name())
 
 
 if __name__ == "__main__":

@@ -77,7 +77,8 @@ def build(fusion_json):
             elif k == "unary":
                 x = val(o["x"])
                 name = o["kind"].lower()
-                f = {"neg": torch.neg, "not": torch.logical_not, "relu": torch.relu}.get(name) or getattr(torch, name)
+                f = {"neg": torch.neg, "not": torch.logical_not, "relu": torch.relu}.get(name)
+                f = f or getattr(torch, name, None) or getattr(F, name)  # silu is only in F
                 if isinstance(x, torch.Tensor):
                     r = f(x.to(dt) if x.is_floating_point() and dt.is_floating_point else x)
                 else:
@@ -149,9 +150,44 @@ def build(fusion_json):
             elif k == "index_select":
                 # nvFuser takes an index of any shape with one non-1 extent; torch wants a vector.
                 r = torch.index_select(val(o["x"]), o["dim"], val(o["index"]).reshape(-1)).reshape(shape)
+            elif k == "index":
+                r = index_op(o, val)
+            elif k == "rng":
+                # Other numbers than nvFuser's Philox stream: these are for timing.
+                a, b, dt_rng = val(o["a"]), val(o["b"]), DTYPES[o["dtype"]]
+                if o["dist"] == "Uniform":
+                    r = torch.rand(shape, dtype=dt_rng, device="cuda") * (b - a) + a
+                else:
+                    r = torch.randn(shape, dtype=dt_rng, device="cuda") * b + a
+            elif k == "rng_like":
+                x = val(o["x"])
+                r = torch.rand_like(x) if o["dist"] == "Uniform" else torch.randn_like(x)
+            elif k == "stride_order":
+                # stride_order[d] is dim d's rank counted from the innermost: permute into allocation
+                # order, make that contiguous, permute back (a copy in the new layout).
+                x, so = val(o["x"]), o["stride_order"]
+                n = len(so)
+                order = sorted(range(n), key=lambda d: -(so[d] % n))
+                back = sorted(range(n), key=lambda d: order[d])
+                r = x.permute(order).contiguous().permute(back)
+            elif k == "set":
+                r = val(o["x"]).clone()
             else:
                 raise NotImplementedError(f"op {k}")
             env[outs[0]] = typed(r, outs[0])
         return [env[v] for v in d["outputs"]]
 
     return fn
+
+
+def index_op(o, val):
+    """fusebench's index ops (the `index_op` of an `index` node) as their PyTorch forms."""
+    k = o["index_op"]
+    if k == "take_along_axis":  # the index broadcasts against x outside dim, as in take_along_dim
+        return torch.take_along_dim(val(o["x"]), val(o["index"]), o["dim"])
+    if k == "gather":
+        return torch.gather(val(o["x"]), o["dim"], val(o["index"]))
+    if k == "embedding_fwd":
+        pad = o.get("padding_idx")
+        return F.embedding(val(o["input"]), val(o["weight"]), padding_idx=None if pad is None else int(val(pad)))
+    raise NotImplementedError(f"index op {k}")

@@ -11,6 +11,8 @@
 #          scripts/gpu.sh figures      (copy ceilings by the same method, % of copy, gather bytes, explain's planted pairs)
 #          scripts/gpu.sh tests        (the GPU tests built by stage: engine outputs, the harness)
 #          scripts/gpu.sh sweep        (fusions not in ../shared: checked, benchmarked, explain's pairs)
+#          scripts/gpu.sh patterns [ARGS] (bench/patterns.py's sweep (ARGS go to it, selections joined by +): fusebench vs nvFuser vs
+#                                       torch.compile vs the copy ceiling, one table per pattern; carry .peer)
 #          scripts/gpu.sh ops [N]      (every op family's fixtures, nvFuser's per-op goldens, fuzz regressions,
 #                                       N random fusions (default 10000) GPU vs CPU)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
@@ -68,6 +70,35 @@ ops)
     if [ -d "$out/failures" ]; then
         tar -czf "$out/failures.tar.gz" -C "$out" failures && rm -rf "$out/failures"
         echo "kept failures: $out/failures.tar.gz"
+    fi
+    ;;
+patterns)
+    # Issue 14's table: the generated sweep timed by every peer under fusebench.kernel_time (cold L2,
+    # CUPTI), torch.compile compiled first by 14 worker processes so that timing stays serial.
+    shift || true
+    mkdir -p "$out"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+    # Several selections of the grid are separated by "+": patterns --only gelu + --only rmsnorm --dtypes f16
+    rm -rf /tmp/sweep
+    sel=()
+    for a in "$@" +; do
+        if [ "$a" = + ]; then python3 bench/patterns.py /tmp/sweep "${sel[@]}"; sel=(); else sel+=("$a"); fi
+    done
+    source .peer/activate.sh
+    pip install -q --no-deps --no-index --target /tmp/fbpy .gpu/fusebench-*.whl
+    export PYTHONPATH=/tmp/fbpy:${PYTHONPATH:-}
+    python3 bench/peers.py /tmp/sweep --compile all --skip eager --precompile 14 --by-pattern \
+        --json "$out/sweep.json" >"$out/sweep.txt" 2>"$out/sweep-stderr.txt"
+    echo "peers exit $?"
+    sed -n '/^per pattern/,$p' "$out/sweep.txt"
+    grep -B1 FAILED "$out/sweep-stderr.txt" | head -30
+    # PEERS_ALSO=DIR: the same peers on another directory too (the shared corpus), in the same call.
+    if [ -n "${PEERS_ALSO:-}" ]; then
+        python3 bench/peers.py "$PEERS_ALSO" --compile all --skip eager --precompile 14 \
+            --json "$out/also.json" >"$out/also.txt" 2>"$out/also-stderr.txt"
+        echo "peers (also) exit $?"
+        grep -E "^geometric" "$out/also.txt"
+        grep -B1 FAILED "$out/also-stderr.txt" | head -20
     fi
     ;;
 stage)
@@ -312,7 +343,7 @@ nvbench)
     $bin diff "$out/nvbench_copy.json" "$out/nvbench_copy.json"
     ;;
 *)
-    echo "usage: scripts/gpu.sh stage|run|peer|repro|program|python|nvbench|flush|figures|tests|sweep [bench args]" >&2
+    echo "usage: scripts/gpu.sh stage|run|peer|patterns|repro|program|python|nvbench|flush|figures|tests|sweep [bench args]" >&2
     exit 2
     ;;
 esac

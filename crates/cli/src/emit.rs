@@ -14,7 +14,7 @@ pub struct Args {
     /// Print the whole plan as JSON instead.
     #[arg(long)]
     json: bool,
-    /// Multiprocessor count to plan for (the H200's by default; the GPU's own when `bench` or `check --device gpu` plan).
+    /// Multiprocessor count to plan for (the H200's by default, with its other properties; the GPU's own when `bench` or `check --device gpu` plan).
     #[arg(long, default_value_t = 132)]
     sms: u32,
     /// Rows a row-wise block handles at once (a tuning experiment; the default is the measured choice).
@@ -47,7 +47,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         return Ok(code);
     }
     let f = files::load(&a.file)?;
-    let plan = fusebench_codegen::plan(&f, &layouts(&f), fusebench_engine::planner_device(a.sms)?)?;
+    let dev = fusebench_codegen::Device {
+        sm_count: a.sms,
+        ..Default::default()
+    };
+    let plan = fusebench_codegen::plan(&f, &layouts(&f), fusebench_engine::planner_device(dev)?)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(ExitCode::SUCCESS);
@@ -59,6 +63,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             k.name, k.grid, k.block, k.schedule
         );
         println!("      {}", k.summary);
+        if let Some(c) = &k.choice {
+            println!("      schedule: {} — {}", c.schedule, c.reason);
+            for r in &c.rejected {
+                println!("      not {} — {}", r.schedule, r.reason);
+            }
+        }
     }
     for (i, o) in plan.outputs.iter().enumerate() {
         let name = &f.value(f.outputs[i]).name;
@@ -74,9 +84,25 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     o.shape, o.dtype
                 )
             }
-            other => println!(
-                "  output {i} ({name}) {:?} {}: {:?}",
-                o.shape, o.dtype, other
+            fusebench_codegen::OutputSource::InputView {
+                input,
+                strides,
+                offset,
+            } => println!(
+                "  output {i} ({name}) {:?} {}: a view of input {input} ({}) at strides {strides:?}, offset {offset}: no kernel",
+                o.shape,
+                o.dtype,
+                f.value(f.inputs[*input]).name
+            ),
+            fusebench_codegen::OutputSource::OutputView {
+                output,
+                strides,
+                offset,
+            } => println!(
+                "  output {i} ({name}) {:?} {}: a view of output {output} ({}) at strides {strides:?}, offset {offset}: no kernel",
+                o.shape,
+                o.dtype,
+                f.value(f.outputs[*output]).name
             ),
         }
     }

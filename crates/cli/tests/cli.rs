@@ -150,6 +150,45 @@ fn emit_plans_without_a_gpu() {
 }
 
 #[test]
+fn emit_says_each_kernels_schedule_and_why() {
+    let o = fusebench(&["emit", "examples/seed_rmsnorm_legacy.py"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("schedule: rowwise — row of 4096 bfloat16 = 512 vectors of 8 held by 128 of 128 threads x 4 vectors; 4096 rows"),
+        "{t}"
+    );
+    // Every kernel of a plan with a combine says its schedule.
+    let o = fusebench(&["emit", "examples/005_Llama-3.2-1B_bw_nvFusion9.py"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert_eq!(
+        t.matches("      schedule: ").count(),
+        t.matches("grid [").count(),
+        "every kernel says its schedule: {t}"
+    );
+    // A stored row sum: grid and rowwise tried, in registry order, before persistent.
+    let o = fusebench(&["emit", &fixture("fuzz-regressions/seed1-1698.py")]);
+    let t = text(&o);
+    let lines = [
+        "      schedule: persistent — reduces the innermost 511 of each of 1 rows",
+        "      not grid — 1 results of 511 elements each: splitting a result over blocks needs fewer than 66 results of at least 65536 elements",
+        "      not rowwise — reduces the innermost dims [2] of [1, 1, 511], not over rows",
+    ];
+    let at: Vec<usize> = lines
+        .iter()
+        .map(|l| t.find(l).unwrap_or_else(|| panic!("{l} missing: {t}")))
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{t}");
+    let o = fusebench(&["emit", "--json", "examples/seed_rmsnorm_legacy.py"]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["kernels"][0]["choice"]["schedule"], "rowwise");
+    assert!(j["kernels"][0]["choice"]["reason"]
+        .as_str()
+        .is_some_and(|r| r.contains("128 of 128 threads")));
+}
+
+#[test]
 fn history_lists_stored_results_and_flags_regressions() {
     use fusebench_measure::{CachePolicy, Environment, Measurement, Method, Sample, Stop, Subject};
     let dir = std::env::temp_dir().join(format!("fusebench-history-{}", std::process::id()));

@@ -1,26 +1,36 @@
 //! The generated sweep (`bench/patterns.py`, issue 14's shapes and layouts):
 //! every script of its small grid is a valid nvFuser repro script that
-//! `check` parses and runs on the CPU reference. Needs python3; under CI
-//! (`CI=true`) its absence is a failure, elsewhere a skip said on stderr.
+//! `check --strict` parses and runs on the CPU reference (its inputs agree
+//! with its definitions), every pattern and layout is in it, and the default
+//! grid stays a few hundred scripts. Needs python3; under CI (`CI=true`) its
+//! absence is a failure, elsewhere a skip said on stderr.
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
-#[test]
-fn every_generated_pattern_script_checks_on_the_cpu() {
+/// nvFuser's benchmark patterns (forward and backward) the sweep must cover.
+const PATTERNS: &[&str] = &[
+    "gelu", "gelu_bwd", "silu_mul", "silu_mul_bwd", "add_bias", "scale_shift", "rmsnorm",
+    "rmsnorm_bwd", "layernorm", "layernorm_bwd", "softmax", "softmax_bwd", "cross_entropy",
+    "dropout_residual_norm", "rope", "transpose", "embedding", "sum_inner", "sum_outer", "sum_all",
+];
+const LAYOUTS: &[&str] = &["rowmajor", "colmajor", "sliced", "broadcast"];
+
+/// Runs the generator into a fresh directory; None when python3 is missing outside CI.
+fn generate(tag: &str, args: &[&str]) -> Option<(PathBuf, usize, Vec<String>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = std::env::temp_dir().join(format!("fusebench-patterns-{}", std::process::id()));
-    let gen = Command::new("python3")
+    let dir = std::env::temp_dir().join(format!("fusebench-patterns-{tag}-{}", std::process::id()));
+    let gen: std::io::Result<Output> = Command::new("python3")
         .arg(root.join("bench/patterns.py"))
         .arg(&dir)
-        .arg("--small")
+        .args(args)
         .output();
     let gen = match gen {
         Ok(o) => o,
         Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("python3 is needed: {e}"),
         Err(e) => {
             eprintln!("skipped: python3 not found ({e})");
-            return;
+            return None;
         }
     };
     assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
@@ -29,10 +39,56 @@ fn every_generated_pattern_script_checks_on_the_cpu() {
         .nth(1)
         .and_then(|w| w.parse().ok())
         .expect("the generator says how many scripts it wrote");
-    assert!(n >= 100, "only {n} scripts");
-    let out = Command::new(env!("CARGO_BIN_EXE_fusebench")).arg("check").arg(&dir).output().unwrap();
+    let names = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    Some((dir, n, names))
+}
+
+#[test]
+fn every_generated_pattern_script_checks_on_the_cpu() {
+    let Some((dir, n, names)) = generate("small", &["--grid", "small"]) else {
+        return;
+    };
+    assert_eq!(names.len(), n, "one file per script");
+    for p in PATTERNS {
+        assert!(names.iter().any(|f| f.starts_with(&format!("{p}-"))), "no {p} script");
+    }
+    for l in LAYOUTS {
+        assert!(names.iter().any(|f| f.ends_with(&format!("-{l}.py"))), "no {l} script");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_fusebench"))
+        .arg("check")
+        .arg("--strict")
+        .arg(&dir)
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "{text}");
     assert!(text.contains(&format!("{n} fusions: {n} ok")), "{text}");
+}
+
+/// The default grid is the structured subset: a few hundred scripts, each
+/// pattern in it, every name PATTERN-DTYPE-ROWSxCOLS-LAYOUT.py.
+#[test]
+fn the_default_sweep_is_a_few_hundred_scripts_of_every_pattern() {
+    let Some((dir, n, names)) = generate("sweep", &[]) else {
+        return;
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!((200..=600).contains(&n), "{n} scripts");
+    for p in PATTERNS {
+        assert!(names.iter().any(|f| f.starts_with(&format!("{p}-"))), "no {p} script");
+    }
+    for f in &names {
+        let parts: Vec<&str> = f.trim_end_matches(".py").rsplitn(4, '-').collect();
+        assert_eq!(parts.len(), 4, "{f}");
+        let (layout, shape, dtype) = (parts[0], parts[1], parts[2]);
+        assert!(LAYOUTS.contains(&layout), "{f}");
+        assert!(["bf16", "f16", "f32"].contains(&dtype), "{f}");
+        assert!(shape.split_once('x').is_some_and(|(r, c)| r.parse::<u64>().is_ok() && c.parse::<u64>().is_ok()), "{f}");
+        assert!(PATTERNS.contains(&parts[3]), "{f}");
+    }
 }

@@ -54,6 +54,27 @@ pub fn apply(f: &Fusion, node: usize, strides: &[i64], offset: i64) -> Option<(V
             }
             (out, offset)
         }
+        // A slice starts further in and steps over its strides: nvFuser and
+        // torch return it as a view too (the V part of a fused qkv).
+        Op::Slice {
+            start,
+            end,
+            strides: steps,
+            manual_normalization,
+            ..
+        } => {
+            let (_, starts, steps) =
+                infer::slice_bounds("slice", xs, start, end, steps, *manual_normalization).ok()?;
+            let shifted = starts
+                .iter()
+                .zip(strides)
+                .map(|(&b, &s)| b as i64 * s)
+                .sum::<i64>();
+            (
+                strides.iter().zip(&steps).map(|(&s, &k)| s * k as i64).collect(),
+                offset + shifted,
+            )
+        }
         // A cast to the dtype a value already has moves nothing.
         Op::Cast { x, dtype } if f.value(*x).dtype == *dtype => (strides.to_vec(), offset),
         Op::Expand { shape, .. } => (
@@ -101,6 +122,7 @@ pub fn view_chain(f: &Fusion, v: ValueId, stop: impl Fn(ValueId) -> bool) -> (Ve
             | Op::Broadcast { x, .. }
             | Op::BroadcastInDim { x, .. }
             | Op::Expand { x, .. }
+            | Op::Slice { x, .. }
             | Op::Reshape { x, .. } => {
                 chain.push(node);
                 cur = *x;

@@ -80,6 +80,10 @@ pub fn add(
                     input.name
                 ),
                 code_hash: code_hash(&src),
+                choice: Some(crate::plan::Choice::only(
+                    "alias write",
+                    "an output the script writes into its input's own strided elements",
+                )),
             });
         }
         p.alias_writes.push(a.output);

@@ -18,7 +18,7 @@ use fusebench_ir::{Fusion, ValueId};
 
 const BLOCK: u32 = 256;
 /// Shortest reduced extent worth more than one block per result.
-const MIN_COUNT: usize = 1 << 16;
+pub const MIN_COUNT: usize = 1 << 16;
 /// Elements each thread folds at least, so partials stay few.
 const PER_THREAD: usize = 16;
 
@@ -29,11 +29,17 @@ pub fn wanted(f: &Fusion, r: &Reduction, sm_count: u32) -> bool {
     results < (sm_count as usize / 2).max(1) && r.count(f) >= MIN_COUNT
 }
 
+/// Whether `r`'s results fit the grid's y extent (one row of blocks each).
+pub fn fits_results(f: &Fusion, r: &Reduction) -> bool {
+    f.value(r.outputs[0]).numel() <= 65535
+}
+
 /// Appends the kernels that compute `r` and records where its outputs are stored.
 pub fn build(
     cx: &mut Context,
     name: &str,
     r: &Reduction,
+    epilogue: &[(ValueId, usize)],
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
     let f = cx.f;
@@ -42,13 +48,17 @@ pub fn build(
         .filter(|d| !r.dims.contains(d))
         .map(|d| xs[d])
         .collect();
-    let red: Vec<usize> = r.dims.iter().map(|&d| xs[d]).collect();
+    // The reduced elements are walked in memory order (a sum does not
+    // depend on the order), so consecutive threads read consecutive
+    // addresses also when the input is column-major.
+    let walk = crate::memory::by_memory(f, &cx.layouts, r.x, &r.dims);
+    let red: Vec<usize> = walk.iter().map(|&d| xs[d]).collect();
     let o: usize = kept.iter().product::<usize>().max(1);
     let k = r.count(f);
     let acc = r.acc(f);
     // About four blocks per multiprocessor over all results, each folding
     // at least PER_THREAD elements per thread.
-    let want = (cx.sm_count as usize * 4).div_ceil(o).max(1);
+    let want = crate::launch::split_blocks(cx.sm_count).div_ceil(o).max(1);
     let splits = want.min(k.div_ceil(BLOCK as usize * PER_THREAD)).max(1);
     let chunk = k.div_ceil(splits);
     let splits = k.div_ceil(chunk).max(1);
@@ -84,12 +94,11 @@ pub fn build(
         lw.open(&format!("for ({it} r = r0 + threadIdx.x; r < r1; r += {BLOCK}) {{"));
         let kept_idx = view::delinearize(Ix::var("o"), &kept);
         let red_idx = view::delinearize(Ix::var("r"), &red);
-        let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());
+        let mut ki = kept_idx.iter();
         let x_idx: Vec<Ix> = (0..xs.len())
-            .map(|d| {
-                if r.dims.contains(&d) { ri.next() } else { ki.next() }
-                    .unwrap()
-                    .clone()
+            .map(|d| match walk.iter().position(|&w| w == d) {
+                Some(k) => red_idx[k].clone(),
+                None => ki.next().unwrap().clone(),
             })
             .collect();
         let xv = lw.value_at(r.x, &x_idx)?;
@@ -122,13 +131,15 @@ pub fn build(
                 block: [BLOCK, 1, 1],
                 args: params.args,
                 code_hash: String::new(),
+                choice: None,
                 summary: format!(
                     "grid reduction of {} over {k} elements in {splits} chunks of {chunk}: {o} results",
                     f.value(r.x).name
                 ),
             },
         ));
-        outer::combine(cx, name, r, pass, partial, splits, out);
+        let last = pass + 1 == r.passes();
+        outer::combine(cx, name, r, pass, partial, splits, if last { epilogue } else { &[] }, out)?;
     }
     Ok(())
 }

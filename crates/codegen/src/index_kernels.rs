@@ -109,6 +109,7 @@ fn flat(
             args: params.args,
             summary,
             code_hash: String::new(),
+            choice: None,
         },
     ))
 }
@@ -271,6 +272,7 @@ fn build(
                             f.value(*x).name
                         ),
                         code_hash: String::new(),
+                        choice: None,
                     },
                 ));
             }

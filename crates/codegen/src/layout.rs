@@ -1,5 +1,6 @@
 //! Outputs in a memory layout of their own: `fd.add_output(out,
-//! stride_order=[...])` and outputs of `fd.ops.stride_order`. nvFuser gives
+//! stride_order=[...])`, outputs of `fd.ops.stride_order`, and outputs that
+//! take their inputs' layout as nvFuser infers it (`ir::alloc_order`). nvFuser gives
 //! such an output the allocation domain `strideOrderToAllocation` builds
 //! (csrc/ir/utils.cpp: logical dim `i` at allocation position
 //! `rank - 1 - stride_order[i]`, contiguous), so its buffer holds the dims
@@ -20,8 +21,8 @@ pub fn orders(f: &Fusion) -> Vec<Option<Vec<usize>>> {
         .map(|k| {
             let v = f.value(f.outputs[k]);
             let shape = v.shape.as_ref()?;
-            let order = match f.layout_of(k) {
-                Some(o) => o.to_vec(),
+            let order = match fusebench_ir::alloc_order::output_order(f, k) {
+                Some(o) => o,
                 None => match &f.producer(f.outputs[k])?.op {
                     Op::StrideOrder { stride_order, .. } if !stride_order.is_empty() => {
                         infer::stride_permutation("stride_order", stride_order, shape.len()).ok()?

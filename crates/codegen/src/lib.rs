@@ -2,22 +2,28 @@
 //! each (pointwise, inner persistent, outer reduction) and writes CUDA C for
 //! it. Everything here is plain Rust; `fusebench-runtime` compiles and runs it.
 //!
-//! The chain: `segment` decides kernels -> a schedule (`pointwise`,
-//! `persistent`, `outer`) lays out threads -> `lower` writes each value at a
-//! symbolic index (`ix`, `view`) -> `ctype` spells it in C.
+//! The chain: `segment` decides kernels -> the first schedule of the registry
+//! `schedule::SCHEDULES` that fits lays out threads (`rowwise`, `persistent`,
+//! `grid`, `outer`, `pointwise`; launch numbers from `launch`, which reads
+//! `device`) -> `lower` writes each value at a symbolic index (`ix`, `view`)
+//! -> `ctype` spells it in C.
 
 pub mod alias;
 pub mod alias_write;
 pub mod complex;
+pub mod epilogue;
 pub mod ctype;
+pub mod device;
 pub mod error;
 pub mod grid;
 pub mod index;
 pub mod index_kernels;
 pub mod ix;
 pub mod kernel;
+pub mod launch;
 pub mod layout;
 pub mod lower;
+pub mod memory;
 pub mod outer;
 pub mod passes;
 pub mod persistent;
@@ -28,9 +34,11 @@ mod refuse;
 pub mod rewrite;
 pub mod rowwise;
 pub mod scan;
+pub mod schedule;
 pub mod segment;
 pub mod view;
 
 pub use error::CodegenError;
-pub use plan::{Kernel, KernelArg, OutputSource, Plan, Schedule};
-pub use segment::{plan, Device};
+pub use plan::{Choice, Kernel, KernelArg, OutputSource, Plan, Schedule};
+pub use device::Device;
+pub use segment::plan;

@@ -19,6 +19,7 @@ pub fn build(
     cx: &mut Context,
     name: &str,
     r: &Reduction,
+    epilogue: &[(ValueId, usize)],
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
     let f = cx.f;
@@ -32,7 +33,7 @@ pub fn build(
     let k: usize = red.iter().product();
     let acc = r.acc(f);
     let blocks_x = o.div_ceil(BLOCK as usize).max(1);
-    let want = (cx.sm_count as usize * 4).div_ceil(blocks_x);
+    let want = crate::launch::split_blocks(cx.sm_count).div_ceil(blocks_x);
     let splits = want.clamp(1, (k / 16).max(1));
     let chunk = k.div_ceil(splits).max(1);
     let splits = k.div_ceil(chunk).max(1);
@@ -110,6 +111,7 @@ pub fn build(
                 block: [BLOCK, 1, 1],
                 args: params.args,
                 code_hash: String::new(),
+                choice: None,
                 summary: format!(
                     "outer reduction of {} over {k} in {splits} splits: {o} results",
                     f.value(r.x).name
@@ -117,7 +119,8 @@ pub fn build(
             },
         ));
 
-        combine(cx, name, r, pass, partial, splits, out);
+        let last = pass + 1 == r.passes();
+        combine(cx, name, r, pass, partial, splits, if last { epilogue } else { &[] }, out)?;
     }
     Ok(())
 }
@@ -129,8 +132,17 @@ fn mean_value(r: &Reduction) -> ValueId {
     }
 }
 
+/// Results few enough that each gets a block of its own in `combine` (a
+/// sum of everything has one: a single thread would fold every partial in
+/// turn, each load waiting on L2).
+const FEW: usize = 64;
+
 /// Appends the kernel that sums `splits` partial results of pass `pass` of
-/// `r` (stored `[splits, results]` in temp `partial`) and stores the result.
+/// `r` (stored `[splits, results]` in temp `partial`) and stores the result;
+/// the last pass also writes `epilogue`, outputs with one element per result
+/// that read only this reduction's results and inputs (the cast of a sum to
+/// bf16), so they need no kernel of their own.
+#[allow(clippy::too_many_arguments)]
 pub fn combine(
     cx: &mut Context,
     name: &str,
@@ -138,13 +150,19 @@ pub fn combine(
     pass: usize,
     partial: usize,
     splits: usize,
+    epilogue: &[(ValueId, usize)],
     out: &mut Vec<(String, Kernel)>,
-) {
+) -> Result<(), CodegenError> {
     let f = cx.f;
     let o: usize = f.value(r.outputs[0]).numel();
     let k = r.count(f);
     let acc = r.acc(f);
-    let blocks_x = o.div_ceil(BLOCK as usize).max(1);
+    let per_block = o < FEW && splits > 32;
+    let blocks_x = if per_block {
+        o.max(1)
+    } else {
+        o.div_ceil(BLOCK as usize).max(1)
+    };
     let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
     let combine_op = match &r.kind {
         Kind::Plain(c) => c.clone(),
@@ -161,25 +179,45 @@ pub fn combine(
     };
     let d = f.value(target).dtype;
     let result = cx.add_temp(d, o, format!("{what} of {}", f.value(r.outputs[0]).name));
-    let (mut lw, params) = cx.lowerer();
-    lw.line(&format!(
-        "const {it} o = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"
-    ));
-    lw.line(&format!("if (o >= {o}) return;"));
-    lw.line(&format!(
-        "{} a = {};",
-        ctype::reg(acc),
-        reduction::init(&combine_op, acc)
-    ));
-    lw.line(&format!(
-        "for (int s = 0; s < {splits}; ++s) {}",
+    let (mut lw, mut params) = cx.lowerer();
+    for &(v, pos) in epilogue {
+        params.push_output(f, v, pos);
+    }
+    let init = reduction::init(&combine_op, acc);
+    let step = |i: &str| {
         reduction::step(
             &combine_op,
             acc,
             "a",
-            &format!("tmp{partial}[({it})s * {o} + o]")
+            &format!("tmp{partial}[({it}){i} * {o} + o]"),
         )
-    ));
+    };
+    if per_block {
+        // Threads stride over the partials, then a block-wide tree: a fixed
+        // order, so two runs give the same bits.
+        lw.line("__shared__ float fb_sf[32];");
+        lw.line("__shared__ double fb_sd[32];");
+        lw.line("__shared__ long long fb_si[32];");
+        lw.line(&format!("const {it} o = blockIdx.x;"));
+        lw.line(&format!("{} a = {init};", ctype::reg(acc)));
+        lw.line(&format!(
+            "for (int s = threadIdx.x; s < {splits}; s += {BLOCK}) {}",
+            step("s")
+        ));
+        lw.line(&format!(
+            "a = {}(a, {});",
+            reduction::block_fn(&combine_op, acc),
+            reduction::smem_name(acc)
+        ));
+        lw.line("if (threadIdx.x != 0) return;");
+    } else {
+        lw.line(&format!(
+            "const {it} o = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"
+        ));
+        lw.line(&format!("if (o >= {o}) return;"));
+        lw.line(&format!("{} a = {init};", ctype::reg(acc)));
+        lw.line(&format!("for (int s = 0; s < {splits}; ++s) {}", step("s")));
+    }
     let value = match (&r.kind, pass) {
         (Kind::Plain(_), _) | (Kind::Welford, 1) => "a".to_string(),
         (_, 0) => format!("a / {}", ctype::literal(acc, Literal::Int(k as i64))),
@@ -191,10 +229,36 @@ pub fn combine(
         }
         (Kind::Welford, _) => unreachable!(),
     };
-    let stored = ctype::to_storage(d, &ctype::convert(acc, d, &value));
-    lw.line(&format!("tmp{result}[o] = {stored};"));
+    let h = lw.fresh("h");
+    lw.line(&format!(
+        "const {} {h} = {};",
+        ctype::reg(d),
+        ctype::convert(acc, d, &value)
+    ));
+    lw.line(&format!("tmp{result}[o] = {};", ctype::to_storage(d, &h)));
+    lw.hold(
+        target,
+        crate::lower::Held {
+            expr: h,
+            index: view::delinearize(Ix::var("o"), &out_shape),
+        },
+    );
+    // Each epilogue element reads the result of its own index (checked by
+    // the caller), held above or written just before by this thread.
+    for &(v, pos) in epilogue {
+        let idx = view::delinearize(Ix::var("o"), f.value(v).shape.as_deref().unwrap_or(&[]));
+        let e = lw.value_at(v, &idx)?;
+        lw.line(&format!(
+            "out{pos}[o] = {};",
+            ctype::to_storage(f.value(v).dtype, &e)
+        ));
+    }
     let cname = format!("{name}_c{pass}");
     let src = format!("{} {{\n{}}}\n", signature(&cname, BLOCK, &params), lw.code);
+    let epi: Vec<String> = epilogue
+        .iter()
+        .map(|&(v, _)| f.value(v).name.clone())
+        .collect();
     out.push((
         src,
         Kernel {
@@ -204,9 +268,12 @@ pub fn combine(
             block: [BLOCK, 1, 1],
             args: params.args,
             code_hash: String::new(),
+            choice: None,
             summary: format!(
-                "combines {splits} partials into the {what} of {}",
-                f.value(r.outputs[0]).name
+                "combines {splits} partials into the {what} of {}{}{}",
+                f.value(r.outputs[0]).name,
+                if per_block { ", a block per result" } else { "" },
+                if epi.is_empty() { String::new() } else { format!("; writes [{}]", epi.join(", ")) }
             ),
         },
     ));
@@ -218,6 +285,7 @@ pub fn combine(
             shape: out_shape,
         },
     );
+    Ok(())
 }
 
 /// One kernel that combines the per-block partials `[splits, cols]` of
@@ -370,6 +438,7 @@ pub fn combine_many(
             block: [32, 32, 1],
             args: params.args,
             code_hash: String::new(),
+            choice: None,
             summary: format!(
                 "combines {splits} partials of {} over {cols} columns; writes [{}]",
                 names.join(", "),

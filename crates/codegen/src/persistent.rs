@@ -184,6 +184,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         block: [block as u32, 1, 1],
         args: params.args,
         code_hash: String::new(),
+        choice: None,
         summary: format!(
             "inner persistent: {rows} rows of {n}, {width} elements per thread, {} passes, reductions {}",
             passes.count,

@@ -50,6 +50,37 @@ pub struct Kernel {
     /// two measurements ran the same kernel only if these match.
     #[serde(default)]
     pub code_hash: String,
+    /// Which schedule of `schedule::SCHEDULES` built it and why (set by the
+    /// segmenter; `None` only while a schedule is building it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<Choice>,
+}
+
+/// The schedule a kernel was built with, why it fits, and the schedules
+/// tried before it (in registry order) with why they did not.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    pub schedule: String,
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<Rejected>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rejected {
+    pub schedule: String,
+    pub reason: String,
+}
+
+impl Choice {
+    /// A kernel with no alternative (scans, the index family, alias writes).
+    pub fn only(schedule: &str, reason: impl Into<String>) -> Choice {
+        Choice {
+            schedule: schedule.into(),
+            reason: reason.into(),
+            rejected: vec![],
+        }
+    }
 }
 
 /// FNV-1a over the bytes: stable across builds and platforms, enough to tell

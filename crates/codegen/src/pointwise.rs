@@ -90,6 +90,7 @@ pub fn build(
         block: [BLOCK, 1, 1],
         args: params.args,
         code_hash: String::new(),
+        choice: None,
         summary: format!(
             "pointwise over {shape:?}, {width} elements per thread: {}",
             names.join(", ")

@@ -201,65 +201,6 @@ pub fn instead_of_loop(
     }
 }
 
-/// The groups of written outputs (indices into `groups`, taken out of
-/// `pointwise`) with one element per row of the row reduction `red`, computed
-/// from its results alone (a cast of a row sum, say): the reduction's kernel
-/// writes them, sparing a kernel that would read them back from the stored
-/// results.
-pub fn own_outputs(
-    f: &fusebench_ir::Fusion,
-    red: &crate::reduction::Reduction,
-    groups: &[(Vec<usize>, Vec<(ValueId, usize)>)],
-    pointwise: &mut Vec<usize>,
-) -> Vec<(ValueId, RowTarget)> {
-    let squeeze = |s: &[usize]| s.iter().copied().filter(|&e| e != 1).collect::<Vec<_>>();
-    let rows = squeeze(&f.value(red.x).shape.clone().unwrap_or_default()[..f.value(red.x).rank() - red.dims.len()]);
-    let mut out = Vec::new();
-    pointwise.retain(|&gi| {
-        let (shape, outs) = &groups[gi];
-        let mine = squeeze(shape) == rows && outs.iter().all(|&(v, _)| reads_only(f, v, red));
-        if mine {
-            out.extend(outs.iter().map(|&(v, pos)| (v, RowTarget::Output(pos))));
-        }
-        !mine
-    });
-    out
-}
-
-/// Whether `v` is computed from the results of `red` (and scalars) alone,
-/// reading no tensor input and no other reduction.
-fn reads_only(f: &fusebench_ir::Fusion, v: ValueId, red: &crate::reduction::Reduction) -> bool {
-    use fusebench_ir::ValueDef;
-    let mut stack = vec![v];
-    let mut seen = std::collections::HashSet::new();
-    let mut found = false;
-    while let Some(x) = stack.pop() {
-        if !seen.insert(x) {
-            continue;
-        }
-        if red.outputs.contains(&x) {
-            // A Welford count is not held by the row kernel.
-            if red.kind == crate::reduction::Kind::Welford && red.outputs.get(2) == Some(&x) {
-                return false;
-            }
-            found = true;
-            continue;
-        }
-        let val = f.value(x);
-        match &val.def {
-            ValueDef::Node { node, .. } => {
-                if crate::reduction::Reduction::of(f, *node).is_some() {
-                    return false;
-                }
-                stack.extend(f.nodes[*node].op.operands());
-            }
-            ValueDef::TensorInput(_) => return false,
-            _ => {}
-        }
-    }
-    found
-}
-
 /// One vector slot of a thread in a row: the C names of its offset in the
 /// row (`ii`), the index above the innermost dim (`q`) and the innermost
 /// index (`jj`), and the condition under which it holds row elements (None:
@@ -666,6 +607,7 @@ fn build_unrolled(
         block: [block as u32, 1, 1],
         args: params.args,
         code_hash: String::new(),
+        choice: None,
         summary: format!(
             "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]",
             spec.rows,

@@ -86,6 +86,7 @@ pub fn build(
             block: [BLOCK, 1, 1],
             args: params.args,
             code_hash: String::new(),
+            choice: None,
             summary: format!(
                 "{} of {} along dim {dim}: {lines} lines of {len}, a thread per line",
                 kind.name(),

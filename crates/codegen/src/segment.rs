@@ -5,39 +5,13 @@
 use crate::alias;
 use crate::error::CodegenError;
 use crate::kernel::Context;
-use crate::persistent::{self, RowTarget};
-use crate::plan::{Kernel, OutputPlan, OutputSource, Plan};
+use crate::plan::{Choice, Kernel, OutputPlan, OutputSource, Plan};
 use crate::reduction::Reduction;
-use crate::{outer, pointwise};
+use crate::schedule::{self, Candidate, Rows, Schedule, Work};
 use fusebench_ir::{Fusion, ValueDef, ValueId};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// What the schedules need to know about the device.
-#[derive(Clone, Copy, Debug)]
-pub struct Device {
-    pub sm_count: u32,
-    /// Row blocks per multiprocessor for kernels that also sum over rows:
-    /// more blocks hide more latency but write more partial sums.
-    pub row_blocks_per_sm: u32,
-    /// Blocks per multiprocessor for normalizations without sums over rows;
-    /// 0 gives every pair of rows its own block. Fewer, longer-lived blocks
-    /// overlap one row's stores with the next row's loads.
-    pub norm_blocks_per_sm: u32,
-    /// Rows a row-wise block handles at once.
-    pub row_unroll: u32,
-}
-
-impl Default for Device {
-    /// An H200's count, for planning without a device at hand.
-    fn default() -> Self {
-        Device {
-            sm_count: 132,
-            row_blocks_per_sm: 2,
-            norm_blocks_per_sm: 0,
-            row_unroll: 2,
-        }
-    }
-}
+pub use crate::device::Device;
 
 /// Plans a fusion for inputs with the given layouts (strides and offset per
 /// tensor input, by input position; `None` means dense row-major).
@@ -46,14 +20,15 @@ pub fn plan(
     layouts: &[Option<(Vec<i64>, i64)>],
     dev: Device,
 ) -> Result<Plan, CodegenError> {
+    // Outputs with a stride order (declared, or inferred from the inputs'
+    // as nvFuser does, on the fusion as written) are planned as the permute
+    // that lists their dims outermost first, written row-major: that buffer
+    // is the output in its own layout (crate::layout).
+    let orders = crate::layout::orders(f);
     // Complex sums and integer statistics become ops the kernels run.
     let rewritten = crate::rewrite::apply(f)?;
     let f: &Fusion = &rewritten;
     crate::refuse::check(f)?;
-    // Outputs with a stride order are planned as the permute that lists
-    // their dims outermost first, written row-major: that buffer is the
-    // output in its own layout (crate::layout).
-    let orders = crate::layout::orders(f);
     let mut p = if orders.iter().any(Option::is_some) {
         let g = crate::layout::permuted(f, &orders);
         let own: Vec<bool> = orders.iter().map(Option::is_some).collect();
@@ -158,6 +133,7 @@ fn try_plan(
             && deps.iter().all(|&r| {
                 let red = &all_reds[r];
                 red.is_inner(f)
+                    && crate::memory::reduces_fastest(f, layouts, red) != Some(false)
                     && !crate::grid::wanted(f, red, dev.sm_count)
                     && f.value(red.x).shape.as_ref() == Some(shape)
                     && red.dims.len() == all_reds[deps[0]].dims.len()
@@ -197,45 +173,34 @@ fn try_plan(
         store.extend(direct(f, groups[gi].1.iter().map(|o| o.0), all_reds));
     }
 
-    // Row-wise kernels: normalizations whose row fits one block, and sums
-    // over rows attached to the kernel that already walks their domain.
-    let dtypes: Vec<fusebench_ir::DType> = f
-        .values
-        .iter()
-        .filter(|v| v.is_tensor())
-        .map(|v| v.dtype)
-        .collect();
-    let width = |last: usize| crate::kernel::vector_width(last, dtypes.iter().copied());
-    struct Rowwise {
-        rows: usize,
-        cols: usize,
-        last: usize,
-        inner: Vec<usize>,
-        outer: Vec<usize>,
-        full: Vec<(ValueId, usize)>,
-        per_row: Vec<(ValueId, usize)>,
-        name: String,
-    }
-    let mut rowwise: Vec<Rowwise> = Vec::new();
-    let mut loop_norms = Vec::new();
+    // Each normalization's rows are laid out by the first schedule that
+    // fits; sums over rows may join the kernels that carry them.
+    let cand = |name: String, work: Work| Candidate {
+        f,
+        reds: all_reds,
+        name,
+        work,
+    };
+    let mut carrying: Vec<Unit> = Vec::new();
+    let mut looped: Vec<Unit> = Vec::new();
     for nm in norms {
-        let cols: usize = nm.inner.iter().product();
-        let last = *nm.inner.last().unwrap_or(&1);
-        let rows: usize = nm.rows.iter().product();
-        let held = crate::rowwise::held(f, rows, cols);
-        if crate::rowwise::shape(cols, width(last), true, held).is_some() {
-            rowwise.push(Rowwise {
-                rows,
-                cols,
-                last,
-                inner: nm.reds.clone(),
-                outer: vec![],
-                full: groups[nm.group].1.clone(),
-                per_row: nm.per_row.clone(),
-                name: format!("fb_n{}", nm.group),
-            });
+        let rows = Rows {
+            rows_shape: nm.rows,
+            inner_shape: nm.inner,
+            inner: nm.reds,
+            full: groups[nm.group].1.clone(),
+            per_row: nm.per_row,
+            ..Rows::default()
+        };
+        let u = Unit::chosen(
+            cand(format!("fb_n{}", nm.group), Work::Rows(rows)),
+            &cx,
+            &dev,
+        )?;
+        if u.schedule.carries_row_sums() {
+            carrying.push(u);
         } else {
-            loop_norms.push(nm);
+            looped.push(u);
         }
     }
     let splits = |shape: &[usize], cols: usize, last: usize| -> Option<usize> {
@@ -250,71 +215,69 @@ fn try_plan(
         (p == cols && shape.last() == Some(&last) && numel.is_multiple_of(cols))
             .then(|| numel / cols)
     };
-    let mut standalone: Vec<usize> = Vec::new();
+    // Stored reductions: a sum over rows joins a kernel that carries sums over
+    // the same rows x columns; the others get a kernel of their own, which
+    // for a schedule that carries sums over rows is a row kernel that a
+    // pointwise group over the same rows x columns joins.
+    let mut standalone: BTreeMap<usize, Unit> = BTreeMap::new();
     for &r in &store {
         let red = &all_reds[r];
-        let xs = f.value(red.x).shape.clone().unwrap();
-        let k0 = red.dims.len();
-        let leading = red.dims.iter().enumerate().all(|(i, &d)| i == d);
-        if red.is_inner(f)
-            || crate::grid::wanted(f, red, dev.sm_count)
-            || !matches!(red.kind, crate::reduction::Kind::Plain(_))
-            || !leading
-            || k0 == xs.len()
-        {
-            standalone.push(r);
-            continue;
+        if let Ok((rs, is)) = schedule::row_sums(f, layouts, red, &dev) {
+            let key = (
+                rs.iter().product(),
+                is.iter().product(),
+                *is.last().unwrap(),
+            );
+            if let Some(u) = carrying.iter_mut().find(|u| u.rows_key() == key) {
+                u.rows_mut().outer.push(r);
+                continue;
+            }
         }
-        let rows: usize = xs[..k0].iter().product();
-        let cols: usize = xs[k0..].iter().product();
-        let last = *xs.last().unwrap();
-        if let Some(rw) = rowwise
-            .iter_mut()
-            .find(|rw| rw.rows == rows && rw.cols == cols && rw.last == last)
-        {
-            rw.outer.push(r);
-            continue;
-        }
-        if let Some(rw) = rowwise
-            .iter_mut()
-            .find(|rw| rw.inner.is_empty() && rw.rows == rows && rw.cols == cols && rw.last == last)
-        {
-            rw.outer.push(r);
-            continue;
-        }
-        if crate::rowwise::shape(cols, width(last), false, 1).is_none() {
-            standalone.push(r);
-            continue;
-        }
-        // A pointwise group over the same rows x columns joins it.
-        let gi = pointwise_groups
-            .iter()
-            .position(|&gi| splits(&groups[gi].0, cols, last) == Some(rows));
-        let full = match gi {
-            Some(i) => groups[pointwise_groups.remove(i)].1.clone(),
-            None => vec![],
+        let work = Work::Stored {
+            red: r,
+            before_rows: false,
+            epilogue: vec![],
         };
-        rowwise.push(Rowwise {
-            rows,
-            cols,
-            last,
-            inner: vec![],
-            outer: vec![r],
-            full,
-            per_row: vec![],
-            name: format!("fb_w{}", red.node),
-        });
+        let u = Unit::chosen(cand(format!("fb_r{}", red.node), work), &cx, &dev)?;
+        let sums = schedule::row_sums(f, layouts, red, &dev).ok();
+        match sums {
+            Some((rows_shape, inner_shape)) if u.schedule.carries_row_sums() => {
+                let (rows, cols) = (rows_shape.iter().product(), inner_shape.iter().product());
+                let last = *inner_shape.last().unwrap();
+                let gi = pointwise_groups
+                    .iter()
+                    .position(|&gi| splits(&groups[gi].0, cols, last) == Some(rows));
+                let full = match gi {
+                    Some(i) => groups[pointwise_groups.remove(i)].1.clone(),
+                    None => vec![],
+                };
+                let work = Work::Rows(Rows {
+                    rows_shape,
+                    inner_shape,
+                    outer: vec![r],
+                    full,
+                    ..Rows::default()
+                });
+                carrying.push(Unit {
+                    c: cand(format!("fb_w{}", red.node), work),
+                    ..u
+                });
+            }
+            _ => {
+                standalone.insert(r, u);
+            }
+        }
     }
 
     // Whatever a stored reduction reads must be stored first, except what the
     // kernel that computes it holds on chip.
-    let mut standalone: BTreeSet<usize> = standalone.into_iter().collect();
     loop {
         let mut more = BTreeSet::new();
-        for &r in &standalone {
+        for &r in standalone.keys() {
             more.extend(direct(f, std::iter::once(all_reds[r].x), all_reds));
         }
-        for rw in &rowwise {
+        for u in &carrying {
+            let rw = u.rows();
             for &r in &rw.outer {
                 more.extend(
                     direct(f, std::iter::once(all_reds[r].x), all_reds)
@@ -323,12 +286,45 @@ fn try_plan(
                 );
             }
         }
-        more.retain(|r| !standalone.contains(r) && !rowwise.iter().any(|rw| rw.outer.contains(r)));
+        more.retain(|r| {
+            !standalone.contains_key(r) && !carrying.iter().any(|u| u.rows().outer.contains(r))
+        });
         if more.is_empty() {
             break;
         }
-        standalone.extend(more);
+        for r in more {
+            let work = Work::Stored {
+                red: r,
+                before_rows: true,
+                epilogue: vec![],
+            };
+            let name = format!("fb_r{}", all_reds[r].node);
+            standalone.insert(r, Unit::chosen(cand(name, work), &cx, &dev)?);
+        }
     }
+    // Pointwise groups with one element per column that read only a row
+    // kernel's sums over rows (and inputs) are written by its combine kernel.
+    for u in carrying.iter_mut() {
+        let outer = u.rows().outer.clone();
+        if outer.is_empty() {
+            continue;
+        }
+        let cols = u.rows().cols();
+        let mut epilogue = Vec::new();
+        pointwise_groups.retain(|&gi| {
+            let (shape, outs) = &groups[gi];
+            let reads = direct(f, outs.iter().map(|o| o.0), all_reds);
+            let fits = shape.iter().product::<usize>() == cols
+                && !reads.is_empty()
+                && reads.iter().all(|r| outer.contains(r));
+            if fits {
+                epilogue.extend(outs.iter().copied());
+            }
+            !fits
+        });
+        u.rows_mut().epilogue = epilogue;
+    }
+
     let mut kernels: Vec<(String, Kernel)> = Vec::new();
     // Ops of the index family with kernels of their own are built just before
     // the first kernel that reads them (`build_specials`).
@@ -354,183 +350,57 @@ fn try_plan(
             crate::scan::build(&mut cx, node, &mut kernels).map_err(|e| (e, None))?;
         }
     }
-    for &r in &standalone {
+    // Then stored reductions, row kernels (those with partials of sums over
+    // rows first) and elementwise kernels: the order temporaries are numbered in.
+    for (&r, u) in standalone.iter_mut() {
         let red = &all_reds[r];
-        build_specials(&mut cx, &mut kernels, vec![red.x])?;
-        let name = format!("fb_r{}", red.node);
-        if crate::grid::wanted(f, red, dev.sm_count) {
-            crate::grid::build(&mut cx, &name, red, &mut kernels).map_err(|e| (e, None))?;
-        } else if red.is_inner(f) {
-            let xs = f.value(red.x).shape.clone().unwrap();
-            let k = red.dims.len();
-            let mut per_row = Vec::new();
-            for &o in &red.outputs {
-                if is_count(f, red, o) {
-                    continue;
-                }
-                let val = f.value(o);
-                let t = cx.add_temp(val.dtype, val.numel(), format!("{} (stored)", val.name));
-                per_row.push((o, RowTarget::Temp(t)));
+        // Pointwise groups that read only this reduction, one element per
+        // result in order, are written by its last kernel.
+        let mut epilogue: Vec<(ValueId, usize)> = Vec::new();
+        pointwise_groups.retain(|&gi| {
+            let outs = &groups[gi].1;
+            let fits = closure(f, outs.iter().map(|o| o.0), all_reds) == [r]
+                && outs.iter().all(|o| crate::epilogue::fits(f, red, o.0));
+            if fits {
+                epilogue.extend(outs.iter().copied());
             }
-            let mut targets = per_row.clone();
-            targets.extend(crate::rowwise::own_outputs(f, red, groups, &mut pointwise_groups));
-            let spec = persistent::Spec {
-                rows_shape: &xs[..xs.len() - k],
-                inner_shape: &xs[xs.len() - k..],
-                reductions: std::slice::from_ref(red),
-                full: &[],
-                per_row: &targets,
-            };
-            let built = crate::rowwise::instead_of_loop(&cx, &name, &spec, dev.row_unroll as usize)
-                .unwrap_or_else(|| persistent::build(&cx, &name, &spec));
-            kernels.push(built.map_err(|e| (e, None))?);
-            for (o, t) in per_row {
-                let RowTarget::Temp(t) = t else {
-                    unreachable!()
-                };
-                let val = f.value(o);
-                cx.stored.insert(
-                    o,
-                    crate::kernel::Stored {
-                        temp: t,
-                        dtype: val.dtype,
-                        shape: val.shape.clone().unwrap(),
-                    },
-                );
-            }
-        } else {
-            outer::build(&mut cx, &name, red, &mut kernels).map_err(|e| (e, None))?;
+            !fits
+        });
+        let roots = std::iter::once(red.x).chain(epilogue.iter().map(|o| o.0));
+        build_specials(&mut cx, &mut kernels, roots.collect())?;
+        if let Work::Stored { epilogue: e, .. } = &mut u.c.work {
+            *e = epilogue;
         }
+        u.build(&dev, &mut cx, &mut kernels)
+            .map_err(|e| (e, None))?;
     }
-    for rw in &rowwise {
+    for u in carrying.iter().chain(&looped) {
+        let rw = u.rows();
         let roots = (rw.inner.iter().chain(&rw.outer).map(|&r| all_reds[r].x))
             .chain(rw.full.iter().chain(&rw.per_row).map(|o| o.0))
             .collect();
         build_specials(&mut cx, &mut kernels, roots)?;
-        let w = width(rw.last);
-        let whole = !rw.inner.is_empty() || !rw.per_row.is_empty();
-        let held = crate::rowwise::held(f, rw.rows, rw.cols);
-        let tiles = crate::rowwise::shape(rw.cols, w, whole, held)
-            .expect("checked when grouped")
-            .tiles;
-        // Without sums over rows, each block takes a few rows and leaves; with
-        // them, a fixed number of blocks walk all rows (fewer partials).
-        let row_blocks = if rw.outer.is_empty() {
-            if dev.norm_blocks_per_sm == 0 {
-                0
-            } else {
-                (rw.rows / 2)
-                    .max(1)
-                    .min((dev.sm_count * dev.norm_blocks_per_sm) as usize)
-            }
-        } else if rw.inner.is_empty() {
-            // Each block walks at least 8 rows, so the partials stay small.
-            (rw.rows / 8)
-                .max(1)
-                .min(((dev.sm_count * 8) as usize / tiles).max(1))
-        } else {
-            rw.rows
-                .min(((dev.sm_count * dev.row_blocks_per_sm) as usize / tiles).max(1))
-        };
-        let outer: Vec<(Reduction, usize)> = rw
-            .outer
-            .iter()
-            .map(|&r| {
-                let red = all_reds[r].clone();
-                let t = cx.add_temp(
-                    red.acc(f),
-                    row_blocks.max(1) * rw.cols,
-                    format!("row-block partials of {}", f.value(red.outputs[0]).name),
-                );
-                (red, t)
-            })
-            .collect();
-        let inner: Vec<Reduction> = rw.inner.iter().map(|&r| all_reds[r].clone()).collect();
-        let per_row: Vec<(ValueId, RowTarget)> = rw
-            .per_row
-            .iter()
-            .map(|&(v, p)| (v, RowTarget::Output(p)))
-            .collect();
-        let spec = crate::rowwise::Spec {
-            rows: rw.rows,
-            cols: rw.cols,
-            last: rw.last,
-            width: w,
-            inner: &inner,
-            outer: &outer,
-            full: &rw.full,
-            per_row: &per_row,
-            row_blocks,
-            unroll: dev.row_unroll as usize,
-        };
-        match crate::rowwise::build(&cx, &rw.name, &spec) {
-            Ok(k) => kernels.push(k),
+        match u.build(&dev, &mut cx, &mut kernels) {
+            Ok(()) => {}
+            // Rows that do not fit on chip after all: store their reductions.
             Err(e @ CodegenError::NoFit(_)) => {
                 return Err((e, Some(rw.inner.iter().chain(&rw.outer).copied().collect())))
             }
             Err(e) => return Err((e, None)),
         }
-        if !outer.is_empty() {
-            // Pointwise groups with one element per column that read only
-            // these sums (and inputs) are written by the combine kernel.
-            let mut epilogue = Vec::new();
-            pointwise_groups.retain(|&gi| {
-                let (shape, outs) = &groups[gi];
-                let reads = direct(f, outs.iter().map(|o| o.0), all_reds);
-                let fits = shape.iter().product::<usize>() == rw.cols
-                    && !reads.is_empty()
-                    && reads.iter().all(|r| rw.outer.contains(r));
-                if fits {
-                    epilogue.extend(outs.iter().copied());
-                }
-                !fits
-            });
-            kernels.push(
-                outer::combine_many(
-                    &mut cx,
-                    &format!("{}_c", rw.name),
-                    &outer,
-                    row_blocks,
-                    rw.cols,
-                    &epilogue,
-                )
-                .map_err(|e| (e, None))?,
-            );
-        }
     }
-    for nm in &loop_norms {
-        let (_, outs) = &groups[nm.group];
-        let roots = (nm.reds.iter().map(|&r| all_reds[r].x))
-            .chain(outs.iter().chain(&nm.per_row).map(|o| o.0))
-            .collect();
-        build_specials(&mut cx, &mut kernels, roots)?;
-        let reds: Vec<Reduction> = nm.reds.iter().map(|&r| all_reds[r].clone()).collect();
-        let per_row: Vec<(ValueId, RowTarget)> = nm
-            .per_row
-            .iter()
-            .map(|&(v, p)| (v, RowTarget::Output(p)))
-            .collect();
-        let spec = persistent::Spec {
-            rows_shape: &nm.rows,
-            inner_shape: &nm.inner,
-            reductions: &reds,
-            full: outs,
-            per_row: &per_row,
-        };
-        let name = format!("fb_n{}", nm.group);
-        match persistent::build(&cx, &name, &spec) {
-            Ok(k) => kernels.push(k),
-            Err(e @ CodegenError::NoFit(_)) => {
-                return Err((e, Some(nm.reds.iter().copied().collect())))
-            }
-            Err(e) => return Err((e, None)),
-        }
-    }
+    // Elementwise groups last, each choosing its schedule with the stored
+    // results it reads in place.
     for &gi in &pointwise_groups {
         let (shape, outs) = &groups[gi];
         build_specials(&mut cx, &mut kernels, outs.iter().map(|o| o.0).collect())?;
-        kernels
-            .push(pointwise::build(&cx, &format!("fb_p{gi}"), shape, outs).map_err(|e| (e, None))?);
+        let work = Work::Elementwise {
+            shape: shape.clone(),
+            outputs: outs.clone(),
+        };
+        let u = Unit::chosen(cand(format!("fb_p{gi}"), work), &cx, &dev)?;
+        u.build(&dev, &mut cx, &mut kernels)
+            .map_err(|e| (e, None))?;
     }
     let mut source = String::from(include_str!("prelude.cu"));
     for (src, _) in &kernels {
@@ -543,6 +413,7 @@ fn try_plan(
             .into_iter()
             .map(|(src, mut k)| {
                 k.code_hash = crate::plan::code_hash(&src);
+                k.choice.get_or_insert_with(|| only_choice(k.schedule));
                 k
             })
             .collect(),
@@ -552,10 +423,68 @@ fn try_plan(
     })
 }
 
-fn is_count(f: &Fusion, r: &Reduction, v: ValueId) -> bool {
-    matches!(r.kind, crate::reduction::Kind::Welford)
-        && r.outputs.get(2) == Some(&v)
-        && f.value(v).is_tensor()
+/// A candidate with the schedule chosen for it.
+struct Unit<'a> {
+    c: Candidate<'a>,
+    schedule: &'static dyn Schedule,
+    choice: Choice,
+}
+
+impl<'a> Unit<'a> {
+    fn chosen(c: Candidate<'a>, cx: &Context, dev: &Device) -> Result<Unit<'a>, Failure> {
+        let (schedule, choice) = schedule::choose(&c, cx, dev).map_err(|e| (e, None))?;
+        Ok(Unit {
+            c,
+            schedule,
+            choice,
+        })
+    }
+
+    fn build(
+        &self,
+        dev: &Device,
+        cx: &mut Context,
+        out: &mut Vec<(String, Kernel)>,
+    ) -> Result<(), CodegenError> {
+        schedule::build(self.schedule, &self.choice, &self.c, dev, cx, out)
+    }
+
+    /// The rows of a row unit (every unit in `carrying` and `looped` is one).
+    fn rows(&self) -> &Rows {
+        match &self.c.work {
+            Work::Rows(r) => r,
+            _ => unreachable!("row units hold rows"),
+        }
+    }
+
+    fn rows_mut(&mut self) -> &mut Rows {
+        match &mut self.c.work {
+            Work::Rows(r) => r,
+            _ => unreachable!("row units hold rows"),
+        }
+    }
+
+    /// Rows, columns and innermost extent, which sums over rows must match to join.
+    fn rows_key(&self) -> (usize, usize, usize) {
+        let r = self.rows();
+        (r.rows(), r.cols(), r.last())
+    }
+}
+
+/// The choice of kernels with one schedule only, built outside the registry.
+fn only_choice(s: crate::plan::Schedule) -> Choice {
+    use crate::plan::Schedule as S;
+    match s {
+        S::Scan => Choice::only(
+            "scan",
+            "scans have one schedule: a thread per line along the scanned dim",
+        ),
+        S::Index => Choice::only(
+            "index",
+            "sort, topk, scatter and accumulate have kernels of their own",
+        ),
+        other => Choice::only(&format!("{other:?}"), "built outside the schedule registry"),
+    }
 }
 
 /// Indices (into `all`) of the reductions the values read, directly or through other reductions.

@@ -110,3 +110,91 @@ fn the_golden_stride_order_case_gets_the_strides_nvfuser_returned() {
     assert_eq!(p.outputs[0].shape, vec![3, 5, 7]);
     assert_eq!(p.outputs[0].strides, Some(vec![1, 3, 15]));
 }
+
+#[test]
+fn a_slice_reshape_permute_of_an_input_is_a_view_with_no_kernel() {
+    // The V part of a fused qkv [2, 5, 3*2*4]: slice the last 8 columns,
+    // split them into 2 heads of 4, move heads before tokens.
+    let f = script("    tv0 = fd.define_tensor(shape=[2, 5, 24], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)\n    tv1 = fd.ops.slice(tv0, start_indices=[0, 0, 16], end_indices=[2, 5, 24], strides=[1, 1, 1])\n    tv2 = fd.ops.reshape(tv1, new_shape=[2, 5, 2, 4])\n    tv3 = fd.ops.permute(tv2, dims=[0, 2, 1, 3])\n    tv4 = fd.ops.slice(tv0, start_indices=[0, 1, 0], end_indices=[2, 5, 24], strides=[1, 2, 3])\n    fd.add_output(tv3)\n    fd.add_output(tv4)\n");
+    let p = plan(&f, &[None], Device::default()).unwrap();
+    assert!(p.kernels.is_empty(), "{}", p.source);
+    // Strides by hand: [120, 24, 1] -> slice at 16 -> split 8 into 2 x 4
+    // -> [120, 24, 4, 1] -> permute -> [120, 4, 24, 1].
+    match &p.outputs[0].source {
+        OutputSource::InputView {
+            input,
+            strides,
+            offset,
+        } => assert_eq!((*input, strides.clone(), *offset), (0, vec![120, 4, 24, 1], 16)),
+        s => panic!("{s:?}"),
+    }
+    // Steps 2 and 3 from row 1: offset 24, strides [120, 48, 3].
+    match &p.outputs[1].source {
+        OutputSource::InputView { strides, offset, .. } => {
+            assert_eq!((strides.clone(), *offset), (vec![120, 48, 3], 24))
+        }
+        s => panic!("{s:?}"),
+    }
+    // Through a strided input (a slice at column 2 of rows of 30), the offsets add.
+    let p = plan(&f, &[Some((vec![150, 30, 1], 2))], Device::default()).unwrap();
+    match &p.outputs[0].source {
+        OutputSource::InputView { strides, offset, .. } => {
+            assert_eq!((strides.clone(), *offset), (vec![150, 4, 30, 1], 18))
+        }
+        s => panic!("{s:?}"),
+    }
+}
+
+fn strides_of(body: &str) -> Vec<Option<Vec<i64>>> {
+    let f = script(body);
+    plan(&f, &vec![None; f.inputs.len()], Device::default())
+        .unwrap()
+        .outputs
+        .iter()
+        .map(|o| o.strides.clone())
+        .collect()
+}
+
+const COLMAJOR: &str = "    x = fd.define_tensor(shape=[6, 40], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[0, 1])\n";
+
+#[test]
+fn outputs_take_the_layout_of_their_widest_input_as_nvfuser_infers_it() {
+    // csrc/preseg_passes/allocation_order_inference.cpp: a GELU-like chain
+    // of a column-major matrix is column-major, also beside a broadcast bias.
+    let body = format!("{COLMAJOR}    b = fd.define_tensor(shape=[40], contiguity=[True], dtype=DataType.Float, is_cpu=False)\n    y = fd.ops.tanh(x)\n    bb = fd.ops.broadcast_in_dim(b, shape=[6, 40], broadcast_dims=[1])\n    z = fd.ops.add(y, bb)\n    fd.add_output(z)\n");
+    assert_eq!(strides_of(&body), [Some(vec![1, 6])]);
+    // A row-major input of the same rank makes it ambiguous: row-major.
+    let body = format!("{COLMAJOR}    w = fd.define_tensor(shape=[6, 40], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)\n    z = fd.ops.add(x, w)\n    fd.add_output(z)\n");
+    assert_eq!(strides_of(&body), [None]);
+    // Through a permute, the dims follow: the output [40, 6] is row-major in
+    // memory order, so dense.
+    let body = format!("{COLMAJOR}    y = fd.ops.exp(x)\n    z = fd.ops.permute(y, dims=[1, 0])\n    fd.add_output(z)\n");
+    assert_eq!(strides_of(&body), [None]);
+    // A 3-d input with stride order [0, 2, 1]: dim 1 outermost, then 2, then
+    // 0. A keepdim sum of it stays row-major, as nvFuser 0.2.36 returned
+    // the golden case sum_dim1_keep_f32; the elementwise output follows.
+    let body = "    x = fd.define_tensor(shape=[4, 5, 6], contiguity=[True, True, True], dtype=DataType.Float, is_cpu=False, stride_order=[0, 2, 1])\n    y = fd.ops.sum(x, dims=[2], keepdim=True)\n    z = fd.ops.neg(x)\n    fd.add_output(y)\n    fd.add_output(z)\n";
+    let s = strides_of(body);
+    assert_eq!(s[0], None);
+    assert_eq!(s[1], Some(vec![1, 24, 4]));
+    // Views of the input stay views; explicit orders win.
+    let body = format!("{COLMAJOR}    z = fd.ops.permute(x, dims=[1, 0])\n    y = fd.ops.neg(x)\n    fd.add_output(z)\n    fd.add_output(y, stride_order=[1, 0])\n");
+    let f = script(&body);
+    let p = plan(&f, &[None], Device::default()).unwrap();
+    assert!(matches!(p.outputs[0].source, OutputSource::InputView { .. }));
+    assert_eq!(p.outputs[1].strides, None);
+}
+
+#[test]
+fn a_sum_of_everything_walks_a_column_major_input_in_memory_order() {
+    // [600, 200] column-major: element (i, j) at i + 600 j. Consecutive
+    // threads must take consecutive i, so the walk index splits by 600 first.
+    let body = "    x = fd.define_tensor(shape=[600, 200], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[0, 1])\n    y = fd.ops.sum(x, dims=[0, 1])\n    fd.add_output(y)\n";
+    let f = script(body);
+    let p = plan(&f, &[Some((vec![1, 600], 0))], Device::default()).unwrap();
+    assert_eq!(p.kernels[0].schedule, Schedule::GridPartial, "{}", p.source);
+    assert!(p.source.contains("in0[((r % 600) + ((r / 600) * 600))]"), "{}", p.source);
+    // Row-major: the logical order is the memory order.
+    let p = plan(&f, &[Some((vec![200, 1], 0))], Device::default()).unwrap();
+    assert!(p.source.contains("in0[(((r / 200) * 200) + (r % 200))]"), "{}", p.source);
+}

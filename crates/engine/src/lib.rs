@@ -10,4 +10,4 @@ mod transfer;
 
 pub use error::EngineError;
 pub use inplace::InPlace;
-pub use prepared::{input_layouts, planner_device, Bound, Engine, Prepared, POISONS};
+pub use prepared::{device_of, input_layouts, planner_device, Bound, Engine, Prepared, POISONS};

@@ -4,9 +4,9 @@
 use crate::error::EngineError;
 use crate::transfer::{buffer_bytes, layout};
 use fusebench_codegen::{plan, Device, KernelArg as PlanArg, OutputSource, Plan};
+use fusebench_host::{Arg, Tensor};
 use fusebench_ir::{DType, Fusion, Literal};
 use fusebench_measure::InputLayout;
-use fusebench_host::{Arg, Tensor};
 use fusebench_runtime::{CompiledModule, DeviceBuffer, Gpu, Kernel, KernelArg};
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ impl Engine {
     /// The device as the planner sees it. The FUSEBENCH_ROW_* and _NORM_* settings are
     /// for tuning experiments; the defaults are the measured choices (BENCHMARKS.md).
     pub fn device(&self) -> Result<Device, EngineError> {
-        planner_device(self.gpu.info().sm_count)
+        planner_device(device_of(self.gpu.info()))
     }
 
     /// Plans, compiles, uploads inputs and allocates outputs.
@@ -111,17 +111,30 @@ impl Engine {
     }
 }
 
-/// A device of `sm_count` SMs as the planner sees it, with the FUSEBENCH_ROW_* and
-/// _NORM_* settings applied (for `emit` without a GPU as for a run).
-pub fn planner_device(sm_count: u32) -> Result<Device, EngineError> {
-    let d = Device::default();
+/// The planner's device with the FUSEBENCH_ROW_* and _NORM_* settings applied
+/// (for `emit` without a GPU as for a run).
+pub fn planner_device(d: Device) -> Result<Device, EngineError> {
     let k = fusebench_knobs::get().map_err(|e| EngineError::Settings(e.to_string()))?;
     Ok(Device {
-        sm_count,
         row_blocks_per_sm: k.row_blocks_per_sm.unwrap_or(d.row_blocks_per_sm),
         norm_blocks_per_sm: k.norm_blocks_per_sm.unwrap_or(d.norm_blocks_per_sm),
         row_unroll: k.row_unroll.unwrap_or(d.row_unroll),
+        ..d
     })
+}
+
+/// The planner's view of a GPU: its properties as the driver reports them,
+/// with the measured launch settings.
+pub fn device_of(info: &fusebench_runtime::DeviceInfo) -> Device {
+    Device {
+        sm_count: info.sm_count,
+        max_threads_per_block: info.max_threads_per_block,
+        shared_memory_per_block: info.max_shared_memory_per_block,
+        shared_memory_per_sm: info.max_shared_memory_per_sm,
+        registers_per_sm: info.registers_per_sm,
+        l2_bytes: info.l2_cache_bytes,
+        ..Device::default()
+    }
 }
 
 /// How each input lies in memory, as records say it.

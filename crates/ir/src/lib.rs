@@ -4,6 +4,7 @@
 //! `frontend` parses scripts into it through [`FusionBuilder`]; `reference`
 //! runs it; the JSON form is [`Fusion::to_json`] / [`Fusion::from_json`].
 
+pub mod alloc_order;
 pub mod analysis;
 pub mod builder;
 pub mod complex_math;

@@ -377,9 +377,10 @@ pub(crate) fn run(f: &Fusion, inputs: &[Arg]) -> Result<Vec<Tensor>, ExecError> 
     let mut outs = Vec::with_capacity(f.outputs.len());
     for (k, &o) in f.outputs.iter().enumerate() {
         let t = env.tensor(o);
-        // `add_output(out, stride_order=...)`: the output in its own layout.
-        let t = match f.layout_of(k) {
-            Some(order) => t.relaid(&ordered_strides(t.shape(), order))?,
+        // `add_output(out, stride_order=...)` or the layout nvFuser infers
+        // from the inputs': the output in its own layout.
+        let t = match fusebench_ir::alloc_order::output_order(f, k) {
+            Some(order) => t.relaid(&ordered_strides(t.shape(), &order))?,
             None => t,
         };
         let t = if t.dtype() == DType::Index && index32 {

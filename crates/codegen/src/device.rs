@@ -1,0 +1,44 @@
+//! What the planner knows about the GPU: the driver's properties (filled by
+//! `fusebench_engine::planner_device` from the device's attributes, an H200's
+//! without one) and the launch settings measured on it. Launch numbers are
+//! derived from these in one place, `crate::launch`; the schedules' `fits`
+//! quote them in their reasons.
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Device {
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    pub max_threads_per_block: u32,
+    /// Static shared memory a block may use without opting in.
+    pub shared_memory_per_block: u32,
+    pub shared_memory_per_sm: u32,
+    pub registers_per_sm: u32,
+    pub l2_bytes: u64,
+    /// Row blocks per multiprocessor for kernels that also sum over rows:
+    /// more blocks hide more latency but write more partial sums.
+    pub row_blocks_per_sm: u32,
+    /// Blocks per multiprocessor for normalizations without sums over rows;
+    /// 0 gives every pair of rows its own block. Fewer, longer-lived blocks
+    /// overlap one row's stores with the next row's loads.
+    pub norm_blocks_per_sm: u32,
+    /// Rows a row-wise block handles at once.
+    pub row_unroll: u32,
+}
+
+impl Default for Device {
+    /// An H200 (the driver's attributes, cuDeviceGetAttribute), for planning
+    /// without a device at hand.
+    fn default() -> Self {
+        Device {
+            sm_count: 132,
+            max_threads_per_block: 1024,
+            shared_memory_per_block: 48 * 1024,
+            shared_memory_per_sm: 228 * 1024,
+            registers_per_sm: 64 * 1024,
+            l2_bytes: 60 * 1024 * 1024,
+            row_blocks_per_sm: 2,
+            norm_blocks_per_sm: 0,
+            row_unroll: 2,
+        }
+    }
+}

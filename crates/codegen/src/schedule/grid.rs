@@ -1,0 +1,68 @@
+//! `grid` in the registry: a stored reduction with fewer results than half
+//! the multiprocessors, each over many elements, split over blocks.
+
+use super::{Candidate, Reason, Schedule, Work};
+use crate::device::Device;
+use crate::error::CodegenError;
+use crate::kernel::Context;
+use crate::plan::Kernel;
+
+pub struct Grid;
+
+impl Schedule for Grid {
+    fn name(&self) -> &'static str {
+        "grid"
+    }
+
+    fn takes(&self, work: &Work) -> bool {
+        matches!(work, Work::Stored { .. })
+    }
+
+    fn fits(&self, c: &Candidate, cx: &Context, dev: &Device) -> Result<Reason, Reason> {
+        let Work::Stored { red: i, .. } = &c.work else {
+            return Err("not a stored reduction".into());
+        };
+        let red = &c.reds[*i];
+        if !red.is_inner(c.f)
+            && c.reduces_fastest(cx, *i) == Some(true)
+            && crate::grid::fits_results(c.f, red)
+        {
+            let xs = c.f.value(red.x).shape.clone().unwrap_or_default();
+            return Ok(format!(
+                "reduces dims {:?} of {xs:?}, which hold the dim fastest in memory: blocks read each of the {} results' elements coalesced",
+                red.dims,
+                c.f.value(red.outputs[0]).numel()
+            ));
+        }
+        let results = c.f.value(red.outputs[0]).numel();
+        let each = red.count(c.f);
+        let half = (dev.sm_count as usize / 2).max(1);
+        let min = crate::grid::MIN_COUNT;
+        if crate::grid::wanted(c.f, red, dev.sm_count) {
+            Ok(format!(
+                "{results} results (fewer than {half}, half of {} SMs), each over {each} elements (at least {min}): blocks split each result",
+                dev.sm_count
+            ))
+        } else {
+            Err(format!(
+                "{results} results of {each} elements each: splitting a result over blocks needs fewer than {half} results of at least {min} elements"
+            ))
+        }
+    }
+
+    fn build(
+        &self,
+        c: &Candidate,
+        _dev: &Device,
+        cx: &mut Context,
+        out: &mut Vec<(String, Kernel)>,
+    ) -> Result<(), CodegenError> {
+        let Work::Stored { red, epilogue, .. } = &c.work else {
+            return Err(CodegenError::NoFit(format!(
+                "grid: {} is not a stored reduction",
+                c.name
+            )));
+        };
+        crate::grid::build(cx, &c.name, &c.reds[*red], epilogue, out)
+    }
+}

@@ -1,0 +1,152 @@
+//! `persistent` in the registry: one block per row, the row walked in a loop
+//! by each pass, so any row length; and reductions over the innermost dims
+//! stored for later kernels.
+
+use super::{count, Candidate, Reason, Schedule, Work};
+use crate::device::Device;
+use crate::error::CodegenError;
+use crate::kernel::{Context, Stored};
+use crate::persistent::{self, RowTarget};
+use crate::plan::Kernel;
+use crate::reduction::{Kind, Reduction};
+use fusebench_ir::{Fusion, ValueId};
+
+pub struct Persistent;
+
+impl Schedule for Persistent {
+    fn name(&self) -> &'static str {
+        "persistent"
+    }
+
+    fn takes(&self, work: &Work) -> bool {
+        matches!(work, Work::Rows(_) | Work::Stored { .. })
+    }
+
+    fn fits(&self, c: &Candidate, cx: &Context, _dev: &Device) -> Result<Reason, Reason> {
+        match &c.work {
+            Work::Rows(r) if !r.outer.is_empty() => {
+                Err("sums over all rows need per-block partials, which it does not keep".into())
+            }
+            Work::Rows(r) if r.inner.is_empty() => Err("no reduction over the row".into()),
+            Work::Rows(r) => Ok(format!(
+                "{} over each of {} rows of {}: one block per row walking it in a loop, any row length",
+                count(r.inner.len(), "reduction"),
+                r.rows(),
+                r.cols()
+            )),
+            Work::Stored { red: i, .. } => {
+                let red = &c.reds[*i];
+                let xs = c.f.value(red.x).shape.clone().unwrap_or_default();
+                if red.is_inner(c.f) && c.reduces_fastest(cx, *i) == Some(false) {
+                    Err(format!(
+                        "reduces the innermost dims {:?} of {xs:?}, but a kept dim is fastest in memory",
+                        red.dims
+                    ))
+                } else if red.is_inner(c.f) {
+                    let k = red.dims.len();
+                    let cols: usize = xs[xs.len() - k..].iter().product();
+                    let rows: usize = xs[..xs.len() - k].iter().product();
+                    Ok(format!(
+                        "reduces the innermost {cols} of each of {rows} rows: one block per row, results stored"
+                    ))
+                } else {
+                    Err(format!(
+                        "reduces dims {:?} of {xs:?}, not the innermost",
+                        red.dims
+                    ))
+                }
+            }
+            Work::Elementwise { .. } => Err("elementwise work, no reduction".into()),
+        }
+    }
+
+    fn build(
+        &self,
+        c: &Candidate,
+        dev: &Device,
+        cx: &mut Context,
+        out: &mut Vec<(String, Kernel)>,
+    ) -> Result<(), CodegenError> {
+        match &c.work {
+            Work::Rows(r) => {
+                let reds: Vec<Reduction> = r.inner.iter().map(|&i| c.reds[i].clone()).collect();
+                let per_row: Vec<(ValueId, RowTarget)> = r
+                    .per_row
+                    .iter()
+                    .map(|&(v, p)| (v, RowTarget::Output(p)))
+                    .collect();
+                let spec = persistent::Spec {
+                    rows_shape: &r.rows_shape,
+                    inner_shape: &r.inner_shape,
+                    reductions: &reds,
+                    full: &r.full,
+                    per_row: &per_row,
+                };
+                out.push(persistent::build(cx, &c.name, &spec)?);
+                Ok(())
+            }
+            Work::Stored { red, epilogue, .. } => stored(c, &c.reds[*red], epilogue, dev, cx, out),
+            Work::Elementwise { .. } => Err(CodegenError::NoFit(format!(
+                "persistent: {} has no reduction",
+                c.name
+            ))),
+        }
+    }
+}
+
+/// One reduction over the innermost dims, its results stored in temporaries
+/// that later kernels read (a welford's count is not stored: it is known).
+fn stored(
+    c: &Candidate,
+    red: &Reduction,
+    epilogue: &[(ValueId, usize)],
+    dev: &Device,
+    cx: &mut Context,
+    out: &mut Vec<(String, Kernel)>,
+) -> Result<(), CodegenError> {
+    let f = c.f;
+    let xs = f.value(red.x).shape.clone().unwrap();
+    let k = red.dims.len();
+    let mut per_row = Vec::new();
+    for &o in &red.outputs {
+        if is_count(f, red, o) {
+            continue;
+        }
+        let val = f.value(o);
+        let t = cx.add_temp(val.dtype, val.numel(), format!("{} (stored)", val.name));
+        per_row.push((o, RowTarget::Temp(t)));
+    }
+    let stored_rows = per_row.len();
+    per_row.extend(epilogue.iter().map(|&(v, p)| (v, RowTarget::Output(p))));
+    let spec = persistent::Spec {
+        rows_shape: &xs[..xs.len() - k],
+        inner_shape: &xs[xs.len() - k..],
+        reductions: std::slice::from_ref(red),
+        full: &[],
+        per_row: &per_row,
+    };
+    // Rows that fit the registers are built row-wise (several rows per block
+    // and in flight per thread); longer ones walk the row in a loop.
+    let built = crate::rowwise::instead_of_loop(cx, &c.name, &spec, crate::launch::row_unroll(dev))
+        .unwrap_or_else(|| persistent::build(cx, &c.name, &spec))?;
+    out.push(built);
+    for (o, t) in per_row.into_iter().take(stored_rows) {
+        let RowTarget::Temp(t) = t else {
+            unreachable!()
+        };
+        let val = f.value(o);
+        cx.stored.insert(
+            o,
+            Stored {
+                temp: t,
+                dtype: val.dtype,
+                shape: val.shape.clone().unwrap(),
+            },
+        );
+    }
+    Ok(())
+}
+
+fn is_count(f: &Fusion, r: &Reduction, v: ValueId) -> bool {
+    matches!(r.kind, Kind::Welford) && r.outputs.get(2) == Some(&v) && f.value(v).is_tensor()
+}

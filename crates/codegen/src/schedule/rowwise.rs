@@ -1,0 +1,227 @@
+//! `rowwise` in the registry: rows whose columns fit whole warps of one block
+//! (or column tiles, for sums over rows), values held in registers across a
+//! row's passes. Launch numbers come from `crate::launch`.
+
+use super::{Candidate, Reason, Rows, Schedule, Work};
+use crate::device::Device;
+use crate::error::CodegenError;
+use crate::kernel::Context;
+use crate::persistent::RowTarget;
+use crate::plan::Kernel;
+use crate::reduction::{Kind, Reduction};
+use fusebench_ir::{Fusion, ValueId};
+
+pub struct Rowwise;
+
+/// Rows and row dims of a stored reduction that is a plain sum over its
+/// leading dims (a weight gradient over batch x sequence), which a row-wise
+/// kernel over the same rows x columns can carry; or why it is not one.
+pub fn row_sums(
+    f: &Fusion,
+    layouts: &[Option<(Vec<i64>, i64)>],
+    red: &Reduction,
+    dev: &Device,
+) -> Result<(Vec<usize>, Vec<usize>), Reason> {
+    let xs = f.value(red.x).shape.clone().unwrap_or_default();
+    let k0 = red.dims.len();
+    if red.is_inner(f) {
+        return Err(format!(
+            "reduces the innermost dims {:?} of {xs:?}, not over rows",
+            red.dims
+        ));
+    }
+    if crate::grid::wanted(f, red, dev.sm_count) {
+        return Err("few results over many elements each (a grid reduction)".into());
+    }
+    if crate::memory::reduces_fastest(f, layouts, red) == Some(true)
+        && crate::grid::fits_results(f, red)
+    {
+        return Err(format!(
+            "reduces dims {:?} of {xs:?}, which hold the dim fastest in memory: not rows",
+            red.dims
+        ));
+    }
+    if !matches!(red.kind, Kind::Plain(_)) {
+        return Err("a mean-based statistic, not a plain sum over rows".into());
+    }
+    if !red.dims.iter().enumerate().all(|(i, &d)| i == d) {
+        return Err(format!(
+            "reduces dims {:?} of {xs:?}, not the leading ones",
+            red.dims
+        ));
+    }
+    if k0 == xs.len() {
+        return Err(format!("reduces every dim of {xs:?}"));
+    }
+    Ok((xs[..k0].to_vec(), xs[k0..].to_vec()))
+}
+
+/// Whether rows of `cols` in vectors of `w` fit `rowwise::shape`, in words.
+fn shape_reason(
+    c: &Candidate,
+    rows: usize,
+    cols: usize,
+    w: usize,
+    whole: bool,
+    dev: &Device,
+) -> Result<Reason, Reason> {
+    let d = c
+        .narrowest()
+        .map(|d| format!(" {}", d.torch_name()))
+        .unwrap_or_default();
+    let vectors = cols / w.max(1);
+    let held = crate::rowwise::held(c.f, rows, cols);
+    match crate::rowwise::shape(cols, w, whole, held) {
+        Some(s) if s.threads > dev.max_threads_per_block as usize => Err(format!(
+            "a row of {cols}{d} needs {} threads; the device allows {} per block",
+            s.threads, dev.max_threads_per_block
+        )),
+        Some(s) if whole => Ok(format!(
+            "row of {cols}{d} = {vectors} vectors of {w} held by {} of {} threads x {} vectors; {rows} rows",
+            s.active, s.threads, s.vectors
+        )),
+        Some(s) => Ok(format!(
+            "{rows} rows of {cols}{d} = {vectors} vectors of {w}: {} column tiles of {} threads, each thread summing its columns over the rows",
+            s.tiles, s.threads
+        )),
+        None if !cols.is_multiple_of(w) => Err(format!(
+            "a row of {cols} is not a whole number of {w}-wide vectors"
+        )),
+        None if whole => Err(format!(
+            "row of {cols}{d} = {vectors} vectors of {w}: more than the registers of one block hold ({} values per thread, {} per block, x {held} tensors read)",
+            crate::rowwise::HELD_MAX,
+            crate::rowwise::BLOCK_HELD_MAX
+        )),
+        None => Err(format!(
+            "row of {cols}{d} = {vectors} vectors of {w}: no block of whole warps tiles it"
+        )),
+    }
+}
+
+impl Schedule for Rowwise {
+    fn name(&self) -> &'static str {
+        "rowwise"
+    }
+
+    fn takes(&self, work: &Work) -> bool {
+        matches!(work, Work::Rows(_) | Work::Stored { .. })
+    }
+
+    fn fits(&self, c: &Candidate, cx: &Context, dev: &Device) -> Result<Reason, Reason> {
+        match &c.work {
+            Work::Rows(r) => {
+                let whole = !r.inner.is_empty() || !r.per_row.is_empty();
+                shape_reason(c, r.rows(), r.cols(), c.row_width(r.last()), whole, dev)
+            }
+            Work::Stored {
+                red, before_rows, ..
+            } => {
+                let (rows, inner) = row_sums(c.f, &cx.layouts, &c.reds[*red], dev)?;
+                if *before_rows {
+                    return Err("read by another stored reduction, so computed on its own before the row kernels".into());
+                }
+                let cols: usize = inner.iter().product();
+                let w = c.row_width(*inner.last().unwrap_or(&1));
+                shape_reason(c, rows.iter().product(), cols, w, false, dev)
+            }
+            Work::Elementwise { .. } => Err("elementwise work, no reduction".into()),
+        }
+    }
+
+    fn build(
+        &self,
+        c: &Candidate,
+        dev: &Device,
+        cx: &mut Context,
+        out: &mut Vec<(String, Kernel)>,
+    ) -> Result<(), CodegenError> {
+        match &c.work {
+            Work::Rows(r) => build_rows(c, r, dev, cx, out),
+            Work::Stored { red, .. } => {
+                let (rows_shape, inner_shape) = row_sums(c.f, &cx.layouts, &c.reds[*red], dev)
+                    .map_err(CodegenError::NoFit)?;
+                let r = Rows {
+                    rows_shape,
+                    inner_shape,
+                    outer: vec![*red],
+                    ..Rows::default()
+                };
+                build_rows(c, &r, dev, cx, out)
+            }
+            Work::Elementwise { .. } => Err(CodegenError::NoFit(format!(
+                "rowwise: {} has no rows",
+                c.name
+            ))),
+        }
+    }
+
+    fn carries_row_sums(&self) -> bool {
+        true
+    }
+}
+
+/// The row kernel, and with sums over rows the kernel that combines their
+/// per-block partials (and writes the outputs that read only those sums).
+fn build_rows(
+    c: &Candidate,
+    r: &Rows,
+    dev: &Device,
+    cx: &mut Context,
+    out: &mut Vec<(String, Kernel)>,
+) -> Result<(), CodegenError> {
+    let f = c.f;
+    let (rows, cols, last) = (r.rows(), r.cols(), r.last());
+    let w = c.row_width(last);
+    let whole = !r.inner.is_empty() || !r.per_row.is_empty();
+    let held = crate::rowwise::held(f, rows, cols);
+    let tiles = crate::rowwise::shape(cols, w, whole, held)
+        .ok_or_else(|| {
+            CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
+        })?
+        .tiles;
+    let row_blocks =
+        crate::launch::row_blocks(dev, rows, tiles, !r.inner.is_empty(), !r.outer.is_empty());
+    let outer: Vec<(Reduction, usize)> = r
+        .outer
+        .iter()
+        .map(|&i| {
+            let red = c.reds[i].clone();
+            let t = cx.add_temp(
+                red.acc(f),
+                row_blocks.max(1) * cols,
+                format!("row-block partials of {}", f.value(red.outputs[0]).name),
+            );
+            (red, t)
+        })
+        .collect();
+    let inner: Vec<Reduction> = r.inner.iter().map(|&i| c.reds[i].clone()).collect();
+    let per_row: Vec<(ValueId, RowTarget)> = r
+        .per_row
+        .iter()
+        .map(|&(v, p)| (v, RowTarget::Output(p)))
+        .collect();
+    let spec = crate::rowwise::Spec {
+        rows,
+        cols,
+        last,
+        width: w,
+        inner: &inner,
+        outer: &outer,
+        full: &r.full,
+        per_row: &per_row,
+        row_blocks,
+        unroll: crate::launch::row_unroll(dev),
+    };
+    out.push(crate::rowwise::build(cx, &c.name, &spec)?);
+    if !outer.is_empty() {
+        out.push(crate::outer::combine_many(
+            cx,
+            &format!("{}_c", c.name),
+            &outer,
+            row_blocks,
+            cols,
+            &r.epilogue,
+        )?);
+    }
+    Ok(())
+}
