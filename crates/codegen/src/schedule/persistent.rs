@@ -46,9 +46,17 @@ impl Schedule for Persistent {
                     let k = red.dims.len();
                     let cols: usize = xs[xs.len() - k..].iter().product();
                     let rows: usize = xs[..xs.len() - k].iter().product();
-                    Ok(format!(
-                        "reduces the innermost {cols} of each of {rows} rows: one block per row, results stored"
-                    ))
+                    let last = xs.last().copied().unwrap_or(1);
+                    let held = crate::rowwise::held(c.f, rows, cols);
+                    Ok(match crate::rowwise::shape(cols, c.row_width(last), true, held) {
+                        Some(s) => format!(
+                            "reduces the innermost {cols} of each of {rows} rows, results stored: the row fits the registers, so built row-wise ({} of {} threads x {} vectors per row)",
+                            s.active, s.threads, s.vectors
+                        ),
+                        None => format!(
+                            "reduces the innermost {cols} of each of {rows} rows: one block per row, results stored"
+                        ),
+                    })
                 } else {
                     Err(format!(
                         "reduces dims {:?} of {xs:?}, not the innermost",
