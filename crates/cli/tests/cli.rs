@@ -155,7 +155,7 @@ fn emit_says_each_kernels_schedule_and_why() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(
-        t.contains("schedule: rowwise — row of 4096 bfloat16 = 512 vectors of 8 fits one block of 512 threads; 4096 rows"),
+        t.contains("schedule: rowwise — row of 4096 bfloat16 = 512 vectors of 8 held by 128 of 128 threads x 4 vectors; 4096 rows"),
         "{t}"
     );
     // Every kernel of a plan with a combine says its schedule.
@@ -185,7 +185,7 @@ fn emit_says_each_kernels_schedule_and_why() {
     assert_eq!(j["kernels"][0]["choice"]["schedule"], "rowwise");
     assert!(j["kernels"][0]["choice"]["reason"]
         .as_str()
-        .is_some_and(|r| r.contains("512 threads")));
+        .is_some_and(|r| r.contains("128 of 128 threads")));
 }
 
 #[test]

@@ -17,6 +17,9 @@ pub struct Passes {
     /// The pass in which each reduction starts.
     first: Vec<usize>,
     pub count: usize,
+    /// Warps that reduce together when a block holds several rows (0: the
+    /// whole block).
+    pub group_warps: usize,
 }
 
 impl Passes {
@@ -39,7 +42,11 @@ impl Passes {
             .map(|i| first[i] + reds[i].passes())
             .max()
             .unwrap_or(0);
-        Ok(Passes { first, count })
+        Ok(Passes {
+            first,
+            count,
+            group_warps: 0,
+        })
     }
 
     /// Reductions that accumulate during `pass`.
@@ -111,8 +118,12 @@ impl Passes {
     ) -> Option<String> {
         let r = &reds[i];
         let acc = r.acc(f);
+        let group = match self.group_warps {
+            0 => String::new(),
+            g => format!(", {g}"),
+        };
         lw.line(&format!(
-            "{a} = {}({a}, {});",
+            "{a} = {}({a}, {}{group});",
             reduction::block_fn(&Self::combine(r), acc),
             reduction::smem_name(acc)
         ));

@@ -247,16 +247,22 @@ __device__ __forceinline__ double fb_sigmoidd(double x) { return 1.0 / (1.0 + ex
 
 template <typename T> __device__ __forceinline__ T fb_shfl_xor(T v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 
+// Reduces over the block, or over each group of `gw` consecutive warps when a
+// block holds several rows (row-wise schedule); a group of one warp needs no
+// shared memory. Every lane of every warp must call it (full-mask shuffles):
+// idle lanes pass the identity.
 #define FB_DEFINE_BLOCK_REDUCE(NAME, T, OP)                                        \
-    __device__ __forceinline__ T NAME(T v, T* smem) {                              \
+    __device__ __forceinline__ T NAME(T v, T* smem, int gw = 32) {                 \
         for (int m = 16; m > 0; m >>= 1) v = OP(v, fb_shfl_xor(v, m));             \
+        if (gw == 1) return v;                                                     \
         const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;                \
         const int warps = (blockDim.x + 31) >> 5;                                  \
+        const int first = warp / gw * gw, end = first + gw < warps ? first + gw : warps; \
         __syncthreads();                                                           \
         if (lane == 0) smem[warp] = v;                                             \
         __syncthreads();                                                           \
-        v = smem[0];                                                               \
-        for (int w = 1; w < warps; ++w) v = OP(v, smem[w]);                        \
+        v = smem[first];                                                           \
+        for (int w = first + 1; w < end; ++w) v = OP(v, smem[w]);                  \
         return v;                                                                  \
     }
 #define FB_ADD(a, b) ((a) + (b))
@@ -448,7 +454,7 @@ __device__ __forceinline__ fb_cd fb_shfl_xor(fb_cd v, int m) {
     return fb_cd(__shfl_xor_sync(0xffffffffu, v.re, m), __shfl_xor_sync(0xffffffffu, v.im, m));
 }
 FB_DEFINE_BLOCK_REDUCE(fb_block_prod_cd_in, fb_cd, FB_MUL)
-__device__ __forceinline__ fb_cd fb_block_prod_cd(fb_cd v, const void*) {
+__device__ __forceinline__ fb_cd fb_block_prod_cd(fb_cd v, const void*, int gw = 32) {
     __shared__ fb_cd s[32];
-    return fb_block_prod_cd_in(v, s);
+    return fb_block_prod_cd_in(v, s, gw);
 }

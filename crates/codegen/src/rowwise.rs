@@ -37,21 +37,100 @@ pub struct Spec<'a> {
     pub unroll: usize,
 }
 
-/// Threads per block and column tiles for a row of `cols` in vectors of
-/// `width`, or None when no whole number of warps covers it.
-pub fn shape(cols: usize, width: usize, whole_row: bool) -> Option<(usize, usize)> {
-    if !cols.is_multiple_of(width) {
+/// How a row is laid over a block's threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Threads per row, a whole number of warps (full-mask shuffles).
+    pub threads: usize,
+    /// Of those, the threads that hold part of the row; the rest idle,
+    /// passing the identity to the reductions.
+    pub active: usize,
+    /// Vectors each active thread holds per row: vector k of thread t is the
+    /// row's vector k * active + t (a warp reads consecutive vectors).
+    pub vectors: usize,
+    /// Blocks along the row (pointwise work with column sums only).
+    pub tiles: usize,
+}
+
+/// Row elements one thread may hold in registers (fp32 values, times the
+/// tensors of rows x columns read): 64K registers per multiprocessor over
+/// up to 2048 threads leave 32 per thread at full occupancy, and a held row
+/// of 32 values at 1024 threads per block still runs two warps per
+/// scheduler. Longer rows go to the loop schedule (persistent.rs).
+pub const HELD_MAX: usize = 32;
+
+/// Row elements one block may hold: a quarter of the register file, so
+/// that a 1024-thread block is not pushed past 64 registers per thread
+/// (512 threads x 32 values, or 1024 x 16).
+pub const BLOCK_HELD_MAX: usize = 16384;
+
+/// Threads per row and vectors per thread for a row of `cols` elements in
+/// vectors of `width`, `held` tensors of rows x columns read; None when the
+/// row does not fit. Whole rows (reduced in one block): the fewest warps
+/// that cover the row with at most as many vectors per thread as the
+/// registers allow. Many vectors per thread keep many loads in flight per
+/// thread, and few warps per row make the block reductions (the serial part
+/// of a normalization) short: on the H200, 160 threads x 4 vectors per row
+/// of 5120 bf16 ran a LayerNorm 1.8x faster than 640 x 1. Otherwise (column
+/// sums over rows) whole warps tile the row exactly.
+pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize) -> Option<Shape> {
+    if width == 0 || !cols.is_multiple_of(width) || cols == 0 {
         return None;
     }
-    let per_row = cols / width;
-    if whole_row {
-        return (per_row.is_multiple_of(32) && per_row <= 1024).then_some((per_row, 1));
+    let n = cols / width;
+    if !whole_row {
+        return (1..=8)
+            .rev()
+            .map(|w| w * 32)
+            .find(|b| n.is_multiple_of(*b))
+            .map(|b| Shape {
+                threads: b,
+                active: b,
+                vectors: 1,
+                tiles: n / b,
+            });
     }
-    (1..=8)
-        .rev()
-        .map(|w| w * 32)
-        .find(|b| per_row.is_multiple_of(*b))
-        .map(|b| (b, per_row / b))
+    let held = held.max(1);
+    let max_vectors = (HELD_MAX / (width * held)).max(1);
+    (1..=32).map(|w| w * 32).find_map(|warps_threads| {
+        let vectors = n.div_ceil(warps_threads);
+        let active = n.div_ceil(vectors);
+        let threads = active.div_ceil(32) * 32;
+        (vectors <= max_vectors && threads * vectors * width * held <= BLOCK_HELD_MAX).then_some(
+            Shape {
+                threads,
+                active,
+                vectors,
+                tiles: 1,
+            },
+        )
+    })
+}
+
+/// Rows one block holds at once: short rows share a block (each row's
+/// threads reduce among themselves), so blocks are not a warp or two, while
+/// at least two blocks per multiprocessor stay busy. Kernels that also sum
+/// over rows keep one row per block (one partial per block).
+fn rows_per_block(spec: &Spec, sh: &Shape, sm_count: usize) -> usize {
+    if !spec.outer.is_empty() || sh.tiles > 1 || sh.threads > 128 {
+        return 1;
+    }
+    let mut r = 256 / sh.threads;
+    while r > 1 && spec.rows.div_ceil(r) < 2 * sm_count {
+        r /= 2;
+    }
+    r.max(1)
+}
+
+/// Tensors of rows x columns the fusion reads: each holds its part of a row
+/// in registers.
+pub fn held(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> usize {
+    f.inputs
+        .iter()
+        .map(|&i| f.value(i))
+        .filter(|v| v.is_tensor() && v.numel() == rows * cols)
+        .count()
+        .max(1)
 }
 
 /// Where in a shape of `rows x cols` elements the element (row, lane) lies.
@@ -60,6 +139,7 @@ fn index_of(
     cols: usize,
     last: usize,
     row: &str,
+    col: &Col,
     lane: usize,
 ) -> Result<Vec<Ix>, CodegenError> {
     let mut k0 = shape.len();
@@ -76,19 +156,98 @@ fn index_of(
     let mut idx = view::delinearize(Ix::var(row), &shape[..k0]);
     let inner = &shape[k0..];
     if !inner.is_empty() {
-        idx.extend(view::delinearize(Ix::var("q"), &inner[..inner.len() - 1]));
-        idx.push(Ix::var("jj").add(Ix::c(lane as i64)));
+        idx.extend(view::delinearize(Ix::var(col.q.clone()), &inner[..inner.len() - 1]));
+        idx.push(Ix::var(col.jj.clone()).add(Ix::c(lane as i64)));
     }
     Ok(idx)
 }
 
-/// Rows each block iteration handles at once: independent rows keep more
+/// A normalization or row reduction the loop schedule was given
+/// (persistent.rs), built row-wise instead when its row fits the registers:
+/// rows share blocks and several are in flight per thread. None when it
+/// does not fit.
+pub fn instead_of_loop(
+    cx: &Context,
+    name: &str,
+    spec: &crate::persistent::Spec,
+    unroll: usize,
+) -> Option<Result<(String, Kernel), CodegenError>> {
+    let f = cx.f;
+    let rows: usize = spec.rows_shape.iter().product();
+    let cols: usize = spec.inner_shape.iter().product();
+    let last = *spec.inner_shape.last()?;
+    let dtypes = f.values.iter().filter(|v| v.is_tensor()).map(|v| v.dtype);
+    let width = crate::kernel::vector_width(last, dtypes);
+    shape(cols, width, true, held(f, rows, cols))?;
+    // Complex products keep the schedule they were written for.
+    if spec.reductions.iter().any(|r| r.acc(f).is_complex()) {
+        return None;
+    }
+    let rs = Spec {
+        rows,
+        cols,
+        last,
+        width,
+        inner: spec.reductions,
+        outer: &[],
+        full: spec.full,
+        per_row: spec.per_row,
+        row_blocks: 0,
+        unroll,
+    };
+    match build(cx, name, &rs) {
+        Err(CodegenError::NoFit(_)) => None,
+        built => Some(built),
+    }
+}
+
+/// One vector slot of a thread in a row: the C names of its offset in the
+/// row (`ii`), the index above the innermost dim (`q`) and the innermost
+/// index (`jj`), and the condition under which it holds row elements (None:
+/// always; otherwise its index is clamped into the row and its
+/// contributions are skipped).
+struct Col {
+    ii: String,
+    q: String,
+    jj: String,
+    ok: Option<String>,
+}
+
+/// A row of a block iteration: its C variable, and the condition under
+/// which it is a real row (None: always; otherwise it is clamped to the last
+/// row and writes nothing).
+struct RowVar {
+    name: String,
+    ok: Option<String>,
+}
+
+fn both(a: &Option<String>, b: &Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a} && {b}")),
+        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+        (None, None) => None,
+    }
+}
+
+/// Rows each thread group handles at once: independent rows keep more
 /// loads in flight per thread, which is what hides DRAM latency when few
-/// blocks walk many rows.
-fn unroll(spec: &Spec) -> usize {
+/// blocks walk many rows. One row at a time when a row already fills the
+/// registers.
+fn unroll(spec: &Spec, sh: &Shape, held: usize, per_block: usize) -> usize {
+    if sh.vectors == 1 && per_block == 1 {
+        return [spec.unroll.max(1), 2, 1]
+            .into_iter()
+            .find(|&u| spec.rows.is_multiple_of(u) && spec.rows / u >= spec.row_blocks)
+            .unwrap_or(1);
+    }
     [spec.unroll.max(1), 2, 1]
         .into_iter()
-        .find(|&u| spec.rows.is_multiple_of(u) && spec.rows / u >= spec.row_blocks)
+        .find(|&u| {
+            u == 1
+                || (sh.vectors * spec.width * held * u <= HELD_MAX
+                    && sh.threads * per_block * sh.vectors * spec.width * held * u <= BLOCK_HELD_MAX
+                    && spec.rows / (u * per_block) >= spec.row_blocks.max(1))
+        })
         .unwrap_or(1)
 }
 
@@ -97,9 +256,19 @@ fn unroll(spec: &Spec) -> usize {
 const UNROLLED_LINES_MAX: usize = 1500;
 
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
-    let first = build_unrolled(cx, name, spec, unroll(spec))?;
-    if first.0.lines().count() > UNROLLED_LINES_MAX && unroll(spec) > 1 {
-        return build_unrolled(cx, name, spec, 1);
+    let whole_row = !spec.inner.is_empty() || !spec.per_row.is_empty();
+    let held = held(cx.f, spec.rows, spec.cols);
+    let sh = shape(spec.cols, spec.width, whole_row, held).ok_or_else(|| {
+        CodegenError::NoFit(format!(
+            "a row of {} does not fit a block of {}-wide vectors",
+            spec.cols, spec.width
+        ))
+    })?;
+    let per_block = rows_per_block(spec, &sh, cx.sm_count as usize);
+    let u = unroll(spec, &sh, held, per_block);
+    let first = build_unrolled(cx, name, spec, &sh, per_block, u)?;
+    if first.0.lines().count() > UNROLLED_LINES_MAX && u > 1 {
+        return build_unrolled(cx, name, spec, &sh, per_block, 1);
     }
     Ok(first)
 }
@@ -108,24 +277,25 @@ fn build_unrolled(
     cx: &Context,
     name: &str,
     spec: &Spec,
+    sh: &Shape,
+    per_block: usize,
     u_rows: usize,
 ) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
     let w = spec.width;
-    let whole_row = !spec.inner.is_empty() || !spec.per_row.is_empty();
-    let (block, tiles) = shape(spec.cols, w, whole_row).ok_or_else(|| {
-        CodegenError::NoFit(format!(
-            "a row of {} does not fit whole warps of {w}-wide vectors",
-            spec.cols
-        ))
-    })?;
+    let tiles = sh.tiles;
+    let block = sh.threads * per_block;
     let (mut lw, mut params) = cx.lowerer();
     push_row_outputs(&mut params, f, spec.full, spec.per_row);
     let it = lw.idx_type;
     let reds = spec.inner;
-    let passes = Passes::plan(f, reds)?;
+    let mut passes = Passes::plan(f, reds)?;
+    if per_block > 1 {
+        passes.group_warps = sh.threads / 32;
+    }
+    let per_iter = u_rows * per_block;
     let row_blocks = if spec.row_blocks == 0 {
-        spec.rows / u_rows
+        spec.rows.div_ceil(per_iter)
     } else {
         spec.row_blocks
     };
@@ -134,13 +304,71 @@ fn build_unrolled(
         lw.line("__shared__ double fb_sd[32];");
         lw.line("__shared__ long long fb_si[32];");
     }
-    lw.line(&format!(
-        "const {it} ii = (({it})blockIdx.y * {block} + threadIdx.x) * {w};"
-    ));
-    lw.line(&format!("const {it} q = ii / {};", spec.last));
-    lw.line(&format!("const {it} jj = ii % {};", spec.last));
-    // Sums over rows, one accumulator per lane.
-    let mut oaccs: Vec<Vec<String>> = Vec::new();
+    // The thread's vector slots in its row.
+    let simple = sh.vectors == 1 && sh.active == sh.threads && per_block == 1;
+    let mut cols: Vec<Col> = Vec::new();
+    if simple {
+        lw.line(&format!(
+            "const {it} ii = (({it})blockIdx.y * {block} + threadIdx.x) * {w};"
+        ));
+        lw.line(&format!("const {it} q = ii / {};", spec.last));
+        lw.line(&format!("const {it} jj = ii % {};", spec.last));
+        cols.push(Col {
+            ii: "ii".into(),
+            q: "q".into(),
+            jj: "jj".into(),
+            ok: None,
+        });
+    } else {
+        let tr = if per_block > 1 {
+            lw.line(&format!("const {it} gr = threadIdx.x / {};", sh.threads));
+            lw.line(&format!("const {it} tr = threadIdx.x % {};", sh.threads));
+            "tr"
+        } else {
+            "threadIdx.x"
+        };
+        let n = spec.cols / w;
+        for k in 0..sh.vectors {
+            let name = |p: &str| {
+                if sh.vectors == 1 {
+                    p.to_string()
+                } else {
+                    format!("{p}{k}")
+                }
+            };
+            let pos = if k == 0 {
+                format!("({it}){tr}")
+            } else {
+                format!("({it}){tr} + {}", k * sh.active)
+            };
+            let (ii, q, jj) = (name("ii"), name("q"), name("jj"));
+            // Idle threads and the empty tail of the last vectors hold nothing.
+            let mut conds = Vec::new();
+            if sh.active < sh.threads {
+                conds.push(format!("({it}){tr} < {}", sh.active));
+            }
+            if (k + 1) * sh.active > n {
+                conds.push(format!("{pos} < {n}"));
+            }
+            let ok = if !conds.is_empty() {
+                let ok = name("ok");
+                lw.line(&format!("const bool {ok} = {};", conds.join(" && ")));
+                lw.line(&format!(
+                    "const {it} {ii} = ({ok} ? {pos} : {}) * {w};",
+                    n - 1
+                ));
+                Some(ok)
+            } else {
+                lw.line(&format!("const {it} {ii} = ({pos}) * {w};"));
+                None
+            };
+            lw.line(&format!("const {it} {q} = {ii} / {};", spec.last));
+            lw.line(&format!("const {it} {jj} = {ii} % {};", spec.last));
+            cols.push(Col { ii, q, jj, ok });
+        }
+    }
+    // Sums over rows: one accumulator per vector slot and lane.
+    let mut oaccs: Vec<Vec<Vec<String>>> = Vec::new();
     for (r, _) in spec.outer {
         let acc = r.acc(f);
         let c = match &r.kind {
@@ -151,31 +379,57 @@ fn build_unrolled(
                 ))
             }
         };
-        let names: Vec<String> = (0..w).map(|_| lw.fresh("s")).collect();
-        for n in &names {
-            lw.line(&format!(
-                "{} {n} = {};",
-                ctype::reg(acc),
-                reduction::init(&c, acc)
-            ));
+        let mut per_col = Vec::new();
+        for _ in &cols {
+            let names: Vec<String> = (0..w).map(|_| lw.fresh("s")).collect();
+            for n in &names {
+                lw.line(&format!(
+                    "{} {n} = {};",
+                    ctype::reg(acc),
+                    reduction::init(&c, acc)
+                ));
+            }
+            per_col.push(names);
         }
-        oaccs.push(names);
+        oaccs.push(per_col);
     }
     lw.open(&format!(
-        "for ({it} row = ({it})blockIdx.x * {u_rows}; row < {}; row += ({it})gridDim.x * {u_rows}) {{",
+        "for ({it} row = ({it})blockIdx.x * {per_iter}; row < {}; row += ({it})gridDim.x * {per_iter}) {{",
         spec.rows
     ));
-    let row_vars: Vec<String> = (0..u_rows).map(|u| format!("row{u}")).collect();
-    for (u, rv) in row_vars.iter().enumerate() {
-        lw.line(&format!("const {it} {rv} = row + {u};"));
+    let exact_rows = spec.rows.is_multiple_of(per_iter);
+    let mut row_vars: Vec<RowVar> = Vec::new();
+    for u in 0..u_rows {
+        let rv = format!("row{u}");
+        let at = format!(
+            "row + {}{}",
+            u * per_block,
+            if per_block > 1 { " + gr" } else { "" }
+        );
+        if exact_rows {
+            lw.line(&format!("const {it} {rv} = {at};"));
+            row_vars.push(RowVar { name: rv, ok: None });
+        } else {
+            let ok = format!("rok{u}");
+            lw.line(&format!("const bool {ok} = {at} < {};", spec.rows));
+            lw.line(&format!(
+                "const {it} {rv} = {ok} ? {at} : {};",
+                spec.rows - 1
+            ));
+            row_vars.push(RowVar { name: rv, ok: Some(ok) });
+        }
     }
     lw.allow_vector_loads_here();
-    let lanes = |lw: &mut Lowerer, k: usize| {
+    let lanes = |lw: &mut Lowerer, col: &Col, k: usize| {
         lw.lanes = Some(Lanes {
-            var: "jj".into(),
+            var: col.jj.clone(),
             width: w,
             lane: k,
         })
+    };
+    let guarded = |stmt: String, ok: &Option<String>| match ok {
+        Some(c) => format!("if ({c}) {{ {stmt} }}"),
+        None => stmt,
     };
     let mut means: Vec<Vec<Option<String>>> = vec![vec![None; u_rows]; reds.len()];
     for pass in 0..passes.count {
@@ -190,27 +444,38 @@ fn build_unrolled(
             })
             .collect();
         for (u, rv) in row_vars.iter().enumerate() {
-            for k in 0..w {
-                lanes(&mut lw, k);
-                for (j, &i) in active.iter().enumerate() {
-                    let idx = index_of(
-                        f.value(reds[i].x).shape.as_ref().unwrap(),
-                        spec.cols,
-                        spec.last,
-                        rv,
-                        k,
-                    )?;
-                    let xv = lw.value_at(reds[i].x, &idx)?;
-                    let stmt =
-                        passes.step(f, reds, i, pass, &accs[j][u], &xv, means[i][u].as_deref());
-                    lw.line(&stmt);
+            for col in &cols {
+                for k in 0..w {
+                    lanes(&mut lw, col, k);
+                    for (j, &i) in active.iter().enumerate() {
+                        let idx = index_of(
+                            f.value(reds[i].x).shape.as_ref().unwrap(),
+                            spec.cols,
+                            spec.last,
+                            &rv.name,
+                            col,
+                            k,
+                        )?;
+                        let xv = lw.value_at(reds[i].x, &idx)?;
+                        let stmt = passes.step(
+                            f,
+                            reds,
+                            i,
+                            pass,
+                            &accs[j][u],
+                            &xv,
+                            means[i][u].as_deref(),
+                        );
+                        lw.line(&guarded(stmt, &col.ok));
+                    }
                 }
             }
         }
         lw.lanes = None;
         for (j, &i) in active.iter().enumerate() {
             for (u, rv) in row_vars.iter().enumerate() {
-                if let Some(m) = passes.finish(&mut lw, f, reds, i, pass, &accs[j][u], rv) {
+                if let Some(m) = passes.finish(&mut lw, f, reds, i, pass, &accs[j][u], &rv.name)
+                {
                     means[i][u] = Some(m);
                 }
             }
@@ -218,66 +483,99 @@ fn build_unrolled(
     }
     // The rows' outputs and their contributions to the column sums.
     for rv in &row_vars {
-        let arrays = lane_arrays(&mut lw, f, spec.full, w);
-        for k in 0..w {
-            lanes(&mut lw, k);
-            for (j, &(v, _)) in spec.full.iter().enumerate() {
-                let idx = index_of(
-                    f.value(v).shape.as_ref().unwrap(),
-                    spec.cols,
-                    spec.last,
-                    rv,
-                    k,
-                )?;
-                let e = lw.value_at(v, &idx)?;
-                let st = ctype::to_storage(f.value(v).dtype, &e);
-                lw.line(&format!("{}[{k}] = {st};", arrays[j]));
+        for (c, col) in cols.iter().enumerate() {
+            let arrays = lane_arrays(&mut lw, f, spec.full, w);
+            let ok = both(&col.ok, &rv.ok);
+            for k in 0..w {
+                lanes(&mut lw, col, k);
+                for (j, &(v, _)) in spec.full.iter().enumerate() {
+                    let idx = index_of(
+                        f.value(v).shape.as_ref().unwrap(),
+                        spec.cols,
+                        spec.last,
+                        &rv.name,
+                        col,
+                        k,
+                    )?;
+                    let e = lw.value_at(v, &idx)?;
+                    let st = ctype::to_storage(f.value(v).dtype, &e);
+                    lw.line(&format!("{}[{k}] = {st};", arrays[j]));
+                }
+                for (j, (r, _)) in spec.outer.iter().enumerate() {
+                    let acc = r.acc(f);
+                    let idx = index_of(
+                        f.value(r.x).shape.as_ref().unwrap(),
+                        spec.cols,
+                        spec.last,
+                        &rv.name,
+                        col,
+                        k,
+                    )?;
+                    let xv = lw.value_at(r.x, &idx)?;
+                    let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+                    let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+                    let Kind::Plain(cb) = &r.kind else {
+                        unreachable!()
+                    };
+                    let stmt = reduction::step(cb, acc, &oaccs[j][c][k], &xv);
+                    lw.line(&guarded(stmt, &ok));
+                }
             }
-            for (j, (r, _)) in spec.outer.iter().enumerate() {
-                let acc = r.acc(f);
-                let idx = index_of(
-                    f.value(r.x).shape.as_ref().unwrap(),
-                    spec.cols,
-                    spec.last,
-                    rv,
-                    k,
-                )?;
-                let xv = lw.value_at(r.x, &idx)?;
-                let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
-                let xv = ctype::convert(r.value_dtype(f), acc, &xv);
-                let Kind::Plain(c) = &r.kind else {
-                    unreachable!()
-                };
-                lw.line(&reduction::step(c, acc, &oaccs[j][k], &xv));
+            lw.lanes = None;
+            let at = Ix::var(rv.name.clone())
+                .mul(spec.cols as i64)
+                .add(Ix::var(col.ii.clone()));
+            if !spec.full.is_empty() {
+                if let Some(c) = &ok {
+                    lw.open(&format!("if ({c}) {{"));
+                }
+                store_lane_arrays(&mut lw, f, spec.full, &arrays, &at, w);
+                if ok.is_some() {
+                    lw.close("}");
+                }
             }
         }
-        lw.lanes = None;
-        let at = Ix::var(rv.clone()).mul(spec.cols as i64).add(Ix::var("ii"));
-        store_lane_arrays(&mut lw, f, spec.full, &arrays, &at, w);
     }
     if !spec.per_row.is_empty() {
-        lw.open("if (threadIdx.x == 0) {");
+        lw.open(if per_block > 1 {
+            "if (tr == 0) {"
+        } else {
+            "if (threadIdx.x == 0) {"
+        });
         for rv in &row_vars {
+            if let Some(c) = &rv.ok {
+                lw.open(&format!("if ({c}) {{"));
+            }
             for &(v, t) in spec.per_row {
                 let shape = f.value(v).shape.clone().unwrap_or_default();
-                let idx = view::delinearize(Ix::var(rv.clone()), &shape);
+                let idx = view::delinearize(Ix::var(rv.name.clone()), &shape);
                 let e = lw.value_at(v, &idx)?;
                 let (dst, d) = match t {
                     RowTarget::Output(pos) => (format!("out{pos}"), f.value(v).dtype),
                     RowTarget::Temp(t) => (format!("tmp{t}"), cx.temps[t].dtype),
                 };
-                lw.line(&format!("{dst}[{rv}] = {};", ctype::to_storage(d, &e)));
+                lw.line(&format!(
+                    "{dst}[{}] = {};",
+                    rv.name,
+                    ctype::to_storage(d, &e)
+                ));
+            }
+            if rv.ok.is_some() {
+                lw.close("}");
             }
         }
         lw.close("}");
     }
     lw.close("}");
     for (j, (_, temp)) in spec.outer.iter().enumerate() {
-        for k in 0..w {
-            lw.line(&format!(
-                "tmp{temp}[({it})blockIdx.x * {} + ii + {k}] = {};",
-                spec.cols, oaccs[j][k]
-            ));
+        for (c, col) in cols.iter().enumerate() {
+            for k in 0..w {
+                let stmt = format!(
+                    "tmp{temp}[({it})blockIdx.x * {} + {} + {k}] = {};",
+                    spec.cols, col.ii, oaccs[j][c][k]
+                );
+                lw.line(&guarded(stmt, &col.ok));
+            }
         }
     }
     let src = format!(
@@ -294,6 +592,14 @@ fn build_unrolled(
             .iter()
             .map(|(r, _)| format!("{} (over rows)", f.value(r.outputs[0]).name)),
     );
+    let layout = if simple {
+        String::new()
+    } else {
+        format!(
+            ", {per_block} rows per block, {} of {} threads x {} vectors per row",
+            sh.active, sh.threads, sh.vectors
+        )
+    };
     let kernel = Kernel {
         name: name.into(),
         schedule: if reds.is_empty() { Schedule::Pointwise } else { Schedule::InnerPersistent },
@@ -303,7 +609,7 @@ fn build_unrolled(
         code_hash: String::new(),
         choice: None,
         summary: format!(
-            "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread, reductions [{}]",
+            "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]",
             spec.rows,
             spec.cols,
             row_blocks,
@@ -311,4 +617,64 @@ fn build_unrolled(
         ),
     };
     Ok((src, kernel))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn whole(cols: usize, width: usize) -> Option<(usize, usize, usize)> {
+        shape(cols, width, true, 1).map(|s| (s.threads, s.active, s.vectors))
+    }
+
+    #[test]
+    fn short_rows_take_one_warp_each() {
+        // bf16 (8 per vector): 96 vectors -> 32 threads x 3.
+        assert_eq!(whole(768, 8), Some((32, 32, 3)));
+        // 125 vectors -> 32 x 4, the last vector of 3 lanes empty.
+        assert_eq!(whole(1000, 8), Some((32, 32, 4)));
+        // f32 (4 per vector): up to 8 vectors per thread.
+        assert_eq!(whole(768, 4), Some((32, 32, 6)));
+        assert_eq!(whole(1000, 4), Some((32, 32, 8)));
+    }
+
+    #[test]
+    fn other_lengths_take_the_fewest_warps_with_idle_lanes() {
+        // 400 vectors: 4 per thread, 100 of 128 threads.
+        assert_eq!(whole(3200, 8), Some((128, 100, 4)));
+        assert_eq!(whole(5120, 8), Some((160, 160, 4)));
+        // 1376 vectors (43 x 32): 344 threads x 4 in 11 warps.
+        assert_eq!(whole(11008, 8), Some((352, 344, 4)));
+        // 800 vectors: 7 per thread, 115 of 128 threads, the last slot of some empty.
+        assert_eq!(whole(3200, 4), Some((128, 115, 7)));
+        assert_eq!(whole(11008, 4), Some((352, 344, 8)));
+    }
+
+    #[test]
+    fn long_rows_hold_as_many_vectors_as_the_registers_allow() {
+        assert_eq!(whole(14336, 8), Some((448, 448, 4)));
+        assert_eq!(whole(16384, 8), Some((512, 512, 4)));
+        assert_eq!(whole(14336, 4), Some((448, 448, 8)));
+        assert_eq!(whole(16384, 4), Some((512, 512, 8)));
+        // Odd lengths read one element at a time.
+        assert_eq!(whole(1001, 1), Some((32, 32, 32)));
+        assert_eq!(whole(3001, 1), Some((96, 94, 32)));
+    }
+
+    #[test]
+    fn rows_past_the_registers_do_not_fit() {
+        assert_eq!(whole(32768, 8), None);
+        assert_eq!(whole(20000, 4), None);
+        // Two tensors of rows x columns held: half the row length fits.
+        assert_eq!(shape(16384, 8, true, 2), None);
+        assert_eq!(shape(8192, 8, true, 2).map(|s| (s.threads, s.vectors)), Some((512, 2)));
+        assert_eq!(shape(1000, 3, true, 1), None);
+    }
+
+    #[test]
+    fn column_tiles_need_exact_warps() {
+        let s = shape(4096, 8, false, 1).unwrap();
+        assert_eq!((s.threads, s.tiles), (256, 2));
+        assert_eq!(shape(1000, 8, false, 1), None);
+    }
 }

@@ -247,7 +247,7 @@ fn a_row_that_fits_one_block_is_rowwise_and_says_so() {
     let c = p.kernels[0].choice.as_ref().unwrap();
     assert_eq!(
         c.reason,
-        "row of 4096 bfloat16 = 512 vectors of 8 fits one block of 512 threads; 33 rows"
+        "row of 4096 bfloat16 = 512 vectors of 8 held by 128 of 128 threads x 4 vectors; 33 rows"
     );
     assert!(c.rejected.is_empty());
 }

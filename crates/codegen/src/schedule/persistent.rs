@@ -46,9 +46,17 @@ impl Schedule for Persistent {
                     let k = red.dims.len();
                     let cols: usize = xs[xs.len() - k..].iter().product();
                     let rows: usize = xs[..xs.len() - k].iter().product();
-                    Ok(format!(
-                        "reduces the innermost {cols} of each of {rows} rows: one block per row, results stored"
-                    ))
+                    let last = xs.last().copied().unwrap_or(1);
+                    let held = crate::rowwise::held(c.f, rows, cols);
+                    Ok(match crate::rowwise::shape(cols, c.row_width(last), true, held) {
+                        Some(s) => format!(
+                            "reduces the innermost {cols} of each of {rows} rows, results stored: the row fits the registers, so built row-wise ({} of {} threads x {} vectors per row)",
+                            s.active, s.threads, s.vectors
+                        ),
+                        None => format!(
+                            "reduces the innermost {cols} of each of {rows} rows: one block per row, results stored"
+                        ),
+                    })
                 } else {
                     Err(format!(
                         "reduces dims {:?} of {xs:?}, not the innermost",
@@ -63,7 +71,7 @@ impl Schedule for Persistent {
     fn build(
         &self,
         c: &Candidate,
-        _dev: &Device,
+        dev: &Device,
         cx: &mut Context,
         out: &mut Vec<(String, Kernel)>,
     ) -> Result<(), CodegenError> {
@@ -85,7 +93,7 @@ impl Schedule for Persistent {
                 out.push(persistent::build(cx, &c.name, &spec)?);
                 Ok(())
             }
-            Work::Stored { red, epilogue, .. } => stored(c, &c.reds[*red], epilogue, cx, out),
+            Work::Stored { red, epilogue, .. } => stored(c, &c.reds[*red], epilogue, dev, cx, out),
             Work::Elementwise { .. } => Err(CodegenError::NoFit(format!(
                 "persistent: {} has no reduction",
                 c.name
@@ -100,6 +108,7 @@ fn stored(
     c: &Candidate,
     red: &Reduction,
     epilogue: &[(ValueId, usize)],
+    dev: &Device,
     cx: &mut Context,
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
@@ -124,7 +133,11 @@ fn stored(
         full: &[],
         per_row: &per_row,
     };
-    out.push(persistent::build(cx, &c.name, &spec)?);
+    // Rows that fit the registers are built row-wise (several rows per block
+    // and in flight per thread); longer ones walk the row in a loop.
+    let built = crate::rowwise::instead_of_loop(cx, &c.name, &spec, crate::launch::row_unroll(dev))
+        .unwrap_or_else(|| persistent::build(cx, &c.name, &spec))?;
+    out.push(built);
     for (o, t) in per_row.into_iter().take(stored_rows) {
         let RowTarget::Temp(t) = t else {
             unreachable!()

@@ -70,23 +70,27 @@ fn shape_reason(
         .map(|d| format!(" {}", d.torch_name()))
         .unwrap_or_default();
     let vectors = cols / w.max(1);
-    match crate::rowwise::shape(cols, w, whole) {
-        Some((block, _)) if block > dev.max_threads_per_block as usize => Err(format!(
-            "a row of {cols}{d} needs {block} threads; the device allows {} per block",
-            dev.max_threads_per_block
+    let held = crate::rowwise::held(c.f, rows, cols);
+    match crate::rowwise::shape(cols, w, whole, held) {
+        Some(s) if s.threads > dev.max_threads_per_block as usize => Err(format!(
+            "a row of {cols}{d} needs {} threads; the device allows {} per block",
+            s.threads, dev.max_threads_per_block
         )),
-        Some((block, tiles)) if whole => Ok(format!(
-            "row of {cols}{d} = {vectors} vectors of {w} fits {} of {block} threads; {rows} rows",
-            if tiles == 1 { "one block".to_string() } else { format!("{tiles} blocks") }
+        Some(s) if whole => Ok(format!(
+            "row of {cols}{d} = {vectors} vectors of {w} held by {} of {} threads x {} vectors; {rows} rows",
+            s.active, s.threads, s.vectors
         )),
-        Some((block, tiles)) => Ok(format!(
-            "{rows} rows of {cols}{d} = {vectors} vectors of {w}: {tiles} column tiles of {block} threads, each thread summing its columns over the rows"
+        Some(s) => Ok(format!(
+            "{rows} rows of {cols}{d} = {vectors} vectors of {w}: {} column tiles of {} threads, each thread summing its columns over the rows",
+            s.tiles, s.threads
         )),
         None if !cols.is_multiple_of(w) => Err(format!(
             "a row of {cols} is not a whole number of {w}-wide vectors"
         )),
         None if whole => Err(format!(
-            "row of {cols}{d} = {vectors} vectors of {w}: not a whole number of warps one block holds"
+            "row of {cols}{d} = {vectors} vectors of {w}: more than the registers of one block hold ({} values per thread, {} per block, x {held} tensors read)",
+            crate::rowwise::HELD_MAX,
+            crate::rowwise::BLOCK_HELD_MAX
         )),
         None => Err(format!(
             "row of {cols}{d} = {vectors} vectors of {w}: no block of whole warps tiles it"
@@ -169,9 +173,12 @@ fn build_rows(
     let (rows, cols, last) = (r.rows(), r.cols(), r.last());
     let w = c.row_width(last);
     let whole = !r.inner.is_empty() || !r.per_row.is_empty();
-    let (_, tiles) = crate::rowwise::shape(cols, w, whole).ok_or_else(|| {
-        CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
-    })?;
+    let held = crate::rowwise::held(f, rows, cols);
+    let tiles = crate::rowwise::shape(cols, w, whole, held)
+        .ok_or_else(|| {
+            CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
+        })?
+        .tiles;
     let row_blocks =
         crate::launch::row_blocks(dev, rows, tiles, !r.inner.is_empty(), !r.outer.is_empty());
     let outer: Vec<(Reduction, usize)> = r
