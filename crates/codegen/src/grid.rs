@@ -29,9 +29,14 @@ pub fn wanted(f: &Fusion, r: &Reduction, sm_count: u32) -> bool {
     results < (sm_count as usize / 2).max(1) && r.count(f) >= MIN_COUNT
 }
 
-/// Whether `r`'s results fit the grid's y extent (one row of blocks each).
-pub fn fits_results(f: &Fusion, r: &Reduction) -> bool {
-    f.value(r.outputs[0]).numel() <= 65535
+/// Whether `r` reduces, over dims other than the innermost, the dim fastest
+/// in memory (a column sum of a column-major matrix): then blocks walking
+/// each result's elements read them coalesced, while its results fit the
+/// grid's y extent (one row of blocks each).
+pub fn down_columns(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], r: &Reduction) -> bool {
+    !r.is_inner(f)
+        && crate::memory::reduces_fastest(f, layouts, r) == Some(true)
+        && f.value(r.outputs[0]).numel() <= 65535
 }
 
 /// Appends the kernels that compute `r` and records where its outputs are stored.

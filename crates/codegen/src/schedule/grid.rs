@@ -23,10 +23,7 @@ impl Schedule for Grid {
             return Err("not a stored reduction".into());
         };
         let red = &c.reds[*i];
-        if !red.is_inner(c.f)
-            && c.reduces_fastest(cx, *i) == Some(true)
-            && crate::grid::fits_results(c.f, red)
-        {
+        if crate::grid::down_columns(c.f, &cx.layouts, red) {
             let xs = c.f.value(red.x).shape.clone().unwrap_or_default();
             return Ok(format!(
                 "reduces dims {:?} of {xs:?}, which hold the dim fastest in memory: blocks read each of the {} results' elements coalesced",

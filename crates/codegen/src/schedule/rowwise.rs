@@ -33,9 +33,7 @@ pub fn row_sums(
     if crate::grid::wanted(f, red, dev.sm_count) {
         return Err("few results over many elements each (a grid reduction)".into());
     }
-    if crate::memory::reduces_fastest(f, layouts, red) == Some(true)
-        && crate::grid::fits_results(f, red)
-    {
+    if crate::grid::down_columns(f, layouts, red) {
         return Err(format!(
             "reduces dims {:?} of {xs:?}, which hold the dim fastest in memory: not rows",
             red.dims
