@@ -70,8 +70,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    // Outputs past the fusion's own are the plan's: values of a broadcast
+    // computed once, which broadcast outputs are views of.
+    let label = |i: usize| match f.outputs.get(i) {
+        Some(&v) => format!("output {i} ({})", f.value(v).name),
+        None => format!("output {i} (computed once, not returned)"),
+    };
     for (i, o) in plan.outputs.iter().enumerate() {
-        let name = &f.value(f.outputs[i]).name;
+        let name = label(i);
         match &o.source {
             fusebench_codegen::OutputSource::Written => {
                 let layout = o
@@ -80,7 +86,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     .map(|s| format!(" at strides {s:?}"))
                     .unwrap_or_default();
                 println!(
-                    "  output {i} ({name}) {:?} {}: written{layout}",
+                    "  {name} {:?} {}: written{layout}",
                     o.shape, o.dtype
                 )
             }
@@ -89,7 +95,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 strides,
                 offset,
             } => println!(
-                "  output {i} ({name}) {:?} {}: a view of input {input} ({}) at strides {strides:?}, offset {offset}: no kernel",
+                "  {name} {:?} {}: a view of input {input} ({}) at strides {strides:?}, offset {offset}: no kernel",
                 o.shape,
                 o.dtype,
                 f.value(f.inputs[*input]).name
@@ -99,10 +105,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 strides,
                 offset,
             } => println!(
-                "  output {i} ({name}) {:?} {}: a view of output {output} ({}) at strides {strides:?}, offset {offset}: no kernel",
+                "  {name} {:?} {}: a view of {} at strides {strides:?}, offset {offset}: no kernel",
                 o.shape,
                 o.dtype,
-                f.value(f.outputs[*output]).name
+                label(*output)
             ),
         }
     }

@@ -23,6 +23,10 @@ pub struct Device {
     pub norm_blocks_per_sm: u32,
     /// Rows a row-wise block handles at once.
     pub row_unroll: u32,
+    /// Threads per block of pointwise kernels.
+    pub pointwise_block: u32,
+    /// Vectors each thread of a pointwise kernel handles, a block apart.
+    pub pointwise_unroll: u32,
 }
 
 impl Default for Device {
@@ -39,6 +43,8 @@ impl Default for Device {
             row_blocks_per_sm: 2,
             norm_blocks_per_sm: 0,
             row_unroll: 2,
+            pointwise_block: 128,
+            pointwise_unroll: 1,
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod epilogue;
 pub mod ctype;
 pub mod device;
 pub mod error;
+pub mod expanded;
 pub mod grid;
 pub mod index;
 pub mod index_kernels;

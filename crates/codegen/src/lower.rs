@@ -52,6 +52,9 @@ pub struct Lowerer<'f> {
     pub lanes: Option<Lanes>,
     /// Wide loads done so far: (buffer, offset of lane 0, branch path) -> array.
     vector_loads: HashMap<(ValueId, Ix, Vec<(ValueId, usize)>), String>,
+    /// Philox blocks drawn in this vector scope: (seed and offset, the
+    /// vector's first element, block) -> the register holding it.
+    philox: HashMap<(String, Ix, i64), String>,
     /// Scope depth at which vector loads are allowed (unconditional code).
     vector_depth: usize,
     /// The lane-uniform branches (cat/pad value, branch) the code being
@@ -87,6 +90,7 @@ impl<'f> Lowerer<'f> {
             scalar_params: HashMap::new(),
             lanes: None,
             vector_loads: HashMap::new(),
+            philox: HashMap::new(),
             vector_depth: 1,
             branch_path: Vec::new(),
             hoist_at: None,
@@ -120,6 +124,7 @@ impl<'f> Lowerer<'f> {
     pub fn allow_vector_loads_here(&mut self) {
         self.vector_depth = self.scopes.len();
         self.vector_loads.clear();
+        self.philox.clear();
     }
 
     /// Makes `v` available in a register at `h.index`.
@@ -258,6 +263,23 @@ impl<'f> Lowerer<'f> {
             Some(Start::Default { seed, offset }) => (format!("{seed}ull"), format!("{offset}ull")),
             None => return Err(unsupported(format!("{} is not a random op", f.value(v).name))),
         };
+        // Lanes of one vector drawing consecutive elements share each Philox
+        // block of four (the float draws; doubles take two words each).
+        if d != DType::Double {
+            if let Some((block, c)) = self.philox_block(&seed, &off, &lin) {
+                let bf = d == DType::BFloat16;
+                return Ok(match (dist, d) {
+                    (RngDist::Uniform, DType::Float) => format!("fb_rng_uniformf_r({block}, {c}, {a}, {b})"),
+                    (RngDist::Uniform, DType::BFloat16 | DType::Half) => {
+                        format!("fb_rng_uniform_reduced_r({block}, {c}, {a}, {b}, {bf})")
+                    }
+                    (RngDist::Normal, DType::Float | DType::BFloat16 | DType::Half) => {
+                        ctype::round_reduced(d, &format!("fb_rng_normalf_r({block}, {c}, {a}, {b})"))
+                    }
+                    (_, other) => return Err(unsupported(format!("{} on {other} values", op.name()))),
+                });
+            }
+        }
         let at = format!("{seed}, {off}, (unsigned long long)({lin})");
         Ok(match (dist, d) {
             (RngDist::Uniform, DType::Double) => format!("fb_rng_uniformd({at}, {a}, {b})"),
@@ -277,6 +299,39 @@ impl<'f> Lowerer<'f> {
                 )))
             }
         })
+    }
+
+    /// The Philox block holding linear element `lin` and the word of it,
+    /// when `lin` is this lane's element of a vector whose first element is a
+    /// multiple of 4: the block is declared once, at the vector's first lane
+    /// that needs it, and the vector's other lanes read their word of it.
+    fn philox_block(&mut self, seed: &str, off: &str, lin: &Ix) -> Option<(String, i64)> {
+        let l = self.lanes.clone()?;
+        let w = l.width as i64;
+        if w % 4 != 0
+            || !self.branch_path.is_empty()
+            || self.scopes_block_vectors != 0
+            || self.scopes.len() != self.vector_depth
+            || lin.lane_step(&l.var, w)? != 1
+        {
+            return None;
+        }
+        let (rest, k) = lin.pull_lanes(&l.var, w).split_const();
+        if !rest.multiple_of(4, &[&l.var]) || k < 0 {
+            return None;
+        }
+        let key = (format!("{seed}, {off}"), rest.clone(), k / 4);
+        if let Some(name) = self.philox.get(&key) {
+            return Some((name.clone(), k % 4));
+        }
+        let name = self.fresh("ph");
+        self.line(&format!(
+            "const fb_u4 {name} = fb_philox({seed}, (unsigned long long)({}) / 4 + {}, {off});",
+            rest,
+            k / 4
+        ));
+        self.philox.insert(key, name.clone());
+        Some((name, k % 4))
     }
 
     fn load(&mut self, v: ValueId, b: &Buffer, idx: &[Ix]) -> String {

@@ -148,6 +148,15 @@ pub struct Plan {
     /// engine copies the others into their (dense) input after the kernels.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alias_writes: Vec<usize>,
+    /// How many outputs at the end of `outputs` are the plan's own, not the
+    /// fusion's: values computed once that broadcast outputs are views of
+    /// (crate::expanded). The engine returns only the outputs before them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hidden_outputs: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Plan {

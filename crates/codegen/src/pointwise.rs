@@ -1,5 +1,6 @@
 //! The pointwise schedule: every output of one shape, a vector of innermost
-//! elements per thread, loads and stores as wide as alignment allows.
+//! elements per thread (or `unroll` vectors a block apart), loads and stores
+//! as wide as alignment allows.
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
@@ -8,14 +9,14 @@ use crate::plan::{Kernel, Schedule};
 use crate::{ctype, view};
 use fusebench_ir::ValueId;
 
-pub const BLOCK: u32 = 128;
-
-/// `outputs`: (value, position among the fusion's outputs), all of `shape`.
+/// `outputs`: (value, position among the fusion's outputs), all of `shape`;
+/// blocks of `block` threads, each thread `unroll` vectors a block apart.
 pub fn build(
     cx: &Context,
     name: &str,
     shape: &[usize],
     outputs: &[(ValueId, usize)],
+    (block, unroll): (u32, u32),
 ) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
     let (mut lw, mut params) = cx.lowerer();
@@ -39,10 +40,21 @@ pub fn build(
     );
     let vectors = numel / width;
     let it = lw.idx_type;
-    lw.line(&format!(
-        "const {it} t = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"
-    ));
-    lw.line(&format!("if (t >= {vectors}) return;"));
+    if unroll > 1 {
+        lw.line(&format!(
+            "const {it} t0 = ({it})blockIdx.x * {} + threadIdx.x;",
+            block * unroll
+        ));
+        lw.line("#pragma unroll");
+        lw.open(&format!("for (int u = 0; u < {unroll}; ++u) {{"));
+        lw.line(&format!("const {it} t = t0 + u * {block};"));
+        lw.line(&format!("if (t >= {vectors}) break;"));
+    } else {
+        lw.line(&format!(
+            "const {it} t = ({it})blockIdx.x * {block} + threadIdx.x;"
+        ));
+        lw.line(&format!("if (t >= {vectors}) return;"));
+    }
     let per_row = (last / width) as i64;
     let mut idx: Vec<Ix> = Vec::new();
     if n > 0 {
@@ -77,8 +89,11 @@ pub fn build(
     lw.lanes = None;
     let at = Ix::var("t").mul(width as i64);
     store_lane_arrays(&mut lw, f, outputs, &arrays, &at, width);
-    let src = format!("{} {{\n{}}}\n", signature(name, BLOCK, &params), lw.code);
-    let grid = (vectors as u64).div_ceil(BLOCK as u64).max(1) as u32;
+    if unroll > 1 {
+        lw.close("}");
+    }
+    let src = format!("{} {{\n{}}}\n", signature(name, block, &params), lw.code);
+    let grid = (vectors as u64).div_ceil((block * unroll) as u64).max(1) as u32;
     let names: Vec<String> = outputs
         .iter()
         .map(|&(v, _)| f.value(v).name.clone())
@@ -87,7 +102,7 @@ pub fn build(
         name: name.into(),
         schedule: Schedule::Pointwise,
         grid: [grid, 1, 1],
-        block: [BLOCK, 1, 1],
+        block: [block, 1, 1],
         args: params.args,
         code_hash: String::new(),
         choice: None,

@@ -306,19 +306,26 @@ __device__ __forceinline__ double fb_uniformd(unsigned x, unsigned y) {
     double r = (double)z * scale + 0.5 * scale;
     return r == 1.0 ? 0.0 : r;
 }
-__device__ float fb_rng_uniformf(unsigned long long seed, unsigned long long off, unsigned long long i, float from, float to) {
-    fb_u4 r = fb_philox(seed, i / 4, off);
+// Each Philox block gives four floats: element i is word i % 4 of block i / 4.
+// The `_r` forms take the block, so that a thread drawing four consecutive
+// elements runs Philox once (codegen's lowerer shares it between lanes).
+__device__ __forceinline__ float fb_rng_uniformf_r(fb_u4 r, int c, float from, float to) {
     float range = to - from;
-    return from + range * fb_uniformf(r.v[i % 4]);
+    return from + range * fb_uniformf(r.v[c]);
+}
+__device__ float fb_rng_uniformf(unsigned long long seed, unsigned long long off, unsigned long long i, float from, float to) {
+    return fb_rng_uniformf_r(fb_philox(seed, i / 4, off), (int)(i % 4), from, to);
 }
 // Half/bfloat16 (held in a float): a value that rounds to `to` becomes `from`.
-__device__ float fb_rng_uniform_reduced(unsigned long long seed, unsigned long long off, unsigned long long i, float from, float to, bool bf) {
-    fb_u4 r = fb_philox(seed, i / 4, off);
+__device__ __forceinline__ float fb_rng_uniform_reduced_r(fb_u4 r, int c, float from, float to, bool bf) {
     float range = to - from;
-    float v = from + range * fb_raw_uniformf(r.v[i % 4]);
+    float v = from + range * fb_raw_uniformf(r.v[c]);
     float h = bf ? fb_rbf(v) : fb_rh(v);
     float t = bf ? fb_rbf(to) : fb_rh(to);
     return h == t ? (bf ? fb_rbf(from) : fb_rh(from)) : h;
+}
+__device__ float fb_rng_uniform_reduced(unsigned long long seed, unsigned long long off, unsigned long long i, float from, float to, bool bf) {
+    return fb_rng_uniform_reduced_r(fb_philox(seed, i / 4, off), (int)(i % 4), from, to, bf);
 }
 __device__ double fb_rng_uniformd(unsigned long long seed, unsigned long long off, unsigned long long i, double from, double to) {
     fb_u4 r = fb_philox(seed, i / 2, off);
@@ -327,13 +334,14 @@ __device__ double fb_rng_uniformd(unsigned long long seed, unsigned long long of
     return from + range * fb_uniformd(r.v[c * 2], r.v[c * 2 + 1]);
 }
 // Box-Muller: even outputs take the sine, odd ones the cosine of the pair's angle.
-__device__ float fb_rng_normalf(unsigned long long seed, unsigned long long off, unsigned long long i, float mean, float std) {
-    fb_u4 r = fb_philox(seed, i / 4, off);
-    int c = (int)(i % 4);
+__device__ __forceinline__ float fb_rng_normalf_r(fb_u4 r, int c, float mean, float std) {
     float u = fb_uniformf(r.v[c / 2 * 2]);
     float v = fb_uniformf(r.v[1 + c / 2 * 2]) * 6.2831855f;
     float n = (c % 2 == 0) ? sqrtf(-2.0f * logf(u)) * sinf(v) : sqrtf(-2.0f * logf(u)) * cosf(v);
     return n * std + mean;
+}
+__device__ float fb_rng_normalf(unsigned long long seed, unsigned long long off, unsigned long long i, float mean, float std) {
+    return fb_rng_normalf_r(fb_philox(seed, i / 4, off), (int)(i % 4), mean, std);
 }
 __device__ double fb_rng_normald(unsigned long long seed, unsigned long long off, unsigned long long i, double mean, double std) {
     fb_u4 r = fb_philox(seed, i / 2, off);

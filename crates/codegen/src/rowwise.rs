@@ -16,7 +16,7 @@ use crate::persistent::{push_row_outputs, RowTarget};
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Kind, Reduction};
 use crate::{ctype, view};
-use fusebench_ir::ValueId;
+use fusebench_ir::{DType, ValueId};
 
 pub struct Spec<'a> {
     pub rows: usize,
@@ -569,11 +569,9 @@ fn build_unrolled(
     lw.close("}");
     for (j, (_, temp)) in spec.outer.iter().enumerate() {
         for (c, col) in cols.iter().enumerate() {
-            for k in 0..w {
-                let stmt = format!(
-                    "tmp{temp}[({it})blockIdx.x * {} + {} + {k}] = {};",
-                    spec.cols, col.ii, oaccs[j][c][k]
-                );
+            let at = format!("({it})blockIdx.x * {} + {}", spec.cols, col.ii);
+            let dtype = cx.temps[*temp].dtype;
+            for stmt in store_partials(&format!("tmp{temp}"), &at, &oaccs[j][c], dtype, spec.cols) {
                 lw.line(&guarded(stmt, &col.ok));
             }
         }
@@ -677,4 +675,35 @@ mod tests {
         assert_eq!((s.threads, s.tiles), (256, 2));
         assert_eq!(shape(1000, 8, false, 1), None);
     }
+}
+
+/// Stores a thread's partials `vals` (consecutive columns from `at`) in
+/// stores of up to 16 bytes where the temp's type and alignment allow: the
+/// threads of a warp are a vector apart, so one element per store would make
+/// each 32-byte sector take one L2 write per element (8 for floats).
+fn store_partials(dst: &str, at: &str, vals: &[String], dtype: DType, cols: usize) -> Vec<String> {
+    let (ty, lanes): (&str, usize) = match dtype {
+        DType::Float => ("float", 4),
+        DType::Double => ("double", 2),
+        _ => ("", 1),
+    };
+    // The widest vector dividing both the thread's run and the row length
+    // (which keeps every block's partials aligned).
+    let n = (1..=lanes)
+        .rev()
+        .find(|&n: &usize| n.is_power_of_two() && vals.len() % n == 0 && cols % n == 0)
+        .unwrap_or(1);
+    if n == 1 {
+        return (0..vals.len()).map(|k| format!("{dst}[{at} + {k}] = {};", vals[k])).collect();
+    }
+    vals.chunks(n)
+        .enumerate()
+        .map(|(i, c)| {
+            format!(
+                "*reinterpret_cast<{ty}{n}*>(&{dst}[{at} + {}]) = make_{ty}{n}({});",
+                i * n,
+                c.join(", ")
+            )
+        })
+        .collect()
 }

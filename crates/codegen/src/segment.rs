@@ -27,7 +27,11 @@ pub fn plan(
     let orders = crate::layout::orders(f);
     // Complex sums and integer statistics become ops the kernels run.
     let rewritten = crate::rewrite::apply(f)?;
-    let f: &Fusion = &rewritten;
+    // Outputs and sums along expanded broadcasts computed once.
+    let (expanded, hidden) = crate::expanded::apply(&rewritten, layouts)?;
+    let f: &Fusion = &expanded;
+    let mut orders = orders;
+    orders.resize(f.outputs.len(), None);
     crate::refuse::check(f)?;
     let mut p = if orders.iter().any(Option::is_some) {
         let g = crate::layout::permuted(f, &orders);
@@ -39,6 +43,7 @@ pub fn plan(
         plan_dense(f, layouts, dev, &vec![false; f.outputs.len()])?
     };
     crate::alias_write::add(f, layouts, &mut p)?;
+    p.hidden_outputs = hidden;
     Ok(p)
 }
 
@@ -420,6 +425,7 @@ fn try_plan(
         temps: cx.temps,
         outputs: outputs.to_vec(),
         alias_writes: vec![],
+        hidden_outputs: 0,
     })
 }
 

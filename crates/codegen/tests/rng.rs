@@ -1,6 +1,7 @@
 //! The random ops' GPU code: every rng fixture plans, each random op becomes
-//! a call of the prelude's `fb_rng_*` at the element's linear logical index
-//! (checked bit for bit against nvFuser on the GPU by `fusebench check`).
+//! a call of the prelude's `fb_rng_*` at the element's linear logical index,
+//! or, for lanes of a vector, the word of a Philox block they share (checked
+//! bit for bit against nvFuser on the GPU by `fusebench check`).
 
 use fusebench_codegen::{plan, Device};
 use std::path::Path;
@@ -29,7 +30,8 @@ fn every_rng_fixture_plans() {
         // Unseeded ops: seed 0, offsets 0, 1, 2, ... in definition order.
         ("rand_like", &["fb_rng_uniformf(0ull, 0ull", "(0ull, 1ull", "fb_rng_normald(0ull, 2ull", "(0ull, 3ull"]),
         ("dropout", &["fb_rng_uniformf(0ull, 0ull", "fb_rng_uniform_reduced(0ull, 1ull"]),
-        ("rng_in_reduction", &["fb_rng_uniformf(0ull, 0ull", "fb_rng_normalf("]),
+        // Lanes of a vector share each Philox block of four elements.
+        ("rng_in_reduction", &["fb_philox(0ull, (unsigned long long)(", "fb_rng_uniformf_r(", "fb_rng_normalf("]),
     ];
     for (case, needles) in want {
         let k = kernels_of(case);
@@ -37,4 +39,12 @@ fn every_rng_fixture_plans() {
             assert!(k.contains(n), "{case}: no `{n}` in\n{k}");
         }
     }
+}
+
+#[test]
+fn vector_lanes_draw_each_philox_block_once() {
+    let k = kernels_of("rng_in_reduction");
+    let blocks = k.matches("fb_philox(").count();
+    let words = k.matches("fb_rng_uniformf_r(").count();
+    assert!(blocks > 0 && words == 4 * blocks, "{blocks} blocks for {words} words:\n{k}");
 }

@@ -119,6 +119,8 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         row_blocks_per_sm: k.row_blocks_per_sm.unwrap_or(d.row_blocks_per_sm),
         norm_blocks_per_sm: k.norm_blocks_per_sm.unwrap_or(d.norm_blocks_per_sm),
         row_unroll: k.row_unroll.unwrap_or(d.row_unroll),
+        pointwise_block: k.pointwise_block.unwrap_or(d.pointwise_block),
+        pointwise_unroll: k.pointwise_unroll.unwrap_or(d.pointwise_unroll),
         ..d
     })
 }
@@ -527,6 +529,8 @@ impl Prepared {
             }
         }
         let index32 = f.index_is_32bit();
+        // Hidden outputs (bases of broadcast views) are the plan's own.
+        out.truncate(self.plan.outputs.len() - self.plan.hidden_outputs);
         Ok(out
             .into_iter()
             .map(|t| {

@@ -68,6 +68,10 @@ pub const DECLARED: &[Declared] = &[
         "blocks per SM of normalizations (tuning experiments)"),
     knob("FUSEBENCH_ROW_UNROLL", "a whole number from 1 to 16", "the planner's (2)", Affects::Kernels,
         "rows per thread block iteration in row kernels (tuning experiments)"),
+    knob("FUSEBENCH_POINTWISE_BLOCK", "128, 256, 512 or 1024", "the planner's (128)", Affects::Kernels,
+        "threads per block of pointwise kernels (tuning experiments)"),
+    knob("FUSEBENCH_POINTWISE_UNROLL", "a whole number from 1 to 8", "the planner's (1)", Affects::Kernels,
+        "vectors per thread of pointwise kernels, a block apart (tuning experiments)"),
     knob("FUSEBENCH_CACHE_DIR", "a directory", "$XDG_CACHE_HOME/fusebench/kernels, else ~/.cache/fusebench/kernels", Affects::Nothing,
         "where compiled kernels are cached"),
     knob("FUSEBENCH_NO_KERNEL_CACHE", "0 or 1", "0", Affects::Nothing,
@@ -110,6 +114,8 @@ pub struct Knobs {
     pub row_blocks_per_sm: Option<u32>,
     pub norm_blocks_per_sm: Option<u32>,
     pub row_unroll: Option<u32>,
+    pub pointwise_block: Option<u32>,
+    pub pointwise_unroll: Option<u32>,
     pub cache_dir: Option<PathBuf>,
     pub no_kernel_cache: bool,
     pub db: Option<PathBuf>,
@@ -130,6 +136,8 @@ impl Default for Knobs {
             row_blocks_per_sm: None,
             norm_blocks_per_sm: None,
             row_unroll: None,
+            pointwise_block: None,
+            pointwise_unroll: None,
             cache_dir: None,
             no_kernel_cache: false,
             db: None,
@@ -205,6 +213,13 @@ impl Knobs {
                 }
                 "FUSEBENCH_ROW_UNROLL" => {
                     whole(value, 1, 16).map(|n| k.row_unroll = Some(n as u32))
+                }
+                "FUSEBENCH_POINTWISE_BLOCK" => match value {
+                    "128" | "256" | "512" | "1024" => value.parse().ok().map(|n| k.pointwise_block = Some(n)),
+                    _ => None,
+                },
+                "FUSEBENCH_POINTWISE_UNROLL" => {
+                    whole(value, 1, 8).map(|n| k.pointwise_unroll = Some(n as u32))
                 }
                 "FUSEBENCH_CACHE_DIR" => Some(value).map(|v| k.cache_dir = Some(v.into())),
                 "FUSEBENCH_NO_KERNEL_CACHE" => flag(value).map(|b| k.no_kernel_cache = b),

@@ -515,7 +515,9 @@ impl Fusion {
         prep.gpu.cuda_context().synchronize().map_err(runtime_err)?;
         let plan = &prep.plan.outputs;
         let mut out = Vec::with_capacity(plan.len());
-        for (i, o) in plan.iter().enumerate() {
+        // Hidden outputs (bases of broadcast views) are the plan's own.
+        let returned = plan.len() - prep.plan.hidden_outputs;
+        for (i, o) in plan.iter().enumerate().take(returned) {
             let elem = o.dtype.size_bytes() as i64;
             let (ptr, strides) = match &o.source {
                 OutputSource::Written => (

@@ -19,7 +19,7 @@ impl Schedule for Pointwise {
         matches!(work, Work::Elementwise { .. })
     }
 
-    fn fits(&self, c: &Candidate, _cx: &Context, _dev: &Device) -> Result<Reason, Reason> {
+    fn fits(&self, c: &Candidate, _cx: &Context, dev: &Device) -> Result<Reason, Reason> {
         let Work::Elementwise { shape, outputs } = &c.work else {
             return Err("has reductions".into());
         };
@@ -27,14 +27,14 @@ impl Schedule for Pointwise {
             "{} elementwise over {shape:?} ({} elements): a vector of innermost elements per thread, blocks of {}",
             super::count(outputs.len(), "output"),
             shape.iter().product::<usize>(),
-            crate::pointwise::BLOCK
+            dev.pointwise_block
         ))
     }
 
     fn build(
         &self,
         c: &Candidate,
-        _dev: &Device,
+        dev: &Device,
         cx: &mut Context,
         out: &mut Vec<(String, Kernel)>,
     ) -> Result<(), CodegenError> {
@@ -44,7 +44,7 @@ impl Schedule for Pointwise {
                 c.name
             )));
         };
-        out.push(crate::pointwise::build(cx, &c.name, shape, outputs)?);
+        out.push(crate::pointwise::build(cx, &c.name, shape, outputs, (dev.pointwise_block, dev.pointwise_unroll))?);
         Ok(())
     }
 }

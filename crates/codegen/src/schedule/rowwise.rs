@@ -172,13 +172,17 @@ fn build_rows(
     let w = c.row_width(last);
     let whole = !r.inner.is_empty() || !r.per_row.is_empty();
     let held = crate::rowwise::held(f, rows, cols);
-    let tiles = crate::rowwise::shape(cols, w, whole, held)
-        .ok_or_else(|| {
-            CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
-        })?
-        .tiles;
-    let row_blocks =
-        crate::launch::row_blocks(dev, rows, tiles, !r.inner.is_empty(), !r.outer.is_empty());
+    let shape = crate::rowwise::shape(cols, w, whole, held).ok_or_else(|| {
+        CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
+    })?;
+    let tiles = shape.tiles;
+    let row_blocks = crate::launch::row_blocks(
+        dev,
+        rows,
+        (tiles, shape.threads),
+        !r.inner.is_empty(),
+        !r.outer.is_empty(),
+    );
     let outer: Vec<(Reduction, usize)> = r
         .outer
         .iter()
