@@ -118,35 +118,31 @@ fn try_plan(
 
     // Which groups keep their reductions on chip.
     struct Norm {
-        group: usize,
+        /// The group of written outputs it was made for; None for a group
+        /// made for reductions over all its rows (`totals`).
+        group: Option<usize>,
         reds: Vec<usize>,
         rows: Vec<usize>,
         inner: Vec<usize>,
         per_row: Vec<(ValueId, usize)>,
+        totals: Vec<usize>,
     }
     let mut norms: Vec<Norm> = Vec::new();
     let mut pointwise_groups: Vec<usize> = Vec::new();
     let mut store: BTreeSet<usize> = forced.clone();
     for (gi, (shape, outs)) in groups.iter().enumerate() {
         let deps = closure(f, outs.iter().map(|o| o.0), all_reds);
-        let fits = !deps.is_empty()
-            && deps.iter().all(|&r| {
-                let red = &all_reds[r];
-                red.is_inner(f)
-                    && crate::memory::reduces_fastest(f, layouts, red) != Some(false)
-                    && !crate::grid::wanted(f, red, dev.sm_count)
-                    && f.value(red.x).shape.as_ref() == Some(shape)
-                    && red.dims.len() == all_reds[deps[0]].dims.len()
-            })
-            && !deps.iter().any(|r| forced.contains(r));
+        let fits = on_chip(f, layouts, dev, all_reds, &deps, forced)
+            .is_some_and(|(s, _)| &s == shape);
         if fits {
             let k = all_reds[deps[0]].dims.len();
             norms.push(Norm {
-                group: gi,
+                group: Some(gi),
                 reds: deps,
                 rows: shape[..shape.len() - k].to_vec(),
                 inner: shape[shape.len() - k..].to_vec(),
                 per_row: vec![],
+                totals: vec![],
             });
         } else {
             pointwise_groups.push(gi);
@@ -172,6 +168,49 @@ fn try_plan(
     for &gi in &pointwise_groups {
         store.extend(direct(f, groups[gi].1.iter().map(|o| o.0), all_reds));
     }
+    // A reduction to one element of a value with one element per row of
+    // row reductions held on chip, computed from those reductions (and
+    // inputs, gathers included), is accumulated by their row kernel, which
+    // leaves one partial per block for a combine kernel: the row reductions
+    // are then neither stored nor re-read (a cross-entropy's mean over rows
+    // of logsumexp minus the picked logit).
+    let totals: Vec<(usize, Vec<usize>, Vec<usize>)> = store
+        .iter()
+        .filter_map(|&r| {
+            let red = &all_reds[r];
+            let deps = closure(f, std::iter::once(red.x), all_reds);
+            let (shape, k) = on_chip(f, layouts, dev, all_reds, &deps, forced)?;
+            let squeeze = |s: &[usize]| s.iter().copied().filter(|&e| e != 1).collect::<Vec<_>>();
+            let xs = f.value(red.x).shape.clone().unwrap_or_default();
+            let per_row = squeeze(&xs) == squeeze(&shape[..shape.len() - k]);
+            (matches!(red.kind, crate::reduction::Kind::Plain(_))
+                && !forced.contains(&r)
+                && f.value(red.outputs[0]).numel() == 1
+                && per_row)
+                .then_some((r, deps, shape))
+        })
+        .collect();
+    for (r, deps, shape) in totals {
+        store.remove(&r);
+        let k = all_reds[deps[0]].dims.len();
+        let (rows, inner) = (shape[..shape.len() - k].to_vec(), shape[shape.len() - k..].to_vec());
+        match norms.iter_mut().find(|nm| nm.rows == rows && nm.inner == inner) {
+            Some(nm) => {
+                nm.reds.extend(deps);
+                nm.reds.sort_unstable();
+                nm.reds.dedup();
+                nm.totals.push(r);
+            }
+            None => norms.push(Norm {
+                group: None,
+                reds: deps,
+                rows,
+                inner,
+                per_row: vec![],
+                totals: vec![r],
+            }),
+        }
+    }
 
     // Each normalization's rows are laid out by the first schedule that
     // fits; sums over rows may join the kernels that carry them.
@@ -184,19 +223,20 @@ fn try_plan(
     let mut carrying: Vec<Unit> = Vec::new();
     let mut looped: Vec<Unit> = Vec::new();
     for nm in norms {
+        let name = match nm.group {
+            Some(g) => format!("fb_n{g}"),
+            None => format!("fb_t{}", all_reds[nm.totals[0]].node),
+        };
         let rows = Rows {
             rows_shape: nm.rows,
             inner_shape: nm.inner,
             inner: nm.reds,
-            full: groups[nm.group].1.clone(),
+            full: nm.group.map(|g| groups[g].1.clone()).unwrap_or_default(),
             per_row: nm.per_row,
+            totals: nm.totals,
             ..Rows::default()
         };
-        let u = Unit::chosen(
-            cand(format!("fb_n{}", nm.group), Work::Rows(rows)),
-            &cx,
-            &dev,
-        )?;
+        let u = Unit::chosen(cand(name, Work::Rows(rows)), &cx, &dev)?;
         if u.schedule.carries_row_sums() {
             carrying.push(u);
         } else {
@@ -276,9 +316,9 @@ fn try_plan(
         for &r in standalone.keys() {
             more.extend(direct(f, std::iter::once(all_reds[r].x), all_reds));
         }
-        for u in &carrying {
+        for u in carrying.iter().chain(&looped) {
             let rw = u.rows();
-            for &r in &rw.outer {
+            for &r in rw.outer.iter().chain(&rw.totals) {
                 more.extend(
                     direct(f, std::iter::once(all_reds[r].x), all_reds)
                         .into_iter()
@@ -287,7 +327,9 @@ fn try_plan(
             }
         }
         more.retain(|r| {
-            !standalone.contains_key(r) && !carrying.iter().any(|u| u.rows().outer.contains(r))
+            !standalone.contains_key(r)
+                && !carrying.iter().any(|u| u.rows().outer.contains(r))
+                && !carrying.iter().chain(&looped).any(|u| u.rows().totals.contains(r))
         });
         if more.is_empty() {
             break;
@@ -323,6 +365,27 @@ fn try_plan(
             !fits
         });
         u.rows_mut().epilogue = epilogue;
+    }
+    // Likewise outputs of one element that read only a row kernel's totals
+    // (the mean of a sum over rows) are written by the totals' combine kernel.
+    for u in carrying.iter_mut().chain(looped.iter_mut()) {
+        let totals = u.rows().totals.clone();
+        if totals.is_empty() {
+            continue;
+        }
+        let mut epilogue = Vec::new();
+        pointwise_groups.retain(|&gi| {
+            let (shape, outs) = &groups[gi];
+            let reads = direct(f, outs.iter().map(|o| o.0), all_reds);
+            let fits = shape.iter().product::<usize>() == 1
+                && !reads.is_empty()
+                && reads.iter().all(|r| totals.contains(r));
+            if fits {
+                epilogue.extend(outs.iter().copied());
+            }
+            !fits
+        });
+        u.rows_mut().totals_epilogue = epilogue;
     }
 
     let mut kernels: Vec<(String, Kernel)> = Vec::new();
@@ -384,7 +447,10 @@ fn try_plan(
             Ok(()) => {}
             // Rows that do not fit on chip after all: store their reductions.
             Err(e @ CodegenError::NoFit(_)) => {
-                return Err((e, Some(rw.inner.iter().chain(&rw.outer).copied().collect())))
+                return Err((
+                    e,
+                    Some(rw.inner.iter().chain(&rw.outer).chain(&rw.totals).copied().collect()),
+                ))
             }
             Err(e) => return Err((e, None)),
         }
@@ -485,6 +551,33 @@ fn only_choice(s: crate::plan::Schedule) -> Choice {
         ),
         other => Choice::only(&format!("{other:?}"), "built outside the schedule registry"),
     }
+}
+
+/// Whether the reductions `deps` (into `all`) can be kept on chip by one row
+/// kernel: each over the innermost dims of the same input shape, the fastest
+/// dim in memory among them, not a grid reduction, none forced to be stored.
+/// Some((input shape, reduced dims)) when they can.
+fn on_chip(
+    f: &Fusion,
+    layouts: &[Option<(Vec<i64>, i64)>],
+    dev: Device,
+    all: &[Reduction],
+    deps: &[usize],
+    forced: &BTreeSet<usize>,
+) -> Option<(Vec<usize>, usize)> {
+    let first = &all[*deps.first()?];
+    let shape = f.value(first.x).shape.clone()?;
+    deps.iter()
+        .all(|&r| {
+            let red = &all[r];
+            red.is_inner(f)
+                && crate::memory::reduces_fastest(f, layouts, red) != Some(false)
+                && !crate::grid::wanted(f, red, dev.sm_count)
+                && f.value(red.x).shape.as_ref() == Some(&shape)
+                && red.dims.len() == first.dims.len()
+                && !forced.contains(&r)
+        })
+        .then_some((shape, first.dims.len()))
 }
 
 /// Indices (into `all`) of the reductions the values read, directly or through other reductions.
