@@ -51,10 +51,21 @@ fn plan_dense(
     own: &[bool],
 ) -> Result<Plan, CodegenError> {
     let outputs = resolve_outputs(f, layouts, own);
-    let all_reds: Vec<Reduction> = (0..f.nodes.len())
+    let mut all_reds: Vec<Reduction> = (0..f.nodes.len())
         .filter_map(|n| Reduction::of(f, n))
         .filter(|r| !r.inline(f))
         .collect();
+    // A small reduction is computed where it is read, except a total of a
+    // few rows' values of row reductions kept on chip: it is one of the
+    // totals their row kernel accumulates (`try_plan`), as it is for many
+    // rows, so it takes no kernel of its own and the row reductions are not
+    // stored for it.
+    let small_totals: Vec<Reduction> = (0..f.nodes.len())
+        .filter_map(|n| Reduction::of(f, n))
+        .filter(|r| r.inline(f) && total_of(f, layouts, dev, &all_reds, r, &BTreeSet::new()).is_some())
+        .collect();
+    all_reds.extend(small_totals);
+    all_reds.sort_by_key(|r| r.node);
     // Written outputs grouped by shape, in order of first appearance.
     let mut groups: Vec<(Vec<usize>, Vec<(ValueId, usize)>)> = Vec::new();
     for (pos, o) in outputs.iter().enumerate() {
@@ -174,25 +185,16 @@ fn try_plan(
     // leaves one partial per block for a combine kernel: the row reductions
     // are then neither stored nor re-read (a cross-entropy's mean over rows
     // of logsumexp minus the picked logit).
-    let totals: Vec<(usize, Vec<usize>, Vec<usize>)> = store
+    let totals: Vec<(usize, Vec<usize>, Vec<usize>, usize)> = store
         .iter()
+        .filter(|r| !forced.contains(r))
         .filter_map(|&r| {
-            let red = &all_reds[r];
-            let deps = closure(f, std::iter::once(red.x), all_reds);
-            let (shape, k) = on_chip(f, layouts, dev, all_reds, &deps, forced)?;
-            let squeeze = |s: &[usize]| s.iter().copied().filter(|&e| e != 1).collect::<Vec<_>>();
-            let xs = f.value(red.x).shape.clone().unwrap_or_default();
-            let per_row = squeeze(&xs) == squeeze(&shape[..shape.len() - k]);
-            (matches!(red.kind, crate::reduction::Kind::Plain(_))
-                && !forced.contains(&r)
-                && f.value(red.outputs[0]).numel() == 1
-                && per_row)
-                .then_some((r, deps, shape))
+            let (deps, shape, k) = total_of(f, layouts, dev, all_reds, &all_reds[r], forced)?;
+            Some((r, deps, shape, k))
         })
         .collect();
-    for (r, deps, shape) in totals {
+    for (r, deps, shape, k) in totals {
         store.remove(&r);
-        let k = all_reds[deps[0]].dims.len();
         let (rows, inner) = (shape[..shape.len() - k].to_vec(), shape[shape.len() - k..].to_vec());
         match norms.iter_mut().find(|nm| nm.rows == rows && nm.inner == inner) {
             Some(nm) => {
@@ -580,6 +582,29 @@ fn on_chip(
         .then_some((shape, first.dims.len()))
 }
 
+/// Whether `red` reduces to one element a value with one element per row of
+/// row reductions that one row kernel keeps on chip, computed from them (and
+/// inputs): Some((those reductions, their input shape, reduced dims)).
+fn total_of(
+    f: &Fusion,
+    layouts: &[Option<(Vec<i64>, i64)>],
+    dev: Device,
+    all: &[Reduction],
+    red: &Reduction,
+    forced: &BTreeSet<usize>,
+) -> Option<(Vec<usize>, Vec<usize>, usize)> {
+    if !matches!(red.kind, crate::reduction::Kind::Plain(_))
+        || f.value(red.outputs[0]).numel() != 1
+    {
+        return None;
+    }
+    let deps = closure(f, std::iter::once(red.x), all);
+    let (shape, k) = on_chip(f, layouts, dev, all, &deps, forced)?;
+    let squeeze = |s: &[usize]| s.iter().copied().filter(|&e| e != 1).collect::<Vec<_>>();
+    let xs = f.value(red.x).shape.clone().unwrap_or_default();
+    (squeeze(&xs) == squeeze(&shape[..shape.len() - k])).then_some((deps, shape, k))
+}
+
 /// Indices (into `all`) of the reductions the values read, directly or through other reductions.
 fn closure(f: &Fusion, values: impl Iterator<Item = ValueId>, all: &[Reduction]) -> Vec<usize> {
     reach(f, values, all, true)
@@ -606,7 +631,8 @@ fn reach(
             continue;
         }
         if let ValueDef::Node { node, .. } = f.value(v).def {
-            if let Some(i) = all.iter().position(|r| r.node == node && !r.inline(f)) {
+            // `all` holds no inline reduction but the small totals.
+            if let Some(i) = all.iter().position(|r| r.node == node) {
                 if !out.contains(&i) {
                     out.push(i);
                 }
