@@ -79,45 +79,6 @@ pub fn depends_on(f: &Fusion, v: ValueId, set: &[Reduction]) -> Vec<usize> {
     out
 }
 
-/// Computes, at the start of row `row` (a C variable), the parts of the
-/// totals' per-row values that do not read the row's reductions: values with
-/// one element per row (a target id and the logit it picks), lowered at the
-/// index the per-row value reads them at. Their loads then overlap the row's
-/// instead of waiting for its reductions; the per-row value finds them bound.
-pub fn per_row_parts_first(
-    lw: &mut Lowerer,
-    f: &Fusion,
-    totals: &[Reduction],
-    reds: &[Reduction],
-    rows: usize,
-    row: &str,
-) -> Result<(), CodegenError> {
-    let saved = lw.lanes.take();
-    let mut seen = HashSet::new();
-    let mut stack: Vec<ValueId> = totals.iter().map(|r| r.x).collect();
-    while let Some(v) = stack.pop() {
-        if !seen.insert(v) {
-            continue;
-        }
-        let val = f.value(v);
-        if !val.is_tensor() || val.numel() != rows {
-            continue;
-        }
-        if depends_on(f, v, reds).is_empty() {
-            let shape = val.shape.clone().unwrap_or_default();
-            lw.value_at(v, &view::delinearize(Ix::var(row), &shape))?;
-            continue;
-        }
-        if let ValueDef::Node { node, .. } = val.def {
-            if reds.iter().all(|r| r.node != node) {
-                stack.extend(f.nodes[node].op.operands());
-            }
-        }
-    }
-    lw.lanes = saved;
-    Ok(())
-}
-
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
     let reds = spec.reductions;
@@ -148,7 +109,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let row_idx = view::delinearize(Ix::var("row"), spec.rows_shape);
     let mut means: Vec<Option<String>> = vec![None; reds.len()];
     let totals: Vec<Reduction> = spec.totals.iter().map(|(r, _)| r.clone()).collect();
-    per_row_parts_first(&mut lw, f, &totals, reds, rows, "row")?;
+    crate::totals::parts_first(&mut lw, f, &totals, reds, rows, "row")?;
 
     for pass in 0..passes.count {
         let active = passes.active(reds, pass);

@@ -461,7 +461,7 @@ fn build_unrolled(
     lw.allow_vector_loads_here();
     let totals: Vec<Reduction> = spec.totals.iter().map(|(r, _)| r.clone()).collect();
     for rv in &row_vars {
-        crate::persistent::per_row_parts_first(&mut lw, f, &totals, reds, spec.rows, &rv.name)?;
+        crate::totals::parts_first(&mut lw, f, &totals, reds, spec.rows, &rv.name)?;
     }
     let lanes = |lw: &mut Lowerer, col: &Col, k: usize| {
         lw.lanes = Some(Lanes {

@@ -62,7 +62,7 @@ fn plan_dense(
     // stored for it.
     let small_totals: Vec<Reduction> = (0..f.nodes.len())
         .filter_map(|n| Reduction::of(f, n))
-        .filter(|r| r.inline(f) && total_of(f, layouts, dev, &all_reds, r, &BTreeSet::new()).is_some())
+        .filter(|r| r.inline(f) && crate::totals::of(f, layouts, dev, &all_reds, r, &BTreeSet::new()).is_some())
         .collect();
     all_reds.extend(small_totals);
     all_reds.sort_by_key(|r| r.node);
@@ -143,7 +143,7 @@ fn try_plan(
     let mut store: BTreeSet<usize> = forced.clone();
     for (gi, (shape, outs)) in groups.iter().enumerate() {
         let deps = closure(f, outs.iter().map(|o| o.0), all_reds);
-        let fits = on_chip(f, layouts, dev, all_reds, &deps, forced)
+        let fits = crate::totals::on_chip(f, layouts, dev, all_reds, &deps, forced)
             .is_some_and(|(s, _)| &s == shape);
         if fits {
             let k = all_reds[deps[0]].dims.len();
@@ -189,7 +189,7 @@ fn try_plan(
         .iter()
         .filter(|r| !forced.contains(r))
         .filter_map(|&r| {
-            let (deps, shape, k) = total_of(f, layouts, dev, all_reds, &all_reds[r], forced)?;
+            let (deps, shape, k) = crate::totals::of(f, layouts, dev, all_reds, &all_reds[r], forced)?;
             Some((r, deps, shape, k))
         })
         .collect();
@@ -555,58 +555,12 @@ fn only_choice(s: crate::plan::Schedule) -> Choice {
     }
 }
 
-/// Whether the reductions `deps` (into `all`) can be kept on chip by one row
-/// kernel: each over the innermost dims of the same input shape, the fastest
-/// dim in memory among them, not a grid reduction, none forced to be stored.
-/// Some((input shape, reduced dims)) when they can.
-fn on_chip(
-    f: &Fusion,
-    layouts: &[Option<(Vec<i64>, i64)>],
-    dev: Device,
-    all: &[Reduction],
-    deps: &[usize],
-    forced: &BTreeSet<usize>,
-) -> Option<(Vec<usize>, usize)> {
-    let first = &all[*deps.first()?];
-    let shape = f.value(first.x).shape.clone()?;
-    deps.iter()
-        .all(|&r| {
-            let red = &all[r];
-            red.is_inner(f)
-                && crate::memory::reduces_fastest(f, layouts, red) != Some(false)
-                && !crate::grid::wanted(f, red, dev.sm_count)
-                && f.value(red.x).shape.as_ref() == Some(&shape)
-                && red.dims.len() == first.dims.len()
-                && !forced.contains(&r)
-        })
-        .then_some((shape, first.dims.len()))
-}
-
-/// Whether `red` reduces to one element a value with one element per row of
-/// row reductions that one row kernel keeps on chip, computed from them (and
-/// inputs): Some((those reductions, their input shape, reduced dims)).
-fn total_of(
-    f: &Fusion,
-    layouts: &[Option<(Vec<i64>, i64)>],
-    dev: Device,
-    all: &[Reduction],
-    red: &Reduction,
-    forced: &BTreeSet<usize>,
-) -> Option<(Vec<usize>, Vec<usize>, usize)> {
-    if !matches!(red.kind, crate::reduction::Kind::Plain(_))
-        || f.value(red.outputs[0]).numel() != 1
-    {
-        return None;
-    }
-    let deps = closure(f, std::iter::once(red.x), all);
-    let (shape, k) = on_chip(f, layouts, dev, all, &deps, forced)?;
-    let squeeze = |s: &[usize]| s.iter().copied().filter(|&e| e != 1).collect::<Vec<_>>();
-    let xs = f.value(red.x).shape.clone().unwrap_or_default();
-    (squeeze(&xs) == squeeze(&shape[..shape.len() - k])).then_some((deps, shape, k))
-}
-
 /// Indices (into `all`) of the reductions the values read, directly or through other reductions.
-fn closure(f: &Fusion, values: impl Iterator<Item = ValueId>, all: &[Reduction]) -> Vec<usize> {
+pub(crate) fn closure(
+    f: &Fusion,
+    values: impl Iterator<Item = ValueId>,
+    all: &[Reduction],
+) -> Vec<usize> {
     reach(f, values, all, true)
 }
 
