@@ -346,6 +346,24 @@ fn try_plan(
             standalone.insert(r, Unit::chosen(cand(name, work), &cx, &dev)?);
         }
     }
+    // Stored reductions run before the row kernels: one that reads a total
+    // (a row sum scaled by the loss) would find it not yet combined, so that
+    // total's row reductions are stored instead and the plan is made again.
+    for u in carrying.iter().chain(&looped) {
+        let rw = u.rows();
+        let read = standalone
+            .keys()
+            .any(|&r| direct(f, std::iter::once(all_reds[r].x), all_reds).iter().any(|d| rw.totals.contains(d)));
+        if read {
+            return Err((
+                CodegenError::NoFit(format!(
+                    "{}: a stored reduction reads its totals before they are combined",
+                    u.c.name
+                )),
+                Some(rw.inner.iter().chain(&rw.totals).copied().collect()),
+            ));
+        }
+    }
     // Pointwise groups with one element per column that read only a row
     // kernel's sums over rows (and inputs) are written by its combine kernel.
     for u in carrying.iter_mut() {

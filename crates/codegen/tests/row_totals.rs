@@ -143,3 +143,32 @@ fn a_total_of_per_row_values_joins_the_normalization_that_writes_the_rows() {
     );
     assert!(p.kernels[1].summary.contains("writes [mt]"), "{}", p.kernels[1].summary);
 }
+
+#[test]
+fn a_total_read_by_a_stored_reduction_falls_back_to_stored_row_reductions() {
+    // r = sum over each row of x * tot: its kernel runs before any row kernel,
+    // so tot cannot be a total there; the plan stores m and s as before.
+    let f = script(
+        "    t0 = fd.define_tensor(shape=[256, 1000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    t1 = fd.define_tensor(shape=[256], contiguity=[True], dtype=DataType.Int, is_cpu=False)
+    m = fd.ops.max(t0, dims=[1], keepdim=True)
+    mb = fd.ops.expand(m, shape=[256, 1000])
+    d = fd.ops.sub(t0, mb)
+    e = fd.ops.exp(d)
+    s = fd.ops.sum(e, dims=[1], keepdim=True)
+    ls = fd.ops.log(s)
+    lse = fd.ops.add(ls, m)
+    ib = fd.ops.broadcast_in_dim(t1, shape=[256, 1], broadcast_dims=[0])
+    picked = fd.ops.take_along_axis(t0, ib, dim=1)
+    nll = fd.ops.sub(lse, picked)
+    tot = fd.ops.sum(nll, dims=[0, 1])
+    tb = fd.ops.broadcast_in_dim(tot, shape=[256, 1000], broadcast_dims=[])
+    y = fd.ops.mul(t0, tb)
+    r = fd.ops.sum(y, dims=[1])
+    fd.add_output(r)
+    fd.add_output(tot)
+",
+    );
+    let p = planned(&f, &[None, None]);
+    assert!(p.temps.iter().any(|t| t.what == "m (stored)"), "{:#?}", p.kernels);
+}
