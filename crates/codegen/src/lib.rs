@@ -37,6 +37,7 @@ pub mod rowwise;
 pub mod scan;
 pub mod schedule;
 pub mod segment;
+pub mod totals;
 pub mod transpose;
 pub mod view;
 

@@ -681,7 +681,12 @@ impl<'f> Lowerer<'f> {
             }
             Op::Index(o) => match self.lower_index(v, o, idx)? {
                 crate::index::Lowered::Expr(e) => e,
-                crate::index::Lowered::Bound(n) => return Ok(n),
+                // The gathered element is remembered at this index too, so a
+                // second read (a per-row value read early, then used) reuses it.
+                crate::index::Lowered::Bound(n) => {
+                    self.remember((v, idx.to_vec()), n.clone());
+                    return Ok(n);
+                }
             },
             // Copies: the element of `x` at the same index. (A stride_order's
             // layout is its allocation, not its values.)

@@ -314,10 +314,19 @@ pub fn combine_many(
         params.push_output(f, v, pos);
     }
     let it = lw.idx_type;
-    lw.line(&format!(
-        "const {it} c = ({it})blockIdx.x * 32 + threadIdx.x;"
-    ));
-    lw.line(&format!("const bool live = c < {cols};"));
+    // One column (totals over all rows): every thread of the block takes
+    // partials, each warp folds its lanes, and the second stage folds the
+    // warps; otherwise thread x of warp y takes column x, partials y, y + 32...
+    let one = cols == 1;
+    if one {
+        lw.line(&format!("const {it} c = 0;"));
+        lw.line("const bool live = true;");
+    } else {
+        lw.line(&format!(
+            "const {it} c = ({it})blockIdx.x * 32 + threadIdx.x;"
+        ));
+        lw.line(&format!("const bool live = c < {cols};"));
+    }
     // Every partial of every sum loaded in one loop, unrolled: the loads are
     // independent, so enough are in flight to hide L2 latency.
     let mut steps = Vec::new();
@@ -340,21 +349,37 @@ pub fn combine_many(
             &format!("tmp{partial}[({it})p * {cols} + c]"),
         ));
     }
-    let rounds = splits.div_ceil(32);
+    let per_round = if one { 1024 } else { 32 };
+    let rounds = splits.div_ceil(per_round);
     lw.line(if rounds <= 16 {
         "#pragma unroll"
     } else {
         "#pragma unroll 4"
     });
     lw.open(&format!("for (int i = 0; i < {rounds}; ++i) {{"));
-    lw.line("const int p = threadIdx.y + 32 * i;");
+    lw.line(if one {
+        "const int p = threadIdx.y * 32 + threadIdx.x + 1024 * i;"
+    } else {
+        "const int p = threadIdx.y + 32 * i;"
+    });
     lw.line(&format!(
         "if (live && p < {splits}) {{ {} }}",
         steps.join(" ")
     ));
     lw.close("}");
     for (j, (r, _)) in reds.iter().enumerate() {
-        let ty = ctype::reg(r.acc(f));
+        let acc = r.acc(f);
+        let ty = ctype::reg(acc);
+        if one {
+            // The lanes' fold is the same in every lane: sm[y][0] is warp y's.
+            let Kind::Plain(op) = &r.kind else {
+                unreachable!()
+            };
+            lw.line(&format!(
+                "for (int m = 16; m > 0; m >>= 1) {}",
+                reduction::step(op, acc, &format!("a{j}"), &format!("fb_shfl_xor(a{j}, m)"))
+            ));
+        }
         lw.line(&format!("__shared__ {ty} sm{j}[32][33];"));
         lw.line(&format!("sm{j}[threadIdx.y][threadIdx.x] = a{j};"));
     }

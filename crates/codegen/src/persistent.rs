@@ -50,6 +50,9 @@ pub struct Spec<'a> {
     pub full: &'a [(ValueId, usize)],
     /// Values with one element per row.
     pub per_row: &'a [(ValueId, RowTarget)],
+    /// Reductions to one element of a per-row value, each with the temp of
+    /// its partials: a block is one row, so its partial is the row's value.
+    pub totals: &'a [(Reduction, usize)],
 }
 
 const MAX_BLOCK: usize = 512;
@@ -105,6 +108,8 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     lw.line(&format!("const {it} row = blockIdx.x;"));
     let row_idx = view::delinearize(Ix::var("row"), spec.rows_shape);
     let mut means: Vec<Option<String>> = vec![None; reds.len()];
+    let totals: Vec<Reduction> = spec.totals.iter().map(|(r, _)| r.clone()).collect();
+    crate::totals::parts_first(&mut lw, f, &totals, reds, rows, "row")?;
 
     for pass in 0..passes.count {
         let active = passes.active(reds, pass);
@@ -146,7 +151,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         store_lane_arrays(&mut lw, f, spec.full, &arrays, &at, width);
         lw.close("}");
     }
-    if !spec.per_row.is_empty() {
+    if !spec.per_row.is_empty() || !spec.totals.is_empty() {
         lw.open("if (threadIdx.x == 0) {");
         for &(v, t) in spec.per_row {
             let shape = f.value(v).shape.clone().unwrap_or_default();
@@ -166,6 +171,14 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
             );
             lw.line(&format!("{dst}[row] = {st};"));
         }
+        for (r, t) in spec.totals {
+            let shape = f.value(r.x).shape.clone().unwrap_or_default();
+            let idx = view::delinearize(Ix::var("row"), &shape);
+            let e = lw.value_at(r.x, &idx)?;
+            let e = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &e);
+            let e = ctype::convert(r.value_dtype(f), r.acc(f), &e);
+            lw.line(&format!("tmp{t}[row] = {e};"));
+        }
         lw.close("}");
     }
     let src = format!(
@@ -176,6 +189,11 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let what: Vec<String> = reds
         .iter()
         .map(|r| f.value(r.outputs[0]).name.clone())
+        .chain(
+            spec.totals
+                .iter()
+                .map(|(r, _)| format!("{} (per-row values for its combine)", f.value(r.outputs[0]).name)),
+        )
         .collect();
     let kernel = Kernel {
         name: name.into(),

@@ -28,6 +28,10 @@ pub struct Spec<'a> {
     pub inner: &'a [Reduction],
     /// Sums over all rows, each with the temp its per-block partials go to.
     pub outer: &'a [(Reduction, usize)],
+    /// Reductions to one element of a per-row value, each with the temp its
+    /// partials go to: one per row group of a block, at
+    /// `blockIdx.x * groups_per_block + group`.
+    pub totals: &'a [(Reduction, usize)],
     /// Outputs over rows x columns: (value, output position).
     pub full: &'a [(ValueId, usize)],
     pub per_row: &'a [(ValueId, RowTarget)],
@@ -111,15 +115,31 @@ pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize) -> Option<
 /// threads reduce among themselves), so blocks are not a warp or two, while
 /// at least two blocks per multiprocessor stay busy. Kernels that also sum
 /// over rows keep one row per block (one partial per block).
-fn rows_per_block(spec: &Spec, sh: &Shape, sm_count: usize) -> usize {
-    if !spec.outer.is_empty() || sh.tiles > 1 || sh.threads > 128 {
+fn rows_per_block(rows: usize, outer: bool, sh: &Shape, sm_count: usize) -> usize {
+    if outer || sh.tiles > 1 || sh.threads > 128 {
         return 1;
     }
     let mut r = 256 / sh.threads;
-    while r > 1 && spec.rows.div_ceil(r) < 2 * sm_count {
+    while r > 1 && rows.div_ceil(r) < 2 * sm_count {
         r /= 2;
     }
     r.max(1)
+}
+
+/// Rows a block of the row-wise kernel holds at once (`rows_per_block`), for
+/// whoever sizes its per-group partials before building it.
+pub fn groups_per_block(
+    cx: &Context,
+    rows: usize,
+    cols: usize,
+    width: usize,
+    outer: &[(Reduction, usize)],
+    whole_row: bool,
+) -> Result<usize, CodegenError> {
+    let sh = shape(cols, width, whole_row, held(cx.f, rows, cols)).ok_or_else(|| {
+        CodegenError::NoFit(format!("a row of {cols} does not fit a block of {width}-wide vectors"))
+    })?;
+    Ok(rows_per_block(rows, !outer.is_empty(), &sh, cx.sm_count as usize))
 }
 
 /// Tensors of rows x columns the fusion reads: each holds its part of a row
@@ -183,6 +203,10 @@ pub fn instead_of_loop(
     if spec.reductions.iter().any(|r| r.acc(f).is_complex()) {
         return None;
     }
+    // Totals are kept per row by the loop schedule, per row group here.
+    if !spec.totals.is_empty() {
+        return None;
+    }
     let rs = Spec {
         rows,
         cols,
@@ -190,6 +214,7 @@ pub fn instead_of_loop(
         width,
         inner: spec.reductions,
         outer: &[],
+        totals: &[],
         full: spec.full,
         per_row: spec.per_row,
         row_blocks: 0,
@@ -264,7 +289,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
             spec.cols, spec.width
         ))
     })?;
-    let per_block = rows_per_block(spec, &sh, cx.sm_count as usize);
+    let per_block = rows_per_block(spec.rows, !spec.outer.is_empty(), &sh, cx.sm_count as usize);
     let u = unroll(spec, &sh, held, per_block);
     let first = build_unrolled(cx, name, spec, &sh, per_block, u)?;
     if first.0.lines().count() > UNROLLED_LINES_MAX && u > 1 {
@@ -393,6 +418,20 @@ fn build_unrolled(
         }
         oaccs.push(per_col);
     }
+    // Totals: one accumulator per thread; the first thread of each row's
+    // threads adds the row's value (it computes the per-row outputs).
+    let mut taccs: Vec<String> = Vec::new();
+    for (r, _) in spec.totals {
+        let acc = r.acc(f);
+        let Kind::Plain(c) = &r.kind else {
+            return Err(CodegenError::NoFit(
+                "only plain sums, maxima and minima accumulate over rows".into(),
+            ));
+        };
+        let t = lw.fresh("t");
+        lw.line(&format!("{} {t} = {};", ctype::reg(acc), reduction::init(c, acc)));
+        taccs.push(t);
+    }
     lw.open(&format!(
         "for ({it} row = ({it})blockIdx.x * {per_iter}; row < {}; row += ({it})gridDim.x * {per_iter}) {{",
         spec.rows
@@ -420,6 +459,10 @@ fn build_unrolled(
         }
     }
     lw.allow_vector_loads_here();
+    let totals: Vec<Reduction> = spec.totals.iter().map(|(r, _)| r.clone()).collect();
+    for rv in &row_vars {
+        crate::totals::parts_first(&mut lw, f, &totals, reds, spec.rows, &rv.name)?;
+    }
     let lanes = |lw: &mut Lowerer, col: &Col, k: usize| {
         lw.lanes = Some(Lanes {
             var: col.jj.clone(),
@@ -536,12 +579,13 @@ fn build_unrolled(
             }
         }
     }
-    if !spec.per_row.is_empty() {
-        lw.open(if per_block > 1 {
-            "if (tr == 0) {"
-        } else {
-            "if (threadIdx.x == 0) {"
-        });
+    let first_thread = if per_block > 1 {
+        "tr == 0"
+    } else {
+        "threadIdx.x == 0"
+    };
+    if !spec.per_row.is_empty() || !spec.totals.is_empty() {
+        lw.open(&format!("if ({first_thread}) {{"));
         for rv in &row_vars {
             if let Some(c) = &rv.ok {
                 lw.open(&format!("if ({c}) {{"));
@@ -560,6 +604,18 @@ fn build_unrolled(
                     ctype::to_storage(d, &e)
                 ));
             }
+            for ((r, _), t) in spec.totals.iter().zip(&taccs) {
+                let shape = f.value(r.x).shape.clone().unwrap_or_default();
+                let idx = view::delinearize(Ix::var(rv.name.clone()), &shape);
+                let xv = lw.value_at(r.x, &idx)?;
+                let acc = r.acc(f);
+                let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+                let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+                let Kind::Plain(cb) = &r.kind else {
+                    unreachable!()
+                };
+                lw.line(&reduction::step(cb, acc, t, &xv));
+            }
             if rv.ok.is_some() {
                 lw.close("}");
             }
@@ -567,6 +623,12 @@ fn build_unrolled(
         lw.close("}");
     }
     lw.close("}");
+    for ((_, temp), t) in spec.totals.iter().zip(&taccs) {
+        let group = if per_block > 1 { " + gr" } else { "" };
+        lw.line(&format!(
+            "if ({first_thread}) tmp{temp}[({it})blockIdx.x * {per_block}{group}] = {t};"
+        ));
+    }
     for (j, (_, temp)) in spec.outer.iter().enumerate() {
         for (c, col) in cols.iter().enumerate() {
             let at = format!("({it})blockIdx.x * {} + {}", spec.cols, col.ii);
@@ -589,6 +651,11 @@ fn build_unrolled(
         spec.outer
             .iter()
             .map(|(r, _)| format!("{} (over rows)", f.value(r.outputs[0]).name)),
+    );
+    what.extend(
+        spec.totals
+            .iter()
+            .map(|(r, _)| format!("{} (partials over rows)", f.value(r.outputs[0]).name)),
     );
     let layout = if simple {
         String::new()

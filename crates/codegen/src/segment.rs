@@ -56,10 +56,21 @@ fn plan_dense(
     own: &[bool],
 ) -> Result<Plan, CodegenError> {
     let outputs = resolve_outputs(f, layouts, own);
-    let all_reds: Vec<Reduction> = (0..f.nodes.len())
+    let mut all_reds: Vec<Reduction> = (0..f.nodes.len())
         .filter_map(|n| Reduction::of(f, n))
         .filter(|r| !r.inline(f))
         .collect();
+    // A small reduction is computed where it is read, except a total of a
+    // few rows' values of row reductions kept on chip: it is one of the
+    // totals their row kernel accumulates (`try_plan`), as it is for many
+    // rows, so it takes no kernel of its own and the row reductions are not
+    // stored for it.
+    let small_totals: Vec<Reduction> = (0..f.nodes.len())
+        .filter_map(|n| Reduction::of(f, n))
+        .filter(|r| r.inline(f) && crate::totals::of(f, layouts, dev, &all_reds, r, &BTreeSet::new()).is_some())
+        .collect();
+    all_reds.extend(small_totals);
+    all_reds.sort_by_key(|r| r.node);
     // Written outputs grouped by shape, in order of first appearance.
     let mut groups: Vec<(Vec<usize>, Vec<(ValueId, usize)>)> = Vec::new();
     for (pos, o) in outputs.iter().enumerate() {
@@ -123,35 +134,31 @@ fn try_plan(
 
     // Which groups keep their reductions on chip.
     struct Norm {
-        group: usize,
+        /// The group of written outputs it was made for; None for a group
+        /// made for reductions over all its rows (`totals`).
+        group: Option<usize>,
         reds: Vec<usize>,
         rows: Vec<usize>,
         inner: Vec<usize>,
         per_row: Vec<(ValueId, usize)>,
+        totals: Vec<usize>,
     }
     let mut norms: Vec<Norm> = Vec::new();
     let mut pointwise_groups: Vec<usize> = Vec::new();
     let mut store: BTreeSet<usize> = forced.clone();
     for (gi, (shape, outs)) in groups.iter().enumerate() {
         let deps = closure(f, outs.iter().map(|o| o.0), all_reds);
-        let fits = !deps.is_empty()
-            && deps.iter().all(|&r| {
-                let red = &all_reds[r];
-                red.is_inner(f)
-                    && crate::memory::reduces_fastest(f, layouts, red) != Some(false)
-                    && !crate::grid::wanted(f, red, dev.sm_count)
-                    && f.value(red.x).shape.as_ref() == Some(shape)
-                    && red.dims.len() == all_reds[deps[0]].dims.len()
-            })
-            && !deps.iter().any(|r| forced.contains(r));
+        let fits = crate::totals::on_chip(f, layouts, dev, all_reds, &deps, forced)
+            .is_some_and(|(s, _)| &s == shape);
         if fits {
             let k = all_reds[deps[0]].dims.len();
             norms.push(Norm {
-                group: gi,
+                group: Some(gi),
                 reds: deps,
                 rows: shape[..shape.len() - k].to_vec(),
                 inner: shape[shape.len() - k..].to_vec(),
                 per_row: vec![],
+                totals: vec![],
             });
         } else {
             pointwise_groups.push(gi);
@@ -177,6 +184,40 @@ fn try_plan(
     for &gi in &pointwise_groups {
         store.extend(direct(f, groups[gi].1.iter().map(|o| o.0), all_reds));
     }
+    // A reduction to one element of a value with one element per row of
+    // row reductions held on chip, computed from those reductions (and
+    // inputs, gathers included), is accumulated by their row kernel, which
+    // leaves one partial per block for a combine kernel: the row reductions
+    // are then neither stored nor re-read (a cross-entropy's mean over rows
+    // of logsumexp minus the picked logit).
+    let totals: Vec<(usize, Vec<usize>, Vec<usize>, usize)> = store
+        .iter()
+        .filter(|r| !forced.contains(r))
+        .filter_map(|&r| {
+            let (deps, shape, k) = crate::totals::of(f, layouts, dev, all_reds, &all_reds[r], forced)?;
+            Some((r, deps, shape, k))
+        })
+        .collect();
+    for (r, deps, shape, k) in totals {
+        store.remove(&r);
+        let (rows, inner) = (shape[..shape.len() - k].to_vec(), shape[shape.len() - k..].to_vec());
+        match norms.iter_mut().find(|nm| nm.rows == rows && nm.inner == inner) {
+            Some(nm) => {
+                nm.reds.extend(deps);
+                nm.reds.sort_unstable();
+                nm.reds.dedup();
+                nm.totals.push(r);
+            }
+            None => norms.push(Norm {
+                group: None,
+                reds: deps,
+                rows,
+                inner,
+                per_row: vec![],
+                totals: vec![r],
+            }),
+        }
+    }
 
     // Each normalization's rows are laid out by the first schedule that
     // fits; sums over rows may join the kernels that carry them.
@@ -189,19 +230,20 @@ fn try_plan(
     let mut carrying: Vec<Unit> = Vec::new();
     let mut looped: Vec<Unit> = Vec::new();
     for nm in norms {
+        let name = match nm.group {
+            Some(g) => format!("fb_n{g}"),
+            None => format!("fb_t{}", all_reds[nm.totals[0]].node),
+        };
         let rows = Rows {
             rows_shape: nm.rows,
             inner_shape: nm.inner,
             inner: nm.reds,
-            full: groups[nm.group].1.clone(),
+            full: nm.group.map(|g| groups[g].1.clone()).unwrap_or_default(),
             per_row: nm.per_row,
+            totals: nm.totals,
             ..Rows::default()
         };
-        let u = Unit::chosen(
-            cand(format!("fb_n{}", nm.group), Work::Rows(rows)),
-            &cx,
-            &dev,
-        )?;
+        let u = Unit::chosen(cand(name, Work::Rows(rows)), &cx, &dev)?;
         if u.schedule.carries_row_sums() {
             carrying.push(u);
         } else {
@@ -281,9 +323,9 @@ fn try_plan(
         for &r in standalone.keys() {
             more.extend(direct(f, std::iter::once(all_reds[r].x), all_reds));
         }
-        for u in &carrying {
+        for u in carrying.iter().chain(&looped) {
             let rw = u.rows();
-            for &r in &rw.outer {
+            for &r in rw.outer.iter().chain(&rw.totals) {
                 more.extend(
                     direct(f, std::iter::once(all_reds[r].x), all_reds)
                         .into_iter()
@@ -292,7 +334,9 @@ fn try_plan(
             }
         }
         more.retain(|r| {
-            !standalone.contains_key(r) && !carrying.iter().any(|u| u.rows().outer.contains(r))
+            !standalone.contains_key(r)
+                && !carrying.iter().any(|u| u.rows().outer.contains(r))
+                && !carrying.iter().chain(&looped).any(|u| u.rows().totals.contains(r))
         });
         if more.is_empty() {
             break;
@@ -305,6 +349,24 @@ fn try_plan(
             };
             let name = format!("fb_r{}", all_reds[r].node);
             standalone.insert(r, Unit::chosen(cand(name, work), &cx, &dev)?);
+        }
+    }
+    // Stored reductions run before the row kernels: one that reads a total
+    // (a row sum scaled by the loss) would find it not yet combined, so that
+    // total's row reductions are stored instead and the plan is made again.
+    for u in carrying.iter().chain(&looped) {
+        let rw = u.rows();
+        let read = standalone
+            .keys()
+            .any(|&r| direct(f, std::iter::once(all_reds[r].x), all_reds).iter().any(|d| rw.totals.contains(d)));
+        if read {
+            return Err((
+                CodegenError::NoFit(format!(
+                    "{}: a stored reduction reads its totals before they are combined",
+                    u.c.name
+                )),
+                Some(rw.inner.iter().chain(&rw.totals).copied().collect()),
+            ));
         }
     }
     // Pointwise groups with one element per column that read only a row
@@ -328,6 +390,27 @@ fn try_plan(
             !fits
         });
         u.rows_mut().epilogue = epilogue;
+    }
+    // Likewise outputs of one element that read only a row kernel's totals
+    // (the mean of a sum over rows) are written by the totals' combine kernel.
+    for u in carrying.iter_mut().chain(looped.iter_mut()) {
+        let totals = u.rows().totals.clone();
+        if totals.is_empty() {
+            continue;
+        }
+        let mut epilogue = Vec::new();
+        pointwise_groups.retain(|&gi| {
+            let (shape, outs) = &groups[gi];
+            let reads = direct(f, outs.iter().map(|o| o.0), all_reds);
+            let fits = shape.iter().product::<usize>() == 1
+                && !reads.is_empty()
+                && reads.iter().all(|r| totals.contains(r));
+            if fits {
+                epilogue.extend(outs.iter().copied());
+            }
+            !fits
+        });
+        u.rows_mut().totals_epilogue = epilogue;
     }
 
     let mut kernels: Vec<(String, Kernel)> = Vec::new();
@@ -389,7 +472,10 @@ fn try_plan(
             Ok(()) => {}
             // Rows that do not fit on chip after all: store their reductions.
             Err(e @ CodegenError::NoFit(_)) => {
-                return Err((e, Some(rw.inner.iter().chain(&rw.outer).copied().collect())))
+                return Err((
+                    e,
+                    Some(rw.inner.iter().chain(&rw.outer).chain(&rw.totals).copied().collect()),
+                ))
             }
             Err(e) => return Err((e, None)),
         }
@@ -494,7 +580,11 @@ fn only_choice(s: crate::plan::Schedule) -> Choice {
 }
 
 /// Indices (into `all`) of the reductions the values read, directly or through other reductions.
-fn closure(f: &Fusion, values: impl Iterator<Item = ValueId>, all: &[Reduction]) -> Vec<usize> {
+pub(crate) fn closure(
+    f: &Fusion,
+    values: impl Iterator<Item = ValueId>,
+    all: &[Reduction],
+) -> Vec<usize> {
     reach(f, values, all, true)
 }
 
@@ -519,7 +609,8 @@ fn reach(
             continue;
         }
         if let ValueDef::Node { node, .. } = f.value(v).def {
-            if let Some(i) = all.iter().position(|r| r.node == node && !r.inline(f)) {
+            // `all` holds no inline reduction but the small totals.
+            if let Some(i) = all.iter().position(|r| r.node == node) {
                 if !out.contains(&i) {
                     out.push(i);
                 }

@@ -112,6 +112,14 @@ pub struct Rows {
     /// Outputs with one element per column that read only the sums over
     /// rows: written by the combine kernel.
     pub epilogue: Vec<(ValueId, usize)>,
+    /// Reductions to one element of a value with one element per row,
+    /// computed from the row reductions (`inner`): each block accumulates
+    /// its rows' values and a combine kernel folds the blocks' partials
+    /// (into `Candidate::reds`).
+    pub totals: Vec<usize>,
+    /// Outputs of one element that read only `totals`: written by their
+    /// combine kernel.
+    pub totals_epilogue: Vec<(ValueId, usize)>,
 }
 
 impl Rows {

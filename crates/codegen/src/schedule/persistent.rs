@@ -83,14 +83,37 @@ impl Schedule for Persistent {
                     .iter()
                     .map(|&(v, p)| (v, RowTarget::Output(p)))
                     .collect();
+                // One block per row: a total's partials are the rows' values.
+                let rows = r.rows().max(1);
+                let totals: Vec<(Reduction, usize)> = r
+                    .totals
+                    .iter()
+                    .map(|&i| {
+                        let red = c.reds[i].clone();
+                        let name = format!("per-row values of {}", c.f.value(red.outputs[0]).name);
+                        let t = cx.add_temp(red.acc(c.f), rows, name);
+                        (red, t)
+                    })
+                    .collect();
                 let spec = persistent::Spec {
                     rows_shape: &r.rows_shape,
                     inner_shape: &r.inner_shape,
                     reductions: &reds,
                     full: &r.full,
                     per_row: &per_row,
+                    totals: &totals,
                 };
                 out.push(persistent::build(cx, &c.name, &spec)?);
+                if !totals.is_empty() {
+                    out.push(crate::outer::combine_many(
+                        cx,
+                        &format!("{}_t", c.name),
+                        &totals,
+                        rows,
+                        1,
+                        &r.totals_epilogue,
+                    )?);
+                }
                 Ok(())
             }
             Work::Stored { red, epilogue, .. } => stored(c, &c.reds[*red], epilogue, dev, cx, out),
@@ -132,6 +155,7 @@ fn stored(
         reductions: std::slice::from_ref(red),
         full: &[],
         per_row: &per_row,
+        totals: &[],
     };
     // Rows that fit the registers are built row-wise (several rows per block
     // and in flight per thread); longer ones walk the row in a loop.

@@ -202,6 +202,23 @@ fn build_rows(
         .iter()
         .map(|&(v, p)| (v, RowTarget::Output(p)))
         .collect();
+    // Totals: one partial per row group of a block; the kernel's grid (known
+    // once built: unrolling decides it) says how many were written.
+    let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, whole)?;
+    let slots = rows.div_ceil(groups).max(row_blocks) * groups;
+    let totals: Vec<(Reduction, usize)> = r
+        .totals
+        .iter()
+        .map(|&i| {
+            let red = c.reds[i].clone();
+            let t = cx.add_temp(
+                red.acc(f),
+                slots,
+                format!("row-group partials of {}", f.value(red.outputs[0]).name),
+            );
+            (red, t)
+        })
+        .collect();
     let spec = crate::rowwise::Spec {
         rows,
         cols,
@@ -209,12 +226,25 @@ fn build_rows(
         width: w,
         inner: &inner,
         outer: &outer,
+        totals: &totals,
         full: &r.full,
         per_row: &per_row,
         row_blocks,
         unroll: crate::launch::row_unroll(dev),
     };
-    out.push(crate::rowwise::build(cx, &c.name, &spec)?);
+    let built = crate::rowwise::build(cx, &c.name, &spec)?;
+    let written = built.1.grid[0] as usize * groups;
+    out.push(built);
+    if !totals.is_empty() {
+        out.push(crate::outer::combine_many(
+            cx,
+            &format!("{}_t", c.name),
+            &totals,
+            written,
+            1,
+            &r.totals_epilogue,
+        )?);
+    }
     if !outer.is_empty() {
         out.push(crate::outer::combine_many(
             cx,

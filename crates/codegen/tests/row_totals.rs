@@ -1,0 +1,174 @@
+//! Totals over rows of per-row values (issue 14): a cross-entropy's mean over
+//! rows of logsumexp(x) - x[row, target[row]] is planned as one row kernel,
+//! which keeps the row max and the row sum of exp on chip, computes each
+//! row's value with its gather and adds it to a per-block partial, and one
+//! combine kernel that folds the partials and writes the scaled loss.
+
+use fusebench_codegen::{plan, Device, Plan};
+
+fn script(body: &str) -> fusebench_ir::Fusion {
+    let src = format!(
+        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
+    );
+    fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// bench/patterns.py's cross_entropy, rows x cols of `dtype`.
+fn cross_entropy(rows: usize, cols: usize, dtype: &str) -> fusebench_ir::Fusion {
+    let scale = 1.0 / rows as f64;
+    script(&format!(
+        "    t0 = fd.define_tensor(shape=[{rows}, {cols}], contiguity=[True, True], dtype=DataType.{dtype}, is_cpu=False)
+    t1 = fd.define_tensor(shape=[{rows}], contiguity=[True], dtype=DataType.Int, is_cpu=False)
+    f0 = fd.ops.cast(t0, dtype=DataType.Float)
+    m = fd.ops.max(f0, dims=[1], keepdim=True)
+    mb = fd.ops.expand(m, shape=[{rows}, {cols}])
+    d = fd.ops.sub(f0, mb)
+    e = fd.ops.exp(d)
+    s = fd.ops.sum(e, dims=[1], keepdim=True)
+    ls = fd.ops.log(s)
+    lse = fd.ops.add(ls, m)
+    ib = fd.ops.broadcast_in_dim(t1, shape=[{rows}, 1], broadcast_dims=[0])
+    picked = fd.ops.take_along_axis(f0, ib, dim=1)
+    nll = fd.ops.sub(lse, picked)
+    tot = fd.ops.sum(nll, dims=[0, 1])
+    loss = fd.ops.mul(tot, {scale:?})
+    fd.add_output(loss)
+"
+    ))
+}
+
+fn planned(f: &fusebench_ir::Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> Plan {
+    plan(f, layouts, Device::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// (kernel name, schedule chosen) per kernel.
+fn chosen(p: &Plan) -> Vec<(String, String)> {
+    p.kernels
+        .iter()
+        .map(|k| (k.name.clone(), k.choice.as_ref().unwrap().schedule.clone()))
+        .collect()
+}
+
+/// Two kernels: the row kernel (m, s and the partials of tot) and the
+/// combine that writes the loss; nothing of m or s stored.
+fn assert_row_kernel_and_combine(p: &Plan, schedule: &str) {
+    let names: Vec<(String, String)> = chosen(p);
+    assert_eq!(
+        names,
+        [
+            ("fb_t11".to_string(), schedule.to_string()),
+            ("fb_t11_t".to_string(), schedule.to_string())
+        ],
+        "{:#?}",
+        p.kernels
+    );
+    let row = &p.kernels[0].summary;
+    assert!(row.contains("m, s, tot"), "{row}");
+    assert!(p.kernels[1].summary.contains("writes [loss]"), "{}", p.kernels[1].summary);
+    assert!(
+        p.temps.iter().all(|t| !t.what.contains("(stored)")),
+        "{:?}",
+        p.temps.iter().map(|t| &t.what).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn cross_entropy_rows_that_fit_the_registers_take_a_rowwise_kernel_and_a_combine() {
+    for (rows, cols, dtype) in [
+        (2048, 1000, "BFloat16"),
+        (2048, 4096, "Float"),
+        (32768, 4096, "BFloat16"),
+        (256, 16384, "Half"),
+    ] {
+        let f = cross_entropy(rows, cols, dtype);
+        assert_row_kernel_and_combine(&planned(&f, &[None, None]), "rowwise");
+    }
+}
+
+#[test]
+fn cross_entropy_of_a_sliced_input_is_planned_the_same() {
+    let f = cross_entropy(2048, 1000, "BFloat16");
+    let p = planned(&f, &[Some((vec![2000, 1], 0)), None]);
+    assert_row_kernel_and_combine(&p, "rowwise");
+}
+
+#[test]
+fn cross_entropy_rows_past_the_registers_take_the_loop_kernel_and_a_combine() {
+    for cols in [32064, 128256] {
+        let f = cross_entropy(2048, cols, "BFloat16");
+        let p = planned(&f, &[None, None]);
+        assert_row_kernel_and_combine(&p, "persistent");
+        // The loop kernel's partials are the rows' values.
+        assert_eq!(p.kernels[0].grid[0], 2048);
+        assert!(p.kernels[1].summary.contains("2048 partials"), "{}", p.kernels[1].summary);
+    }
+}
+
+#[test]
+fn cross_entropy_of_a_few_rows_has_its_small_total_in_the_row_kernel() {
+    // A sum over 1 or 8 rows would otherwise be computed inline by a pointwise
+    // kernel reading stored m and s.
+    for rows in [1, 8] {
+        let f = cross_entropy(rows, 4096, "BFloat16");
+        assert_row_kernel_and_combine(&planned(&f, &[None, None]), "rowwise");
+    }
+}
+
+#[test]
+fn a_total_of_per_row_values_joins_the_normalization_that_writes_the_rows() {
+    // An RMSNorm that also returns the mean over rows of each row's inverse
+    // RMS: the normalization kernel accumulates it; the combine writes it.
+    let f = script(
+        "    x0 = fd.define_tensor(shape=[512, 4096], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    f0 = fd.ops.cast(x0, dtype=DataType.Float)
+    q = fd.ops.mul(f0, f0)
+    ss = fd.ops.sum(q, dims=[1], keepdim=True)
+    rs = fd.ops.rsqrt(ss)
+    rb = fd.ops.expand(rs, shape=[512, 4096])
+    n = fd.ops.mul(f0, rb)
+    o0 = fd.ops.cast(n, dtype=DataType.BFloat16)
+    t = fd.ops.sum(rs, dims=[0, 1])
+    mt = fd.ops.mul(t, 0.001953125)
+    fd.add_output(o0)
+    fd.add_output(mt)
+",
+    );
+    let p = planned(&f, &[None]);
+    assert_eq!(
+        chosen(&p),
+        [
+            ("fb_n0".to_string(), "rowwise".to_string()),
+            ("fb_n0_t".to_string(), "rowwise".to_string())
+        ]
+    );
+    assert!(p.kernels[1].summary.contains("writes [mt]"), "{}", p.kernels[1].summary);
+}
+
+#[test]
+fn a_total_read_by_a_stored_reduction_falls_back_to_stored_row_reductions() {
+    // r = sum over each row of x * tot: its kernel runs before any row kernel,
+    // so tot cannot be a total there; the plan stores m and s as before.
+    let f = script(
+        "    t0 = fd.define_tensor(shape=[256, 1000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    t1 = fd.define_tensor(shape=[256], contiguity=[True], dtype=DataType.Int, is_cpu=False)
+    m = fd.ops.max(t0, dims=[1], keepdim=True)
+    mb = fd.ops.expand(m, shape=[256, 1000])
+    d = fd.ops.sub(t0, mb)
+    e = fd.ops.exp(d)
+    s = fd.ops.sum(e, dims=[1], keepdim=True)
+    ls = fd.ops.log(s)
+    lse = fd.ops.add(ls, m)
+    ib = fd.ops.broadcast_in_dim(t1, shape=[256, 1], broadcast_dims=[0])
+    picked = fd.ops.take_along_axis(t0, ib, dim=1)
+    nll = fd.ops.sub(lse, picked)
+    tot = fd.ops.sum(nll, dims=[0, 1])
+    tb = fd.ops.broadcast_in_dim(tot, shape=[256, 1000], broadcast_dims=[])
+    y = fd.ops.mul(t0, tb)
+    r = fd.ops.sum(y, dims=[1])
+    fd.add_output(r)
+    fd.add_output(tot)
+",
+    );
+    let p = planned(&f, &[None, None]);
+    assert!(p.temps.iter().any(|t| t.what == "m (stored)"), "{:#?}", p.kernels);
+}
