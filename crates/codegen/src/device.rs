@@ -25,7 +25,8 @@ pub struct Device {
     pub row_unroll: u32,
     /// Threads per block of pointwise kernels.
     pub pointwise_block: u32,
-    /// Vectors each thread of a pointwise kernel handles, a block apart.
+    /// Vectors each thread of a pointwise kernel handles, a block apart (0:
+    /// the schedule's own choice by size).
     pub pointwise_unroll: u32,
 }
 
@@ -44,7 +45,7 @@ impl Default for Device {
             norm_blocks_per_sm: 0,
             row_unroll: 2,
             pointwise_block: 128,
-            pointwise_unroll: 1,
+            pointwise_unroll: 0,
         }
     }
 }

@@ -68,6 +68,17 @@ pub fn build(
     }
     lw.allow_vector_loads_here();
     let arrays = lane_arrays(&mut lw, f, outputs, width);
+    // Every input read elementwise at the output's index is loaded before any
+    // arithmetic: a load emitted after a division or an exp in program order
+    // was issued after it, one input's latency after another's.
+    if n > 0 {
+        lw.lanes = Some(crate::lower::Lanes { var: "ii".into(), width, lane: 0 });
+        let mut lane_idx = idx.clone();
+        lane_idx.push(Ix::var("ii"));
+        for i in read_elementwise(cx, outputs, shape) {
+            lw.value_at(i, &lane_idx)?;
+        }
+    }
     for k in 0..width {
         if n > 0 {
             lw.lanes = Some(crate::lower::Lanes {
@@ -112,4 +123,36 @@ pub fn build(
         ),
     };
     Ok((src, kernel))
+}
+
+/// Tensor inputs of `shape` that the outputs read through elementwise ops
+/// only (so at the output's own index), not through a value an earlier kernel
+/// stored.
+fn read_elementwise(cx: &Context, outputs: &[(ValueId, usize)], shape: &[usize]) -> Vec<ValueId> {
+    let f = cx.f;
+    let mut seen = std::collections::HashSet::new();
+    let mut todo: Vec<ValueId> = outputs.iter().map(|&(v, _)| v).collect();
+    let mut found = vec![];
+    while let Some(v) = todo.pop() {
+        if !seen.insert(v) || cx.stored.contains_key(&v) {
+            continue;
+        }
+        let val = f.value(v);
+        match &val.def {
+            fusebench_ir::ValueDef::TensorInput(_) if val.shape.as_deref() == Some(shape) => found.push(v),
+            fusebench_ir::ValueDef::Node { node, .. } => match &f.nodes[*node].op {
+                fusebench_ir::Op::Unary { .. }
+                | fusebench_ir::Op::Binary { .. }
+                | fusebench_ir::Op::Ternary { .. }
+                | fusebench_ir::Op::Where { .. }
+                | fusebench_ir::Op::Cast { .. } => todo.extend(
+                    f.nodes[*node].op.operands().into_iter().filter(|&u| f.value(u).shape.as_deref() == Some(shape)),
+                ),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    found.sort();
+    found
 }

@@ -70,7 +70,7 @@ pub const DECLARED: &[Declared] = &[
         "rows per thread block iteration in row kernels (tuning experiments)"),
     knob("FUSEBENCH_POINTWISE_BLOCK", "128, 256, 512 or 1024", "the planner's (128)", Affects::Kernels,
         "threads per block of pointwise kernels (tuning experiments)"),
-    knob("FUSEBENCH_POINTWISE_UNROLL", "a whole number from 1 to 8", "the planner's (1)", Affects::Kernels,
+    knob("FUSEBENCH_POINTWISE_UNROLL", "a whole number from 1 to 8", "the planner's (2 for 16M elements and two inputs that large, else 1)", Affects::Kernels,
         "vectors per thread of pointwise kernels, a block apart (tuning experiments)"),
     knob("FUSEBENCH_CACHE_DIR", "a directory", "$XDG_CACHE_HOME/fusebench/kernels, else ~/.cache/fusebench/kernels", Affects::Nothing,
         "where compiled kernels are cached"),
