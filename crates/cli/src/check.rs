@@ -54,6 +54,9 @@ struct OutputInfo {
     #[serde(flatten)]
     tensor: TensorInfo,
     mean: f64,
+    /// Of a complex output, the mean's imaginary part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mean_imag: Option<f64>,
     abs_max: f64,
     nan: usize,
     inf: usize,
@@ -268,6 +271,7 @@ fn check_one(
                             strides: None,
                         },
                         mean: s.mean,
+                        mean_imag: s.mean_imag,
                         abs_max: s.abs_max,
                         nan: s.nan_count,
                         inf: s.inf_count,
@@ -386,7 +390,10 @@ fn print_report(r: &Report) {
                 o.tensor.name.clone(),
                 o.tensor.dtype.clone(),
                 format!("{:?}", o.tensor.shape),
-                format!("{:.6e}", o.mean),
+                match o.mean_imag {
+                    Some(im) => format!("{:.6e}{:+.6e}j", o.mean, im),
+                    None => format!("{:.6e}", o.mean),
+                },
                 format!("{:.6e}", o.abs_max),
                 o.nan.to_string(),
                 o.inf.to_string(),

@@ -7,9 +7,13 @@ use rayon::prelude::*;
 /// Summary of a tensor's values, computed in f64.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OutputStats {
-    /// Mean of the finite elements (0 when there are none).
+    /// Mean of the finite elements (0 when there are none); of a complex
+    /// tensor, the mean's real part.
     pub mean: f64,
-    /// Largest absolute value among the finite elements (0 when there are none).
+    /// Of a complex tensor, the mean's imaginary part.
+    pub mean_imag: Option<f64>,
+    /// Largest absolute value (modulus, for complex) among the finite
+    /// elements (0 when there are none).
     pub abs_max: f64,
     pub nan_count: usize,
     pub inf_count: usize,
@@ -74,6 +78,9 @@ impl Part {
 /// Mean, largest magnitude and NaN/inf counts of `t`, in parallel; the
 /// result does not depend on the number of threads.
 pub fn stats(t: &Tensor) -> OutputStats {
+    if t.dtype().is_complex() {
+        return complex_stats(t);
+    }
     let n = t.numel();
     let prog = Program::compile(&Operand::Tensor(t.clone()), t.shape(), None);
     // Fixed-size chunks: the partial sums, and so the mean, do not depend on the thread count.
@@ -101,8 +108,46 @@ pub fn stats(t: &Tensor) -> OutputStats {
         } else {
             0.0
         },
+        mean_imag: None,
         abs_max: p.abs_max,
         nan_count: p.nan,
         inf_count: p.inf,
+    }
+}
+
+/// The same summary over complex elements: an element is NaN when either
+/// part is, infinite when either part is (and neither is NaN); the mean has
+/// both parts and the largest magnitude is the modulus. The elements'
+/// real parts alone (what the tile programs read) would misstate both.
+fn complex_stats(t: &Tensor) -> OutputStats {
+    use crate::{C128, C64};
+    let parts: Vec<[f64; 2]> = match t.dtype() {
+        fusebench_ir::DType::ComplexFloat => t
+            .contiguous_vec::<C64>()
+            .into_iter()
+            .map(|z| [z.0[0] as f64, z.0[1] as f64])
+            .collect(),
+        _ => t.contiguous_vec::<C128>().into_iter().map(|z| z.0).collect(),
+    };
+    let (mut re, mut im, mut finite, mut abs_max, mut nan, mut inf) = (0.0, 0.0, 0usize, 0.0f64, 0, 0);
+    for [a, b] in parts {
+        if a.is_nan() || b.is_nan() {
+            nan += 1;
+        } else if a.is_infinite() || b.is_infinite() {
+            inf += 1;
+        } else {
+            re += a;
+            im += b;
+            finite += 1;
+            abs_max = abs_max.max(a.hypot(b));
+        }
+    }
+    let d = finite.max(1) as f64;
+    OutputStats {
+        mean: re / d,
+        mean_imag: Some(im / d),
+        abs_max,
+        nan_count: nan,
+        inf_count: inf,
     }
 }
