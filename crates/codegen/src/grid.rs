@@ -132,7 +132,7 @@ pub fn build(
             Kernel {
                 name: pname,
                 schedule: Schedule::GridPartial,
-                grid: [splits as u32, o as u32, 1],
+                grid: [crate::launch::grid_dim(splits), crate::launch::grid_dim(o), 1],
                 block: [BLOCK, 1, 1],
                 args: params.args,
                 code_hash: String::new(),

@@ -43,6 +43,7 @@ pub fn plan(
         plan_dense(f, layouts, dev, &vec![false; f.outputs.len()])?
     };
     crate::alias_write::add(f, layouts, &mut p)?;
+    crate::launch::check_grids(&p.kernels, &dev)?;
     p.hidden_outputs = hidden;
     Ok(p)
 }

@@ -343,6 +343,7 @@ pub(crate) fn run(f: &Fusion, inputs: &[Arg]) -> Result<Vec<Tensor>, ExecError> 
         if node.outputs.iter().all(|o| env.vals[o.index()].is_some()) {
             continue;
         }
+        check_memory(f, node, &plan)?;
         let t0 = std::time::Instant::now();
         let results = exec_node(&env, node, &plan)?;
         if profile {
@@ -392,6 +393,52 @@ pub(crate) fn run(f: &Fusion, inputs: &[Arg]) -> Result<Vec<Tensor>, ExecError> 
         outs.push(t);
     }
     Ok(outs)
+}
+
+/// Results this small are not checked (reading the free memory costs more than they do).
+const CHECK_FROM_BYTES: u64 = 64 << 20;
+
+/// Checks that the stored results of `node` fit in the memory available now:
+/// an allocation the system cannot give aborts the process. Views (broadcast,
+/// expand, permute, ...) and lazy elementwise values store nothing.
+fn check_memory(f: &Fusion, node: &fusebench_ir::Node, plan: &Plan) -> Result<(), ExecError> {
+    use fusebench_host::memory;
+    let views = matches!(
+        node.op,
+        Op::Broadcast { .. }
+            | Op::BroadcastInDim { .. }
+            | Op::Expand { .. }
+            | Op::Reshape { .. }
+            | Op::Permute { .. }
+            | Op::Squeeze { .. }
+            | Op::Slice { .. }
+            | Op::Set { .. }
+            | Op::StrideOrder { .. }
+            | Op::Full { .. }
+            | Op::Size { .. }
+    );
+    if views {
+        return Ok(());
+    }
+    for &o in &node.outputs {
+        let v = f.value(o);
+        if !v.is_tensor() || plan.lazy[o.index()] {
+            continue;
+        }
+        let need = memory::bytes(v.numel(), v.dtype.size_bytes());
+        if need.is_some_and(|b| b < CHECK_FROM_BYTES) {
+            continue;
+        }
+        let what = format!(
+            "{} = fd.ops.{} ({} {:?})",
+            v.name,
+            node.op.name(),
+            v.dtype.torch_name(),
+            v.shape.as_deref().unwrap_or_default()
+        );
+        memory::fits(&what, need, memory::available())?;
+    }
+    Ok(())
 }
 
 fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Val>, ExecError> {
