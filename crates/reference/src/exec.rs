@@ -63,6 +63,9 @@ fn op_cost(op: &Op) -> u32 {
 /// recomputed by each of several consumers.
 const RECOMPUTE_LIMIT: u32 = 8;
 
+/// The longest chain of lazy elementwise values (see `plan`).
+const MAX_LAZY_DEPTH: usize = 512;
+
 fn plan(f: &Fusion) -> Plan {
     let nv = f.values.len();
     let mut is_output = vec![false; nv];
@@ -97,6 +100,7 @@ fn plan(f: &Fusion) -> Plan {
     // the same shape (no broadcast of it) or a reduction.
     let mut lazy = vec![false; nv];
     let mut cost = vec![0u32; nv];
+    let mut depth = vec![0usize; nv];
     for (i, n) in f.nodes.iter().enumerate() {
         if !needed[i] || !is_pointwise(&n.op) {
             continue;
@@ -111,6 +115,23 @@ fn plan(f: &Fusion) -> Plan {
             (is_pointwise(&cn.op) && f.value(cn.outputs[0]).shape == v.shape)
                 || is_reduction(&cn.op)
         });
+        // A chain of lazy values deeper than this is stored at that depth:
+        // compiling a lazy value recurses through its lazy operands, and a
+        // script of 100,000 chained ops would overflow the stack.
+        let d = n
+            .op
+            .operands()
+            .iter()
+            .filter(|u| lazy[u.index()])
+            .map(|u| depth[u.index()])
+            .max()
+            .unwrap_or(0)
+            + 1;
+        if d > MAX_LAZY_DEPTH {
+            lazy[out.index()] = false;
+        } else {
+            depth[out.index()] = d;
+        }
         // Saturating: a deep DAG of shared lazy values counts each path.
         cost[out.index()] = n
             .op
