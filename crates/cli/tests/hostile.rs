@@ -166,3 +166,15 @@ fn a_script_with_two_fusion_definitions_is_a_located_error() {
     let e = located_error(&fixture("two_defs.py"), 9, 1);
     assert!(e.contains("a second fusion definition"), "{e}");
 }
+
+/// Found by fuzzing the check pipeline (fuzz/fuzz_targets/check_pipeline.rs):
+/// planning a random tensor with a zero extent divided by zero.
+#[test]
+fn a_random_tensor_with_a_zero_extent_plans_and_runs() {
+    let f = fixture("zero_extent_rng.py");
+    let o = fusebench_within(60, &["emit", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, r, t) = check(&f);
+    assert_eq!(code, Some(0), "{t}");
+    assert_eq!(r["outputs"][0]["shape"], serde_json::json!([0, 7]), "{t}");
+}

@@ -24,6 +24,10 @@ pub fn broadcast_operand(idx: &[Ix], operand_shape: &[usize]) -> Vec<Ix> {
 pub fn delinearize(lin: Ix, shape: &[usize]) -> Vec<Ix> {
     let mut out = vec![Ix::c(0); shape.len()];
     let total: i64 = shape.iter().map(|&e| e as i64).product();
+    // A shape with a zero extent has no index to decompose (and would divide by zero below).
+    if total == 0 {
+        return out;
+    }
     let mut inner = 1i64;
     for d in (0..shape.len()).rev() {
         let e = shape[d] as i64;
