@@ -178,3 +178,15 @@ fn a_random_tensor_with_a_zero_extent_plans_and_runs() {
     assert_eq!(code, Some(0), "{t}");
     assert_eq!(r["outputs"][0]["shape"], serde_json::json!([0, 7]), "{t}");
 }
+
+/// Found by fuzzing the check pipeline: an integer welford or var_mean over
+/// an empty extent read past its empty input (a panic in the reference).
+#[test]
+fn integer_welford_over_an_empty_extent_runs() {
+    let (code, r, t) = check(&fixture("int_welford_empty.py"));
+    assert_eq!(code, Some(0), "{t}");
+    for o in r["outputs"].as_array().unwrap() {
+        assert_eq!(o["shape"], serde_json::json!([3, 5]), "{t}");
+        assert_eq!(o["abs_max"], 0.0, "nothing merged: {t}");
+    }
+}
