@@ -190,3 +190,15 @@ fn integer_welford_over_an_empty_extent_runs() {
         assert_eq!(o["abs_max"], 0.0, "nothing merged: {t}");
     }
 }
+
+/// Found by fuzzing the check pipeline: a batch norm of a [0, 3, 5, 7]
+/// input planned a grid reduction over no elements in chunks of 0 (a
+/// division by zero).
+#[test]
+fn a_batch_norm_over_an_empty_batch_plans_and_runs() {
+    let f = fixture("batch_norm_empty.py");
+    let o = fusebench_within(60, &["emit", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, _, t) = check(&f);
+    assert_eq!(code, Some(0), "{t}");
+}
