@@ -228,7 +228,7 @@ fn check_one(
     let generated = match fusebench_reference::generate_inputs(&f, seed) {
         Ok(g) => g,
         Err(e) => {
-            r.error = Some(format!("generating inputs: {e}"));
+            r.error = Some(format!("{}: generating inputs: {e}", path.display()));
             return r;
         }
     };
@@ -303,7 +303,7 @@ fn check_one(
             cpu_outs = Some(outs);
             gpu_outs_kept = gpu_outs;
         }
-        Err(e) => r.error = Some(format!("CPU reference: {e}")),
+        Err(e) => r.error = Some(format!("{}: CPU reference: {e}", path.display())),
     }
     if let (Some(df), Some(outs)) = (&file, cpu_outs) {
         match crate::data::compare(&f, df, &outs, gpu_outs_kept.as_deref()) {

@@ -51,7 +51,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         sm_count: a.sms,
         ..Default::default()
     };
-    let plan = fusebench_codegen::plan(&f, &layouts(&f), fusebench_engine::planner_device(dev)?)?;
+    let plan = fusebench_codegen::plan(&f, &layouts(&f), fusebench_engine::planner_device(dev)?)
+        .map_err(|e| anyhow::anyhow!("{}: planning: {e}", a.file.display()))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
         return Ok(ExitCode::SUCCESS);

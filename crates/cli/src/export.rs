@@ -23,7 +23,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let entries = match fusebench_report::load_paths(&a.paths) {
+    let entries = match crate::report::results(&a.paths) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e}");
@@ -36,6 +36,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "note: {} result(s) from other tools have no fusebench record and are left out",
             entries.len() - records.len()
         );
+    }
+    // An empty file in another tool's format would read as a run with no benchmarks.
+    if records.is_empty() {
+        eprintln!(
+            "error: no fusebench record to export: the results given are other tools' (export takes \
+             fusebench records, or the --json output of bench, run or compare)"
+        );
+        return Ok(ExitCode::from(crate::exit::USAGE));
     }
     let doc = match a.format {
         Format::Nvbench => nvbench::write(&records),

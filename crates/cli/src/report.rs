@@ -1,7 +1,7 @@
 //! `fusebench report`: a run, or a diff of two, as markdown with an SVG chart.
 
 use crate::bench::parse_percent;
-use fusebench_report::{diff, load_paths, markdown, svg, Across};
+use fusebench_report::{diff, formats::SUPPORTED, load_paths, markdown, svg, Across, Entry};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -24,8 +24,23 @@ pub struct Args {
     threshold: f64,
 }
 
+/// The results under `paths`, or the error to print: unreadable, or holding none
+/// (a chart of nothing has no scale to draw on).
+pub(crate) fn results(paths: &[PathBuf]) -> Result<Vec<Entry>, String> {
+    match load_paths(paths) {
+        Ok(e) if e.is_empty() => Err(format!("{}: holds no results ({SUPPORTED})", names(paths))),
+        Ok(e) => Ok(e),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn names(paths: &[PathBuf]) -> String {
+    let v: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    v.join(", ")
+}
+
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let new = match load_paths(&a.paths) {
+    let new = match results(&a.paths) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e}");
@@ -39,7 +54,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             markdown::run(&new, a.ceiling_gbps, Some("times.svg"))
         }
         Some(old) => {
-            let old = match load_paths(std::slice::from_ref(old)) {
+            let old = match results(std::slice::from_ref(old)) {
                 Ok(e) => e,
                 Err(e) => {
                     eprintln!("error: {e}");

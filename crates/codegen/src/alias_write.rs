@@ -71,7 +71,7 @@ pub fn add(
             p.kernels.push(Kernel {
                 name,
                 schedule: Schedule::Pointwise,
-                grid: [numel.div_ceil(BLOCK as usize) as u32, 1, 1],
+                grid: [crate::launch::grid_dim(numel.div_ceil(BLOCK as usize)), 1, 1],
                 block: [BLOCK, 1, 1],
                 args: vec![KernelArg::Output(a.output), KernelArg::Input(ipos)],
                 summary: format!(

@@ -9,6 +9,9 @@ pub struct Device {
     /// Streaming multiprocessors.
     pub sm_count: u32,
     pub max_threads_per_block: u32,
+    /// Most blocks a launch may have in x, y and z (CUDA's limits since
+    /// compute capability 3.0: 2^31 - 1, 65535, 65535).
+    pub max_grid: [u32; 3],
     /// Static shared memory a block may use without opting in.
     pub shared_memory_per_block: u32,
     pub shared_memory_per_sm: u32,
@@ -37,6 +40,7 @@ impl Default for Device {
         Device {
             sm_count: 132,
             max_threads_per_block: 1024,
+            max_grid: [i32::MAX as u32, 65535, 65535],
             shared_memory_per_block: 48 * 1024,
             shared_memory_per_sm: 228 * 1024,
             registers_per_sm: 64 * 1024,

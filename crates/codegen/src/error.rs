@@ -9,4 +9,7 @@ pub enum CodegenError {
     /// falls back to a more general schedule when it sees this.
     #[error("schedule does not fit: {0}")]
     NoFit(String),
+    /// Larger than the device can launch.
+    #[error("too large for the GPU: {0}")]
+    TooLarge(String),
 }

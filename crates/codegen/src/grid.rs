@@ -65,7 +65,8 @@ pub fn build(
     // at least PER_THREAD elements per thread.
     let want = crate::launch::split_blocks(cx.sm_count).div_ceil(o).max(1);
     let splits = want.min(k.div_ceil(BLOCK as usize * PER_THREAD)).max(1);
-    let chunk = k.div_ceil(splits);
+    // At least 1: a reduction over an empty extent (k = 0) has one empty chunk.
+    let chunk = k.div_ceil(splits).max(1);
     let splits = k.div_ceil(chunk).max(1);
     let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
 
@@ -132,7 +133,7 @@ pub fn build(
             Kernel {
                 name: pname,
                 schedule: Schedule::GridPartial,
-                grid: [splits as u32, o as u32, 1],
+                grid: [crate::launch::grid_dim(splits), crate::launch::grid_dim(o), 1],
                 block: [BLOCK, 1, 1],
                 args: params.args,
                 code_hash: String::new(),

@@ -98,7 +98,7 @@ fn flat(
     lw.line(&format!("if (t >= {n}) return;"));
     body(&mut lw)?;
     let src = format!("{} {{\n{}}}\n", signature(name, BLOCK, &params), lw.code);
-    let grid = (n as u64).div_ceil(BLOCK as u64).max(1) as u32;
+    let grid = crate::launch::grid_dim((n as u64).div_ceil(BLOCK as u64).max(1));
     Ok((
         src,
         Kernel {
@@ -264,7 +264,7 @@ fn build(
                     Kernel {
                         name: nm,
                         schedule: Schedule::Index,
-                        grid: [(outer * inner).max(1) as u32, 1, 1],
+                        grid: [crate::launch::grid_dim(outer.saturating_mul(inner).max(1)), 1, 1],
                         block: [th as u32, 1, 1],
                         args: params.args,
                         summary: format!(

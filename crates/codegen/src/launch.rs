@@ -6,6 +6,37 @@ use crate::device::Device;
 
 /// Blocks a split reduction (`grid`, `outer`) aims for over all its results:
 /// about four per multiprocessor, enough to keep every one busy.
+/// A grid extent as the launch takes it; one past u32 saturates, so that the
+/// check against the device's limits (`check_grids`) sees it rather than a
+/// wrapped-around small number.
+pub fn grid_dim(blocks: impl TryInto<u32>) -> u32 {
+    blocks.try_into().unwrap_or(u32::MAX)
+}
+
+/// Every kernel's grid within the device's limits: a launch beyond them fails
+/// (or, cast to 32 bits, runs a fraction of the work), so the plan is refused
+/// with the kernel, the dim and the limit.
+pub fn check_grids(kernels: &[crate::plan::Kernel], dev: &Device) -> Result<(), crate::error::CodegenError> {
+    for k in kernels {
+        for (d, (&n, &max)) in k.grid.iter().zip(&dev.max_grid).enumerate() {
+            if n > max {
+                let more = if n == u32::MAX { " or more" } else { "" };
+                return Err(crate::error::CodegenError::TooLarge(format!(
+                    "kernel {} ({}) needs {n}{more} blocks along grid dim {} and the GPU launches at most {max} \
+                     ({} x {} x {} in all); a fusion this large is not split across launches yet",
+                    k.name,
+                    k.summary,
+                    ["x", "y", "z"][d],
+                    dev.max_grid[0],
+                    dev.max_grid[1],
+                    dev.max_grid[2]
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn split_blocks(sm_count: u32) -> usize {
     sm_count as usize * 4
 }

@@ -107,7 +107,7 @@ pub fn build(
             Kernel {
                 name: pname,
                 schedule: Schedule::OuterPartial,
-                grid: [blocks_x as u32, splits as u32, 1],
+                grid: [crate::launch::grid_dim(blocks_x), crate::launch::grid_dim(splits), 1],
                 block: [BLOCK, 1, 1],
                 args: params.args,
                 code_hash: String::new(),
@@ -264,7 +264,7 @@ pub fn combine(
         Kernel {
             name: cname,
             schedule: Schedule::OuterCombine,
-            grid: [blocks_x as u32, 1, 1],
+            grid: [crate::launch::grid_dim(blocks_x), 1, 1],
             block: [BLOCK, 1, 1],
             args: params.args,
             code_hash: String::new(),
@@ -459,7 +459,7 @@ pub fn combine_many(
         Kernel {
             name: name.into(),
             schedule: Schedule::OuterCombine,
-            grid: [cols.div_ceil(32) as u32, 1, 1],
+            grid: [crate::launch::grid_dim(cols.div_ceil(32)), 1, 1],
             block: [32, 32, 1],
             args: params.args,
             code_hash: String::new(),

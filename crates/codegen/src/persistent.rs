@@ -198,7 +198,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let kernel = Kernel {
         name: name.into(),
         schedule: Schedule::InnerPersistent,
-        grid: [rows.max(1) as u32, 1, 1],
+        grid: [crate::launch::grid_dim(rows.max(1)), 1, 1],
         block: [block as u32, 1, 1],
         args: params.args,
         code_hash: String::new(),

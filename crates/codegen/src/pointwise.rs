@@ -104,7 +104,7 @@ pub fn build(
         lw.close("}");
     }
     let src = format!("{} {{\n{}}}\n", signature(name, block, &params), lw.code);
-    let grid = (vectors as u64).div_ceil((block * unroll) as u64).max(1) as u32;
+    let grid = crate::launch::grid_dim((vectors as u64).div_ceil((block * unroll) as u64).max(1));
     let names: Vec<String> = outputs
         .iter()
         .map(|&(v, _)| f.value(v).name.clone())

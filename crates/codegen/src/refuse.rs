@@ -40,3 +40,35 @@ pub(crate) fn check(f: &Fusion) -> Result<(), CodegenError> {
     }
     Ok(())
 }
+
+/// The longest chain of ops, each reading the one before, that the planner
+/// takes: lowering an expression recurses through its operands, and a
+/// generated script of many thousands of chained ops would overflow the
+/// stack (an abort, not an error). The corpus chains at most 31.
+pub const MAX_CHAIN: usize = 1000;
+
+/// Refuses a fusion whose ops chain more than [`MAX_CHAIN`] deep, naming
+/// the value where the chain passes the limit.
+pub(crate) fn chain(f: &Fusion) -> Result<(), CodegenError> {
+    let mut depth = vec![0usize; f.values.len()];
+    for n in &f.nodes {
+        let d = 1 + n
+            .op
+            .operands()
+            .iter()
+            .map(|v| depth.get(v.index()).copied().unwrap_or(0))
+            .max()
+            .unwrap_or(0);
+        for &o in &n.outputs {
+            if d > MAX_CHAIN {
+                return Err(CodegenError::TooLarge(format!(
+                    "{} is computed by a chain of more than {MAX_CHAIN} ops, each reading the one before; \
+                     the planner takes chains up to {MAX_CHAIN} (the CPU reference runs longer ones)",
+                    f.value(o).name
+                )));
+            }
+            depth[o.index()] = d;
+        }
+    }
+    Ok(())
+}

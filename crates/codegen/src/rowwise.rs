@@ -668,7 +668,7 @@ fn build_unrolled(
     let kernel = Kernel {
         name: name.into(),
         schedule: if reds.is_empty() { Schedule::Pointwise } else { Schedule::InnerPersistent },
-        grid: [row_blocks as u32, tiles as u32, 1],
+        grid: [crate::launch::grid_dim(row_blocks), crate::launch::grid_dim(tiles), 1],
         block: [block as u32, 1, 1],
         args: params.args,
         code_hash: String::new(),

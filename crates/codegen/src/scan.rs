@@ -82,7 +82,7 @@ pub fn build(
         Kernel {
             name,
             schedule: Schedule::Scan,
-            grid: [lines.div_ceil(BLOCK as usize).max(1) as u32, 1, 1],
+            grid: [crate::launch::grid_dim(lines.div_ceil(BLOCK as usize).max(1)), 1, 1],
             block: [BLOCK, 1, 1],
             args: params.args,
             code_hash: String::new(),

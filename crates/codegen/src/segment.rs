@@ -24,6 +24,7 @@ pub fn plan(
     // as nvFuser does, on the fusion as written) are planned as the permute
     // that lists their dims outermost first, written row-major: that buffer
     // is the output in its own layout (crate::layout).
+    crate::refuse::chain(f)?;
     let orders = crate::layout::orders(f);
     // Complex sums and integer statistics become ops the kernels run.
     let rewritten = crate::rewrite::apply(f)?;
@@ -43,6 +44,7 @@ pub fn plan(
         plan_dense(f, layouts, dev, &vec![false; f.outputs.len()])?
     };
     crate::alias_write::add(f, layouts, &mut p)?;
+    crate::launch::check_grids(&p.kernels, &dev)?;
     p.hidden_outputs = hidden;
     Ok(p)
 }

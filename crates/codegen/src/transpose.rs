@@ -389,7 +389,7 @@ pub fn build(
     let kernel = Kernel {
         name: name.into(),
         schedule: Schedule::Transpose,
-        grid: [blocks as u32, 1, 1],
+        grid: [crate::launch::grid_dim(blocks), 1, 1],
         block: [tile as u32, rows as u32, 1],
         args: params.args,
         code_hash: String::new(),

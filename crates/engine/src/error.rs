@@ -12,6 +12,9 @@ pub enum EngineError {
     Tensor(#[from] fusebench_host::ExecError),
     #[error("inputs: {0}")]
     Inputs(String),
+    /// More device memory than is free (checked before allocating).
+    #[error("too large: {0}")]
+    TooLarge(String),
     /// A FUSEBENCH_* setting that is not accepted.
     #[error("{0}")]
     Settings(String),

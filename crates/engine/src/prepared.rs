@@ -33,6 +33,49 @@ impl Engine {
         planner_device(device_of(self.gpu.info()))
     }
 
+    /// Checks that the inputs, outputs and temporaries of `plan` fit in the
+    /// device memory free now, naming the largest buffer when they do not.
+    fn check_memory(&self, f: &Fusion, inputs: &[Arg], plan: &Plan) -> Result<(), EngineError> {
+        use fusebench_host::memory::{bytes, describe};
+        let mut buffers: Vec<(String, Option<u64>)> = Vec::new();
+        for (a, &v) in inputs.iter().zip(&f.inputs) {
+            if let Arg::Tensor(t) = a {
+                let name = &f.value(v).name;
+                buffers.push((format!("input {name}"), bytes(t.buffer().len(), t.dtype().size_bytes())));
+            }
+        }
+        for (k, o) in plan.outputs.iter().enumerate() {
+            if matches!(o.source, OutputSource::Written) {
+                let n = o.shape.iter().try_fold(1usize, |a, &e| a.checked_mul(e));
+                let what = match f.outputs.get(k) {
+                    Some(&v) => format!("output {}", f.value(v).name),
+                    None => format!("hidden output {k}"),
+                };
+                buffers.push((what, n.and_then(|n| bytes(n, o.dtype.size_bytes()))));
+            }
+        }
+        for t in &plan.temps {
+            buffers.push((format!("temporary ({})", t.what), bytes(t.elements, t.dtype.size_bytes())));
+        }
+        let total = buffers.iter().try_fold(0u64, |a, (_, b)| b.and_then(|b| a.checked_add(b)));
+        let free = self.gpu.free_memory()?;
+        if total.is_some_and(|t| t <= free) {
+            return Ok(());
+        }
+        let (what, largest) = buffers
+            .iter()
+            .max_by_key(|(_, b)| b.unwrap_or(u64::MAX))
+            .cloned()
+            .unwrap_or_default();
+        let size = |b: Option<u64>| b.map_or("more bytes than can be addressed".into(), describe);
+        Err(EngineError::TooLarge(format!(
+            "the fusion's buffers need {} of device memory and {} is free; the largest is {what}: {}",
+            size(total),
+            describe(free),
+            size(largest)
+        )))
+    }
+
     /// Plans, compiles, uploads inputs and allocates outputs.
     pub fn prepare(&self, f: &Fusion, inputs: &[Arg]) -> Result<Prepared, EngineError> {
         if inputs.len() != f.inputs.len() {
@@ -63,6 +106,7 @@ impl Engine {
             .iter()
             .map(|k| module.function(&k.name))
             .collect::<Result<Vec<_>, _>>()?;
+        self.check_memory(f, inputs, &plan)?;
         let mut dev_inputs = Vec::new();
         for a in inputs {
             dev_inputs.push(match a {
@@ -131,6 +175,7 @@ pub fn device_of(info: &fusebench_runtime::DeviceInfo) -> Device {
     Device {
         sm_count: info.sm_count,
         max_threads_per_block: info.max_threads_per_block,
+        max_grid: info.max_grid,
         shared_memory_per_block: info.max_shared_memory_per_block,
         shared_memory_per_sm: info.max_shared_memory_per_sm,
         registers_per_sm: info.registers_per_sm,

@@ -95,6 +95,19 @@ impl ParseError {
     }
 }
 
+/// Characters of the source line shown around the error: a line of a
+/// generated script can be megabytes long.
+const SHOWN: usize = 120;
+
+/// At most `n` characters of `s`, with "…" where it was cut.
+pub(crate) fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    }
+}
+
 fn render(e: &ParseError) -> String {
     let mut s = e.headline();
     if e.line == 0 {
@@ -102,14 +115,20 @@ fn render(e: &ParseError) -> String {
     }
     let num = e.line.to_string();
     let pad = " ".repeat(num.len());
+    // The window of the line shown: from a third of it before the error.
+    let chars: Vec<char> = e.source_line.chars().collect();
+    let at = (e.col - 1).min(chars.len());
+    let from = if chars.len() <= SHOWN { 0 } else { at.saturating_sub(SHOWN / 3) };
+    let to = chars.len().min(from + SHOWN);
+    let (before, after) = (if from > 0 { "…" } else { "" }, if to < chars.len() { "…" } else { "" });
+    let shown: String = chars[from..to].iter().collect();
     // Tabs stay tabs under the line so the caret lines up however they render.
-    let lead: String = e
-        .source_line
+    let lead: String = before
         .chars()
-        .take(e.col - 1)
-        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .map(|_| ' ')
+        .chain(chars[from..at].iter().map(|&c| if c == '\t' { '\t' } else { ' ' }))
         .collect();
-    let rest = e.source_line.chars().count().saturating_sub(e.col - 1);
+    let rest = to.saturating_sub(at);
     let width = e
         .text
         .lines()
@@ -122,8 +141,7 @@ fn render(e: &ParseError) -> String {
     let _ = fmt::Write::write_fmt(
         &mut s,
         format_args!(
-            "\n{pad} |\n{num} | {}\n{pad} | {lead}{}",
-            e.source_line,
+            "\n{pad} |\n{num} | {before}{shown}{after}\n{pad} | {lead}{}",
             "^".repeat(width)
         ),
     );
@@ -155,7 +173,7 @@ pub(crate) fn expected(span: Span, expected: impl Into<String>, found: impl Into
         span,
         kind: ErrorKind::Expected {
             expected: expected.into(),
-            found: found.into(),
+            found: clip(&found.into(), SHOWN),
         },
     }
 }

@@ -167,6 +167,12 @@ pub(crate) fn parse(src: &Source, given: Option<&GivenShapes>) -> PResult<Fusion
                 return Err(invalid(e.span, "a second `fd.execute(...)`"));
             }
             executed = true;
+        } else if c.is_name("def") {
+            // A script that defines two fusions: which one a reader meant is not ours to guess.
+            return Err(invalid(
+                c.here(),
+                "a second fusion definition (`def`); a script holds one fusion: put each in its own file",
+            ));
         } else {
             return Err(expected(
                 c.here(),

@@ -295,6 +295,10 @@ pub fn generate_inputs(f: &Fusion, seed: u64) -> Result<Generated, ExecError> {
             )));
         }
     }
+    // Checked against what is free before each input is drawn, counting the
+    // inputs drawn before it.
+    let available = crate::memory::available();
+    let mut taken: u64 = 0;
     for (i, &vid) in f.inputs.iter().enumerate() {
         let v = f.value(vid);
         let recipe = f.recipe.as_ref().map(|rs| &rs[i]);
@@ -402,6 +406,17 @@ pub fn generate_inputs(f: &Fusion, seed: u64) -> Result<Generated, ExecError> {
                         dist = Dist::Int(0, bound.max(1));
                     }
                 }
+                let need = crate::memory::bytes(storage, v.dtype.size_bytes());
+                crate::memory::fits(
+                    &format!(
+                        "input {i} ({}: {} {shape:?})",
+                        v.name,
+                        v.dtype.torch_name()
+                    ),
+                    need,
+                    available.map(|a| a.saturating_sub(taken)),
+                )?;
+                taken = taken.saturating_add(need.unwrap_or(0));
                 let buf = draw_buffer(v.dtype, storage, dist, seed, i);
                 let mut t = Tensor::new(v.dtype, shape.clone(), strides.clone(), 0, Arc::new(buf))
                     .map_err(|e| bad(e.to_string()))?;

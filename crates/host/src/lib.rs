@@ -14,6 +14,7 @@
 pub mod elems;
 pub mod facts;
 mod gen;
+pub mod memory;
 pub mod tensor;
 
 pub use gen::{generate_inputs, Generated, Redrawn};
@@ -53,6 +54,9 @@ pub enum ExecError {
     Recipe(String),
     #[error("tensor: {0}")]
     Tensor(String),
+    /// More memory than the system has available (checked before allocating).
+    #[error("too large: {0}")]
+    TooLarge(String),
     #[error("invalid fusion: {0}")]
     Ir(#[from] IrError),
 }

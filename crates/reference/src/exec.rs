@@ -63,6 +63,9 @@ fn op_cost(op: &Op) -> u32 {
 /// recomputed by each of several consumers.
 const RECOMPUTE_LIMIT: u32 = 8;
 
+/// The longest chain of lazy elementwise values (see `plan`).
+const MAX_LAZY_DEPTH: usize = 512;
+
 fn plan(f: &Fusion) -> Plan {
     let nv = f.values.len();
     let mut is_output = vec![false; nv];
@@ -97,6 +100,7 @@ fn plan(f: &Fusion) -> Plan {
     // the same shape (no broadcast of it) or a reduction.
     let mut lazy = vec![false; nv];
     let mut cost = vec![0u32; nv];
+    let mut depth = vec![0usize; nv];
     for (i, n) in f.nodes.iter().enumerate() {
         if !needed[i] || !is_pointwise(&n.op) {
             continue;
@@ -111,6 +115,23 @@ fn plan(f: &Fusion) -> Plan {
             (is_pointwise(&cn.op) && f.value(cn.outputs[0]).shape == v.shape)
                 || is_reduction(&cn.op)
         });
+        // A chain of lazy values deeper than this is stored at that depth:
+        // compiling a lazy value recurses through its lazy operands, and a
+        // script of 100,000 chained ops would overflow the stack.
+        let d = n
+            .op
+            .operands()
+            .iter()
+            .filter(|u| lazy[u.index()])
+            .map(|u| depth[u.index()])
+            .max()
+            .unwrap_or(0)
+            + 1;
+        if d > MAX_LAZY_DEPTH {
+            lazy[out.index()] = false;
+        } else {
+            depth[out.index()] = d;
+        }
         // Saturating: a deep DAG of shared lazy values counts each path.
         cost[out.index()] = n
             .op
@@ -343,6 +364,7 @@ pub(crate) fn run(f: &Fusion, inputs: &[Arg]) -> Result<Vec<Tensor>, ExecError> 
         if node.outputs.iter().all(|o| env.vals[o.index()].is_some()) {
             continue;
         }
+        check_memory(f, node, &plan)?;
         let t0 = std::time::Instant::now();
         let results = exec_node(&env, node, &plan)?;
         if profile {
@@ -392,6 +414,52 @@ pub(crate) fn run(f: &Fusion, inputs: &[Arg]) -> Result<Vec<Tensor>, ExecError> 
         outs.push(t);
     }
     Ok(outs)
+}
+
+/// Results this small are not checked (reading the free memory costs more than they do).
+const CHECK_FROM_BYTES: u64 = 64 << 20;
+
+/// Checks that the stored results of `node` fit in the memory available now:
+/// an allocation the system cannot give aborts the process. Views (broadcast,
+/// expand, permute, ...) and lazy elementwise values store nothing.
+fn check_memory(f: &Fusion, node: &fusebench_ir::Node, plan: &Plan) -> Result<(), ExecError> {
+    use fusebench_host::memory;
+    let views = matches!(
+        node.op,
+        Op::Broadcast { .. }
+            | Op::BroadcastInDim { .. }
+            | Op::Expand { .. }
+            | Op::Reshape { .. }
+            | Op::Permute { .. }
+            | Op::Squeeze { .. }
+            | Op::Slice { .. }
+            | Op::Set { .. }
+            | Op::StrideOrder { .. }
+            | Op::Full { .. }
+            | Op::Size { .. }
+    );
+    if views {
+        return Ok(());
+    }
+    for &o in &node.outputs {
+        let v = f.value(o);
+        if !v.is_tensor() || plan.lazy[o.index()] {
+            continue;
+        }
+        let need = memory::bytes(v.numel(), v.dtype.size_bytes());
+        if need.is_some_and(|b| b < CHECK_FROM_BYTES) {
+            continue;
+        }
+        let what = format!(
+            "{} = fd.ops.{} ({} {:?})",
+            v.name,
+            node.op.name(),
+            v.dtype.torch_name(),
+            v.shape.as_deref().unwrap_or_default()
+        );
+        memory::fits(&what, need, memory::available())?;
+    }
+    Ok(())
 }
 
 fn exec_node(env: &Env, node: &fusebench_ir::Node, plan: &Plan) -> Result<Vec<Val>, ExecError> {

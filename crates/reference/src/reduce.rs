@@ -442,10 +442,17 @@ pub(crate) fn moments(x: &Operand, shape: &[usize], dims: &[usize]) -> (Vec<f64>
 /// to the mean in integer division, which is 1 only when merging into the
 /// empty accumulator and 0 after, and M2 gains `delta^2 * a_N * 0`. So the
 /// mean is the first element along the reduced dims and M2 is 0. Returns
-/// that mean (a view of `x`, materialized) and the element count.
+/// that mean (a view of `x`, materialized; 0 over an empty extent) and the element count.
 pub(crate) fn int_welford_mean(x: &Tensor, dims: &[usize]) -> (Tensor, usize) {
     let keep: Vec<usize> = (0..x.rank()).filter(|i| !dims.contains(i)).collect();
     let n = dims.iter().map(|&d| x.shape()[d]).product();
+    let shape: Vec<usize> = keep.iter().map(|&i| x.shape()[i]).collect();
+    // Over an empty extent nothing is merged: the accumulator's initial mean, 0
+    // (a "first element" view would read past the empty input).
+    if n == 0 {
+        let zero = Tensor::full(x.dtype(), &shape, fusebench_ir::Literal::Int(0));
+        return (zero.to_contiguous(), 0);
+    }
     let first = x.with_layout(
         keep.iter().map(|&i| x.shape()[i]).collect(),
         keep.iter().map(|&i| x.strides()[i]).collect(),

@@ -13,23 +13,38 @@ fn short(name: &str) -> String {
     name.trim_end_matches(".py").chars().take(3).collect()
 }
 
+/// The µs range of a log axis holding `values`: only finite positive values
+/// count, so that no input (none at all, a zero, an infinity) gives plotters
+/// infinite or reversed bounds, on which its log axis never finishes.
+fn log_bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let ok: Vec<f64> = values.filter(|v| v.is_finite() && *v > 0.0).collect();
+    let lo = ok
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .clamp(0.1, 1e12);
+    let hi = ok
+        .iter()
+        .copied()
+        .fold(0.0, f64::max)
+        .clamp(1.0, 1e12)
+        .max(lo * 2.0);
+    (lo * 0.8, hi * 1.25)
+}
+
+/// A linear range holding `base` and the finite `values`.
+fn linear_bounds(values: impl Iterator<Item = f64>, base: (f64, f64)) -> (f64, f64) {
+    values
+        .filter(|v| v.is_finite())
+        .fold(base, |(lo, hi), v| (lo.min(v), hi.max(v)))
+}
+
 /// Median and 95% interval per fusion, log scale of µs.
 pub fn times(entries: &[Entry], path: &Path) -> Result<(), ReportError> {
     let n = entries.len().max(1);
     let root = SVGBackend::new(path, (((n * 28) + 160).max(480) as u32, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let lo = entries
-        .iter()
-        .map(|e| e.ci_low_us)
-        .fold(f64::INFINITY, f64::min)
-        .max(0.1)
-        * 0.8;
-    let hi = entries
-        .iter()
-        .map(|e| e.ci_high_us)
-        .fold(0.0, f64::max)
-        .max(1.0)
-        * 1.25;
+    let (lo, hi) = log_bounds(entries.iter().flat_map(|e| [e.ci_low_us, e.ci_high_us]));
     let gpu = entries.first().map(|e| e.gpu.clone()).unwrap_or_default();
     let mut c = ChartBuilder::on(&root)
         .caption(
@@ -79,16 +94,16 @@ pub fn diff(d: &Diff, path: &Path) -> Result<(), ReportError> {
     let n = pairs.len().max(1);
     let root = SVGBackend::new(path, (((n * 28) + 160).max(480) as u32, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let lo = pairs
-        .iter()
-        .map(|p| p.ratio_low)
-        .fold(1.0 - 2.0 * d.threshold, f64::min)
-        - 0.01;
-    let hi = pairs
-        .iter()
-        .map(|p| p.ratio_high)
-        .fold(1.0 + 2.0 * d.threshold, f64::max)
-        + 0.01;
+    let t = if d.threshold.is_finite() {
+        d.threshold.abs().min(10.0)
+    } else {
+        0.0
+    };
+    let (lo, hi) = linear_bounds(
+        pairs.iter().flat_map(|p| [p.ratio_low, p.ratio_high]),
+        (1.0 - 2.0 * t, 1.0 + 2.0 * t),
+    );
+    let (lo, hi) = (lo - 0.01, hi + 0.01);
     let mut c = ChartBuilder::on(&root)
         .caption(
             "new / old per fusion, with the range the 95% intervals allow",

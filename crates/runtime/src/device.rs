@@ -62,6 +62,9 @@ pub struct DeviceInfo {
     pub registers_per_block: u32,
     pub max_threads_per_sm: u32,
     pub max_threads_per_block: u32,
+    /// Most blocks of a launch in x, y and z.
+    #[serde(default = "max_grid")]
+    pub max_grid: [u32; 3],
     pub warp_size: u32,
     pub sm_clock_khz: Option<u32>,
     pub memory_clock_khz: Option<u32>,
@@ -71,6 +74,12 @@ pub struct DeviceInfo {
     /// As cuDriverGetVersion reports it: 1000 * major + 10 * minor (13000 for 13.0).
     pub driver_version: i32,
     pub nvrtc_version: (u32, u32),
+}
+
+/// CUDA's grid limits since compute capability 3.0, for records written
+/// before the device's own were kept.
+fn max_grid() -> [u32; 3] {
+    [i32::MAX as u32, 65535, 65535]
 }
 
 impl DeviceInfo {
@@ -176,6 +185,11 @@ impl DeviceInfo {
             registers_per_block: u(attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)?),
             max_threads_per_sm: u(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?),
             max_threads_per_block: u(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?),
+            max_grid: [
+                u(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?),
+                u(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?),
+                u(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?),
+            ],
             warp_size: u(attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE)?),
             sm_clock_khz: optional(CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
             memory_clock_khz: optional(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),

@@ -26,6 +26,19 @@ impl std::fmt::Debug for DeviceBuffer {
 }
 
 impl Gpu {
+    /// Device memory free now (cuMemGetInfo), for checking a fusion's buffers
+    /// before any is allocated.
+    pub fn free_memory(&self) -> Result<u64, RuntimeError> {
+        self.cuda_context()
+            .bind_to_thread()
+            .ctx(|| "binding the CUDA context".into())?;
+        let (free, _) = self
+            .cuda_context()
+            .mem_get_info()
+            .ctx(|| "cuMemGetInfo".into())?;
+        Ok(free as u64)
+    }
+
     /// `bytes` of device memory with undefined contents (poison with `fill` before use as an
     /// output).
     pub fn alloc(&self, bytes: usize) -> Result<DeviceBuffer, RuntimeError> {

@@ -27,3 +27,35 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// `fusebench ARGS` killed after `secs` seconds: a test of something that
+/// once hung fails with a message instead of hanging the test run.
+pub fn fusebench_within(secs: u64, args: &[&str]) -> Output {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fusebench"))
+        .args(args)
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fusebench runs");
+    let start = Instant::now();
+    while child.try_wait().expect("waiting for fusebench").is_none() {
+        if start.elapsed() > Duration::from_secs(secs) {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("fusebench {args:?} still running after {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("fusebench's output")
+}
+
+/// A fresh temporary directory for one test of one file.
+pub fn tmp_dir(file: &str, test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fusebench-{file}-{}-{test}", std::process::id()));
+    std::fs::remove_dir_all(&d).ok();
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -9,7 +9,7 @@ use fusebench_measure::Measurement;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-const SUPPORTED: &str =
+pub const SUPPORTED: &str =
     "supported: fusebench records and the --json output of bench, run and compare; \
 nvbench JSON; pytest-benchmark JSON; Google Benchmark JSON";
 
