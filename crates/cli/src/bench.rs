@@ -25,6 +25,7 @@ pub struct Args {
     /// Store each measurement in the results database (see `fusebench history`).
     #[arg(long)]
     save: bool,
+    /// Print the result as JSON on standard output (for scripts; no table, no progress).
     #[arg(long)]
     json: bool,
     /// Also print each kernel: time, launch shape, registers and spills.

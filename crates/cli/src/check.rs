@@ -164,8 +164,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         println!(
-            "{} fusions: {} ok, {} failed; {:.2} s in all (parse + inputs + CPU run)",
-            summary.fusions,
+            "{}: {} ok, {} failed; {:.2} s in all (parse + inputs + CPU run)",
+            crate::plural(summary.fusions, "fusion"),
             summary.ok,
             summary.failed,
             summary.total_cpu_ms / 1e3
@@ -396,8 +396,8 @@ fn print_report(r: &Report) {
     }
     if let Some(g) = &r.gpu {
         println!(
-            "   GPU: {} kernels, compile {:.1} ms{}: {}",
-            g.kernels,
+            "   GPU: {}, compile {:.1} ms{}: {}",
+            crate::plural(g.kernels, "kernel"),
             g.compile_ms,
             if g.from_cache { " (cached)" } else { "" },
             if g.ok {

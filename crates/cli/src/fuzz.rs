@@ -7,6 +7,7 @@
 //! reference within its bounds. Fusion `i` of seed `S` is always the same
 //! fusion, with the same inputs.
 
+use anyhow::Context;
 use crate::check::DeviceArg;
 use fusebench_codegen::{plan, Device};
 use fusebench_engine::{Engine, POISONS};
@@ -471,7 +472,7 @@ fn on_gpu(
 
 /// Writes the repro script of a failing fusion into `dir`.
 fn keep(dir: &Path, f: &Fusion, seed: u64, index: u64, o: &Outcome) -> anyhow::Result<String> {
-    std::fs::create_dir_all(dir)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("--keep {}: cannot create the directory", dir.display()))?;
     let mut f = f.clone();
     let what = match o {
         Outcome::Mismatched { detail } | Outcome::Failed { detail } => detail.clone(),

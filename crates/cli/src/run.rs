@@ -28,6 +28,7 @@ pub struct Args {
     by_model: bool,
     #[command(flatten)]
     timing: TimingArgs,
+    /// Print the result as JSON on standard output (for scripts; no table, no progress).
     #[arg(long)]
     json: bool,
     /// Write every measurement record to this directory (one JSON file each, for `fusebench explain`).

@@ -341,7 +341,7 @@ fn diff_exits_one_only_for_a_regression_and_names_it() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(
-        t.contains("1 regression(s) beyond the noise and 2.0%: 029_pythia-1b_bw_nvFusion6.py"),
+        t.contains("1 regression beyond the noise and 2.0%: 029_pythia-1b_bw_nvFusion6.py"),
         "{t}"
     );
     let o = fusebench(&[
