@@ -129,7 +129,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         println!();
     }
     let mut reports = Vec::new();
+    let mut progress = crate::progress::Progress::new(paths.len(), a.json);
     for p in &paths {
+        progress.step(&p.display().to_string());
         // A bug in fusebench must not hide the results of the other fusions.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             check_one(p, a.seed, a.strict, engine.as_ref(), a.data.as_deref())

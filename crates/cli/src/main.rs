@@ -14,6 +14,7 @@ mod history;
 mod peak;
 mod print;
 mod program;
+mod progress;
 mod report;
 mod run;
 mod save;

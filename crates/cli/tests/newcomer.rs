@@ -120,3 +120,34 @@ fn ci_and_cargo_toml_name_the_same_rust_version() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     assert!(readme.contains(&format!("Rust {version}")), "README does not say Rust {version}");
 }
+
+#[test]
+fn no_progress_count_when_stderr_is_not_a_terminal() {
+    // The tests read stderr through a pipe: a log gets results, not a count.
+    let o = fusebench(&["check", "examples/"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(!t.contains("[1/4]"), "{t}");
+}
+
+#[test]
+fn counts_are_said_in_the_singular_for_one() {
+    let o = fusebench(&["check", "examples/seed_rmsnorm_legacy.py"]);
+    let t = text(&o);
+    assert!(t.contains("1 fusion: 1 ok, 0 failed"), "{t}");
+    let o = fusebench(&["check", "examples/"]);
+    assert!(text(&o).contains("4 fusions: 4 ok, 0 failed"));
+}
+
+#[test]
+fn needing_a_gpu_is_said_once() {
+    if fusebench_runtime::probe().is_ok() {
+        eprintln!("skipped: a GPU is present");
+        return;
+    }
+    let o = fusebench(&["check", "--device", "gpu", "examples/"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("needs a GPU: "), "{t}");
+    assert!(!t.contains("no GPU: "), "said twice: {t}");
+}
