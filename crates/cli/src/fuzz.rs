@@ -153,6 +153,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let jobs = a.jobs.max(1);
     let batch_len = if jobs > 1 { 8 * jobs } else { 1 };
+    let mut progress = crate::progress::Progress::throttled(cases.len(), a.json);
     let mut cases = cases.into_iter().enumerate().peekable();
     while cases.peek().is_some() {
         if a.max_seconds
@@ -172,6 +173,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let readies = cpu_batch(&plain, engine.as_ref().filter(|_| jobs > 1), jobs);
         for ((k, (label, f, drawn)), ready) in batch.into_iter().zip(readies) {
             s.generated += 1;
+            progress.step(&label);
             s.ill_typed_draws += ill.get(k).copied().unwrap_or(0);
             let mut tally = Tally::default();
             let outcome = match (ready, &f, engine.as_ref()) {

@@ -4,11 +4,15 @@
 //! a count).
 
 use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 pub struct Progress {
     total: usize,
     done: usize,
     shown: bool,
+    /// At most one line per this long (zero: every item), and always the last.
+    gap: Duration,
+    last: Option<Instant>,
 }
 
 impl Progress {
@@ -17,13 +21,25 @@ impl Progress {
             total,
             done: 0,
             shown: shown(json, std::io::stderr().is_terminal(), total),
+            gap: Duration::ZERO,
+            last: None,
+        }
+    }
+
+    /// For many quick items (fuzz cases): a line at most once a second.
+    pub fn throttled(total: usize, json: bool) -> Progress {
+        Progress {
+            gap: Duration::from_secs(1),
+            ..Progress::new(total, json)
         }
     }
 
     /// Says that `what` (a file, a fusion) starts.
     pub fn step(&mut self, what: &str) {
         self.done += 1;
-        if self.shown {
+        let due = self.last.is_none_or(|t| t.elapsed() >= self.gap) || self.done == self.total;
+        if self.shown && due {
+            self.last = Some(Instant::now());
             eprintln!("{}", line(self.done, self.total, what));
         }
     }
