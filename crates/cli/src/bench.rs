@@ -25,6 +25,7 @@ pub struct Args {
     /// Store each measurement in the results database (see `fusebench history`).
     #[arg(long)]
     save: bool,
+    /// Print the result as JSON on standard output (for scripts; no table, no progress).
     #[arg(long)]
     json: bool,
     /// Also print each kernel: time, launch shape, registers and spills.
@@ -142,13 +143,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let info = engine.gpu.info().clone();
     let mut rows = Vec::new();
     let mut failed = 0;
-    // A progress bar on a terminal; nothing when stderr is redirected.
+    // A progress bar on a terminal; nothing when stderr is redirected or with --json.
     let bar = indicatif::ProgressBar::new(paths.len() as u64);
-    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+    if a.json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+        indicatif::ProgressStyle::with_template("[{pos}/{len}] {msg} {bar:30}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     for p in &paths {

@@ -132,7 +132,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         println!();
     }
     let mut reports = Vec::new();
+    let mut progress = crate::progress::Progress::new(paths.len(), a.json);
     for p in &paths {
+        progress.step(&p.display().to_string());
         // A bug in fusebench must not hide the results of the other fusions.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             check_one(p, a.seed, a.strict, engine.as_ref(), a.data.as_deref())
@@ -167,8 +169,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         println!(
-            "{} fusions: {} ok, {} failed; {:.2} s in all (parse + inputs + CPU run)",
-            summary.fusions,
+            "{}: {} ok, {} failed; {:.2} s in all (parse + inputs + CPU run)",
+            crate::plural(summary.fusions, "fusion"),
             summary.ok,
             summary.failed,
             summary.total_cpu_ms / 1e3
@@ -403,8 +405,8 @@ fn print_report(r: &Report) {
     }
     if let Some(g) = &r.gpu {
         println!(
-            "   GPU: {} kernels, compile {:.1} ms{}: {}",
-            g.kernels,
+            "   GPU: {}, compile {:.1} ms{}: {}",
+            crate::plural(g.kernels, "kernel"),
             g.compile_ms,
             if g.from_cache { " (cached)" } else { "" },
             if g.ok {

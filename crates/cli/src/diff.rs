@@ -25,6 +25,7 @@ pub struct Args {
     /// events times, or a read and a write flush, differ by how they were taken).
     #[arg(long)]
     across_methods: bool,
+    /// Print the result as JSON on standard output (for scripts; no table, no progress).
     #[arg(long)]
     json: bool,
 }
@@ -51,12 +52,14 @@ fn nothing_compared(d: &Diff) -> Option<String> {
     let mut why = Vec::new();
     if gpus > 0 {
         why.push(format!(
-            "{gpus} pair(s) measured on different GPUs (--across-gpus compares them anyway)"
+            "{} measured on different GPUs (--across-gpus compares them anyway)",
+            crate::plural(gpus, "pair")
         ));
     }
     if ways > 0 {
         why.push(format!(
-            "{ways} pair(s) taken another way, by method or cold set-up (--across-methods compares them anyway)"
+            "{} taken another way, by method or cold set-up (--across-methods compares them anyway)",
+            crate::plural(ways, "pair")
         ));
     }
     let example = d
@@ -129,12 +132,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let ways = d.refused().count() - gpus;
     if gpus > 0 {
         eprintln!(
-            "{gpus} result(s) were measured on different GPUs and not compared; --across-gpus compares them anyway"
+            "{} measured on different GPUs, not compared; --across-gpus compares them anyway",
+            crate::plural(gpus, "result")
         );
     }
     if ways > 0 {
         eprintln!(
-            "{ways} result(s) were taken another way (method or cold set-up) and not compared; --across-methods compares them anyway"
+            "{} taken another way (method or cold set-up), not compared; --across-methods compares them anyway",
+            crate::plural(ways, "result")
         );
     }
     let regressions: Vec<&str> = d.regressions().map(|p| p.name.as_str()).collect();
@@ -146,8 +151,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Ok(ExitCode::from(crate::exit::OK))
     } else {
         eprintln!(
-            "{} regression(s) beyond the noise and {:.1}%: {}",
-            regressions.len(),
+            "{} beyond the noise and {:.1}%: {}",
+            crate::plural(regressions.len(), "regression"),
             a.threshold * 100.0,
             regressions.join(", ")
         );

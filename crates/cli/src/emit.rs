@@ -6,9 +6,11 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A repro script (.py) or a fusion in JSON form (.json).
-    file: PathBuf,
-    /// Print the generated CUDA C after the kernel list.
+    /// Repro scripts (.py), fusions in JSON form (.json), or directories of them.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Print the generated CUDA C, with the plan above it as comments: the output compiles
+    /// (one file at a time; each file's kernels are named alike).
     #[arg(long)]
     cuda: bool,
     /// Print the whole plan as JSON instead.
@@ -43,31 +45,84 @@ pub fn layouts(f: &fusebench_ir::Fusion) -> Vec<Option<(Vec<i64>, i64)>> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    if let Some(code) = crate::missing(&a.file) {
-        return Ok(code);
-    }
-    let f = files::load(&a.file)?;
-    let dev = fusebench_codegen::Device {
+    let files = match crate::paths_arg(&a.paths) {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
+    };
+    let mut dev = fusebench_engine::planner_device(fusebench_codegen::Device {
         sm_count: a.sms,
         ..Default::default()
-    };
-    let plan = fusebench_codegen::plan(&f, &layouts(&f), fusebench_engine::planner_device(dev)?)
-        .map_err(|e| anyhow::anyhow!("{}: planning: {e}", a.file.display()))?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&plan)?);
-        return Ok(ExitCode::SUCCESS);
+    })?;
+    if let Some(u) = a.row_unroll {
+        dev.row_unroll = u;
     }
-    println!("{}: {} kernels", a.file.display(), plan.kernels.len());
+    let several = files.len() > 1;
+    let mut plans = vec![];
+    let mut failed = 0;
+    for path in &files {
+        let planned = files::load(path).and_then(|f| {
+            let p = fusebench_codegen::plan(&f, &layouts(&f), dev)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Ok((f, p))
+        });
+        let (f, plan) = match planned {
+            Ok(fp) => fp,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                failed += 1;
+                continue;
+            }
+        };
+        if a.json {
+            if several {
+                plans.push(serde_json::json!({ "file": path.display().to_string(), "plan": plan }));
+            } else {
+                println!("{}", serde_json::to_string_pretty(&plan)?);
+            }
+            continue;
+        }
+        let text = describe(path, &f, &plan);
+        if a.cuda {
+            // The plan as comments above the source, so the whole output compiles.
+            for line in text.lines() {
+                println!("// {line}");
+            }
+            println!("\n{}", plan.source);
+        } else {
+            print!("{text}");
+        }
+    }
+    if a.json && several {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "plans": plans }))?);
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::exit::FAILED)
+    })
+}
+
+/// The plan in words: kernels with their launch shapes and schedule choices,
+/// where each output comes from, the temporaries.
+#[allow(unused_must_use)] // writing to a String cannot fail
+fn describe(
+    path: &std::path::Path,
+    f: &fusebench_ir::Fusion,
+    plan: &fusebench_codegen::Plan,
+) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    writeln!(out, "{}: {}", path.display(), crate::plural(plan.kernels.len(), "kernel"));
     for k in &plan.kernels {
-        println!(
+        writeln!(out, 
             "  {}  grid {:?} block {:?}  {:?}",
             k.name, k.grid, k.block, k.schedule
         );
-        println!("      {}", k.summary);
+        writeln!(out, "      {}", k.summary);
         if let Some(c) = &k.choice {
-            println!("      schedule: {} — {}", c.schedule, c.reason);
+            writeln!(out, "      schedule: {} — {}", c.schedule, c.reason);
             for r in &c.rejected {
-                println!("      not {} — {}", r.schedule, r.reason);
+                writeln!(out, "      not {} — {}", r.schedule, r.reason);
             }
         }
     }
@@ -86,7 +141,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     .as_ref()
                     .map(|s| format!(" at strides {s:?}"))
                     .unwrap_or_default();
-                println!(
+                writeln!(out, 
                     "  {name} {:?} {}: written{layout}",
                     o.shape, o.dtype
                 )
@@ -95,7 +150,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 input,
                 strides,
                 offset,
-            } => println!(
+            } => writeln!(out, 
                 "  {name} {:?} {}: a view of input {input} ({}) at strides {strides:?}, offset {offset}: no kernel",
                 o.shape,
                 o.dtype,
@@ -105,19 +160,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 output,
                 strides,
                 offset,
-            } => println!(
+            } => writeln!(out, 
                 "  {name} {:?} {}: a view of {} at strides {strides:?}, offset {offset}: no kernel",
                 o.shape,
                 o.dtype,
                 label(*output)
             ),
-        }
+        };
     }
     for (i, t) in plan.temps.iter().enumerate() {
-        println!("  temp {i}: {} x {} ({})", t.elements, t.dtype, t.what);
+        writeln!(out, "  temp {i}: {} x {} ({})", t.elements, t.dtype, t.what);
     }
-    if a.cuda {
-        println!("\n{}", plan.source);
-    }
-    Ok(ExitCode::SUCCESS)
+    out
 }

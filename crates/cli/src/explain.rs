@@ -13,10 +13,12 @@ pub struct Args {
     /// `bench`, or a result of another tool `diff` reads (nvbench, pytest-benchmark, Google
     /// Benchmark JSON); pick one with --name when the file holds several.
     a: PathBuf,
+    /// The other measurement, in any of the same forms; the difference is explained as B - A.
     b: PathBuf,
     /// The fusion or benchmark to take from files that hold several.
     #[arg(long)]
     name: Option<String>,
+    /// Print the result as JSON on standard output (for scripts; no table, no progress).
     #[arg(long)]
     json: bool,
 }

@@ -1,12 +1,15 @@
 //! `fusebench export`: fusebench results as other tools' JSON.
 
+use anyhow::Context;
 use fusebench_report::formats::{nvbench, pytest_benchmark};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::ValueEnum, Clone, Copy)]
 pub enum Format {
+    /// NVIDIA nvbench's JSON.
     Nvbench,
+    /// pytest-benchmark's JSON (--benchmark-json).
     PytestBenchmark,
 }
 
@@ -15,6 +18,7 @@ pub struct Args {
     /// fusebench results: records, or the --json output of bench, run or compare (files or directories).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
+    /// Which tool's JSON to write: nvbench or pytest-benchmark.
     #[arg(long, value_enum)]
     format: Format,
     /// Write here instead of standard output.
@@ -33,8 +37,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let records: Vec<_> = entries.iter().filter_map(|e| e.record.clone()).collect();
     if records.len() < entries.len() {
         eprintln!(
-            "note: {} result(s) from other tools have no fusebench record and are left out",
-            entries.len() - records.len()
+            "note: {} from other tools, with no fusebench record, left out",
+            crate::plural(entries.len() - records.len(), "result")
         );
     }
     // An empty file in another tool's format would read as a run with no benchmarks.
@@ -51,7 +55,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let text = serde_json::to_string_pretty(&doc)?;
     match a.out {
-        Some(p) => std::fs::write(&p, text)?,
+        Some(p) => std::fs::write(&p, text).with_context(|| format!("--out {}: cannot write", p.display()))?,
         None => println!("{text}"),
     }
     Ok(ExitCode::from(crate::exit::OK))

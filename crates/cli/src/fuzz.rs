@@ -7,6 +7,7 @@
 //! reference within its bounds. Fusion `i` of seed `S` is always the same
 //! fusion, with the same inputs.
 
+use anyhow::Context;
 use crate::check::DeviceArg;
 use fusebench_codegen::{plan, Device};
 use fusebench_engine::{Engine, POISONS};
@@ -152,6 +153,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let jobs = a.jobs.max(1);
     let batch_len = if jobs > 1 { 8 * jobs } else { 1 };
+    let mut progress = crate::progress::Progress::throttled(cases.len(), a.json);
     let mut cases = cases.into_iter().enumerate().peekable();
     while cases.peek().is_some() {
         if a.max_seconds
@@ -171,6 +173,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         let readies = cpu_batch(&plain, engine.as_ref().filter(|_| jobs > 1), jobs);
         for ((k, (label, f, drawn)), ready) in batch.into_iter().zip(readies) {
             s.generated += 1;
+            progress.step(&label);
             s.ill_typed_draws += ill.get(k).copied().unwrap_or(0);
             let mut tally = Tally::default();
             let outcome = match (ready, &f, engine.as_ref()) {
@@ -471,7 +474,7 @@ fn on_gpu(
 
 /// Writes the repro script of a failing fusion into `dir`.
 fn keep(dir: &Path, f: &Fusion, seed: u64, index: u64, o: &Outcome) -> anyhow::Result<String> {
-    std::fs::create_dir_all(dir)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("--keep {}: cannot create the directory", dir.display()))?;
     let mut f = f.clone();
     let what = match o {
         Outcome::Mismatched { detail } | Outcome::Failed { detail } => detail.clone(),

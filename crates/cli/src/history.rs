@@ -18,6 +18,7 @@ pub struct Args {
     /// The results database (default: $FUSEBENCH_DB, else the per-user data directory).
     #[arg(long)]
     db: Option<PathBuf>,
+    /// Print the result as JSON on standard output (for scripts; no table, no progress).
     #[arg(long)]
     json: bool,
 }

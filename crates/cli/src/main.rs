@@ -14,6 +14,7 @@ mod history;
 mod peak;
 mod print;
 mod program;
+mod progress;
 mod report;
 mod run;
 mod save;
@@ -37,32 +38,46 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Parse, validate and run fusions on the CPU reference; print inputs, outputs and output statistics.
+    #[command(after_help = "Examples:\n  fusebench check examples/\n  fusebench check --json examples/seed_rmsnorm_legacy.py\n  fusebench check --device gpu examples/")]
     Check(check::Args),
     /// Random well-typed fusions: round trip, planning, CPU reference, and with --device gpu the GPU against it.
+    #[command(after_help = "Examples:\n  fusebench fuzz --count 1000 --seed 7\n  fusebench fuzz --device gpu --count 200 --keep failures/")]
     Fuzz(fuzz::Args),
     /// Print a fusion back as a repro script, or as fusebench's JSON form.
+    #[command(after_help = "Examples:\n  fusebench print examples/seed_rmsnorm_legacy.py --syntax direct\n  fusebench print --json examples/")]
     Print(print::Args),
     /// Print the GPU engine's plan for a fusion: kernels, launch shapes, CUDA C.
+    #[command(after_help = "Examples:\n  fusebench emit examples/seed_rmsnorm_legacy.py\n  fusebench emit --cuda examples/ > kernels.cu")]
     Emit(emit::Args),
     /// Time each fusion's kernels on the GPU until the median is known to the target, beside nvFuser and a copy of the same bytes.
+    #[command(after_help = "Examples:\n  fusebench bench examples/\n  fusebench bench --stop samples:30 --cache warm --save examples/seed_rmsnorm_legacy.py")]
     Bench(bench::Args),
     /// List stored measurements of a fusion and flag regressions beyond the noise.
+    #[command(after_help = "Examples:\n  fusebench history seed_rmsnorm_legacy.py\n  fusebench history seed_rmsnorm_legacy.py --threshold 5% --json")]
     History(history::Args),
     /// Measure this GPU's copy bandwidth (cold and warm L2) at several sizes.
+    #[command(after_help = "Examples:\n  fusebench peak\n  fusebench peak --method events --json")]
     Peak(peak::Args),
     /// Run a program of fusions in order, repeatedly, and time each inside it (in-program and cold L2).
+    #[command(after_help = "Examples:\n  fusebench run examples/\n  fusebench run --by-model corpus/ --records records/")]
     Run(run::Args),
     /// Write each fusion of a program as a standalone repro with valid inputs and its live record.
+    #[command(after_help = "Examples:\n  fusebench save examples/ --out repros/\n  fusebench save --by-model corpus/ --out repros/ --no-measure")]
     Save(save::Args),
     /// Time each fusion of a program inside it and standalone, and say whether they agree and why not.
+    #[command(after_help = "Examples:\n  fusebench compare examples/\n  fusebench compare examples/ --saved repros/")]
     Compare(run::CompareArgs),
     /// Why two measurements of a fusion differ: every known cause checked, the likely one named.
+    #[command(after_help = "Examples:\n  fusebench explain records/a.json records/b.json\n  fusebench explain old.json nvbench.json --name seed_rmsnorm_legacy.py --json")]
     Explain(explain::Args),
     /// Compare two sets of results; exit 1 only for a regression beyond the noise and the threshold.
+    #[command(after_help = "Examples:\n  fusebench diff old-results/ new-results/\n  fusebench diff --threshold 5% old.json new.json --json")]
     Diff(diff::Args),
     /// Write fusebench results as nvbench or pytest-benchmark JSON.
+    #[command(after_help = "Examples:\n  fusebench export results/ --format nvbench --out nvbench.json\n  fusebench export run.json --format pytest-benchmark")]
     Export(export::Args),
     /// A run, or a diff of two, as markdown with an SVG chart.
+    #[command(after_help = "Examples:\n  fusebench report results/ --out report/\n  fusebench report new/ --against old/ --threshold 5% --out report/")]
     Report(report::Args),
 }
 
@@ -121,7 +136,13 @@ pub(crate) fn paths_arg(p: &[PathBuf]) -> Result<Vec<PathBuf>, ExitCode> {
 /// The GPU engine, or why there is none said (as `what` needs a GPU) and the usage exit code.
 pub(crate) fn engine(what: &str) -> Result<fusebench_engine::Engine, ExitCode> {
     fusebench_engine::Engine::new().map_err(|e| {
-        eprintln!("error: {what} needs a GPU: {e}");
+        // The engine's own message starts "no GPU: "; "needs a GPU" says it once.
+        match &e {
+            fusebench_engine::EngineError::Unavailable(reason) => {
+                eprintln!("error: {what} needs a GPU: {reason}")
+            }
+            _ => eprintln!("error: {what} needs a GPU: {e}"),
+        }
         ExitCode::from(exit::USAGE)
     })
 }
@@ -134,10 +155,45 @@ pub(crate) fn missing(file: &std::path::Path) -> Option<ExitCode> {
     })
 }
 
+/// `n word` with the word in the plural unless n is 1 ("1 kernel", "2 kernels").
+pub(crate) fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 /// The message of a caught panic.
 pub(crate) fn panic_message(e: &Box<dyn std::any::Any + Send>) -> String {
     e.downcast_ref::<String>()
         .cloned()
         .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "unknown panic".into())
+}
+
+#[cfg(test)]
+mod help_tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every flag and argument of every verb says what it is for, and every
+    /// verb shows an example: `--help` is where a newcomer looks first.
+    #[test]
+    fn every_flag_of_every_verb_has_help_and_every_verb_an_example() {
+        let cli = Cli::command();
+        let mut missing = vec![];
+        for verb in cli.get_subcommands() {
+            for arg in verb.get_arguments() {
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{} {}", verb.get_name(), arg.get_id()));
+                }
+            }
+            let after = verb.get_after_help().map(|s| s.to_string()).unwrap_or_default();
+            if !after.contains("fusebench ") {
+                missing.push(format!("{}: no example (after_help)", verb.get_name()));
+            }
+        }
+        assert!(missing.is_empty(), "without help:\n{}", missing.join("\n"));
+    }
 }

@@ -14,6 +14,7 @@ pub struct Args {
     /// How a copy is timed (see `fusebench bench --help`).
     #[arg(long, value_enum, default_value = "auto")]
     method: MethodArg,
+    /// Print the result as JSON on standard output (for scripts; no table, no progress).
     #[arg(long)]
     json: bool,
 }

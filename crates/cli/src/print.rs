@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A repro script (.py) or a fusion in JSON form (.json).
-    file: PathBuf,
+    /// Repro scripts (.py), fusions in JSON form (.json), or directories of them.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
     /// Print fusebench's JSON form instead of a script.
     #[arg(long)]
     json: bool,
@@ -25,20 +26,50 @@ enum SyntaxArg {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    if let Some(code) = crate::missing(&a.file) {
-        return Ok(code);
-    }
-    let mut f = files::load(&a.file)?;
-    if a.json {
-        println!("{}", f.to_json());
-    } else {
+    let files = match crate::paths_arg(&a.paths) {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
+    };
+    // One file prints as before; several are told apart by a comment line
+    // (scripts) or by a "file" key (JSON: one document holding them all).
+    let several = files.len() > 1;
+    let mut docs = vec![];
+    let mut failed = 0;
+    for path in &files {
+        let mut f = match files::load(path) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                failed += 1;
+                continue;
+            }
+        };
+        if a.json {
+            if several {
+                let fusion: serde_json::Value = serde_json::from_str(&f.to_json())?;
+                docs.push(serde_json::json!({ "file": path.display().to_string(), "fusion": fusion }));
+            } else {
+                println!("{}", f.to_json());
+            }
+            continue;
+        }
         if let Some(s) = a.syntax {
             f.script.syntax = match s {
                 SyntaxArg::Legacy => fusebench_ir::Syntax::Legacy,
                 SyntaxArg::Direct => fusebench_ir::Syntax::Direct,
             };
         }
+        if several {
+            println!("# ---- {} ----", path.display());
+        }
         print!("{}", fusebench_frontend::print_script(&f));
     }
-    Ok(ExitCode::SUCCESS)
+    if a.json && several {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "fusions": docs }))?);
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::exit::FAILED)
+    })
 }

@@ -1,6 +1,7 @@
 //! `fusebench report`: a run, or a diff of two, as markdown with an SVG chart.
 
 use crate::bench::parse_percent;
+use anyhow::Context;
 use fusebench_report::{diff, formats::SUPPORTED, load_paths, markdown, svg, Across, Entry};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,6 +21,7 @@ pub struct Args {
     /// results that carry no copy ceiling of their own (marked: not measured alike).
     #[arg(long)]
     ceiling_gbps: Option<f64>,
+    /// With --against: a change beyond the noise counts as a regression above this (with its % sign: 5%).
     #[arg(long, default_value = "2%", value_parser = parse_percent)]
     threshold: f64,
 }
@@ -47,10 +49,19 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(crate::exit::USAGE));
         }
     };
-    std::fs::create_dir_all(&a.out)?;
+    if a.out.exists() && !a.out.is_dir() {
+        eprintln!(
+            "error: --out {}: exists and is not a directory (report.md and its SVG are written into a directory)",
+            a.out.display()
+        );
+        return Ok(ExitCode::from(crate::exit::USAGE));
+    }
+    std::fs::create_dir_all(&a.out)
+        .with_context(|| format!("--out {}: cannot create the directory", a.out.display()))?;
     let md = match &a.against {
         None => {
-            svg::times(&new, &a.out.join("times.svg"))?;
+            let chart = a.out.join("times.svg");
+            svg::times(&new, &chart).with_context(|| format!("writing {}", chart.display()))?;
             markdown::run(&new, a.ceiling_gbps, Some("times.svg"))
         }
         Some(old) => {
@@ -62,11 +73,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 }
             };
             let d = diff(&old, &new, a.threshold, Across::default());
-            svg::diff(&d, &a.out.join("diff.svg"))?;
+            let chart = a.out.join("diff.svg");
+            svg::diff(&d, &chart).with_context(|| format!("writing {}", chart.display()))?;
             markdown::diff(&d, Some("diff.svg"))
         }
     };
-    std::fs::write(a.out.join("report.md"), md)?;
+    let md_path = a.out.join("report.md");
+    std::fs::write(&md_path, md).with_context(|| format!("writing {}", md_path.display()))?;
     eprintln!("wrote {}", a.out.join("report.md").display());
     Ok(ExitCode::from(crate::exit::OK))
 }

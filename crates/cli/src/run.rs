@@ -28,6 +28,7 @@ pub struct Args {
     by_model: bool,
     #[command(flatten)]
     timing: TimingArgs,
+    /// Print the result as JSON on standard output (for scripts; no table, no progress).
     #[arg(long)]
     json: bool,
     /// Write every measurement record to this directory (one JSON file each, for `fusebench explain`).
@@ -300,7 +301,9 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     };
     let mut reports = Vec::new();
     let mut failed = 0;
+    let mut progress = crate::progress::Progress::new(programs.len(), a.json);
     for program in &programs {
+        progress.step(&format!("program {}", program.name));
         match one_program(&engine, program, &t, a.timing.seed, standalone.as_deref()) {
             Ok(steps) => {
                 if let Some(dir) = &a.records {

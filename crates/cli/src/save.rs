@@ -26,6 +26,7 @@ pub struct Args {
     /// Write the repros here.
     #[arg(long, required = true)]
     out: PathBuf,
+    /// Split each directory into one program per model and pass, as `fusebench run --by-model`.
     #[arg(long)]
     by_model: bool,
     /// Only write the repros: take no live measurement even where a GPU is present.

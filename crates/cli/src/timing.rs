@@ -19,7 +19,7 @@ pub struct TimingArgs {
     /// Shorthand for --stop samples:N.
     #[arg(long)]
     pub samples: Option<usize>,
-    /// Shorthand for --stop noise:TARGET (with --max-time as its budget).
+    /// Shorthand for --stop noise:TARGET, a percentage such as 1% (with --max-time as its budget).
     #[arg(long, value_parser = parse_percent)]
     pub target: Option<f64>,
     /// Time budget in seconds of the noise rule (per fusion; for a program, per program and policy).
@@ -44,20 +44,24 @@ pub enum MethodArg {
     Cupti,
 }
 
+/// A percentage, written with its sign (`2%`, `0.5%`): a bare `5` could mean
+/// 5% or 500%, so it is refused with the spelling that works.
 pub fn parse_percent(s: &str) -> Result<f64, String> {
     let t = s.trim();
-    let (num, scale) = match t.strip_suffix('%') {
-        Some(n) => (n, 0.01),
-        None => (t, 1.0),
+    let Some(num) = t.strip_suffix('%') else {
+        return Err(match t.parse::<f64>() {
+            Ok(v) => format!("{s:?} needs a % sign: write {v}% for {v} percent"),
+            Err(_) => format!("{s:?} is not a percentage like 2%"),
+        });
     };
     let v: f64 = num
         .trim()
         .parse()
-        .map_err(|_| format!("{s:?} is not a number or a percentage like 1%"))?;
+        .map_err(|_| format!("{s:?} is not a percentage like 2%"))?;
     if !(v > 0.0 && v.is_finite()) {
         return Err(format!("{s:?} must be above zero"));
     }
-    Ok(v * scale)
+    Ok(v * 0.01)
 }
 
 impl TimingArgs {

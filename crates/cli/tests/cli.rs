@@ -2,17 +2,13 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn fixture(name: &str) -> String {
     format!("crates/cli/tests/fixtures/{name}")
 }
 
-fn shared_corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-    p.is_dir().then_some(p)
-}
 
 #[test]
 fn check_examples_is_ok() {
@@ -83,18 +79,17 @@ fn zero_dim_tensors_run() {
     assert!(t.contains("[]"), "{t}");
 }
 
+fusebench_testdata::needs_corpus! {
 #[test]
 fn invalid_gather_indices_of_a_script_are_reported() {
-    let Some(corpus) = shared_corpus() else {
-        eprintln!("skipped: ../shared/corpus not found");
-        return;
-    };
+    let corpus = fusebench_testdata::require("corpus");
     let f = corpus.join("000_Llama-3.2-1B_fw_nvFusion0.py");
     let o = fusebench(&["check", f.to_str().unwrap()]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(t.contains("would give invalid indices"), "{t}");
     assert!(t.contains("[0, 128256)"), "{t}");
+}
 }
 
 #[test]
@@ -256,12 +251,10 @@ fn history_lists_stored_results_and_flags_regressions() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+fusebench_testdata::needs_corpus! {
 #[test]
 fn saved_repros_of_a_gather_feed_valid_indices() {
-    let Some(corpus) = shared_corpus() else {
-        eprintln!("skipped: ../shared/corpus not found");
-        return;
-    };
+    let corpus = fusebench_testdata::require("corpus");
     let dir = std::env::temp_dir().join(format!("fusebench-save-{}", std::process::id()));
     let f = corpus.join("000_Llama-3.2-1B_fw_nvFusion0.py");
     let o = fusebench(&[
@@ -293,6 +286,7 @@ fn saved_repros_of_a_gather_feed_valid_indices() {
     let v: serde_json::Value = serde_json::from_slice(&c.stdout).expect("valid JSON");
     assert_eq!(v["reports"][0]["ok"], true, "{}", text(&c));
     std::fs::remove_dir_all(&dir).ok();
+}
 }
 
 #[test]
@@ -347,7 +341,7 @@ fn diff_exits_one_only_for_a_regression_and_names_it() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(
-        t.contains("1 regression(s) beyond the noise and 2.0%: 029_pythia-1b_bw_nvFusion6.py"),
+        t.contains("1 regression beyond the noise and 2.0%: 029_pythia-1b_bw_nvFusion6.py"),
         "{t}"
     );
     let o = fusebench(&[

@@ -131,17 +131,15 @@ fn missing_tensor_wrong_dtype_or_shape_are_clear_errors() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
+fusebench_testdata::needs_golden! {
 #[test]
 fn shared_golden_cases_match_with_manifest_strides() {
-    let dir = root().join("../shared/golden");
-    if !dir.is_dir() {
-        eprintln!("skipping: ../shared/golden is absent");
-        return;
-    }
+    let dir = fusebench_testdata::require("golden");
     // noncontiguous_inputs has a transposed and a stride-0 input: the manifest's strides.
     for c in ["binary_add_f32", "noncontiguous_inputs", "var_mean"] {
         let (code, t) = check(&dir.join(format!("{c}.py")), &dir.join(format!("{c}.safetensors")), false);
         assert_eq!(code, Some(0), "{c}: {t}");
         assert!(t.contains("every tensor matches"), "{t}");
     }
+}
 }

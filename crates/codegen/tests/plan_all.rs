@@ -2,34 +2,13 @@
 //! output, launch shapes within limits, and CUDA C that names every kernel.
 
 use fusebench_codegen::{plan, Device, OutputSource};
-use std::path::PathBuf;
 
-fn shared() -> Option<PathBuf> {
-    let p = std::env::var_os("FUSEBENCH_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")));
-    p.join("corpus").is_dir().then_some(p)
-}
-
-fn scripts(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "py"))
-        .collect();
-    v.sort();
-    v
-}
-
+fusebench_testdata::needs_shared! {
 #[test]
 fn every_fusion_plans() {
-    let Some(shared) = shared() else {
-        eprintln!("skipped: ../shared (corpus, golden) not found; set FUSEBENCH_SHARED");
-        return;
-    };
     let mut report = String::new();
     for dir in ["corpus", "golden"] {
-        for path in scripts(&shared.join(dir)) {
+        for path in fusebench_testdata::scripts(dir) {
             let f = fusebench_frontend::parse_file(&path).unwrap();
             let layouts: Vec<_> = match &f.recipe {
                 Some(r) => r.iter().map(|r| r.strides().map(|s| (s, 0))).collect(),
@@ -75,4 +54,5 @@ fn every_fusion_plans() {
         }
     }
     eprintln!("{report}");
+}
 }

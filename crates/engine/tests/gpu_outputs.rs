@@ -338,6 +338,7 @@ fn finish(test: &str, what: &str, tally: Tally, expected_runs: usize) {
     assert!(tally.outputs > 0, "{test}: no output was compared");
 }
 
+fusebench_testdata::needs_corpus! {
 #[test]
 fn corpus_outputs_match_the_reference() {
     let test = "corpus_outputs_match_the_reference";
@@ -380,7 +381,9 @@ fn corpus_outputs_match_the_reference() {
     let what = format!("{} fusions x {} seeds x 2 fills", files.len(), seeds.len());
     finish(test, &what, tally, files.len() * seeds.len() * 2);
 }
+}
 
+fusebench_testdata::needs_golden! {
 #[test]
 fn golden_outputs_match_the_reference_and_nvfuser() {
     let test = "golden_outputs_match_the_reference_and_nvfuser";
@@ -446,6 +449,7 @@ fn golden_outputs_match_the_reference_and_nvfuser() {
         seeds.len()
     );
     finish(test, &what, tally, cases.len() * (1 + seeds.len()) * 2);
+}
 }
 
 /// Golden-ops cases the GPU path cannot run or match yet, with why; a case

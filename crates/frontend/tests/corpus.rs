@@ -5,15 +5,12 @@ use fusebench_frontend::{parse_file, parse_script, print_script};
 use fusebench_ir::{DType, InputRecipe, Syntax, ValueDef};
 use std::path::{Path, PathBuf};
 
-/// The `shared` directory beside the repository.
-fn shared() -> Option<PathBuf> {
-    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")).to_path_buf();
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipping: {} is absent", p.display());
-        None
-    }
+/// The shared directory (`FUSEBENCH_SHARED`, else `../shared`), with both
+/// `corpus` and `golden`: a test reaching here without them fails naming the path.
+fn shared() -> PathBuf {
+    fusebench_testdata::require("corpus");
+    fusebench_testdata::require("golden");
+    fusebench_testdata::shared_dir()
 }
 
 fn scripts(shared: &Path) -> Vec<PathBuf> {
@@ -30,9 +27,10 @@ fn scripts(shared: &Path) -> Vec<PathBuf> {
     out
 }
 
+fusebench_testdata::needs_shared! {
 #[test]
 fn every_script_parses() {
-    let Some(shared) = shared() else { return };
+    let shared = shared();
     let files = scripts(&shared);
     assert!(files.len() >= 81, "found only {} scripts", files.len());
     let errors: Vec<String> = files
@@ -49,7 +47,7 @@ fn every_script_parses() {
 
 #[test]
 fn print_then_parse_gives_the_same_fusion() {
-    let Some(shared) = shared() else { return };
+    let shared = shared();
     for p in scripts(&shared) {
         let f = parse_file(&p).unwrap();
         let printed = print_script(&f);
@@ -63,7 +61,7 @@ fn print_then_parse_gives_the_same_fusion() {
 
 #[test]
 fn json_round_trip() {
-    let Some(shared) = shared() else { return };
+    let shared = shared();
     for p in scripts(&shared) {
         let f = parse_file(&p).unwrap();
         let back = fusebench_ir::Fusion::from_json(&f.to_json())
@@ -74,7 +72,7 @@ fn json_round_trip() {
 
 #[test]
 fn seed_rmsnorm_facts() {
-    let Some(shared) = shared() else { return };
+    let shared = shared();
     let f = parse_file(&shared.join("corpus/seed_rmsnorm_legacy.py")).unwrap();
     assert_eq!(f.script.syntax, Syntax::Legacy);
     assert_eq!(f.script.function_name, "nvfuser_fusion_id0");
@@ -120,7 +118,7 @@ fn seed_rmsnorm_facts() {
 
 #[test]
 fn llama_embedding_facts() {
-    let Some(shared) = shared() else { return };
+    let shared = shared();
     let f = parse_file(&shared.join("corpus/000_Llama-3.2-1B_fw_nvFusion0.py")).unwrap();
     assert_eq!(f.script.syntax, Syntax::Direct);
     assert_eq!(f.script.function_name, "nvfuser_fusion");
@@ -136,7 +134,7 @@ fn llama_embedding_facts() {
 
 #[test]
 fn strided_and_tuple_results() {
-    let Some(shared) = shared() else { return };
+    let shared = shared();
     let f = parse_file(&shared.join("golden/noncontiguous_inputs.py")).unwrap();
     let r = f.recipe.as_ref().unwrap();
     assert_eq!(
@@ -157,4 +155,5 @@ fn strided_and_tuple_results() {
         .collect();
     assert_eq!(names, ["tv1", "tv2", "tv3"]);
     assert_eq!(f.value(n.outputs[2]).dtype, DType::Index);
+}
 }

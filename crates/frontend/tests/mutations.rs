@@ -3,7 +3,6 @@
 
 use fusebench_frontend::check_any_text;
 use proptest::prelude::*;
-use std::path::Path;
 
 /// Seeds: the shared scripts if present, and a small script of every op.
 fn seeds() -> &'static [String] {
@@ -13,7 +12,7 @@ fn seeds() -> &'static [String] {
 
 fn read_seeds() -> Vec<String> {
     let mut out = vec![include_str!("every_op.py").to_string()];
-    let shared = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
+    let shared = fusebench_testdata::shared_dir();
     for dir in ["corpus", "golden"] {
         let Ok(rd) = std::fs::read_dir(shared.join(dir)) else {
             eprintln!(

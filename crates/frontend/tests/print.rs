@@ -1,38 +1,32 @@
 //! What the printer writes, pinned by snapshots.
 
 use fusebench_frontend::{parse_file, parse_script, print_script};
-use std::path::Path;
 
-fn shared(rel: &str) -> Option<std::path::PathBuf> {
-    let p = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")).join(rel);
-    if p.is_file() {
-        Some(p)
-    } else {
-        eprintln!("skipping: {} is absent", p.display());
-        None
-    }
+/// `rel` under the shared directory; a test reaching here without it fails naming the path.
+fn shared(rel: &str) -> std::path::PathBuf {
+    fusebench_testdata::require(rel)
 }
 
+fusebench_testdata::needs_corpus! {
 #[test]
 fn seed_rmsnorm_legacy() {
-    let Some(p) = shared("corpus/seed_rmsnorm_legacy.py") else {
-        return;
-    };
+    let p = shared("corpus/seed_rmsnorm_legacy.py");
     insta::assert_snapshot!(
         "seed_rmsnorm_legacy",
         print_script(&parse_file(&p).unwrap())
     );
 }
+}
 
+fusebench_testdata::needs_golden! {
 #[test]
 fn golden_scalar_ops_direct() {
-    let Some(p) = shared("golden/define_scalar_and_scalar_ops.py") else {
-        return;
-    };
+    let p = shared("golden/define_scalar_and_scalar_ops.py");
     insta::assert_snapshot!(
         "define_scalar_and_scalar_ops",
         print_script(&parse_file(&p).unwrap())
     );
+}
 }
 
 #[test]

@@ -23,8 +23,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::sync::{Mutex, OnceLock};
 
+// Named for the package users import (`fusebench.Unavailable`), not the
+// extension module it is defined in.
 create_exception!(
-    _native,
+    fusebench,
     Unavailable,
     PyRuntimeError,
     "No GPU, driver, NVRTC or CUPTI: fusebench cannot measure here (the message says which)."

@@ -27,6 +27,9 @@ class WithoutAGpu(unittest.TestCase):
             fusebench.kernel_time(lambda: None)
         self.assertIn("cannot measure here", str(e.exception))
         self.assertIsInstance(e.exception, RuntimeError)
+        # A traceback names it as users import it, not by the extension module.
+        self.assertEqual(type(e.exception).__module__, "fusebench")
+        self.assertEqual(type(e.exception).__qualname__, "Unavailable")
 
     @unittest.skipIf(HAS_GPU, "a GPU is present")
     def test_load_says_why_it_cannot_run(self):

@@ -3,26 +3,15 @@
 //! skips it with a message, since unoptimized it takes minutes.
 
 use fusebench_reference::{generate_inputs, run, stats};
-use std::path::Path;
 
+fusebench_testdata::needs_corpus! {
 #[test]
 fn whole_corpus_runs() {
     if cfg!(debug_assertions) {
         eprintln!("skipped: the whole corpus runs in the release test command (cargo test --workspace --release)");
         return;
     }
-    let dir = std::env::var_os("FUSEBENCH_SHARED")
-        .map(|s| Path::new(&s).join("corpus"))
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"));
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("shared/corpus not found; skipping");
-        return;
-    };
-    let mut files: Vec<_> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "py"))
-        .collect();
-    files.sort();
+    let files = fusebench_testdata::scripts("corpus");
     assert!(files.len() >= 30, "{} files", files.len());
     for p in files {
         let f = fusebench_frontend::parse_file(&p).unwrap_or_else(|e| panic!("{e}"));
@@ -39,4 +28,5 @@ fn whole_corpus_runs() {
             );
         }
     }
+}
 }

@@ -1,17 +1,18 @@
 //! Every golden case of shared/golden: nvFuser's own repro script, its exact
 //! inputs and nvFuser's outputs (run on an H200). The reference must match
 //! exactly where the math is exact and within rounding of the dtype
-//! elsewhere. Skipped when shared/golden is not beside the repository.
+//! elsewhere. Ignored, with the reason, when shared/golden is absent (fusebench-testdata).
 
 use fusebench_ir::DType;
 use fusebench_reference::run;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use fusebench_reference::golden::Case;
 
-fn golden_dir() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/golden");
-    d.join("manifest.json").exists().then_some(d)
+/// The shared golden cases; a test reaching here without them fails naming the path.
+fn golden_dir() -> PathBuf {
+    fusebench_testdata::require("golden/manifest.json");
+    fusebench_testdata::shared_dir().join("golden")
 }
 
 /// (relative, absolute) tolerance for comparing floats of a dtype.
@@ -25,12 +26,10 @@ fn tolerance(d: DType) -> (f64, f64) {
     }
 }
 
+fusebench_testdata::needs_golden! {
 #[test]
 fn golden_cases_match_nvfuser() {
-    let Some(dir) = golden_dir() else {
-        eprintln!("shared/golden not found; skipping");
-        return;
-    };
+    let dir = golden_dir();
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     let mut report = vec![];
@@ -86,4 +85,5 @@ fn golden_cases_match_nvfuser() {
     }
     eprintln!("{}", report.join("\n"));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
 }

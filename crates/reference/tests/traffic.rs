@@ -9,16 +9,9 @@ use fusebench_reference::facts::distinct_ids;
 use fusebench_reference::{generate_inputs, Arg};
 use std::path::{Path, PathBuf};
 
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("FUSEBENCH_SHARED")
-        .map(|s| Path::new(&s).join("corpus"))
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("shared/corpus not found; skipping");
-        None
-    }
+/// The shared corpus; a test reaching here without it fails naming the path.
+fn corpus() -> PathBuf {
+    fusebench_testdata::require("corpus")
 }
 
 fn parse(dir: &Path, name: &str) -> Fusion {
@@ -58,9 +51,10 @@ fn addressed(args: &[Arg]) -> u64 {
         .sum()
 }
 
+fusebench_testdata::needs_corpus! {
 #[test]
 fn seed_rmsnorm_counts_what_the_engine_counted() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let f = parse(&dir, "seed_rmsnorm_legacy.py");
     let args = generate_inputs(&f, 0).unwrap().inputs;
     let t = traffic(&f, &layouts(&args), &distinct_ids(&f, &args));
@@ -70,7 +64,7 @@ fn seed_rmsnorm_counts_what_the_engine_counted() {
 
 #[test]
 fn llama_embedding_counts_the_rows_its_ids_select() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     // ids [2, 1024] Int into a table [128256, 2048] bf16, through a reshape
     // and a broadcast; two [2048] bf16 weights besides.
     let f = parse(&dir, "000_Llama-3.2-1B_fw_nvFusion0.py");
@@ -97,7 +91,7 @@ fn llama_embedding_counts_the_rows_its_ids_select() {
 
 #[test]
 fn every_corpus_fusion_reads_at_most_what_it_addresses() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -119,4 +113,5 @@ fn every_corpus_fusion_reads_at_most_what_it_addresses() {
     }
     // Llama, phi-2 and pythia each begin with an embedding.
     assert_eq!(gathers, 3);
+}
 }

@@ -76,7 +76,7 @@ pub fn diff(d: &Diff, svg: Option<&str>) -> String {
         );
     }
     let n = d.regressions().count();
-    s += &format!("\n{n} regression(s).\n");
+    s += &format!("\n{n} regression{}.\n", if n == 1 { "" } else { "s" });
     let refused = d.refused().count();
     s += &format!("{} compared", d.compared());
     if refused > 0 {

@@ -301,7 +301,7 @@ fn reports_render_for_a_corpus_run_and_a_diff() {
     assert!(
         md.contains("| 029_pythia-1b_bw_nvFusion6.py |")
             && md.contains("**regression**")
-            && md.contains("1 regression(s)."),
+            && md.contains("1 regression."),
         "{md}"
     );
     std::fs::remove_dir_all(dir).ok();

@@ -26,10 +26,12 @@ pub const DB_VERSION: u32 = 1;
 
 #[derive(Error, Debug)]
 pub enum StoreError {
-    #[error("results database {path}: {source}")]
+    // Not a `source`: its text is in the message already, and a chain printed
+    // with `{:#}` would say it again (and its own source a third time).
+    #[error("results database {path}: {cause}")]
     Sqlite {
         path: String,
-        source: rusqlite::Error,
+        cause: rusqlite::Error,
     },
     #[error("results database {path}: {message}")]
     Invalid { path: String, message: String },

@@ -156,7 +156,7 @@ pub(crate) fn classify(name: &str, e: rusqlite::Error) -> StoreError {
         Some(ErrorCode::DatabaseCorrupt) => invalid(name, format!("damaged: {e}")),
         _ => StoreError::Sqlite {
             path: name.to_string(),
-            source: e,
+            cause: e,
         },
     }
 }

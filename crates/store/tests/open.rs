@@ -193,3 +193,24 @@ fn a_reader_sees_what_was_saved_after_it_opened() {
     );
     assert_eq!(reader.counts().unwrap(), (3, 3));
 }
+
+/// An SQLite error is said once: the message holds SQLite's text, so the
+/// error has no source for a `{:#}` chain to print again.
+#[test]
+fn an_sqlite_error_is_said_once_with_its_path() {
+    // A directory that exists but takes no new file: SQLite itself fails to open.
+    let path = Path::new("/proc/self/fusebench-results.db");
+    let Err(e) = fusebench_store::Store::open(path) else {
+        panic!("{} opened", path.display());
+    };
+    let mut chain = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        chain.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    assert!(chain.contains("/proc/self/fusebench-results.db"), "{chain}");
+    assert_eq!(chain.matches("results database").count(), 1, "{chain}");
+    let first = chain.split(": ").nth(1).unwrap_or_default().to_string();
+    assert_eq!(chain.matches(first.as_str()).count(), 1, "said twice: {chain}");
+}
