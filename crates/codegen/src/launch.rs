@@ -66,7 +66,12 @@ pub fn row_blocks(dev: &Device, rows: usize, (tiles, threads): (usize, usize), i
         // they reduced (backward norms of 1000-column rows: 4 blocks of 64
         // threads per SM 15% faster than 2, measured on the H200; blocks of
         // 256 threads keep 2, which beat 1 and 4).
-        let per_sm = (dev.row_blocks_per_sm as usize).max(256 / threads.max(1));
+        // Blocks of more than 512 threads (rows re-read in each pass) run
+        // one per multiprocessor: a second would not be resident at once
+        // and would only double the partials.
+        let per_sm = (dev.row_blocks_per_sm as usize)
+            .max(256 / threads.max(1))
+            .min((1024 / threads.max(1)).max(1));
         rows.min((dev.sm_count as usize * per_sm / tiles).max(1))
     }
 }

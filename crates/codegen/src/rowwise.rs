@@ -39,6 +39,8 @@ pub struct Spec<'a> {
     pub row_blocks: usize,
     /// Rows each block iteration handles together (fewer when rows do not divide).
     pub unroll: usize,
+    /// Rows past the registers may be re-read in each pass (`Shape::reload`).
+    pub reload: bool,
 }
 
 /// How a row is laid over a block's threads.
@@ -54,6 +56,10 @@ pub struct Shape {
     pub vectors: usize,
     /// Blocks along the row (pointwise work with column sums only).
     pub tiles: usize,
+    /// The row is longer than the registers hold: each pass re-reads its
+    /// part of the row (from L1, which holds a block's row between passes)
+    /// instead of keeping it, and only the sums over rows stay in registers.
+    pub reload: bool,
 }
 
 /// Row elements one thread may hold in registers (fp32 values, times the
@@ -77,7 +83,14 @@ pub const BLOCK_HELD_MAX: usize = 16384;
 /// of a normalization) short: on the H200, 160 threads x 4 vectors per row
 /// of 5120 bf16 ran a LayerNorm 1.8x faster than 640 x 1. Otherwise (column
 /// sums over rows) whole warps tile the row exactly.
-pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize) -> Option<Shape> {
+///
+/// With `reload`, a whole row past the registers is still laid out, re-read
+/// in each pass (`Shape::reload`) by up to 1024 threads, as long as each
+/// thread's columns (what its sums over rows hold) stay within `HELD_MAX`:
+/// a backward norm's weight gradients then stay in the row kernel, which
+/// reads the row from DRAM once, instead of a kernel of their own that reads
+/// it again.
+pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize, reload: bool) -> Option<Shape> {
     if width == 0 || !cols.is_multiple_of(width) || cols == 0 {
         return None;
     }
@@ -92,11 +105,12 @@ pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize) -> Option<
                 active: b,
                 vectors: 1,
                 tiles: n / b,
+                reload: false,
             });
     }
     let held = held.max(1);
     let max_vectors = (HELD_MAX / (width * held)).max(1);
-    (1..=32).map(|w| w * 32).find_map(|warps_threads| {
+    let kept = (1..=32).map(|w| w * 32).find_map(|warps_threads| {
         let vectors = n.div_ceil(warps_threads);
         let active = n.div_ceil(vectors);
         let threads = active.div_ceil(32) * 32;
@@ -106,10 +120,28 @@ pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize) -> Option<
                 active,
                 vectors,
                 tiles: 1,
+                reload: false,
             },
         )
+    });
+    if kept.is_some() || !reload {
+        return kept;
+    }
+    // Re-read: as many threads as a block has, so each holds the fewest
+    // columns' sums.
+    let vectors = n.div_ceil(RELOAD_THREADS);
+    let active = n.div_ceil(vectors);
+    (vectors * width <= HELD_MAX).then_some(Shape {
+        threads: active.div_ceil(32) * 32,
+        active,
+        vectors,
+        tiles: 1,
+        reload: true,
     })
 }
+
+/// Threads of a row that is re-read in each pass (`Shape::reload`).
+pub const RELOAD_THREADS: usize = 1024;
 
 /// Rows one block holds at once: short rows share a block (each row's
 /// threads reduce among themselves), so blocks are not a warp or two, while
@@ -135,8 +167,9 @@ pub fn groups_per_block(
     width: usize,
     outer: &[(Reduction, usize)],
     whole_row: bool,
+    reload: bool,
 ) -> Result<usize, CodegenError> {
-    let sh = shape(cols, width, whole_row, held(cx.f, rows, cols)).ok_or_else(|| {
+    let sh = shape(cols, width, whole_row, held(cx.f, rows, cols), reload).ok_or_else(|| {
         CodegenError::NoFit(format!("a row of {cols} does not fit a block of {width}-wide vectors"))
     })?;
     Ok(rows_per_block(rows, !outer.is_empty(), &sh, cx.sm_count as usize))
@@ -198,7 +231,7 @@ pub fn instead_of_loop(
     let last = *spec.inner_shape.last()?;
     let dtypes = f.values.iter().filter(|v| v.is_tensor()).map(|v| v.dtype);
     let width = crate::kernel::vector_width(last, dtypes);
-    shape(cols, width, true, held(f, rows, cols))?;
+    shape(cols, width, true, held(f, rows, cols), false)?;
     // Complex products keep the schedule they were written for.
     if spec.reductions.iter().any(|r| r.acc(f).is_complex()) {
         return None;
@@ -219,6 +252,7 @@ pub fn instead_of_loop(
         per_row: spec.per_row,
         row_blocks: 0,
         unroll,
+        reload: false,
     };
     match build(cx, name, &rs) {
         Err(CodegenError::NoFit(_)) => None,
@@ -259,6 +293,9 @@ fn both(a: &Option<String>, b: &Option<String>) -> Option<String> {
 /// blocks walk many rows. One row at a time when a row already fills the
 /// registers.
 fn unroll(spec: &Spec, sh: &Shape, held: usize, per_block: usize) -> usize {
+    if sh.reload {
+        return 1;
+    }
     if sh.vectors == 1 && per_block == 1 {
         return [spec.unroll.max(1), 2, 1]
             .into_iter()
@@ -283,7 +320,7 @@ const UNROLLED_LINES_MAX: usize = 1500;
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
     let whole_row = !spec.inner.is_empty() || !spec.per_row.is_empty();
     let held = held(cx.f, spec.rows, spec.cols);
-    let sh = shape(spec.cols, spec.width, whole_row, held).ok_or_else(|| {
+    let sh = shape(spec.cols, spec.width, whole_row, held, spec.reload).ok_or_else(|| {
         CodegenError::NoFit(format!(
             "a row of {} does not fit a block of {}-wide vectors",
             spec.cols, spec.width
@@ -486,6 +523,12 @@ fn build_unrolled(
                     .collect()
             })
             .collect();
+        // A re-read row: the pass's loads live in a scope of their own, so
+        // the next pass loads again instead of keeping them in registers.
+        if sh.reload {
+            lw.open("{");
+            lw.allow_vector_loads_here();
+        }
         for (u, rv) in row_vars.iter().enumerate() {
             for col in &cols {
                 for k in 0..w {
@@ -515,6 +558,10 @@ fn build_unrolled(
             }
         }
         lw.lanes = None;
+        if sh.reload {
+            lw.close("}");
+            lw.allow_vector_loads_here();
+        }
         for (j, &i) in active.iter().enumerate() {
             for (u, rv) in row_vars.iter().enumerate() {
                 if let Some(m) = passes.finish(&mut lw, f, reds, i, pass, &accs[j][u], &rv.name)
@@ -661,8 +708,11 @@ fn build_unrolled(
         String::new()
     } else {
         format!(
-            ", {per_block} rows per block, {} of {} threads x {} vectors per row",
-            sh.active, sh.threads, sh.vectors
+            ", {per_block} rows per block, {} of {} threads x {} vectors per row{}",
+            sh.active,
+            sh.threads,
+            sh.vectors,
+            if sh.reload { ", re-read each pass" } else { "" }
         )
     };
     let kernel = Kernel {
@@ -689,7 +739,7 @@ mod tests {
     use super::*;
 
     fn whole(cols: usize, width: usize) -> Option<(usize, usize, usize)> {
-        shape(cols, width, true, 1).map(|s| (s.threads, s.active, s.vectors))
+        shape(cols, width, true, 1, false).map(|s| (s.threads, s.active, s.vectors))
     }
 
     #[test]
@@ -731,16 +781,32 @@ mod tests {
         assert_eq!(whole(32768, 8), None);
         assert_eq!(whole(20000, 4), None);
         // Two tensors of rows x columns held: half the row length fits.
-        assert_eq!(shape(16384, 8, true, 2), None);
-        assert_eq!(shape(8192, 8, true, 2).map(|s| (s.threads, s.vectors)), Some((512, 2)));
-        assert_eq!(shape(1000, 3, true, 1), None);
+        assert_eq!(shape(16384, 8, true, 2, false), None);
+        assert_eq!(shape(8192, 8, true, 2, false).map(|s| (s.threads, s.vectors)), Some((512, 2)));
+        assert_eq!(shape(1000, 3, true, 1, false), None);
+    }
+
+    #[test]
+    fn rows_past_the_registers_are_re_read_when_asked() {
+        let re = |cols, width, held| {
+            shape(cols, width, true, held, true).map(|s| (s.threads, s.active, s.vectors, s.reload))
+        };
+        // Rows that fit are held whatever is asked.
+        assert_eq!(re(8192, 8, 2), Some((512, 512, 2, false)));
+        // 2048 vectors: 1024 threads x 2, each summing 16 columns over the rows.
+        assert_eq!(re(16384, 8, 2), Some((1024, 1024, 2, true)));
+        // 1376 vectors: 2 per thread, 688 of 704 threads.
+        assert_eq!(re(11008, 8, 2), Some((704, 688, 2, true)));
+        assert_eq!(re(16384, 4, 2), Some((1024, 1024, 4, true)));
+        // Past 32 columns per thread: not laid out.
+        assert_eq!(re(65536, 8, 2), None);
     }
 
     #[test]
     fn column_tiles_need_exact_warps() {
-        let s = shape(4096, 8, false, 1).unwrap();
+        let s = shape(4096, 8, false, 1, false).unwrap();
         assert_eq!((s.threads, s.tiles), (256, 2));
-        assert_eq!(shape(1000, 8, false, 1), None);
+        assert_eq!(shape(1000, 8, false, 1, false), None);
     }
 }
 

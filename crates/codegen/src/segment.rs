@@ -236,6 +236,18 @@ fn try_plan(
             Some(g) => format!("fb_n{g}"),
             None => format!("fb_t{}", all_reds[nm.totals[0]].node),
         };
+        let (n_rows, n_cols, last) = (
+            nm.rows.iter().product::<usize>(),
+            nm.inner.iter().product::<usize>(),
+            nm.inner.last().copied().unwrap_or(1),
+        );
+        let reload = store.iter().any(|&r| {
+            schedule::row_sums(f, layouts, &all_reds[r], &dev).is_ok_and(|(rs, is)| {
+                rs.iter().product::<usize>() == n_rows
+                    && is.iter().product::<usize>() == n_cols
+                    && is.last() == Some(&last)
+            })
+        });
         let rows = Rows {
             rows_shape: nm.rows,
             inner_shape: nm.inner,
@@ -243,6 +255,7 @@ fn try_plan(
             full: nm.group.map(|g| groups[g].1.clone()).unwrap_or_default(),
             per_row: nm.per_row,
             totals: nm.totals,
+            reload,
             ..Rows::default()
         };
         let u = Unit::chosen(cand(name, Work::Rows(rows)), &cx, &dev)?;

@@ -61,6 +61,7 @@ fn shape_reason(
     cols: usize,
     w: usize,
     whole: bool,
+    reload: bool,
     dev: &Device,
 ) -> Result<Reason, Reason> {
     let d = c
@@ -69,10 +70,15 @@ fn shape_reason(
         .unwrap_or_default();
     let vectors = cols / w.max(1);
     let held = crate::rowwise::held(c.f, rows, cols);
-    match crate::rowwise::shape(cols, w, whole, held) {
+    match crate::rowwise::shape(cols, w, whole, held, reload) {
         Some(s) if s.threads > dev.max_threads_per_block as usize => Err(format!(
             "a row of {cols}{d} needs {} threads; the device allows {} per block",
             s.threads, dev.max_threads_per_block
+        )),
+        Some(s) if s.reload => Ok(format!(
+            "row of {cols}{d} = {vectors} vectors of {w}, past the registers ({held} tensors read), with sums over rows to carry: \
+             re-read in each pass by {} of {} threads x {} vectors, each thread's column sums held over the rows; {rows} rows",
+            s.active, s.threads, s.vectors
         )),
         Some(s) if whole => Ok(format!(
             "row of {cols}{d} = {vectors} vectors of {w} held by {} of {} threads x {} vectors; {rows} rows",
@@ -109,7 +115,7 @@ impl Schedule for Rowwise {
         match &c.work {
             Work::Rows(r) => {
                 let whole = !r.inner.is_empty() || !r.per_row.is_empty();
-                shape_reason(c, r.rows(), r.cols(), c.row_width(r.last()), whole, dev)
+                shape_reason(c, r.rows(), r.cols(), c.row_width(r.last()), whole, r.reload, dev)
             }
             Work::Stored {
                 red, before_rows, ..
@@ -120,7 +126,7 @@ impl Schedule for Rowwise {
                 }
                 let cols: usize = inner.iter().product();
                 let w = c.row_width(*inner.last().unwrap_or(&1));
-                shape_reason(c, rows.iter().product(), cols, w, false, dev)
+                shape_reason(c, rows.iter().product(), cols, w, false, false, dev)
             }
             Work::Elementwise { .. } => Err("elementwise work, no reduction".into()),
         }
@@ -172,7 +178,7 @@ fn build_rows(
     let w = c.row_width(last);
     let whole = !r.inner.is_empty() || !r.per_row.is_empty();
     let held = crate::rowwise::held(f, rows, cols);
-    let shape = crate::rowwise::shape(cols, w, whole, held).ok_or_else(|| {
+    let shape = crate::rowwise::shape(cols, w, whole, held, r.reload).ok_or_else(|| {
         CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
     })?;
     let tiles = shape.tiles;
@@ -204,7 +210,7 @@ fn build_rows(
         .collect();
     // Totals: one partial per row group of a block; the kernel's grid (known
     // once built: unrolling decides it) says how many were written.
-    let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, whole)?;
+    let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, whole, r.reload)?;
     let slots = rows.div_ceil(groups).max(row_blocks) * groups;
     let totals: Vec<(Reduction, usize)> = r
         .totals
@@ -231,6 +237,7 @@ fn build_rows(
         per_row: &per_row,
         row_blocks,
         unroll: crate::launch::row_unroll(dev),
+        reload: r.reload,
     };
     let built = crate::rowwise::build(cx, &c.name, &spec)?;
     let written = built.1.grid[0] as usize * groups;
