@@ -31,6 +31,17 @@ pub struct Device {
     /// Vectors each thread of a pointwise kernel handles, a block apart (0:
     /// the schedule's own choice by size).
     pub pointwise_unroll: u32,
+    /// Blocks per multiprocessor a small pointwise kernel narrows its
+    /// vectors to reach.
+    pub pointwise_blocks_per_sm: u32,
+    /// Blocks per multiprocessor of a grid reduction's partial sums.
+    pub grid_blocks_per_sm: u32,
+    /// Blocks (of 128 threads) per multiprocessor of an outer reduction's
+    /// partial sums.
+    pub outer_blocks_per_sm: u32,
+    /// Threads of a row re-read in each pass (`rowwise::Shape::reload`); 0:
+    /// the planner's rule (`launch::reload_threads`).
+    pub reload_threads: u32,
 }
 
 impl Default for Device {
@@ -50,6 +61,10 @@ impl Default for Device {
             row_unroll: 2,
             pointwise_block: 128,
             pointwise_unroll: 0,
+            pointwise_blocks_per_sm: 4,
+            grid_blocks_per_sm: 4,
+            outer_blocks_per_sm: 16,
+            reload_threads: 0,
         }
     }
 }

@@ -24,7 +24,8 @@ pub struct Context<'f> {
     pub stored: HashMap<ValueId, Stored>,
     pub temps: Vec<crate::plan::Temp>,
     pub idx_type: &'static str,
-    pub sm_count: u32,
+    /// The GPU planned for, with the launch settings in force.
+    pub dev: crate::device::Device,
 }
 
 /// A kernel's parameters, in order, with their C declarations.

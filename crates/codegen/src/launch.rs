@@ -4,8 +4,6 @@
 
 use crate::device::Device;
 
-/// Blocks a split reduction (`grid`, `outer`) aims for over all its results:
-/// about four per multiprocessor, enough to keep every one busy.
 /// A grid extent as the launch takes it; one past u32 saturates, so that the
 /// check against the device's limits (`check_grids`) sees it rather than a
 /// wrapped-around small number.
@@ -35,10 +33,6 @@ pub fn check_grids(kernels: &[crate::plan::Kernel], dev: &Device) -> Result<(), 
         }
     }
     Ok(())
-}
-
-pub fn split_blocks(sm_count: u32) -> usize {
-    sm_count as usize * 4
 }
 
 /// Blocks along the rows of a row-wise kernel of `rows` rows in `tiles`
@@ -73,6 +67,31 @@ pub fn row_blocks(dev: &Device, rows: usize, (tiles, threads): (usize, usize), i
             .max(256 / threads.max(1))
             .min((1024 / threads.max(1)).max(1));
         rows.min((dev.sm_count as usize * per_sm / tiles).max(1))
+    }
+}
+
+/// Threads of a row re-read in each pass (`rowwise::Shape::reload`) of
+/// `cols` in vectors of `width`, carrying `sums` column sums: as many as a
+/// block has, so each thread holds the fewest columns, unless two or more
+/// sums per column would leave each thread under 72 registers (the SM's
+/// registers over the block's threads); then half as many. Measured on the
+/// H200 (backward LayerNorm, two column sums, 2048 rows): 1024 threads of
+/// 64 registers spilled and took 109 us at 16384 bf16 and 124 us at 11008
+/// f32 (928 threads), 512 threads 100 and 105 us; at 14336 (896 threads,
+/// 72 registers, no spill) 1024 threads were 18% faster; a backward RMSNorm
+/// (one sum) was faster with 1024 threads at every length.
+/// `FUSEBENCH_RELOAD_THREADS` sets it outright.
+pub fn reload_threads(dev: &Device, cols: usize, width: usize, sums: usize) -> usize {
+    if dev.reload_threads != 0 {
+        return dev.reload_threads as usize;
+    }
+    let n = (cols / width.max(1)).max(1);
+    let vectors = n.div_ceil(1024);
+    let threads = n.div_ceil(vectors).div_ceil(32) * 32;
+    if sums >= 2 && (dev.registers_per_sm as usize) / threads < 72 {
+        512
+    } else {
+        1024
     }
 }
 

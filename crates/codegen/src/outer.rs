@@ -33,7 +33,11 @@ pub fn build(
     let k: usize = red.iter().product();
     let acc = r.acc(f);
     let blocks_x = o.div_ceil(BLOCK as usize).max(1);
-    let want = crate::launch::split_blocks(cx.sm_count).div_ceil(blocks_x);
+    // Enough blocks to fill every multiprocessor (2048 threads each): a
+    // thread holds one result and has few loads in flight (the reductions of
+    // a column-major 2048x16384 bf16 softmax, at 4 blocks of 128 threads per
+    // SM, read at 1.7 TB/s on the H200).
+    let want = (cx.dev.sm_count as usize * cx.dev.outer_blocks_per_sm as usize).div_ceil(blocks_x);
     let splits = want.clamp(1, (k / 16).max(1));
     let chunk = k.div_ceil(splits).max(1);
     let splits = k.div_ceil(chunk).max(1);
@@ -74,6 +78,8 @@ pub fn build(
         lw.line(&format!(
             "const {it} r1 = r0 + {chunk} < {k} ? r0 + {chunk} : {k};"
         ));
+        // Four iterations' loads in flight per thread.
+        lw.line("#pragma unroll 4");
         lw.open(&format!("for ({it} r = r0; r < r1; ++r) {{"));
         let red_idx = view::delinearize(Ix::var("r"), &red);
         let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());

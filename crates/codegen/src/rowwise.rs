@@ -85,12 +85,12 @@ pub const BLOCK_HELD_MAX: usize = 16384;
 /// sums over rows) whole warps tile the row exactly.
 ///
 /// With `reload`, a whole row past the registers is still laid out, re-read
-/// in each pass (`Shape::reload`) by up to 1024 threads, as long as each
+/// in each pass (`Shape::reload`) by the device's `reload_threads` (1024), as long as each
 /// thread's columns (what its sums over rows hold) stay within `HELD_MAX`:
 /// a backward norm's weight gradients then stay in the row kernel, which
 /// reads the row from DRAM once, instead of a kernel of their own that reads
 /// it again.
-pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize, reload: bool) -> Option<Shape> {
+pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize, reload: Option<usize>) -> Option<Shape> {
     if width == 0 || !cols.is_multiple_of(width) || cols == 0 {
         return None;
     }
@@ -124,12 +124,12 @@ pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize, reload: bo
             },
         )
     });
-    if kept.is_some() || !reload {
+    let Some(threads) = reload.filter(|_| kept.is_none()) else {
         return kept;
-    }
-    // Re-read: as many threads as a block has, so each holds the fewest
-    // columns' sums.
-    let vectors = n.div_ceil(RELOAD_THREADS);
+    };
+    // Re-read by `threads` threads (`Device::reload_threads`): more hold
+    // fewer columns' sums each, fewer leave each thread more registers.
+    let vectors = n.div_ceil(threads.max(32));
     let active = n.div_ceil(vectors);
     (vectors * width <= HELD_MAX).then_some(Shape {
         threads: active.div_ceil(32) * 32,
@@ -140,8 +140,6 @@ pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize, reload: bo
     })
 }
 
-/// Threads of a row that is re-read in each pass (`Shape::reload`).
-pub const RELOAD_THREADS: usize = 1024;
 
 /// Rows one block holds at once: short rows share a block (each row's
 /// threads reduce among themselves), so blocks are not a warp or two, while
@@ -169,10 +167,10 @@ pub fn groups_per_block(
     whole_row: bool,
     reload: bool,
 ) -> Result<usize, CodegenError> {
-    let sh = shape(cols, width, whole_row, held(cx.f, rows, cols), reload).ok_or_else(|| {
+    let sh = shape(cols, width, whole_row, held(cx.f, rows, cols), reload.then(|| crate::launch::reload_threads(&cx.dev, cols, width, outer.len()))).ok_or_else(|| {
         CodegenError::NoFit(format!("a row of {cols} does not fit a block of {width}-wide vectors"))
     })?;
-    Ok(rows_per_block(rows, !outer.is_empty(), &sh, cx.sm_count as usize))
+    Ok(rows_per_block(rows, !outer.is_empty(), &sh, cx.dev.sm_count as usize))
 }
 
 /// Tensors of rows x columns the fusion reads: each holds its part of a row
@@ -231,7 +229,7 @@ pub fn instead_of_loop(
     let last = *spec.inner_shape.last()?;
     let dtypes = f.values.iter().filter(|v| v.is_tensor()).map(|v| v.dtype);
     let width = crate::kernel::vector_width(last, dtypes);
-    shape(cols, width, true, held(f, rows, cols), false)?;
+    shape(cols, width, true, held(f, rows, cols), None)?;
     // Complex products keep the schedule they were written for.
     if spec.reductions.iter().any(|r| r.acc(f).is_complex()) {
         return None;
@@ -320,13 +318,13 @@ const UNROLLED_LINES_MAX: usize = 1500;
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
     let whole_row = !spec.inner.is_empty() || !spec.per_row.is_empty();
     let held = held(cx.f, spec.rows, spec.cols);
-    let sh = shape(spec.cols, spec.width, whole_row, held, spec.reload).ok_or_else(|| {
+    let sh = shape(spec.cols, spec.width, whole_row, held, spec.reload.then(|| crate::launch::reload_threads(&cx.dev, spec.cols, spec.width, spec.outer.len()))).ok_or_else(|| {
         CodegenError::NoFit(format!(
             "a row of {} does not fit a block of {}-wide vectors",
             spec.cols, spec.width
         ))
     })?;
-    let per_block = rows_per_block(spec.rows, !spec.outer.is_empty(), &sh, cx.sm_count as usize);
+    let per_block = rows_per_block(spec.rows, !spec.outer.is_empty(), &sh, cx.dev.sm_count as usize);
     let u = unroll(spec, &sh, held, per_block);
     let first = build_unrolled(cx, name, spec, &sh, per_block, u)?;
     if first.0.lines().count() > UNROLLED_LINES_MAX && u > 1 {
@@ -739,7 +737,7 @@ mod tests {
     use super::*;
 
     fn whole(cols: usize, width: usize) -> Option<(usize, usize, usize)> {
-        shape(cols, width, true, 1, false).map(|s| (s.threads, s.active, s.vectors))
+        shape(cols, width, true, 1, None).map(|s| (s.threads, s.active, s.vectors))
     }
 
     #[test]
@@ -781,15 +779,15 @@ mod tests {
         assert_eq!(whole(32768, 8), None);
         assert_eq!(whole(20000, 4), None);
         // Two tensors of rows x columns held: half the row length fits.
-        assert_eq!(shape(16384, 8, true, 2, false), None);
-        assert_eq!(shape(8192, 8, true, 2, false).map(|s| (s.threads, s.vectors)), Some((512, 2)));
-        assert_eq!(shape(1000, 3, true, 1, false), None);
+        assert_eq!(shape(16384, 8, true, 2, None), None);
+        assert_eq!(shape(8192, 8, true, 2, None).map(|s| (s.threads, s.vectors)), Some((512, 2)));
+        assert_eq!(shape(1000, 3, true, 1, None), None);
     }
 
     #[test]
     fn rows_past_the_registers_are_re_read_when_asked() {
         let re = |cols, width, held| {
-            shape(cols, width, true, held, true).map(|s| (s.threads, s.active, s.vectors, s.reload))
+            shape(cols, width, true, held, Some(1024)).map(|s| (s.threads, s.active, s.vectors, s.reload))
         };
         // Rows that fit are held whatever is asked.
         assert_eq!(re(8192, 8, 2), Some((512, 512, 2, false)));
@@ -804,9 +802,9 @@ mod tests {
 
     #[test]
     fn column_tiles_need_exact_warps() {
-        let s = shape(4096, 8, false, 1, false).unwrap();
+        let s = shape(4096, 8, false, 1, None).unwrap();
         assert_eq!((s.threads, s.tiles), (256, 2));
-        assert_eq!(shape(1000, 8, false, 1, false), None);
+        assert_eq!(shape(1000, 8, false, 1, None), None);
     }
 }
 

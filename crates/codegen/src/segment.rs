@@ -131,7 +131,7 @@ fn try_plan(
         stored: HashMap::new(),
         temps: vec![],
         idx_type,
-        sm_count: dev.sm_count,
+        dev,
     };
 
     // Which groups keep their reductions on chip.
@@ -241,13 +241,13 @@ fn try_plan(
             nm.inner.iter().product::<usize>(),
             nm.inner.last().copied().unwrap_or(1),
         );
-        let reload = store.iter().any(|&r| {
+        let reload = store.iter().filter(|&&r| {
             schedule::row_sums(f, layouts, &all_reds[r], &dev).is_ok_and(|(rs, is)| {
                 rs.iter().product::<usize>() == n_rows
                     && is.iter().product::<usize>() == n_cols
                     && is.last() == Some(&last)
             })
-        });
+        }).count();
         let rows = Rows {
             rows_shape: nm.rows,
             inner_shape: nm.inner,

@@ -233,7 +233,7 @@ fn analyze(
     let blocks64 = shape[a].div_ceil(64) * shape[b].div_ceil(64) * rest;
     let tile = if shape[a] >= 64
         && shape[b] >= 64
-        && blocks64 >= 2 * cx.sm_count as usize
+        && blocks64 >= 2 * cx.dev.sm_count as usize
         && bytes(64) <= SHARED_BYTES
     {
         64

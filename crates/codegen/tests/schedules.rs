@@ -183,7 +183,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
             stored: Default::default(),
             temps: vec![],
             idx_type: "int",
-            sm_count: dev.sm_count,
+            dev,
         };
         let mut takers = 0;
         for s in SCHEDULES {

@@ -165,6 +165,10 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         row_unroll: k.row_unroll.unwrap_or(d.row_unroll),
         pointwise_block: k.pointwise_block.unwrap_or(d.pointwise_block),
         pointwise_unroll: k.pointwise_unroll.unwrap_or(d.pointwise_unroll),
+        pointwise_blocks_per_sm: k.pointwise_blocks_per_sm.unwrap_or(d.pointwise_blocks_per_sm),
+        grid_blocks_per_sm: k.grid_blocks_per_sm.unwrap_or(d.grid_blocks_per_sm),
+        outer_blocks_per_sm: k.outer_blocks_per_sm.unwrap_or(d.outer_blocks_per_sm),
+        reload_threads: k.reload_threads.unwrap_or(d.reload_threads),
         ..d
     })
 }

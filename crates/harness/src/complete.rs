@@ -3,12 +3,13 @@
 //! record ends before it starts, or when the kernels recorded differ from the
 //! launches (missing, extra, reordered, or another launch shape).
 
-use crate::subject::Launch;
+use crate::subject::{KernelFacts, Launch};
 use fusebench_runtime::{Activity, ActivityKind, Records, HARNESS_KERNELS};
 
 /// The subject's kernels in the sample, in the order they ran, with their
-/// durations in microseconds; checked against `expected` when it is known.
-pub fn check(records: &Records, expected: Option<&[Launch]>) -> Result<Vec<(Launch, f64)>, String> {
+/// durations in microseconds and the registers and shared memory CUPTI
+/// recorded for each; checked against `expected` when it is known.
+pub fn check(records: &Records, expected: Option<&[Launch]>) -> Result<Vec<(Launch, f64, KernelFacts)>, String> {
     if records.dropped > 0 {
         return Err(format!(
             "CUPTI dropped {} activity record(s) during the sample; it is incomplete and rejected",
@@ -38,7 +39,15 @@ pub fn check(records: &Records, expected: Option<&[Launch]>) -> Result<Vec<(Laun
     }
     Ok(recorded
         .into_iter()
-        .zip(seen.iter().map(|a| a.duration_us()))
+        .zip(&seen)
+        .map(|(l, a)| {
+            let facts = KernelFacts {
+                code_hash: String::new(),
+                shared_bytes: a.shared_bytes,
+                registers: a.registers,
+            };
+            (l, a.duration_us(), facts)
+        })
         .collect())
 }
 
@@ -123,6 +132,8 @@ mod tests {
             stream_id: 7,
             grid: [grid, 1, 1],
             block: [256, 1, 1],
+            registers: 40,
+            shared_bytes: 128,
         }
     }
 
@@ -149,9 +160,10 @@ mod tests {
             kernel("fb_a", 1_000, 3_500, 132),
         ]);
         let got = check(&r, Some(&LAUNCHED())).unwrap();
+        let facts = KernelFacts { code_hash: String::new(), shared_bytes: 128, registers: 40 };
         assert_eq!(
             got,
-            vec![(launch("fb_a", 132), 2.5), (launch("fb_b", 264), 3.0)]
+            vec![(launch("fb_a", 132), 2.5, facts.clone()), (launch("fb_b", 264), 3.0, facts)]
         );
     }
 

@@ -5,7 +5,7 @@
 
 use crate::method::{self, Choice, Method, Step};
 use crate::policy;
-use crate::subject::{Launch, Subject};
+use crate::subject::{KernelFacts, Launch, Subject};
 use crate::{clocks, HarnessError};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::CudaEvent;
@@ -203,6 +203,8 @@ impl Harness {
         method.discard()?;
         // A call's kernels: set by its last warm-up run, then every sample's must match.
         let mut reference: Option<Vec<Launch>> = None;
+        // Per subject, what CUPTI recorded of its kernels' launches in the last step.
+        let mut recorded: Vec<Vec<KernelFacts>> = vec![Vec::new(); subjects.len()];
         let runs = sample_steps(subjects.len(), o.warmup, o.rule, |step| {
             policy.before_step(&self.gpu)?;
             for (i, s) in subjects.iter().enumerate() {
@@ -235,6 +237,11 @@ impl Harness {
             if calls > 0 {
                 check_call(&times[0].launches, &mut reference, step < o.warmup)?;
             }
+            for (r, t) in recorded.iter_mut().zip(&times) {
+                if !t.facts.is_empty() {
+                    *r = t.facts.clone();
+                }
+            }
             let clocks = clocks::read(self.clocks.as_ref());
             Ok::<_, HarnessError>(
                 times
@@ -259,10 +266,12 @@ impl Harness {
             .zip(runs)
             .zip(expected)
             .zip(placements)
-            .map(|(((s, run), launches), placements)| {
+            .zip(recorded)
+            .map(|((((s, run), launches), placements), recorded)| {
                 let launches = launches.or_else(|| reference.clone()).unwrap_or_default();
                 let setup = policy.setup(&self.gpu, placements)?;
-                self.record(method.kind(), *s, run, &launches, setup, o)
+                let facts = merge_facts(s.kernel_facts(), recorded);
+                self.record(method.kind(), *s, run, &launches, &facts, setup, o)
             })
             .collect()
     }
@@ -294,10 +303,11 @@ impl Harness {
         s: &dyn Subject,
         run: Run,
         launches: &[Launch],
+        facts: &[KernelFacts],
         setup: Option<String>,
         o: &Options,
     ) -> Result<Measured, HarnessError> {
-        let kernels = kernel_records(launches, &s.kernel_facts(), &run.kernels_us);
+        let kernels = kernel_records(launches, facts, &run.kernels_us);
         let taken_at = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -338,6 +348,26 @@ impl Harness {
             elapsed: run.elapsed,
         })
     }
+}
+
+/// What the record says of each kernel: the subject's code hashes, with the
+/// registers and shared memory CUPTI recorded for the launches measured
+/// (the subject's own figures where CUPTI recorded none, under events).
+fn merge_facts(subject: Vec<KernelFacts>, recorded: Vec<KernelFacts>) -> Vec<KernelFacts> {
+    let n = subject.len().max(recorded.len());
+    (0..n)
+        .map(|k| {
+            let mine = subject.get(k).cloned().unwrap_or_default();
+            match recorded.get(k) {
+                Some(r) => KernelFacts {
+                    code_hash: mine.code_hash,
+                    shared_bytes: r.shared_bytes,
+                    registers: r.registers,
+                },
+                None => mine,
+            }
+        })
+        .collect()
 }
 
 /// One record per kernel launched: its launch, what the subject says of it, and
@@ -395,7 +425,21 @@ fn check_call(
 
 #[cfg(test)]
 mod tests {
-    use super::{check_call, kernel_records};
+    use super::{check_call, kernel_records, merge_facts};
+    use crate::KernelFacts;
+
+    #[test]
+    fn registers_come_from_cupti_where_it_recorded_them() {
+        let mine = |r| KernelFacts { code_hash: "h".into(), shared_bytes: 0, registers: r };
+        let cupti = |r| KernelFacts { code_hash: String::new(), shared_bytes: 512, registers: r };
+        // A fusion: its code hash, CUPTI's registers and shared memory.
+        let got = merge_facts(vec![mine(32)], vec![cupti(40)]);
+        assert_eq!(got, vec![KernelFacts { code_hash: "h".into(), shared_bytes: 512, registers: 40 }]);
+        // A Python callable: the subject knows nothing, CUPTI does.
+        assert_eq!(merge_facts(vec![], vec![cupti(72), cupti(16)]).iter().map(|k| k.registers).collect::<Vec<_>>(), [72, 16]);
+        // Under events nothing was recorded: the subject's figures stay.
+        assert_eq!(merge_facts(vec![mine(32)], vec![]), vec![mine(32)]);
+    }
 
     #[test]
     fn a_kernel_median_of_an_even_count_is_the_mean_of_the_middle_two() {

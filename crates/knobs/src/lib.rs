@@ -72,6 +72,14 @@ pub const DECLARED: &[Declared] = &[
         "threads per block of pointwise kernels (tuning experiments)"),
     knob("FUSEBENCH_POINTWISE_UNROLL", "a whole number from 1 to 8", "the planner's (2 for 16M elements and two inputs that large, else 1)", Affects::Kernels,
         "vectors per thread of pointwise kernels, a block apart (tuning experiments)"),
+    knob("FUSEBENCH_POINTWISE_BLOCKS_PER_SM", "a whole number from 1 to 32", "the planner's (4)", Affects::Kernels,
+        "blocks per SM a small pointwise kernel narrows its vectors to reach (tuning experiments)"),
+    knob("FUSEBENCH_GRID_BLOCKS_PER_SM", "a whole number from 1 to 32", "the planner's (4)", Affects::Kernels,
+        "blocks per SM of a grid reduction's partial sums (tuning experiments)"),
+    knob("FUSEBENCH_OUTER_BLOCKS_PER_SM", "a whole number from 1 to 32", "the planner's (16)", Affects::Kernels,
+        "blocks per SM of an outer reduction's partial sums (tuning experiments)"),
+    knob("FUSEBENCH_RELOAD_THREADS", "256, 512 or 1024", "the planner's (1024, or 512 where two column sums would spill)", Affects::Kernels,
+        "threads of a row re-read in each pass by a backward norm past the registers (tuning experiments)"),
     knob("FUSEBENCH_CACHE_DIR", "a directory", "$XDG_CACHE_HOME/fusebench/kernels, else ~/.cache/fusebench/kernels", Affects::Nothing,
         "where compiled kernels are cached"),
     knob("FUSEBENCH_NO_KERNEL_CACHE", "0 or 1", "0", Affects::Nothing,
@@ -116,6 +124,10 @@ pub struct Knobs {
     pub row_unroll: Option<u32>,
     pub pointwise_block: Option<u32>,
     pub pointwise_unroll: Option<u32>,
+    pub pointwise_blocks_per_sm: Option<u32>,
+    pub grid_blocks_per_sm: Option<u32>,
+    pub outer_blocks_per_sm: Option<u32>,
+    pub reload_threads: Option<u32>,
     pub cache_dir: Option<PathBuf>,
     pub no_kernel_cache: bool,
     pub db: Option<PathBuf>,
@@ -138,6 +150,10 @@ impl Default for Knobs {
             row_unroll: None,
             pointwise_block: None,
             pointwise_unroll: None,
+            pointwise_blocks_per_sm: None,
+            grid_blocks_per_sm: None,
+            outer_blocks_per_sm: None,
+            reload_threads: None,
             cache_dir: None,
             no_kernel_cache: false,
             db: None,
@@ -221,6 +237,19 @@ impl Knobs {
                 "FUSEBENCH_POINTWISE_UNROLL" => {
                     whole(value, 1, 8).map(|n| k.pointwise_unroll = Some(n as u32))
                 }
+                "FUSEBENCH_POINTWISE_BLOCKS_PER_SM" => {
+                    whole(value, 1, 32).map(|n| k.pointwise_blocks_per_sm = Some(n as u32))
+                }
+                "FUSEBENCH_GRID_BLOCKS_PER_SM" => {
+                    whole(value, 1, 32).map(|n| k.grid_blocks_per_sm = Some(n as u32))
+                }
+                "FUSEBENCH_OUTER_BLOCKS_PER_SM" => {
+                    whole(value, 1, 32).map(|n| k.outer_blocks_per_sm = Some(n as u32))
+                }
+                "FUSEBENCH_RELOAD_THREADS" => match value {
+                    "256" | "512" | "1024" => value.parse().ok().map(|n| k.reload_threads = Some(n)),
+                    _ => None,
+                },
                 "FUSEBENCH_CACHE_DIR" => Some(value).map(|v| k.cache_dir = Some(v.into())),
                 "FUSEBENCH_NO_KERNEL_CACHE" => flag(value).map(|b| k.no_kernel_cache = b),
                 "FUSEBENCH_DB" => Some(value).map(|v| k.db = Some(v.into())),

@@ -23,6 +23,10 @@ pub struct Activity {
     pub stream_id: u32,
     pub grid: [i32; 3],
     pub block: [i32; 3],
+    /// A kernel's registers per thread and shared memory per block (static
+    /// plus dynamic) as CUPTI recorded its launch; 0 for other activities.
+    pub registers: u32,
+    pub shared_bytes: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +143,8 @@ impl Activity {
             stream_id,
             grid: [0; 3],
             block: [0; 3],
+            registers: 0,
+            shared_bytes: 0,
         }
     }
 }
@@ -166,6 +172,8 @@ unsafe fn parse(record: *const sys::CUpti_Activity, kind: CUpti_ActivityKind) ->
                 stream_id: k.streamId,
                 grid: [k.gridX, k.gridY, k.gridZ],
                 block: [k.blockX, k.blockY, k.blockZ],
+                registers: k.registersPerThread as u32,
+                shared_bytes: (k.staticSharedMemory as u32).saturating_add(k.dynamicSharedMemory.max(0) as u32),
             })
         }
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET => {

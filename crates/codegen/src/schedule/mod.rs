@@ -120,11 +120,12 @@ pub struct Rows {
     /// Outputs of one element that read only `totals`: written by their
     /// combine kernel.
     pub totals_epilogue: Vec<(ValueId, usize)>,
-    /// Sums over the same rows x columns are waiting to join (the segmenter
-    /// knows before `outer` is filled): a row past the registers may then be
-    /// re-read in each pass (`rowwise::Shape::reload`), so that the sums stay
-    /// in the kernel that reads the row instead of one that reads it again.
-    pub reload: bool,
+    /// Sums over the same rows x columns waiting to join (the segmenter
+    /// knows before `outer` is filled; 0: none): a row past the registers
+    /// may then be re-read in each pass (`rowwise::Shape::reload`), so that
+    /// the sums stay in the kernel that reads the row instead of one that
+    /// reads it again.
+    pub reload: usize,
 }
 
 impl Rows {

@@ -61,7 +61,7 @@ fn shape_reason(
     cols: usize,
     w: usize,
     whole: bool,
-    reload: bool,
+    reload: Option<usize>,
     dev: &Device,
 ) -> Result<Reason, Reason> {
     let d = c
@@ -115,7 +115,9 @@ impl Schedule for Rowwise {
         match &c.work {
             Work::Rows(r) => {
                 let whole = !r.inner.is_empty() || !r.per_row.is_empty();
-                shape_reason(c, r.rows(), r.cols(), c.row_width(r.last()), whole, r.reload, dev)
+                let w = c.row_width(r.last());
+                let reload = (r.reload > 0).then(|| crate::launch::reload_threads(dev, r.cols(), w, r.reload));
+                shape_reason(c, r.rows(), r.cols(), w, whole, reload, dev)
             }
             Work::Stored {
                 red, before_rows, ..
@@ -126,7 +128,7 @@ impl Schedule for Rowwise {
                 }
                 let cols: usize = inner.iter().product();
                 let w = c.row_width(*inner.last().unwrap_or(&1));
-                shape_reason(c, rows.iter().product(), cols, w, false, false, dev)
+                shape_reason(c, rows.iter().product(), cols, w, false, None, dev)
             }
             Work::Elementwise { .. } => Err("elementwise work, no reduction".into()),
         }
@@ -178,7 +180,7 @@ fn build_rows(
     let w = c.row_width(last);
     let whole = !r.inner.is_empty() || !r.per_row.is_empty();
     let held = crate::rowwise::held(f, rows, cols);
-    let shape = crate::rowwise::shape(cols, w, whole, held, r.reload).ok_or_else(|| {
+    let shape = crate::rowwise::shape(cols, w, whole, held, (r.reload > 0).then(|| crate::launch::reload_threads(dev, cols, w, r.reload))).ok_or_else(|| {
         CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
     })?;
     let tiles = shape.tiles;
@@ -210,7 +212,7 @@ fn build_rows(
         .collect();
     // Totals: one partial per row group of a block; the kernel's grid (known
     // once built: unrolling decides it) says how many were written.
-    let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, whole, r.reload)?;
+    let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, whole, r.reload > 0)?;
     let slots = rows.div_ceil(groups).max(row_blocks) * groups;
     let totals: Vec<(Reduction, usize)> = r
         .totals
@@ -237,7 +239,7 @@ fn build_rows(
         per_row: &per_row,
         row_blocks,
         unroll: crate::launch::row_unroll(dev),
-        reload: r.reload,
+        reload: r.reload > 0,
     };
     let built = crate::rowwise::build(cx, &c.name, &spec)?;
     let written = built.1.grid[0] as usize * groups;

@@ -61,12 +61,19 @@ impl Method for CuptiMethod {
     }
 }
 
-fn times(kernels: Vec<(crate::subject::Launch, f64)>, events_us: Option<f64>) -> Times {
-    let (launches, kernels_us): (Vec<_>, Vec<_>) = kernels.into_iter().unzip();
-    Times {
-        time_us: kernels_us.iter().sum(),
-        launches,
-        kernels_us,
+fn times(kernels: Vec<(crate::subject::Launch, f64, crate::KernelFacts)>, events_us: Option<f64>) -> Times {
+    let mut t = Times {
+        time_us: 0.0,
+        launches: Vec::with_capacity(kernels.len()),
+        kernels_us: Vec::with_capacity(kernels.len()),
         events_us,
+        facts: Vec::with_capacity(kernels.len()),
+    };
+    for (l, us, facts) in kernels {
+        t.launches.push(l);
+        t.kernels_us.push(us);
+        t.facts.push(facts);
     }
+    t.time_us = t.kernels_us.iter().sum();
+    t
 }

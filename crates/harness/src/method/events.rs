@@ -33,6 +33,7 @@ impl Method for Events {
                     kernels_us: between(events)?,
                     time_us: window(events)?,
                     events_us: None,
+                    facts: Vec::new(),
                 })
             })
             .collect()

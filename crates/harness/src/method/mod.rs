@@ -23,6 +23,9 @@ pub struct Times {
     pub time_us: f64,
     /// The events window around the subject's launches, when the method is not events.
     pub events_us: Option<f64>,
+    /// Per kernel, what CUPTI recorded of its launch (registers, shared
+    /// memory); empty when the method does not see launches.
+    pub facts: Vec<crate::KernelFacts>,
 }
 
 /// What the harness hands a method after a step: per subject, its launches
