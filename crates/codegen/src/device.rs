@@ -36,7 +36,7 @@ pub struct Device {
     pub pointwise_blocks_per_sm: u32,
     /// Blocks per multiprocessor of a grid reduction's partial sums.
     pub grid_blocks_per_sm: u32,
-    /// Blocks (of 128 threads) per multiprocessor of an outer reduction's
+    /// Blocks (of 256 threads) per multiprocessor of an outer reduction's
     /// partial sums.
     pub outer_blocks_per_sm: u32,
     /// Threads of a row re-read in each pass (`rowwise::Shape::reload`); 0:
@@ -63,7 +63,7 @@ impl Default for Device {
             pointwise_unroll: 0,
             pointwise_blocks_per_sm: 4,
             grid_blocks_per_sm: 4,
-            outer_blocks_per_sm: 16,
+            outer_blocks_per_sm: 8,
             reload_threads: 0,
         }
     }

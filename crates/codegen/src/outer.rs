@@ -6,13 +6,20 @@
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{signature, Context, Stored};
+use crate::kernel::{signature, vector_width, Context, Stored};
+use crate::lower::Lanes;
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Combine, Kind, Reduction};
 use crate::{ctype, view};
 use fusebench_ir::{Literal, ValueId};
 
 const BLOCK: u32 = 128;
+/// Fewest reduced elements a block of partial sums folds.
+const MIN_CHUNK: usize = 64;
+/// Most partials per result: the combine reads them one after another.
+const MAX_SPLITS: usize = 64;
+/// Threads down the reduced elements in a block of partial sums.
+const BLOCK_Y: usize = 8;
 
 /// Appends the kernels that compute `r` and records where its outputs are stored.
 pub fn build(
@@ -32,13 +39,32 @@ pub fn build(
     let o: usize = kept.iter().product();
     let k: usize = red.iter().product();
     let acc = r.acc(f);
-    let blocks_x = o.div_ceil(BLOCK as usize).max(1);
-    // Enough blocks to fill every multiprocessor (2048 threads each): a
-    // thread holds one result and has few loads in flight (the reductions of
-    // a column-major 2048x16384 bf16 softmax, at 4 blocks of 128 threads per
-    // SM, read at 1.7 TB/s on the H200).
+    // Where a kept dim is fastest in memory (a column sum of a row-major
+    // matrix, a row sum of a column-major one), a thread takes `width`
+    // adjacent results, read as one 16-byte vector (bf16: 8): one result per
+    // thread and 2-byte loads read at 1.7-2.4 TB/s on the H200.
+    let last_kept = kept.last().copied().unwrap_or(1);
+    let width = if crate::memory::reduces_fastest(f, &cx.layouts, r) == Some(false) {
+        vector_width(
+            last_kept,
+            f.inputs.iter().map(|&i| f.value(i).dtype).filter(|d| d.size_bytes() > 1),
+        )
+    } else {
+        1
+    };
+    // A block is 32 threads across results by `by` down the reduced
+    // elements, folded in shared memory into one partial per result: more
+    // threads reading without more partials for the combine to read.
+    // Complex accumulators are not kept in shared memory: one row of threads.
+    let (bx, by) = if acc.is_complex() { (BLOCK as usize, 1) } else { (32, BLOCK_Y) };
+    let blocks_x = o.div_ceil(width).div_ceil(bx).max(1);
+    // Enough blocks to fill every multiprocessor, each folding at least
+    // MIN_CHUNK of the reduced elements and at most MAX_SPLITS partials per
+    // result, so that the partials stay a small share of what is read (the
+    // reductions of a column-major 2048x16384 bf16 softmax, at 4 blocks of
+    // 128 threads per SM, read at 1.7 TB/s).
     let want = (cx.dev.sm_count as usize * cx.dev.outer_blocks_per_sm as usize).div_ceil(blocks_x);
-    let splits = want.clamp(1, (k / 16).max(1));
+    let splits = want.clamp(1, (k / MIN_CHUNK).clamp(1, MAX_SPLITS));
     let chunk = k.div_ceil(splits).max(1);
     let splits = k.div_ceil(chunk).max(1);
     let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
@@ -53,73 +79,122 @@ pub fn build(
             Kind::Plain(c) => c.clone(),
             _ => Combine::Sum,
         };
-        // Partial kernel.
+        // Partial kernel: thread t holds results o .. o + width (one kept
+        // row of the results: the width divides the last kept extent).
         let (mut lw, params) = cx.lowerer();
         let it = lw.idx_type;
         lw.line(&format!(
-            "const {it} o = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"
+            "const {it} o = (({it})blockIdx.x * {bx} + threadIdx.x) * {width};"
         ));
-        lw.line(&format!("if (o >= {o}) return;"));
-        let kept_idx = view::delinearize(Ix::var("o"), &kept);
-        let mean = if pass == 1 {
-            let mv = mean_value(r);
-            let oi = view::delinearize(Ix::var("o"), &out_shape);
-            let m = lw.value_at(mv, &oi)?;
-            Some(ctype::convert(f.value(mv).dtype, acc, &m))
-        } else {
-            None
+        // No early return: every thread reaches the fold's barrier.
+        lw.line(&format!("const bool live = o < {o};"));
+        lw.line(&format!("const {it} oq = o / {last_kept};"));
+        lw.line(&format!("const {it} oj = o % {last_kept};"));
+        let mut kept_idx = view::delinearize(Ix::var("oq"), &kept[..kept.len().saturating_sub(1)]);
+        let lane_of = |kept_idx: &mut Vec<Ix>, j: usize| {
+            if !kept.is_empty() {
+                kept_idx.truncate(kept.len() - 1);
+                kept_idx.push(Ix::var("oj").add(Ix::c(j as i64)));
+            }
         };
-        lw.line(&format!(
-            "{} a = {};",
-            ctype::reg(acc),
-            reduction::init(&combine_op, acc)
-        ));
+        let reg = ctype::reg(acc);
+        let mut means = Vec::new();
+        for j in 0..width {
+            lw.line(&format!("{reg} a{j} = {};", reduction::init(&combine_op, acc)));
+        }
+        // Past the results, a thread reads nothing (not even a mean).
+        lw.open("if (live) {");
+        for j in 0..width {
+            if pass == 1 {
+                let mv = mean_value(r);
+                let oi = view::delinearize(Ix::var("o").add(Ix::c(j as i64)), &out_shape);
+                let m = lw.value_at(mv, &oi)?;
+                let name = format!("m{j}");
+                lw.line(&format!("const {reg} {name} = {};", ctype::convert(f.value(mv).dtype, acc, &m)));
+                means.push(name);
+            }
+        }
         lw.line(&format!("const {it} r0 = ({it})blockIdx.y * {chunk};"));
         lw.line(&format!(
             "const {it} r1 = r0 + {chunk} < {k} ? r0 + {chunk} : {k};"
         ));
         // Four iterations' loads in flight per thread.
         lw.line("#pragma unroll 4");
-        lw.open(&format!("for ({it} r = r0; r < r1; ++r) {{"));
+        lw.open(&format!("for ({it} r = r0 + threadIdx.y; r < r1; r += {by}) {{"));
+        lw.allow_vector_loads_here();
         let red_idx = view::delinearize(Ix::var("r"), &red);
-        let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());
-        let x_idx: Vec<Ix> = (0..xs.len())
-            .map(|d| {
-                if r.dims.contains(&d) {
-                    ri.next()
-                } else {
-                    ki.next()
-                }
-                .unwrap()
-                .clone()
-            })
-            .collect();
-        let xv = lw.value_at(r.x, &x_idx)?;
-        let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
-        let xv = ctype::convert(r.value_dtype(f), acc, &xv);
-        match &mean {
-            None => lw.line(&reduction::step(&combine_op, acc, "a", &xv)),
-            Some(m) => lw.line(&format!(
-                "{{ const {t} dv = {xv} - {m}; a += dv * dv; }}",
-                t = ctype::reg(acc)
-            )),
+        for j in 0..width {
+            lane_of(&mut kept_idx, j);
+            lw.lanes = (width > 1).then(|| Lanes {
+                var: "oj".into(),
+                width,
+                lane: j,
+            });
+            let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());
+            let x_idx: Vec<Ix> = (0..xs.len())
+                .map(|d| {
+                    if r.dims.contains(&d) {
+                        ri.next()
+                    } else {
+                        ki.next()
+                    }
+                    .unwrap()
+                    .clone()
+                })
+                .collect();
+            let xv = lw.value_at(r.x, &x_idx)?;
+            let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+            let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+            let a = format!("a{j}");
+            match means.get(j) {
+                None => lw.line(&reduction::step(&combine_op, acc, &a, &xv)),
+                Some(m) => lw.line(&format!("{{ const {reg} dv = {xv} - {m}; {a} += dv * dv; }}")),
+            }
+        }
+        lw.lanes = None;
+        lw.close("}");
+        lw.close("}");
+        let store = |lw: &mut crate::lower::Lowerer, j: usize, v: &str| {
+            lw.line(&format!("tmp{partial}[({it})blockIdx.y * {o} + o + {j}] = {v};"));
+        };
+        if by == 1 {
+            lw.open("if (live) {");
+            for j in 0..width {
+                store(&mut lw, j, &format!("a{j}"));
+            }
+        } else {
+            // Row y of the block's threads folded in order 0, 1, ...: two
+            // runs give the same bits.
+            lw.line(&format!("__shared__ {reg} fb_fold[{by}][{}];", bx * width));
+            for j in 0..width {
+                lw.line(&format!("fb_fold[threadIdx.y][threadIdx.x * {width} + {j}] = a{j};"));
+            }
+            lw.line("__syncthreads();");
+            lw.open("if (live && threadIdx.y == 0) {");
+            for j in 0..width {
+                lw.line(&format!("{reg} b{j} = fb_fold[0][threadIdx.x * {width} + {j}];"));
+                lw.line(&format!(
+                    "for (int y = 1; y < {by}; ++y) {}",
+                    reduction::step(&combine_op, acc, &format!("b{j}"), &format!("fb_fold[y][threadIdx.x * {width} + {j}]"))
+                ));
+                store(&mut lw, j, &format!("b{j}"));
+            }
         }
         lw.close("}");
-        lw.line(&format!("tmp{partial}[({it})blockIdx.y * {o} + o] = a;"));
         let pname = format!("{name}_p{pass}");
-        let src = format!("{} {{\n{}}}\n", signature(&pname, BLOCK, &params), lw.code);
+        let src = format!("{} {{\n{}}}\n", signature(&pname, (bx * by) as u32, &params), lw.code);
         out.push((
             src,
             Kernel {
                 name: pname,
                 schedule: Schedule::OuterPartial,
                 grid: [crate::launch::grid_dim(blocks_x), crate::launch::grid_dim(splits), 1],
-                block: [BLOCK, 1, 1],
+                block: [bx as u32, by as u32, 1],
                 args: params.args,
                 code_hash: String::new(),
                 choice: None,
                 summary: format!(
-                    "outer reduction of {} over {k} in {splits} splits: {o} results",
+                    "outer reduction of {} over {k} in {splits} splits: {o} results, {width} per thread",
                     f.value(r.x).name
                 ),
             },

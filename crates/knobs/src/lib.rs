@@ -76,7 +76,7 @@ pub const DECLARED: &[Declared] = &[
         "blocks per SM a small pointwise kernel narrows its vectors to reach (tuning experiments)"),
     knob("FUSEBENCH_GRID_BLOCKS_PER_SM", "a whole number from 1 to 32", "the planner's (4)", Affects::Kernels,
         "blocks per SM of a grid reduction's partial sums (tuning experiments)"),
-    knob("FUSEBENCH_OUTER_BLOCKS_PER_SM", "a whole number from 1 to 32", "the planner's (16)", Affects::Kernels,
+    knob("FUSEBENCH_OUTER_BLOCKS_PER_SM", "a whole number from 1 to 32", "the planner's (8)", Affects::Kernels,
         "blocks per SM of an outer reduction's partial sums (tuning experiments)"),
     knob("FUSEBENCH_RELOAD_THREADS", "256, 512 or 1024", "the planner's (1024, or 512 where two column sums would spill)", Affects::Kernels,
         "threads of a row re-read in each pass by a backward norm past the registers (tuning experiments)"),
