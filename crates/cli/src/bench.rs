@@ -244,7 +244,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     bar.finish_and_clear();
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "gpu": info, "rows": rows }))?
         );
@@ -284,7 +284,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             CacheArg::Warm => "warm L2",
             CacheArg::Rotate => "inputs rotated through copies exceeding twice the L2",
         };
-        println!(
+        outln!(
             "{} ({}, {} SMs, L2 {} MiB), {policy}, {}, median until {}; copies timed the same way",
             info.name,
             info.arch,
@@ -293,12 +293,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             harness.method().words(),
             rule.describe()
         );
-        println!("{t}");
+        outln!("{t}");
         if a.kernels {
             for r in &rows {
-                println!("{}", r.file);
+                outln!("{}", r.file);
                 for k in &r.kernels {
-                    println!(
+                    outln!(
                         "  {:<14} {:>8.2} us  grid {:?} block {:?}  {} regs, {} B spilled  {}",
                         k.name, k.us, k.grid, k.block, k.registers, k.spill_bytes, k.summary
                     );
@@ -306,7 +306,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
         }
         for r in rows.iter().filter(|r| r.record.throttled_samples > 0) {
-            println!(
+            outln!(
                 "warning: {} of {} samples of {} were taken while the GPU reported a throttle reason",
                 r.record.throttled_samples, r.samples, r.file
             );
@@ -315,7 +315,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         if !sp.is_empty() {
             let geo = (sp.iter().map(|x| x.ln()).sum::<f64>() / sp.len() as f64).exp();
             let worst = sp.iter().cloned().fold(f64::INFINITY, f64::min);
-            println!(
+            outln!(
                 "geometric mean of nvFuser/ours over {} fusions: {geo:.3}; lowest {worst:.3}",
                 sp.len()
             );

@@ -167,7 +167,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             batch.iter().map(|(_, c)| c.clone()).collect();
         for (_, (label, f, _)) in &batch {
             if let (true, false, Ok(f)) = (a.show, a.json, f) {
-                println!("# {label}\n{}", fusebench_frontend::print_script(f));
+                outln!("# {label}\n{}", fusebench_frontend::print_script(f));
             }
         }
         let readies = cpu_batch(&plain, engine.as_ref().filter(|_| jobs > 1), jobs);
@@ -227,7 +227,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     s.seconds = t0.elapsed().as_secs_f64();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        outln!("{}", serde_json::to_string_pretty(&s)?);
     } else {
         print_summary(&s);
     }
@@ -493,7 +493,7 @@ fn keep(dir: &Path, f: &Fusion, seed: u64, index: u64, o: &Outcome) -> anyhow::R
 }
 
 fn print_summary(s: &Summary) {
-    println!(
+    outln!(
         "fuzz seed {} fusions {}..{} on {}: {:.1} s",
         s.seed,
         s.start,
@@ -501,47 +501,47 @@ fn print_summary(s: &Summary) {
         s.device,
         s.seconds
     );
-    println!("  generated            {}", s.generated);
-    println!(
+    outln!("  generated            {}", s.generated);
+    outln!(
         "  ill-typed draws      {} (skipped and redrawn)",
         s.ill_typed_draws
     );
-    println!("  skipped (CPU)        {}", s.skipped);
+    outln!("  skipped (CPU)        {}", s.skipped);
     for (r, n) in &s.skipped_reasons {
-        println!("      {n:>6}  {r}");
+        outln!("      {n:>6}  {r}");
     }
-    println!("  refused (planner)    {}", s.refused);
+    outln!("  refused (planner)    {}", s.refused);
     for (r, n) in &s.refused_reasons {
-        println!("      {n:>6}  {r}");
+        outln!("      {n:>6}  {r}");
     }
     if s.device == "gpu" {
-        println!("  run on the GPU       {}", s.run);
-        println!("  matched              {}", s.matched);
-        println!("  mismatched           {}", s.mismatched);
-        println!(
+        outln!("  run on the GPU       {}", s.run);
+        outln!("  matched              {}", s.matched);
+        outln!("  mismatched           {}", s.mismatched);
+        outln!(
             "  elements checked     {} ({} not checked: bound +inf)",
             s.elements_checked, s.elements_unchecked
         );
     } else {
-        println!("  passed (no GPU run)  {}", s.matched);
+        outln!("  passed (no GPU run)  {}", s.matched);
     }
-    println!("  failed               {}", s.failed);
+    outln!("  failed               {}", s.failed);
     for f in &s.failures {
         let (kind, d) = match &f.outcome {
             Outcome::Mismatched { detail } => ("MISMATCH", detail),
             Outcome::Failed { detail } => ("FAILED", detail),
             _ => continue,
         };
-        println!("\n  {kind} {}", f.label);
+        outln!("\n  {kind} {}", f.label);
         for l in d.lines().take(40) {
-            println!("    {l}");
+            outln!("    {l}");
         }
         if let Some(k) = &f.kept {
-            println!("    kept: {k}");
+            outln!("    kept: {k}");
         }
     }
     if !s.failed_all.is_empty() {
-        println!(
+        outln!(
             "\n  all {} mismatched or failed: {}",
             s.failed_all.len(),
             s.failed_all.join(" ")
