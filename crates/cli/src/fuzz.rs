@@ -112,6 +112,10 @@ struct Tally {
     unchecked: u64,
 }
 
+/// A case to check: its label, the fusion (or why it did not read), and
+/// whether it was drawn at random (else replayed from a file).
+type Case = (String, Result<Fusion, String>, bool);
+
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let engine = match a.device {
         DeviceArg::Cpu => None,
@@ -130,7 +134,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     // Ill-typed draws of each drawn fusion, counted as the fusion is checked.
     let mut ill = vec![];
-    let cases: Vec<(String, Result<Fusion, String>, bool)> = if a.replay.is_empty() {
+    let cases: Vec<Case> = if a.replay.is_empty() {
         (a.start..a.start + a.count)
             .map(|i| {
                 let d = fusebench_ir::random::fusion(a.seed, i);
@@ -161,10 +165,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         {
             break;
         }
-        let batch: Vec<(usize, (String, Result<Fusion, String>, bool))> =
-            cases.by_ref().take(batch_len).collect();
-        let plain: Vec<(String, Result<Fusion, String>, bool)> =
-            batch.iter().map(|(_, c)| c.clone()).collect();
+        let batch: Vec<(usize, Case)> = cases.by_ref().take(batch_len).collect();
+        let plain: Vec<Case> = batch.iter().map(|(_, c)| c.clone()).collect();
         for (_, (label, f, _)) in &batch {
             if let (true, false, Ok(f)) = (a.show, a.json, f) {
                 outln!("# {label}\n{}", fusebench_frontend::print_script(f));
