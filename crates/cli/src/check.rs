@@ -136,15 +136,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     for p in &paths {
         progress.step(&p.display().to_string());
         // A bug in fusebench must not hide the results of the other fusions.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            check_one(p, a.seed, a.strict, engine.as_ref(), a.data.as_deref())
-        }))
-        .unwrap_or_else(|e| Report {
+        let r = crate::outcome::attempt(|| {
+            Ok(check_one(p, a.seed, a.strict, engine.as_ref(), a.data.as_deref()))
+        })
+        .unwrap_or_else(|error| Report {
             file: p.display().to_string(),
-            error: Some(format!(
-                "internal error (a bug in fusebench, please report it): {}",
-                crate::panic_message(&e)
-            )),
+            error: Some(error),
             ..Default::default()
         });
         if !a.json {
@@ -176,11 +173,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             summary.total_cpu_ms / 1e3
         );
     }
-    Ok(ExitCode::from(if failed == 0 {
-        exit::OK
-    } else {
-        exit::FAILED
-    }))
+    Ok(crate::outcome::exit_code(failed))
 }
 
 fn ms(t: Instant) -> f64 {

@@ -17,6 +17,7 @@ mod files;
 mod fuzz;
 mod gpu;
 mod history;
+mod outcome;
 mod peak;
 mod print;
 mod program;
