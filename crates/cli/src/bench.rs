@@ -1,10 +1,10 @@
 //! `fusebench bench`: cold-L2 kernel time of each fusion on the GPU, beside
 //! nvFuser's time from the corpus index and a copy of the same bytes.
 
-pub use crate::timing::parse_percent;
-use crate::timing::TimingArgs;
 use crate::files;
 use crate::outcome::{self, Failure};
+pub use crate::timing::parse_percent;
+use crate::timing::TimingArgs;
 use anyhow::Context;
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
 use fusebench_harness::{FusionSubject, Options};
@@ -145,8 +145,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let info = engine.gpu.info().clone();
     let measured = measure_all(&paths, a.json, |p| {
         let f = files::load(p)?;
-        let g = fusebench_reference::generate_inputs(&f, a.timing.seed)
-            .context("generating inputs")?;
+        let g =
+            fusebench_reference::generate_inputs(&f, a.timing.seed).context("generating inputs")?;
         for n in &g.notes {
             eprintln!("{}: note: {n}", p.display());
         }
@@ -285,7 +285,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 for k in &r.kernels {
                     outln!(
                         "  {:<14} {:>8.2} us  grid {:?} block {:?}  {} regs, {} B spilled  {}",
-                        k.name, k.us, k.grid, k.block, k.registers, k.spill_bytes, k.summary
+                        k.name,
+                        k.us,
+                        k.grid,
+                        k.block,
+                        k.registers,
+                        k.spill_bytes,
+                        k.summary
                     );
                 }
             }
@@ -378,8 +384,10 @@ mod tests {
             .map(PathBuf::from)
             .collect();
         let m = measure_all(&paths, true, |p| match p.to_str().unwrap() {
-            "huge.py" => Err(anyhow::anyhow!("needs 167772160000 bytes, 150000000000 free"))
-                .context("preparing for the GPU (plan, compile, allocate)"),
+            "huge.py" => Err(anyhow::anyhow!(
+                "needs 167772160000 bytes, 150000000000 free"
+            ))
+            .context("preparing for the GPU (plan, compile, allocate)"),
             "buggy.py" => panic!("a bug"),
             other => Ok(other.to_string()),
         });
@@ -391,12 +399,19 @@ mod tests {
             "preparing for the GPU (plan, compile, allocate): needs 167772160000 bytes, 150000000000 free"
         );
         assert_eq!(m.failures[1].file, "buggy.py");
-        assert!(m.failures[1].error.contains("a bug in fusebench"), "{:?}", m.failures[1]);
+        assert!(
+            m.failures[1].error.contains("a bug in fusebench"),
+            "{:?}",
+            m.failures[1]
+        );
         assert_eq!(m.exit_code(), ExitCode::from(crate::exit::FAILED));
         let v = document(&"H200", &m);
         assert_eq!(v["rows"].as_array().unwrap().len(), 2);
         assert_eq!(v["failures"][0]["file"], "huge.py");
-        assert!(v["failures"][0]["error"].as_str().unwrap().contains("167772160000 bytes"));
+        assert!(v["failures"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("167772160000 bytes"));
 
         // Nothing failed: exit 0 and no failures in the JSON.
         let m = measure_all(&paths[..1], true, |_| Ok(1));

@@ -40,10 +40,14 @@ mod tests {
     #[test]
     fn errors_and_panics_are_failures_with_their_message() {
         assert_eq!(attempt(|| Ok(3)), Ok(3));
-        let e = attempt::<()>(|| Err(anyhow::anyhow!("too large").context("preparing"))).unwrap_err();
+        let e =
+            attempt::<()>(|| Err(anyhow::anyhow!("too large").context("preparing"))).unwrap_err();
         assert_eq!(e, "preparing: too large");
         let e = attempt::<()>(|| panic!("index out of range")).unwrap_err();
-        assert!(e.contains("a bug in fusebench") && e.ends_with("index out of range"), "{e}");
+        assert!(
+            e.contains("a bug in fusebench") && e.ends_with("index out of range"),
+            "{e}"
+        );
         assert_eq!(exit_code(0), ExitCode::from(exit::OK));
         assert_eq!(exit_code(2), ExitCode::from(exit::FAILED));
     }
