@@ -9,7 +9,8 @@
 #          scripts/gpu.sh nvbench      (a file nvbench itself writes; cuda-bench wheels in .gpu/wheels)
 #          scripts/gpu.sh flush [ARGS] (L2 flush by write vs by read: copy ceilings, cold program vs standalone)
 #          scripts/gpu.sh figures      (copy ceilings by the same method, % of copy, gather bytes, explain's planted pairs)
-#          scripts/gpu.sh tests        (the GPU tests built by stage: engine outputs, the harness)
+#          scripts/gpu.sh tests        (the GPU tests built by stage: engine outputs, the harness, the runtime;
+#                                       run with --include-ignored, as built here they are marked ignored)
 #          scripts/gpu.sh sweep        (fusions not in ../shared: checked, benchmarked, explain's pairs)
 #          scripts/gpu.sh patterns [ARGS] (bench/patterns.py's sweep (ARGS go to it, selections joined by +): fusebench vs nvFuser vs
 #                                       torch.compile vs the copy ceiling, one table per pattern; carry .peer)
@@ -58,7 +59,7 @@ ops)
     grep -E "FAILED|MISMATCH|fusions:" "$out/ops.txt" | tail -20
     echo "== nvFuser's per-op goldens on the GPU"
     GOLDEN_OPS_DIR=crates/reference/tests/fixtures/golden-ops FUSEBENCH_SHARED=$shared \
-        .gpu/tests/gpu_outputs golden_ops --nocapture >"$out/golden-ops.txt" 2>&1; echo "exit $?"
+        .gpu/tests/gpu_outputs golden_ops --include-ignored --nocapture >"$out/golden-ops.txt" 2>&1; echo "exit $?"
     grep -E "^golden|test result|problem|not yet|GPU" "$out/golden-ops.txt" | tail -30
     echo "== fuzz regressions"
     $bin fuzz --replay crates/cli/tests/fixtures/fuzz-regressions --device gpu >"$out/replay.txt" 2>&1; echo "exit $?"
@@ -107,19 +108,26 @@ stage)
     rm -rf .gpu/shared/corpus .gpu/shared/golden
     cp -r ../shared/corpus ../shared/golden .gpu/shared/
     strip -o .gpu/fusebench target/release/fusebench
-    # The GPU tests, built here (no Rust toolchain there).
+    # The GPU tests, built here (no Rust toolchain there). Built without a driver they are
+    # marked ignored (crates/testdata's needs_gpu!): `tests` runs them with --include-ignored.
     mkdir -p .gpu/tests
-    cargo test --release --no-run -p fusebench-engine -p fusebench-harness --message-format=json 2>/dev/null |
+    cargo test --release --no-run -p fusebench-engine -p fusebench-harness -p fusebench-runtime --message-format=json 2>/dev/null |
         python3 -c '
 import json, sys, subprocess
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
-        name = m["target"]["name"]
-        if name in ("gpu_outputs", "gpu"):
-            dest = ".gpu/tests/" + ("harness_gpu" if name == "gpu" else name)
-            subprocess.run(["strip", "-o", dest, m["executable"]], check=True)
-            print("staged", dest)
+        name, src = m["target"]["name"], m["target"]["src_path"]
+        if name == "gpu_outputs":
+            dest = ".gpu/tests/gpu_outputs"
+        elif name == "gpu" and "/crates/harness/" in src:
+            dest = ".gpu/tests/harness_gpu"
+        elif name == "gpu" and "/crates/runtime/" in src:
+            dest = ".gpu/tests/runtime_gpu"
+        else:
+            continue
+        subprocess.run(["strip", "-o", dest, m["executable"]], check=True)
+        print("staged", dest)
 '
     bash scripts/python.sh wheel
     rm -f .gpu/fusebench-*.whl && cp target/wheels/fusebench-*.whl .gpu/
@@ -272,12 +280,14 @@ flush)
     rm -rf "$out/saved"
     ;;
 tests)
-    # The cargo tests that need a GPU, built here by stage.
+    # The cargo tests that need a GPU, built by stage where no driver is: they were marked
+    # ignored there (needs a GPU), so they run with --include-ignored; each still checks for
+    # the GPU itself and says "skipped" if there is none.
     mkdir -p "$out"
     for t in .gpu/tests/*; do
         echo "== $t"
         FUSEBENCH_SHARED=$shared GOLDEN_OPS_DIR=crates/reference/tests/fixtures/golden-ops \
-            $t --nocapture >"$out/$(basename $t).txt" 2>&1
+            $t --include-ignored --nocapture >"$out/$(basename $t).txt" 2>&1
         echo "exit $?"
         grep -E "^test |test result|mismatch|MISMATCH|panicked|skipped" "$out/$(basename $t).txt" | tail -15
     done

@@ -1,9 +1,11 @@
 //! `fusebench bench`: cold-L2 kernel time of each fusion on the GPU, beside
 //! nvFuser's time from the corpus index and a copy of the same bytes.
 
+use crate::files;
+use crate::outcome::{self, Failure};
 pub use crate::timing::parse_percent;
 use crate::timing::TimingArgs;
-use crate::{exit, files};
+use anyhow::Context;
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
 use fusebench_harness::{FusionSubject, Options};
 use fusebench_measure::CachePolicy;
@@ -141,35 +143,22 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         CacheArg::Rotate => CachePolicy::Rotate,
     };
     let info = engine.gpu.info().clone();
-    let mut rows = Vec::new();
-    let mut failed = 0;
-    // A progress bar on a terminal; nothing when stderr is redirected or with --json.
-    let bar = indicatif::ProgressBar::new(paths.len() as u64);
-    if a.json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("[{pos}/{len}] {msg} {bar:30}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    for p in &paths {
-        bar.set_message(
-            p.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        );
-        let res = (|| -> anyhow::Result<Row> {
-            let f = files::load(p)?;
-            let g = fusebench_reference::generate_inputs(&f, a.timing.seed)?;
-            for n in &g.notes {
-                bar.suspend(|| eprintln!("{}: note: {n}", p.display()));
-            }
-            let prep = engine.prepare(&f, &g.inputs)?;
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let measured = harness.measure(
+    let measured = measure_all(&paths, a.json, |p| {
+        let f = files::load(p)?;
+        let g =
+            fusebench_reference::generate_inputs(&f, a.timing.seed).context("generating inputs")?;
+        for n in &g.notes {
+            eprintln!("{}: note: {n}", p.display());
+        }
+        let prep = engine
+            .prepare(&f, &g.inputs)
+            .context("preparing for the GPU (plan, compile, allocate)")?;
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let measured = harness
+            .measure(
                 &FusionSubject::new(&name, &f, &prep),
                 &Options {
                     cache,
@@ -179,74 +168,64 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     ceiling: true,
                     siblings: true,
                 },
-            )?;
-            let record = measured.record;
-            let nv = nvf.get(&name).copied();
-            let kernels = record.kernels.clone();
-            let stored_id = match store.as_mut() {
-                Some(s) => Some(s.save(&record)?),
-                None => None,
-            };
-            let summary = record.summary.clone();
-            let bytes = record.bytes.unwrap_or(0);
-            let copy_us = record.ceiling.as_ref().map_or(f64::NAN, |c| c.median_us);
-            Ok(Row {
-                file: name,
-                kernels: prep
-                    .plan
-                    .kernels
-                    .iter()
-                    .zip(&kernels)
-                    .map(|(pk, k)| KernelRow {
-                        name: k.name.clone(),
-                        us: k.median_us,
-                        grid: k.grid,
-                        block: k.block,
-                        registers: k.registers,
-                        spill_bytes: prep
-                            .kernels
-                            .iter()
-                            .find(|x| x.name() == k.name)
-                            .map_or(0, |x| x.attributes().local_bytes_per_thread),
-                        summary: pk.summary.clone(),
-                    })
-                    .collect(),
-                ours_us: summary.median,
-                ours_min_us: summary.min,
-                rel_ci: summary.rel_ci,
-                samples: summary.n,
-                stop: serde_json::to_string(&record.stop).unwrap_or_default(),
-                sampling_s: measured.elapsed.as_secs_f64(),
-                stored_id,
-                nvfuser_cold_us: nv,
-                speedup: nv.map(|n| n / summary.median),
-                bytes,
-                gbps: bytes as f64 / summary.median / 1e3,
-                copy_us,
-                pct_of_copy: record.pct_of_ceiling().unwrap_or(f64::NAN),
-                method: record.method.name().to_string(),
-                record,
-            })
-        })();
-        match res {
-            Ok(r) => {
-                if !a.json {
-                    bar.suspend(|| eprintln!("{}: {:.2} us", r.file, r.ours_us));
-                }
-                rows.push(r)
-            }
-            Err(e) => {
-                failed += 1;
-                bar.suspend(|| eprintln!("{}: FAILED: {e:#}", p.display()));
-            }
+            )
+            .context("measuring")?;
+        let record = measured.record;
+        let nv = nvf.get(&name).copied();
+        let kernels = record.kernels.clone();
+        let stored_id = match store.as_mut() {
+            Some(s) => Some(s.save(&record).context("saving to the results database")?),
+            None => None,
+        };
+        let summary = record.summary.clone();
+        let bytes = record.bytes.unwrap_or(0);
+        let copy_us = record.ceiling.as_ref().map_or(f64::NAN, |c| c.median_us);
+        if !a.json {
+            eprintln!("{name}: {:.2} us", summary.median);
         }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
+        Ok(Row {
+            file: name,
+            kernels: prep
+                .plan
+                .kernels
+                .iter()
+                .zip(&kernels)
+                .map(|(pk, k)| KernelRow {
+                    name: k.name.clone(),
+                    us: k.median_us,
+                    grid: k.grid,
+                    block: k.block,
+                    registers: k.registers,
+                    spill_bytes: prep
+                        .kernels
+                        .iter()
+                        .find(|x| x.name() == k.name)
+                        .map_or(0, |x| x.attributes().local_bytes_per_thread),
+                    summary: pk.summary.clone(),
+                })
+                .collect(),
+            ours_us: summary.median,
+            ours_min_us: summary.min,
+            rel_ci: summary.rel_ci,
+            samples: summary.n,
+            stop: serde_json::to_string(&record.stop).unwrap_or_default(),
+            sampling_s: measured.elapsed.as_secs_f64(),
+            stored_id,
+            nvfuser_cold_us: nv,
+            speedup: nv.map(|n| n / summary.median),
+            bytes,
+            gbps: bytes as f64 / summary.median / 1e3,
+            copy_us,
+            pct_of_copy: record.pct_of_ceiling().unwrap_or(f64::NAN),
+            method: record.method.name().to_string(),
+            record,
+        })
+    });
+    let rows = &measured.rows;
     if a.json {
-        println!(
+        outln!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "gpu": info, "rows": rows }))?
+            serde_json::to_string_pretty(&document(&info, &measured))?
         );
     } else {
         let mut t = Table::new();
@@ -264,7 +243,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             "copy us",
             "% of copy",
         ]);
-        for r in &rows {
+        for r in rows {
             t.add_row(vec![
                 r.file.clone(),
                 r.kernels.len().to_string(),
@@ -279,12 +258,18 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 format!("{:.0}%", r.pct_of_copy),
             ]);
         }
+        // A fusion that failed has its row too: never an empty table without a word.
+        for f in &measured.failures {
+            let mut row = vec![f.file.clone(), "FAILED".into()];
+            row.resize(11, "-".into());
+            t.add_row(row);
+        }
         let policy = match a.cache {
             CacheArg::Cold => "cold L2 (flushed before each sample)",
             CacheArg::Warm => "warm L2",
             CacheArg::Rotate => "inputs rotated through copies exceeding twice the L2",
         };
-        println!(
+        outln!(
             "{} ({}, {} SMs, L2 {} MiB), {policy}, {}, median until {}; copies timed the same way",
             info.name,
             info.arch,
@@ -293,20 +278,26 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             harness.method().words(),
             rule.describe()
         );
-        println!("{t}");
+        outln!("{t}");
         if a.kernels {
-            for r in &rows {
-                println!("{}", r.file);
+            for r in rows {
+                outln!("{}", r.file);
                 for k in &r.kernels {
-                    println!(
+                    outln!(
                         "  {:<14} {:>8.2} us  grid {:?} block {:?}  {} regs, {} B spilled  {}",
-                        k.name, k.us, k.grid, k.block, k.registers, k.spill_bytes, k.summary
+                        k.name,
+                        k.us,
+                        k.grid,
+                        k.block,
+                        k.registers,
+                        k.spill_bytes,
+                        k.summary
                     );
                 }
             }
         }
         for r in rows.iter().filter(|r| r.record.throttled_samples > 0) {
-            println!(
+            outln!(
                 "warning: {} of {} samples of {} were taken while the GPU reported a throttle reason",
                 r.record.throttled_samples, r.samples, r.file
             );
@@ -315,15 +306,116 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         if !sp.is_empty() {
             let geo = (sp.iter().map(|x| x.ln()).sum::<f64>() / sp.len() as f64).exp();
             let worst = sp.iter().cloned().fold(f64::INFINITY, f64::min);
-            println!(
+            outln!(
                 "geometric mean of nvFuser/ours over {} fusions: {geo:.3}; lowest {worst:.3}",
                 sp.len()
             );
         }
+        if !measured.failures.is_empty() {
+            outln!(
+                "{} measured, {} failed (the errors are on stderr)",
+                crate::plural(rows.len(), "fusion"),
+                measured.failures.len()
+            );
+        }
     }
-    Ok(ExitCode::from(if failed == 0 {
-        exit::OK
-    } else {
-        exit::FAILED
-    }))
+    Ok(measured.exit_code())
+}
+
+/// What `bench` measured: a row per fusion measured, a failure per fusion
+/// that was not (loading, generating inputs, preparing, measuring or saving).
+struct Measured<T> {
+    rows: Vec<T>,
+    failures: Vec<Failure>,
+}
+
+impl<T> Measured<T> {
+    fn exit_code(&self) -> ExitCode {
+        outcome::exit_code(self.failures.len())
+    }
+}
+
+/// Each file measured by `one`, in order, with the count on a terminal. A
+/// file that fails is said on stderr at once (the file, what was being done,
+/// why), kept as a failure, and the run goes on with the next.
+fn measure_all<T>(
+    paths: &[PathBuf],
+    json: bool,
+    mut one: impl FnMut(&Path) -> anyhow::Result<T>,
+) -> Measured<T> {
+    let mut progress = crate::progress::Progress::new(paths.len(), json);
+    let mut m = Measured {
+        rows: vec![],
+        failures: vec![],
+    };
+    for p in paths {
+        progress.step(&p.display().to_string());
+        match outcome::attempt(|| one(p)) {
+            Ok(row) => m.rows.push(row),
+            Err(error) => {
+                eprintln!("{}: FAILED: {error}", p.display());
+                m.failures.push(Failure {
+                    file: p.display().to_string(),
+                    error,
+                });
+            }
+        }
+    }
+    m
+}
+
+/// `bench --json`: the GPU, the rows measured (each with its record), and the
+/// fusions that failed with their errors.
+fn document<T: Serialize>(gpu: &impl Serialize, m: &Measured<T>) -> serde_json::Value {
+    serde_json::json!({ "gpu": gpu, "rows": m.rows, "failures": m.failures })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The decision `bench` makes per fusion, without a GPU: a fusion that
+    /// fails inside the loop (an error or a panic) is a failed row with the
+    /// file and why, the others are measured, and the run exits 1.
+    #[test]
+    fn a_fusion_that_fails_is_a_failure_and_the_run_exits_1() {
+        let paths: Vec<PathBuf> = ["a.py", "huge.py", "buggy.py", "d.py"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        let m = measure_all(&paths, true, |p| match p.to_str().unwrap() {
+            "huge.py" => Err(anyhow::anyhow!(
+                "needs 167772160000 bytes, 150000000000 free"
+            ))
+            .context("preparing for the GPU (plan, compile, allocate)"),
+            "buggy.py" => panic!("a bug"),
+            other => Ok(other.to_string()),
+        });
+        assert_eq!(m.rows, ["a.py", "d.py"]);
+        assert_eq!(m.failures.len(), 2);
+        assert_eq!(m.failures[0].file, "huge.py");
+        assert_eq!(
+            m.failures[0].error,
+            "preparing for the GPU (plan, compile, allocate): needs 167772160000 bytes, 150000000000 free"
+        );
+        assert_eq!(m.failures[1].file, "buggy.py");
+        assert!(
+            m.failures[1].error.contains("a bug in fusebench"),
+            "{:?}",
+            m.failures[1]
+        );
+        assert_eq!(m.exit_code(), ExitCode::from(crate::exit::FAILED));
+        let v = document(&"H200", &m);
+        assert_eq!(v["rows"].as_array().unwrap().len(), 2);
+        assert_eq!(v["failures"][0]["file"], "huge.py");
+        assert!(v["failures"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("167772160000 bytes"));
+
+        // Nothing failed: exit 0 and no failures in the JSON.
+        let m = measure_all(&paths[..1], true, |_| Ok(1));
+        assert_eq!(m.exit_code(), ExitCode::from(crate::exit::OK));
+        assert_eq!(document(&"H200", &m)["failures"], serde_json::json!([]));
+    }
 }

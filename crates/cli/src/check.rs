@@ -124,27 +124,24 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             fusebench_ir::DType::Double,
             fusebench_ir::DType::Int,
         ] {
-            println!(
+            outln!(
                 "tolerance {}",
                 fusebench_reference::compare::Tolerance::describe(d)
             );
         }
-        println!();
+        outln!();
     }
     let mut reports = Vec::new();
     let mut progress = crate::progress::Progress::new(paths.len(), a.json);
     for p in &paths {
         progress.step(&p.display().to_string());
         // A bug in fusebench must not hide the results of the other fusions.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            check_one(p, a.seed, a.strict, engine.as_ref(), a.data.as_deref())
-        }))
-        .unwrap_or_else(|e| Report {
+        let r = crate::outcome::attempt(|| {
+            Ok(check_one(p, a.seed, a.strict, engine.as_ref(), a.data.as_deref()))
+        })
+        .unwrap_or_else(|error| Report {
             file: p.display().to_string(),
-            error: Some(format!(
-                "internal error (a bug in fusebench, please report it): {}",
-                crate::panic_message(&e)
-            )),
+            error: Some(error),
             ..Default::default()
         });
         if !a.json {
@@ -166,9 +163,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         reports,
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        outln!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
-        println!(
+        outln!(
             "{}: {} ok, {} failed; {:.2} s in all (parse + inputs + CPU run)",
             crate::plural(summary.fusions, "fusion"),
             summary.ok,
@@ -176,11 +173,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             summary.total_cpu_ms / 1e3
         );
     }
-    Ok(ExitCode::from(if failed == 0 {
-        exit::OK
-    } else {
-        exit::FAILED
-    }))
+    Ok(crate::outcome::exit_code(failed))
 }
 
 fn ms(t: Instant) -> f64 {
@@ -356,13 +349,13 @@ fn print_report(r: &Report) {
         Some(fusebench_ir::Syntax::Direct) => "direct syntax",
         None => "not parsed",
     };
-    println!(
+    outln!(
         "== {}  {status}  ({syntax}, {} ops, inputs {:.1} ms, CPU {:.1} ms)",
         r.file, r.ops, r.inputs_ms, r.cpu_ms
     );
     if let Some(e) = &r.error {
         for line in e.lines() {
-            println!("   {line}");
+            outln!("   {line}");
         }
     }
     if !r.inputs.is_empty() {
@@ -379,7 +372,7 @@ fn print_report(r: &Report) {
                     .map_or("scalar".into(), |s| format!("{s:?}")),
             ]);
         }
-        println!("{t}");
+        outln!("{t}");
     }
     if !r.outputs.is_empty() {
         let mut t = Table::new();
@@ -401,10 +394,10 @@ fn print_report(r: &Report) {
                 o.inf.to_string(),
             ]);
         }
-        println!("{t}");
+        outln!("{t}");
     }
     if let Some(g) = &r.gpu {
-        println!(
+        outln!(
             "   GPU: {}, compile {:.1} ms{}: {}",
             crate::plural(g.kernels, "kernel"),
             g.compile_ms,
@@ -427,7 +420,7 @@ fn print_report(r: &Report) {
             if let Some((idx, got, want)) = &c.first_mismatch {
                 line.push_str(&format!("; first at {idx:?}: {got} vs {want}"));
             }
-            println!("{line}");
+            outln!("{line}");
         }
     }
     for (k, (o, i)) in r.updated_inputs.iter().enumerate() {
@@ -439,16 +432,16 @@ fn print_report(r: &Report) {
                 format!("; on the GPU: MISMATCH, {} of {} outside tolerance", c.mismatches, c.elements)
             }
         });
-        println!("   {o} updates input {i} in place (add_output alias){}", gpu.unwrap_or_default());
+        outln!("   {o} updates input {i} in place (add_output alias){}", gpu.unwrap_or_default());
     }
     if let Some(d) = &r.data {
         crate::data::print(d);
     }
     for i in &r.input_issues {
-        println!("   ! {i}");
+        outln!("   ! {i}");
     }
     for n in &r.input_notes {
-        println!("   note: {n}");
+        outln!("   note: {n}");
     }
-    println!();
+    outln!();
 }

@@ -225,8 +225,8 @@ pub fn print(d: &DataCheck) {
         }
         t.add_row(row);
     }
-    println!("   data {}: {}", d.file, if d.ok { "every tensor matches" } else { "MISMATCH" });
-    println!("{t}");
+    outln!("   data {}: {}", d.file, if d.ok { "every tensor matches" } else { "MISMATCH" });
+    outln!("{t}");
 }
 
 /// The value of a 0-dim tensor as a scalar of `d`.

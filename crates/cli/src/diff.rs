@@ -120,9 +120,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(crate::exit::USAGE));
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&d)?);
+        outln!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        println!("{}", table(&d));
+        outln!("{}", table(&d));
     }
     let compared = d.compared();
     let gpus = d

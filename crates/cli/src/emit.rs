@@ -77,7 +77,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             if several {
                 plans.push(serde_json::json!({ "file": path.display().to_string(), "plan": plan }));
             } else {
-                println!("{}", serde_json::to_string_pretty(&plan)?);
+                outln!("{}", serde_json::to_string_pretty(&plan)?);
             }
             continue;
         }
@@ -85,15 +85,15 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         if a.cuda {
             // The plan as comments above the source, so the whole output compiles.
             for line in text.lines() {
-                println!("// {line}");
+                outln!("// {line}");
             }
-            println!("\n{}", plan.source);
+            outln!("\n{}", plan.source);
         } else {
-            print!("{text}");
+            out!("{text}");
         }
     }
     if a.json && several {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "plans": plans }))?);
+        outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "plans": plans }))?);
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS

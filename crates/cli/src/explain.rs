@@ -92,9 +92,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let e = explain_sides(&x, &y);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&e)?);
+        outln!("{}", serde_json::to_string_pretty(&e)?);
     } else {
-        print!("{}", e.render(&x.record, &y.record));
+        out!("{}", e.render(&x.record, &y.record));
     }
     Ok(ExitCode::from(crate::exit::OK))
 }

@@ -56,7 +56,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let text = serde_json::to_string_pretty(&doc)?;
     match a.out {
         Some(p) => std::fs::write(&p, text).with_context(|| format!("--out {}: cannot write", p.display()))?,
-        None => println!("{text}"),
+        None => outln!("{text}"),
     }
     Ok(ExitCode::from(crate::exit::OK))
 }

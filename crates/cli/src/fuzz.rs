@@ -112,6 +112,10 @@ struct Tally {
     unchecked: u64,
 }
 
+/// A case to check: its label, the fusion (or why it did not read), and
+/// whether it was drawn at random (else replayed from a file).
+type Case = (String, Result<Fusion, String>, bool);
+
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let engine = match a.device {
         DeviceArg::Cpu => None,
@@ -130,7 +134,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     // Ill-typed draws of each drawn fusion, counted as the fusion is checked.
     let mut ill = vec![];
-    let cases: Vec<(String, Result<Fusion, String>, bool)> = if a.replay.is_empty() {
+    let cases: Vec<Case> = if a.replay.is_empty() {
         (a.start..a.start + a.count)
             .map(|i| {
                 let d = fusebench_ir::random::fusion(a.seed, i);
@@ -161,13 +165,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         {
             break;
         }
-        let batch: Vec<(usize, (String, Result<Fusion, String>, bool))> =
-            cases.by_ref().take(batch_len).collect();
-        let plain: Vec<(String, Result<Fusion, String>, bool)> =
-            batch.iter().map(|(_, c)| c.clone()).collect();
+        let batch: Vec<(usize, Case)> = cases.by_ref().take(batch_len).collect();
+        let plain: Vec<Case> = batch.iter().map(|(_, c)| c.clone()).collect();
         for (_, (label, f, _)) in &batch {
             if let (true, false, Ok(f)) = (a.show, a.json, f) {
-                println!("# {label}\n{}", fusebench_frontend::print_script(f));
+                outln!("# {label}\n{}", fusebench_frontend::print_script(f));
             }
         }
         let readies = cpu_batch(&plain, engine.as_ref().filter(|_| jobs > 1), jobs);
@@ -227,7 +229,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     s.seconds = t0.elapsed().as_secs_f64();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        outln!("{}", serde_json::to_string_pretty(&s)?);
     } else {
         print_summary(&s);
     }
@@ -493,7 +495,7 @@ fn keep(dir: &Path, f: &Fusion, seed: u64, index: u64, o: &Outcome) -> anyhow::R
 }
 
 fn print_summary(s: &Summary) {
-    println!(
+    outln!(
         "fuzz seed {} fusions {}..{} on {}: {:.1} s",
         s.seed,
         s.start,
@@ -501,47 +503,47 @@ fn print_summary(s: &Summary) {
         s.device,
         s.seconds
     );
-    println!("  generated            {}", s.generated);
-    println!(
+    outln!("  generated            {}", s.generated);
+    outln!(
         "  ill-typed draws      {} (skipped and redrawn)",
         s.ill_typed_draws
     );
-    println!("  skipped (CPU)        {}", s.skipped);
+    outln!("  skipped (CPU)        {}", s.skipped);
     for (r, n) in &s.skipped_reasons {
-        println!("      {n:>6}  {r}");
+        outln!("      {n:>6}  {r}");
     }
-    println!("  refused (planner)    {}", s.refused);
+    outln!("  refused (planner)    {}", s.refused);
     for (r, n) in &s.refused_reasons {
-        println!("      {n:>6}  {r}");
+        outln!("      {n:>6}  {r}");
     }
     if s.device == "gpu" {
-        println!("  run on the GPU       {}", s.run);
-        println!("  matched              {}", s.matched);
-        println!("  mismatched           {}", s.mismatched);
-        println!(
+        outln!("  run on the GPU       {}", s.run);
+        outln!("  matched              {}", s.matched);
+        outln!("  mismatched           {}", s.mismatched);
+        outln!(
             "  elements checked     {} ({} not checked: bound +inf)",
             s.elements_checked, s.elements_unchecked
         );
     } else {
-        println!("  passed (no GPU run)  {}", s.matched);
+        outln!("  passed (no GPU run)  {}", s.matched);
     }
-    println!("  failed               {}", s.failed);
+    outln!("  failed               {}", s.failed);
     for f in &s.failures {
         let (kind, d) = match &f.outcome {
             Outcome::Mismatched { detail } => ("MISMATCH", detail),
             Outcome::Failed { detail } => ("FAILED", detail),
             _ => continue,
         };
-        println!("\n  {kind} {}", f.label);
+        outln!("\n  {kind} {}", f.label);
         for l in d.lines().take(40) {
-            println!("    {l}");
+            outln!("    {l}");
         }
         if let Some(k) = &f.kept {
-            println!("    kept: {k}");
+            outln!("    kept: {k}");
         }
     }
     if !s.failed_all.is_empty() {
-        println!(
+        outln!(
             "\n  all {} mismatched or failed: {}",
             s.failed_all.len(),
             s.failed_all.join(" ")

@@ -96,7 +96,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|s| serde_json::json!({ "id": s.id, "regression": regression_of(s.id).is_some(), "measurement": s.measurement }))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
         let mut t = Table::new();
         t.load_preset(NOTHING);
@@ -137,7 +137,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 flag,
             ]);
         }
-        println!("{t}");
+        outln!("{t}");
     }
     Ok(ExitCode::from(if regressions.is_empty() {
         exit::OK

@@ -1,5 +1,11 @@
 //! `fusebench`: read nvFuser repro scripts, run them, and report.
 
+// Standard output goes through `outln!`/`out!` (out.rs), which end the run
+// quietly when the reader is gone; `println!` would panic there.
+#![deny(clippy::print_stdout)]
+
+#[macro_use]
+mod out;
 mod bench;
 mod check;
 mod data;
@@ -11,6 +17,7 @@ mod files;
 mod fuzz;
 mod gpu;
 mod history;
+mod outcome;
 mod peak;
 mod print;
 mod program;

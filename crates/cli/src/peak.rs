@@ -61,14 +61,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         });
     }
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "gpu": info, "copies": rows }))?
         );
         return Ok(ExitCode::SUCCESS);
     }
     let env = harness.environment();
-    println!(
+    outln!(
         "{} ({}, {} SMs), L2 {} MiB (device attribute), driver {} (CUDA {}), copies timed by {}",
         info.name,
         info.arch,
@@ -96,7 +96,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             format!("{:.2}", r.warm_tbps),
         ]);
     }
-    println!("{t}");
-    println!("warm copies that fit in L2 run faster than DRAM allows: a warm timing of such data measures L2");
+    outln!("{t}");
+    outln!("warm copies that fit in L2 run faster than DRAM allows: a warm timing of such data measures L2");
     Ok(ExitCode::SUCCESS)
 }

@@ -49,7 +49,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 let fusion: serde_json::Value = serde_json::from_str(&f.to_json())?;
                 docs.push(serde_json::json!({ "file": path.display().to_string(), "fusion": fusion }));
             } else {
-                println!("{}", f.to_json());
+                outln!("{}", f.to_json());
             }
             continue;
         }
@@ -60,12 +60,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             };
         }
         if several {
-            println!("# ---- {} ----", path.display());
+            outln!("# ---- {} ----", path.display());
         }
-        print!("{}", fusebench_frontend::print_script(&f));
+        out!("{}", fusebench_frontend::print_script(&f));
     }
     if a.json && several {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "fusions": docs }))?);
+        outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "fusions": docs }))?);
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS

@@ -337,12 +337,12 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     }
     let info = engine.gpu.info();
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "gpu": info, "programs": reports }))?
         );
     } else {
-        println!(
+        outln!(
             "{} ({}, {} SMs, L2 {} MiB), {}, median until {} (per program and policy)",
             info.name,
             info.arch,
@@ -417,7 +417,7 @@ fn one_program(
 }
 
 fn print_program(r: &ProgramReport, compared: bool) {
-    println!("\nprogram {} ({} fusions per step)", r.name, r.steps.len());
+    outln!("\nprogram {} ({} fusions per step)", r.name, r.steps.len());
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
     if !compared {
@@ -437,7 +437,7 @@ fn print_program(r: &ProgramReport, compared: bool) {
                 format!("{:.3}", s.in_program.summary.median / s.cold.summary.median),
             ]);
         }
-        println!("{t}");
+        outln!("{t}");
         return;
     }
     t.set_header(vec![
@@ -484,8 +484,8 @@ fn print_program(r: &ProgramReport, compared: bool) {
             q.causes.first().cloned().unwrap_or_default(),
         ]);
     }
-    println!("{t}");
-    println!(
+    outln!("{t}");
+    outln!(
         "cold: {within} of {} fusions agree within 2% in the program and standalone ({within_same} on the program's own buffers)",
         r.steps.len()
     );

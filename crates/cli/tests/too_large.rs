@@ -109,3 +109,41 @@ fn emit_refuses_a_grid_over_the_gpus_limits() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// `bench` of a fusion too large for the GPU (the 40000x1048576 float input,
+/// 168 GB, that once gave an empty table and exit 0). Without a GPU the verb
+/// says it needs one (exit 2) and prints no table; with one, the fusion is a
+/// failure said on stderr (the file, what, why), listed under `failures` in
+/// --json, and the run exits 1. The decision per fusion is unit-tested in
+/// bench.rs (`a_fusion_that_fails_is_a_failure_and_the_run_exits_1`).
+#[test]
+fn bench_of_a_fusion_too_large_for_the_gpu_is_a_failure_said_clearly() {
+    let dir = tmp_dir("too-large", "bench");
+    let huge = write(&dir, "huge.py", &huge_input(40_000, 1 << 20));
+    let gpu = fusebench_runtime::probe().is_ok();
+    let o = fusebench_within(120, &["bench", &huge]);
+    let t = text(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if gpu {
+        assert_eq!(o.status.code(), Some(1), "{t}");
+        assert!(err.contains(&format!("{huge}: FAILED: ")), "{t}");
+        assert!(err.contains("167772160000 bytes"), "says the bytes: {t}");
+        assert!(t.contains("1 failed"), "{t}");
+    } else {
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert_eq!(err.matches("needs a GPU").count(), 1, "{t}");
+        assert!(o.stdout.is_empty(), "no table: {t}");
+    }
+    let o = fusebench_within(120, &["bench", "--json", &huge]);
+    let t = text(&o);
+    if gpu {
+        assert_eq!(o.status.code(), Some(1), "{t}");
+        let v: Value = serde_json::from_slice(&o.stdout).expect("--json stays JSON");
+        assert_eq!(v["rows"], serde_json::json!([]), "{t}");
+        assert_eq!(v["failures"][0]["file"], huge.as_str(), "{t}");
+    } else {
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert!(o.stdout.is_empty(), "no JSON without a GPU: {t}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -38,19 +38,19 @@ pub fn fits(f: &Fusion, r: &Reduction, v: ValueId) -> bool {
             continue;
         };
         let op = &f.nodes[node].op;
-        let same = match op {
+        let same = matches!(
+            op,
             Op::Unary { .. }
-            | Op::Binary { .. }
-            | Op::Ternary { .. }
-            | Op::Where { .. }
-            | Op::Cast { .. } => true,
-            Op::Reshape { .. }
-            | Op::Squeeze { .. }
-            | Op::Broadcast { .. }
-            | Op::BroadcastInDim { .. }
-            | Op::Expand { .. } => true,
-            _ => false,
-        };
+                | Op::Binary { .. }
+                | Op::Ternary { .. }
+                | Op::Where { .. }
+                | Op::Cast { .. }
+                | Op::Reshape { .. }
+                | Op::Squeeze { .. }
+                | Op::Broadcast { .. }
+                | Op::BroadcastInDim { .. }
+                | Op::Expand { .. }
+        );
         if !same || f.value(w).numel() != n {
             return false;
         }

@@ -16,6 +16,7 @@ use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Combine, Kind, Reduction};
 use crate::{ctype, outer, view};
 use fusebench_ir::{Fusion, ValueId};
+use std::ops::Add;
 
 const BLOCK: u32 = 256;
 /// Shortest reduced extent worth more than one block per result.

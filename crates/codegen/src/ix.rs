@@ -2,6 +2,7 @@
 //! constants and tell when consecutive lanes touch consecutive addresses.
 
 use std::fmt;
+use std::ops::{Add, Mul};
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Ix {
@@ -27,44 +28,6 @@ impl Ix {
         match self {
             Ix::Const(c) => Some(*c),
             _ => None,
-        }
-    }
-
-    pub fn add(self, other: Ix) -> Ix {
-        let mut terms = Vec::new();
-        let mut k = 0i64;
-        for t in [self, other] {
-            match t {
-                Ix::Add(ts) => {
-                    for t in ts {
-                        match t {
-                            Ix::Const(c) => k += c,
-                            t => terms.push(t),
-                        }
-                    }
-                }
-                Ix::Const(c) => k += c,
-                t => terms.push(t),
-            }
-        }
-        if k != 0 {
-            terms.push(Ix::Const(k));
-        }
-        match terms.len() {
-            0 => Ix::Const(0),
-            1 => terms.pop().unwrap(),
-            _ => Ix::Add(terms),
-        }
-    }
-
-    pub fn mul(self, c: i64) -> Ix {
-        match (self, c) {
-            (_, 0) => Ix::Const(0),
-            (x, 1) => x,
-            (Ix::Const(a), c) => Ix::Const(a * c),
-            (Ix::Mul(x, a), c) => Ix::Mul(x, a * c),
-            (Ix::Add(ts), c) => ts.into_iter().map(|t| t.mul(c)).fold(Ix::Const(0), Ix::add),
-            (x, c) => Ix::Mul(Box::new(x), c),
         }
     }
 
@@ -230,6 +193,54 @@ impl Ix {
                 }
                 _ => None,
             },
+        }
+    }
+}
+
+/// A sum of index expressions, constants folded and nested sums flattened.
+impl Add for Ix {
+    type Output = Ix;
+
+    fn add(self, other: Ix) -> Ix {
+        let mut terms = Vec::new();
+        let mut k = 0i64;
+        for t in [self, other] {
+            match t {
+                Ix::Add(ts) => {
+                    for t in ts {
+                        match t {
+                            Ix::Const(c) => k += c,
+                            t => terms.push(t),
+                        }
+                    }
+                }
+                Ix::Const(c) => k += c,
+                t => terms.push(t),
+            }
+        }
+        if k != 0 {
+            terms.push(Ix::Const(k));
+        }
+        match terms.len() {
+            0 => Ix::Const(0),
+            1 => terms.pop().unwrap(),
+            _ => Ix::Add(terms),
+        }
+    }
+}
+
+/// An index expression times a constant, folded where it can be.
+impl Mul<i64> for Ix {
+    type Output = Ix;
+
+    fn mul(self, c: i64) -> Ix {
+        match (self, c) {
+            (_, 0) => Ix::Const(0),
+            (x, 1) => x,
+            (Ix::Const(a), c) => Ix::Const(a * c),
+            (Ix::Mul(x, a), c) => Ix::Mul(x, a * c),
+            (Ix::Add(ts), c) => ts.into_iter().map(|t| t.mul(c)).fold(Ix::Const(0), Ix::add),
+            (x, c) => Ix::Mul(Box::new(x), c),
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::lower::{Buffer, Lowerer};
 use crate::plan::KernelArg;
 use fusebench_ir::{recipe::row_major_strides, DType, Fusion, ValueDef, ValueId};
 use std::collections::HashMap;
+use std::ops::Add;
 
 /// A reduction result stored in a temporary buffer by an earlier kernel.
 #[derive(Clone, Debug)]

@@ -11,6 +11,7 @@ use fusebench_ir::elementwise;
 use fusebench_ir::infer;
 use fusebench_ir::{BinaryOp, DType, Fusion, Op, ReduceOp, ValueDef, ValueId};
 use std::collections::HashMap;
+use std::ops::{Add, Mul};
 
 /// A tensor the kernel reads from global memory.
 #[derive(Clone, Debug)]
@@ -39,6 +40,9 @@ pub struct Held {
     pub index: Vec<Ix>,
 }
 
+/// A wide load's key: the buffer, the offset of lane 0, the branch path.
+type VectorLoad = (ValueId, Ix, Vec<(ValueId, usize)>);
+
 pub struct Lowerer<'f> {
     pub f: &'f Fusion,
     pub code: String,
@@ -51,7 +55,7 @@ pub struct Lowerer<'f> {
     pub scalar_params: HashMap<ValueId, String>,
     pub lanes: Option<Lanes>,
     /// Wide loads done so far: (buffer, offset of lane 0, branch path) -> array.
-    vector_loads: HashMap<(ValueId, Ix, Vec<(ValueId, usize)>), String>,
+    vector_loads: HashMap<VectorLoad, String>,
     /// Philox blocks drawn in this vector scope: (seed and offset, the
     /// vector's first element, block) -> the register holding it.
     philox: HashMap<(String, Ix, i64), String>,

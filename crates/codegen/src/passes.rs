@@ -79,6 +79,7 @@ impl Passes {
 
     /// Adds the element `x` (lowered, in the input's dtype) to accumulator `a`
     /// of reduction `i` during `pass`; `mean` is the row's mean in a second pass.
+    #[allow(clippy::too_many_arguments)] // which reduction and pass, then the C names it combines: one call, no shared bundle
     pub fn step(
         &self,
         f: &Fusion,
@@ -106,6 +107,7 @@ impl Passes {
 
     /// Reduces accumulator `a` across the block and holds the results for the
     /// row `row` (a C variable). Returns the mean after the first of two passes.
+    #[allow(clippy::too_many_arguments)] // which reduction and pass, then the C names it combines: one call, no shared bundle
     pub fn finish(
         &self,
         lw: &mut Lowerer,

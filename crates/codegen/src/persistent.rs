@@ -16,6 +16,7 @@ use crate::reduction::Reduction;
 use crate::{ctype, view};
 use fusebench_ir::{Fusion, ValueDef, ValueId};
 use std::collections::HashSet;
+use std::ops::{Add, Mul};
 
 /// Where a row-sized result goes.
 #[derive(Clone, Copy, Debug)]

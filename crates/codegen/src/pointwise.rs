@@ -8,6 +8,7 @@ use crate::kernel::{lane_arrays, signature, store_lane_arrays, vector_width, Con
 use crate::plan::{Kernel, Schedule};
 use crate::{ctype, view};
 use fusebench_ir::ValueId;
+use std::ops::{Add, Mul};
 
 /// `outputs`: (value, position among the fusion's outputs), all of `shape`;
 /// blocks of `block` threads, each thread `unroll` vectors a block apart.

@@ -17,6 +17,7 @@ use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Kind, Reduction};
 use crate::{ctype, view};
 use fusebench_ir::{DType, ValueId};
+use std::ops::{Add, Mul};
 
 pub struct Spec<'a> {
     pub rows: usize,
@@ -574,6 +575,7 @@ fn build_unrolled(
         for (c, col) in cols.iter().enumerate() {
             let arrays = lane_arrays(&mut lw, f, spec.full, w);
             let ok = both(&col.ok, &rv.ok);
+            #[allow(clippy::needless_range_loop)] // k is the lane: it picks the lane's index and slot too, not only its accumulator
             for k in 0..w {
                 lanes(&mut lw, col, k);
                 for (j, &(v, _)) in spec.full.iter().enumerate() {
@@ -732,6 +734,37 @@ fn build_unrolled(
     Ok((src, kernel))
 }
 
+/// Stores a thread's partials `vals` (consecutive columns from `at`) in
+/// stores of up to 16 bytes where the temp's type and alignment allow: the
+/// threads of a warp are a vector apart, so one element per store would make
+/// each 32-byte sector take one L2 write per element (8 for floats).
+fn store_partials(dst: &str, at: &str, vals: &[String], dtype: DType, cols: usize) -> Vec<String> {
+    let (ty, lanes): (&str, usize) = match dtype {
+        DType::Float => ("float", 4),
+        DType::Double => ("double", 2),
+        _ => ("", 1),
+    };
+    // The widest vector dividing both the thread's run and the row length
+    // (which keeps every block's partials aligned).
+    let n = (1..=lanes)
+        .rev()
+        .find(|&n: &usize| n.is_power_of_two() && vals.len().is_multiple_of(n) && cols.is_multiple_of(n))
+        .unwrap_or(1);
+    if n == 1 {
+        return (0..vals.len()).map(|k| format!("{dst}[{at} + {k}] = {};", vals[k])).collect();
+    }
+    vals.chunks(n)
+        .enumerate()
+        .map(|(i, c)| {
+            format!(
+                "*reinterpret_cast<{ty}{n}*>(&{dst}[{at} + {}]) = make_{ty}{n}({});",
+                i * n,
+                c.join(", ")
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -806,35 +839,4 @@ mod tests {
         assert_eq!((s.threads, s.tiles), (256, 2));
         assert_eq!(shape(1000, 8, false, 1, None), None);
     }
-}
-
-/// Stores a thread's partials `vals` (consecutive columns from `at`) in
-/// stores of up to 16 bytes where the temp's type and alignment allow: the
-/// threads of a warp are a vector apart, so one element per store would make
-/// each 32-byte sector take one L2 write per element (8 for floats).
-fn store_partials(dst: &str, at: &str, vals: &[String], dtype: DType, cols: usize) -> Vec<String> {
-    let (ty, lanes): (&str, usize) = match dtype {
-        DType::Float => ("float", 4),
-        DType::Double => ("double", 2),
-        _ => ("", 1),
-    };
-    // The widest vector dividing both the thread's run and the row length
-    // (which keeps every block's partials aligned).
-    let n = (1..=lanes)
-        .rev()
-        .find(|&n: &usize| n.is_power_of_two() && vals.len() % n == 0 && cols % n == 0)
-        .unwrap_or(1);
-    if n == 1 {
-        return (0..vals.len()).map(|k| format!("{dst}[{at} + {k}] = {};", vals[k])).collect();
-    }
-    vals.chunks(n)
-        .enumerate()
-        .map(|(i, c)| {
-            format!(
-                "*reinterpret_cast<{ty}{n}*>(&{dst}[{at} + {}]) = make_{ty}{n}({});",
-                i * n,
-                c.join(", ")
-            )
-        })
-        .collect()
 }

@@ -13,6 +13,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub use crate::device::Device;
 
+/// Written outputs of one shape: the shape, and each output's value and position.
+type Group = (Vec<usize>, Vec<(ValueId, usize)>);
+
 /// Plans a fusion for inputs with the given layouts (strides and offset per
 /// tensor input, by input position; `None` means dense row-major).
 pub fn plan(
@@ -74,7 +77,7 @@ fn plan_dense(
     all_reds.extend(small_totals);
     all_reds.sort_by_key(|r| r.node);
     // Written outputs grouped by shape, in order of first appearance.
-    let mut groups: Vec<(Vec<usize>, Vec<(ValueId, usize)>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     for (pos, o) in outputs.iter().enumerate() {
         if matches!(o.source, OutputSource::Written) {
             let v = f.outputs[pos];
@@ -116,7 +119,7 @@ fn try_plan(
     layouts: &[Option<(Vec<i64>, i64)>],
     dev: Device,
     outputs: &[OutputPlan],
-    groups: &[(Vec<usize>, Vec<(ValueId, usize)>)],
+    groups: &[Group],
     all_reds: &[Reduction],
     forced: &BTreeSet<usize>,
 ) -> Result<Plan, Failure> {

@@ -32,6 +32,7 @@ use crate::lower::{Held, Lowerer};
 use crate::plan::{Kernel, Schedule};
 use crate::{ctype, view};
 use fusebench_ir::{DType, ValueId};
+use std::ops::Add;
 
 /// Threads per block: 8 warps, enough loads in flight per multiprocessor
 /// with up to 8 resident blocks.

@@ -2,6 +2,7 @@
 //! element of the op's output, the index of the element it reads.
 
 use crate::ix::Ix;
+use std::ops::{Add, Mul};
 
 /// Index into an operand broadcast numpy-style against an output of rank `out_rank`.
 pub fn broadcast_operand(idx: &[Ix], operand_shape: &[usize]) -> Vec<Ix> {

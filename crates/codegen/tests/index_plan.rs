@@ -31,7 +31,7 @@ fn every_index_fixture_plans() {
             assert!(p.source.contains(&format!(" {}(", k.name)), "{}", k.name);
             let threads: u32 = k.block.iter().product();
             assert!(
-                (32..=1024).contains(&threads) && threads % 32 == 0,
+                (32..=1024).contains(&threads) && threads.is_multiple_of(32),
                 "{}: {:?}",
                 k.name,
                 k.block

@@ -1,13 +1,15 @@
 //! The fuzzer's regression scripts (crates/cli/tests/fixtures/fuzz-regressions,
 //! fusions that once failed on the GPU) on the GPU: outputs poisoned each of
 //! `POISONS` ways, each compared with the CPU reference within its
-//! per-element bounds (`fusebench_reference::bounds`). Without a GPU it says
-//! it skipped.
+//! per-element bounds (`fusebench_reference::bounds`). Built without an
+//! NVIDIA driver it is ignored with the reason (`needs_gpu!`); run without a
+//! GPU (`--include-ignored`) it says it skipped.
 
 use fusebench_engine::{Engine, EngineError, POISONS};
 use fusebench_reference::bounds::{compare_bounded, run_with_bounds};
 use std::path::Path;
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn fuzz_regressions_match_the_reference_on_the_gpu() {
     if let Err(reason) = fusebench_runtime::probe() {
@@ -53,4 +55,5 @@ fn fuzz_regressions_match_the_reference_on_the_gpu() {
     }
     assert!(n > 0);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
 }

@@ -25,8 +25,10 @@
 //! elements, largest error) and the test fails at the end with all of them.
 //!
 //! Data: `FUSEBENCH_SHARED` when set, else `../shared` beside the workspace.
-//! Without it the tests say they skipped, or fail naming the path they looked
-//! for when `CI=true`. Without a GPU they say they skipped and why.
+//! Without it the tests are ignored with the reason, or fail naming the path
+//! they looked for when `CI=true` (crates/testdata). Built without an NVIDIA
+//! driver they are ignored with that reason (`needs_gpu!`, CI included); run
+//! without a GPU (`--include-ignored`) they say they skipped and why.
 
 #[path = "../../reference/tests/support/golden_ops.rs"]
 mod golden_ops;
@@ -338,7 +340,7 @@ fn finish(test: &str, what: &str, tally: Tally, expected_runs: usize) {
     assert!(tally.outputs > 0, "{test}: no output was compared");
 }
 
-fusebench_testdata::needs_corpus! {
+fusebench_testdata::needs_gpu! { and corpus;
 #[test]
 fn corpus_outputs_match_the_reference() {
     let test = "corpus_outputs_match_the_reference";
@@ -383,7 +385,7 @@ fn corpus_outputs_match_the_reference() {
 }
 }
 
-fusebench_testdata::needs_golden! {
+fusebench_testdata::needs_gpu! { and golden;
 #[test]
 fn golden_outputs_match_the_reference_and_nvfuser() {
     let test = "golden_outputs_match_the_reference_and_nvfuser";
@@ -569,6 +571,7 @@ fn golden_op_on_gpu(
     }
 }
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn golden_ops_outputs_match_nvfuser() {
     let test = "golden_ops_outputs_match_nvfuser";
@@ -656,4 +659,5 @@ const GPU_NOT_YET: &[(&str, &str)] = &[\n{}\n];",
         problems.len(),
         problems.join("\n")
     );
+}
 }

@@ -370,13 +370,19 @@ impl Body<'_, '_> {
         if !self.b.fusion().value(x).is_tensor() {
             return Err(invalid(call.span, format!("{callee} takes a tensor")));
         }
-        let several = tuple && targets.len() > 1 || tuple;
+        // Names written as a tuple (`s0, s1 = ...`, `s0, = ...`) take a size each;
+        // one name takes the vector.
+        let several = tuple;
         if several && targets.len() != rank {
             return Err(invalid(first_span, format!("{callee} returns {rank} sizes here; assign them to {rank} names or to one")));
         }
+        let names: Vec<String> = if several {
+            targets.iter().map(|(n, _)| n.clone()).collect()
+        } else {
+            (0..rank).map(|d| format!("{first}_{d}")).collect()
+        };
         let mut elems = Vec::with_capacity(rank);
-        for d in 0..rank {
-            let n = if several { targets[d].0.clone() } else { format!("{first}_{d}") };
+        for (d, n) in names.iter().enumerate() {
             let v = self
                 .b
                 .op(Op::Size { x, dim: d as i64 }, &[n.as_str()])

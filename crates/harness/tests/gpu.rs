@@ -4,8 +4,11 @@
 //! field against what was launched and how it was asked to be measured; the
 //! problems of one test are collected and reported together.
 //!
-//! Without a GPU each test says it skipped and why. An invalid FUSEBENCH_*
-//! setting is not tested here: a process reads its settings once.
+//! Built without an NVIDIA driver the tests are ignored with the reason
+//! (`fusebench_testdata::needs_gpu!`; a GPU machine runs binaries built
+//! elsewhere with `--include-ignored`); run without a GPU each test says it
+//! skipped and why. An invalid FUSEBENCH_* setting is not tested here: a
+//! process reads its settings once.
 //!
 //! The tests hold one lock for their whole run: CUPTI allows one session per
 //! process, and a measurement must not share the GPU with another test's.
@@ -337,6 +340,7 @@ fn check_ceiling(p: &mut Problems, r: &Measurement, at: &str) {
     }
 }
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn seed_rmsnorm_by_each_method_and_cache_policy() {
     let test = "seed_rmsnorm_by_each_method_and_cache_policy";
@@ -437,7 +441,9 @@ fn seed_rmsnorm_by_each_method_and_cache_policy() {
     }
     p.assert_none(test);
 }
+}
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn a_program_of_two_fusions_gives_a_record_per_fusion() {
     let test = "a_program_of_two_fusions_gives_a_record_per_fusion";
@@ -467,7 +473,9 @@ fn a_program_of_two_fusions_gives_a_record_per_fusion() {
     }
     p.assert_none(test);
 }
+}
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn a_cupti_measurement_sees_only_its_own_kernels() {
     let test = "a_cupti_measurement_sees_only_its_own_kernels";
@@ -511,4 +519,5 @@ fn a_cupti_measurement_sees_only_its_own_kernels() {
         .record;
     check_record(&mut p, &r, &second, Method::Cupti, CachePolicy::Warm);
     p.assert_none(test);
+}
 }

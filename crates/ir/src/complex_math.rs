@@ -168,11 +168,14 @@ impl Parts for F64 {
 /// A complex value of a [`Parts`] arithmetic.
 pub type Z<P> = (<P as Parts>::V, <P as Parts>::V);
 
+/// A ternary op's complex form.
+pub type TernaryFn<P> = fn(&mut P, Z<P>, Z<P>, Z<P>) -> Z<P>;
+
 /// What an op computes on complex operands.
 pub enum Complex<P: Parts = F64> {
     Unary(fn(&mut P, Z<P>) -> Z<P>),
     Binary(fn(&mut P, Z<P>, Z<P>) -> Z<P>),
-    Ternary(fn(&mut P, Z<P>, Z<P>, Z<P>) -> Z<P>),
+    Ternary(TernaryFn<P>),
     /// A predicate of a complex value (bool result).
     Pred(fn(&mut P, Z<P>) -> P::B),
     /// A comparison of two complex values (bool result).

@@ -787,6 +787,9 @@ pub fn index_extent(op: &str, is: &[usize], rank: usize, d: usize) -> Result<usi
     ))
 }
 
+/// A slice's normalized start and step per dim, and its output shape.
+pub type SliceBounds = (Vec<usize>, Vec<usize>, Vec<usize>);
+
 /// Normalized (start, step) per dim and the output shape of a slice.
 pub fn slice_bounds(
     op: &str,
@@ -795,7 +798,7 @@ pub fn slice_bounds(
     end: &[i64],
     strides: &[i64],
     manual_normalization: bool,
-) -> Result<(Vec<usize>, Vec<usize>, Vec<usize>), IrError> {
+) -> Result<SliceBounds, IrError> {
     let rank = s.len();
     if start.len() != rank || end.len() != rank || !(strides.is_empty() || strides.len() == rank) {
         return Err(IrError::op(

@@ -260,10 +260,10 @@ mod tests {
     #[test]
     fn erfinv_known_values() {
         // erfinv(0.5), erfinv(0.9), erfinv(0.99) from tables (Abramowitz & Stegun / mpmath).
-        assert!(close(erfinv(0.5), 0.476_936_276_204_469_87), "{}", erfinv(0.5));
+        assert!(close(erfinv(0.5), 0.476_936_276_204_469_9), "{}", erfinv(0.5));
         assert!(close(erfinv(0.9), 1.163_087_153_676_674_3), "{}", erfinv(0.9));
         assert!(close(erfinv(0.99), 1.821_386_367_718_449_6), "{}", erfinv(0.99));
-        assert!(close(erfinv(-0.5), -0.476_936_276_204_469_87));
+        assert!(close(erfinv(-0.5), -0.476_936_276_204_469_9));
         assert_eq!(erfinv(0.0), 0.0);
         assert_eq!(erfinv(1.0), f64::INFINITY);
         assert_eq!(erfinv(-1.0), f64::NEG_INFINITY);
@@ -274,8 +274,8 @@ mod tests {
 
     #[test]
     fn erfcinv_inverts_erfc() {
-        assert!(close(erfcinv(0.5), 0.476_936_276_204_469_87));
-        assert!(close(erfcinv(1.5), -0.476_936_276_204_469_87));
+        assert!(close(erfcinv(0.5), 0.476_936_276_204_469_9));
+        assert!(close(erfcinv(1.5), -0.476_936_276_204_469_9));
         assert_eq!(erfcinv(1.0), 0.0);
         assert_eq!(erfcinv(0.0), f64::INFINITY);
         assert_eq!(erfcinv(2.0), f64::NEG_INFINITY);

@@ -303,8 +303,9 @@ pub fn infer(g: &Graph, op: &GemmOp) -> Result<Vec<OutType>, IrError> {
             }
             let one = |s: &[usize]| s.iter().product::<usize>() == 1;
             let (m, n) = (a[0], b[1]);
+            let tensorwise = one(&s1) && one(&s2);
             let rowwise = s1 == [m, 1] && s2 == [1, n];
-            if !(one(&s1) && one(&s2)) && !rowwise {
+            if !(tensorwise || rowwise) {
                 return Err(err(
                     name,
                     format!("scales must both hold one element (tensorwise) or be [{m}, 1] and [1, {n}] (rowwise), got {s1:?} and {s2:?}"),

@@ -90,6 +90,8 @@ pub const DECLARED: &[Declared] = &[
         "1: the CPU reference prints the time of every node"),
     knob("FUSEBENCH_SHARED", "a directory", "../shared beside the repository", Affects::Nothing,
         "where tests find the corpus and golden fusions"),
+    knob("FUSEBENCH_GPU_TESTS", "0 or 1", "whether an NVIDIA driver (libcuda.so.1) is found when the tests are built", Affects::Nothing,
+        "read when the tests are built (crates/testdata): 1 builds the GPU tests to run, 0 marks them ignored"),
 ];
 
 /// How a cold sample evicts L2 (`FUSEBENCH_FLUSH`).
@@ -255,6 +257,8 @@ impl Knobs {
                 "FUSEBENCH_DB" => Some(value).map(|v| k.db = Some(v.into())),
                 "FUSEBENCH_REF_PROFILE" => flag(value).map(|b| k.ref_profile = b),
                 "FUSEBENCH_SHARED" => Some(value).map(|v| k.shared = Some(v.into())),
+                // Read by crates/testdata's build script; nothing at run time.
+                "FUSEBENCH_GPU_TESTS" => flag(value).map(|_| ()),
                 _ => unreachable!("every declared knob has a parser: {name}"),
             };
             match ok {

@@ -191,39 +191,6 @@ pub(crate) fn exec(op: &Op, vals: &[&Value], out: &Value, args: &[CArg]) -> Resu
     build(d, &shape, &res)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arithmetic_by_hand() {
-        // (1 + 2i)(3 - i) = 3 - i + 6i - 2i^2 = 5 + 5i.
-        assert_eq!(cm::mul(&mut F64, (1.0, 2.0), (3.0, -1.0)), (5.0, 5.0));
-        // (5 + 5i) / (3 - i) = 1 + 2i.
-        assert_eq!(cm::div(&mut F64, (5.0, 5.0), (3.0, -1.0)), (1.0, 2.0));
-        // Rounding each part to float: 0.1 in f32.
-        assert_eq!(convert((0.1, -0.1), DType::ComplexFloat), (0.1f32 as f64, -0.1f32 as f64));
-        // Casting complex to a real type keeps the real part.
-        assert_eq!(convert((2.7, 5.0), DType::Int), (2.0, 0.0));
-        assert_eq!(convert((0.0, 5.0), DType::Bool), (1.0, 0.0));
-        assert_eq!(convert((0.0, -0.0), DType::Bool), (0.0, 0.0));
-        assert_eq!(convert((2.7, 5.0), DType::Half), (2.69921875, 0.0));
-    }
-
-    #[test]
-    fn tensors_round_trip_through_pairs() {
-        let v = [(1.5, -2.0), (0.0, 3.25)];
-        let t = build(DType::ComplexFloat, &[2], &v).unwrap();
-        assert_eq!(pairs(&t, &[2]), v.to_vec());
-        let bytes = t.to_le_bytes();
-        assert_eq!(bytes.len(), 16);
-        assert_eq!(&bytes[0..4], &1.5f32.to_le_bytes());
-        assert_eq!(&bytes[4..8], &(-2.0f32).to_le_bytes());
-        let back = Tensor::from_le_bytes(DType::ComplexFloat, &[2], &bytes).unwrap();
-        assert_eq!(pairs(&back, &[2]), v.to_vec());
-    }
-}
-
 /// `sum` or `prod` of a complex tensor over `dims` (normalized), accumulated
 /// in f64 pairs in row-major order and rounded once to `out`'s part type.
 pub(crate) fn reduce(
@@ -293,4 +260,37 @@ pub(crate) fn compare_parts(
     }
     re.problem = re.problem.or(im.problem);
     re
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic_by_hand() {
+        // (1 + 2i)(3 - i) = 3 - i + 6i - 2i^2 = 5 + 5i.
+        assert_eq!(cm::mul(&mut F64, (1.0, 2.0), (3.0, -1.0)), (5.0, 5.0));
+        // (5 + 5i) / (3 - i) = 1 + 2i.
+        assert_eq!(cm::div(&mut F64, (5.0, 5.0), (3.0, -1.0)), (1.0, 2.0));
+        // Rounding each part to float: 0.1 in f32.
+        assert_eq!(convert((0.1, -0.1), DType::ComplexFloat), (0.1f32 as f64, -0.1f32 as f64));
+        // Casting complex to a real type keeps the real part.
+        assert_eq!(convert((2.7, 5.0), DType::Int), (2.0, 0.0));
+        assert_eq!(convert((0.0, 5.0), DType::Bool), (1.0, 0.0));
+        assert_eq!(convert((0.0, -0.0), DType::Bool), (0.0, 0.0));
+        assert_eq!(convert((2.7, 5.0), DType::Half), (2.69921875, 0.0));
+    }
+
+    #[test]
+    fn tensors_round_trip_through_pairs() {
+        let v = [(1.5, -2.0), (0.0, 3.25)];
+        let t = build(DType::ComplexFloat, &[2], &v).unwrap();
+        assert_eq!(pairs(&t, &[2]), v.to_vec());
+        let bytes = t.to_le_bytes();
+        assert_eq!(bytes.len(), 16);
+        assert_eq!(&bytes[0..4], &1.5f32.to_le_bytes());
+        assert_eq!(&bytes[4..8], &(-2.0f32).to_le_bytes());
+        let back = Tensor::from_le_bytes(DType::ComplexFloat, &[2], &bytes).unwrap();
+        assert_eq!(pairs(&back, &[2]), v.to_vec());
+    }
 }

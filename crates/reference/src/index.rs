@@ -431,10 +431,10 @@ fn take_sorted(
     for o in 0..outer {
         for i in 0..inner {
             let ord = &order[o * inner + i];
-            for j in 0..k {
+            for (j, &from) in ord[..k].iter().enumerate() {
                 let at = (o * k + j) * inner + i;
-                src[at] = (o * n + ord[j]) * inner + i;
-                idx[at] = ord[j] as i64;
+                src[at] = (o * n + from) * inner + i;
+                idx[at] = from as i64;
             }
         }
     }

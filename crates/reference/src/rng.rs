@@ -103,7 +103,7 @@ fn normal_f32(x: u32, y: u32, component: u64) -> f32 {
     let u = uniform_f32(x);
     let v = uniform_f32(y) * 6.283_185_5_f32;
     let r = (-2.0f32 * logf(u)).sqrt();
-    let t = if component % 2 == 0 {
+    let t = if component.is_multiple_of(2) {
         (v as f64).sin() as f32
     } else {
         (v as f64).cos() as f32
@@ -114,8 +114,9 @@ fn normal_f32(x: u32, y: u32, component: u64) -> f32 {
 /// `normal` in Double: u from outputs 0-1, v from outputs 2-3.
 fn normal_f64(r: [u32; 4], component: u64) -> f64 {
     let u = uniform_f64(r[0], r[1]);
-    let v = uniform_f64(r[2], r[3]) * 6.283_185_307_179_586;
-    let t = if component % 2 == 0 { v.sin() } else { v.cos() };
+    // nvFuser writes 6.283185307179586: the same double.
+    let v = uniform_f64(r[2], r[3]) * std::f64::consts::TAU;
+    let t = if component.is_multiple_of(2) { v.sin() } else { v.cos() };
     (-2.0 * u.ln()).sqrt() * t
 }
 

@@ -183,7 +183,7 @@ fn select_with_constant_and_input_index() {
         &[F23],
         "a = fd.ops.select(tv0, 1, dim=0)\nb = fd.ops.select(tv0, 2, dim=-1)",
         &["a", "b"],
-        &[x.clone()],
+        std::slice::from_ref(&x),
     )
     .unwrap();
     eq_f(&o[0], DType::Float, &[3], &[4., 5., 6.]);

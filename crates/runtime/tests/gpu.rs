@@ -1,4 +1,7 @@
-//! Tests that need a GPU skip themselves (with the reason on stderr) where there is none.
+//! Tests that need a GPU are ignored with the reason when no NVIDIA driver was
+//! found as they were built (`fusebench_testdata::needs_gpu!`); run anyway
+//! (`--include-ignored`), each still skips itself, with the reason on stderr,
+//! where there is no GPU.
 
 use fusebench_runtime::{probe, Gpu, KernelArg, KernelCache, RuntimeError};
 
@@ -43,6 +46,7 @@ fn opening_without_a_gpu_is_an_error_not_a_panic() {
     }
 }
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn second_compile_comes_from_the_cache() {
     let Some((gpu, dir)) = gpu_or_skip("second_compile_comes_from_the_cache") else {
@@ -66,7 +70,9 @@ fn second_compile_comes_from_the_cache() {
     assert_eq!(a.name, "saxpy");
     assert!(a.registers_per_thread > 0 && a.max_threads_per_block > 0);
 }
+}
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn a_cache_entry_the_driver_rejects_is_recompiled() {
     let Some((gpu, _dir)) = gpu_or_skip("a_cache_entry_the_driver_rejects_is_recompiled") else {
@@ -90,7 +96,9 @@ fn a_cache_entry_the_driver_rejects_is_recompiled() {
         again.info.cache_note
     );
 }
+}
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn saxpy_matches_the_host_bit_for_bit() {
     let Some((gpu, _dir)) = gpu_or_skip("saxpy_matches_the_host_bit_for_bit") else {
@@ -126,7 +134,9 @@ fn saxpy_matches_the_host_bit_for_bit() {
         );
     }
 }
+}
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn compile_errors_carry_the_log_and_the_line() {
     let Some((gpu, _dir)) = gpu_or_skip("compile_errors_carry_the_log_and_the_line") else {
@@ -152,7 +162,9 @@ fn compile_errors_carry_the_log_and_the_line() {
         Err(RuntimeError::KernelNotFound { .. })
     ));
 }
+}
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn bad_launches_and_sizes_are_refused() {
     let Some((gpu, _dir)) = gpu_or_skip("bad_launches_and_sizes_are_refused") else {
@@ -178,7 +190,9 @@ fn bad_launches_and_sizes_are_refused() {
     }
     gpu.synchronize().unwrap();
 }
+}
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn buffers_round_trip_and_fill() {
     let Some((gpu, _dir)) = gpu_or_skip("buffers_round_trip_and_fill") else {
@@ -195,7 +209,9 @@ fn buffers_round_trip_and_fill() {
     assert!(empty.is_empty());
     assert_eq!(empty.download().unwrap(), Vec::<u8>::new());
 }
+}
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn timing_and_l2_flush() {
     let Some((gpu, _dir)) = gpu_or_skip("timing_and_l2_flush") else {
@@ -208,7 +224,9 @@ fn timing_and_l2_flush() {
     let idle = gpu.time_ms(|| Ok(())).unwrap();
     assert!((0.0..10.0).contains(&idle), "{idle}");
 }
+}
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn dynamic_shared_memory_above_48k() {
     let Some((gpu, _dir)) = gpu_or_skip("dynamic_shared_memory_above_48k") else {
@@ -237,7 +255,9 @@ extern "C" __global__ void last_of_tile(float* out, int n) {
     let got = bytes_f32(&out.download().unwrap());
     assert_eq!(got, vec![(n - 1) as f32; 4]);
 }
+}
 
+fusebench_testdata::needs_gpu! {
 #[test]
 fn device_info_serializes() {
     let Some((gpu, _dir)) = gpu_or_skip("device_info_serializes") else {
@@ -249,4 +269,5 @@ fn device_info_serializes() {
     assert!(info.uuid.starts_with("GPU-"));
     assert!(info.sm_count > 0 && info.l2_cache_bytes > 0 && info.total_memory_bytes > 0);
     assert_eq!(info.arch, gpu.target().arch);
+}
 }

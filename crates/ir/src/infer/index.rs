@@ -307,7 +307,9 @@ pub(super) fn infer_index(g: &Graph, op: &IndexOp) -> Result<Vec<OutType>, IrErr
                     format!("weight must be floating point, got {}", wv.dtype),
                 ));
             }
-            let kinds: [(&str, &Option<ValueId>, fn(DType) -> bool); 5] = [
+            // An optional scalar argument and the dtypes it accepts.
+            type Kind<'a> = (&'a str, &'a Option<ValueId>, fn(DType) -> bool);
+            let kinds: [Kind; 5] = [
                 ("padding_idx", padding_idx, DType::is_integral),
                 ("max_norm", max_norm, |d| d.is_float() || d.is_integral()),
                 ("norm_type", norm_type, |d| d.is_float() || d.is_integral()),
