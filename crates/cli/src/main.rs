@@ -162,14 +162,7 @@ pub(crate) fn missing(file: &std::path::Path) -> Option<ExitCode> {
     })
 }
 
-/// `n word` with the word in the plural unless n is 1 ("1 kernel", "2 kernels").
-pub(crate) fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
+pub(crate) use fusebench_measure::plural;
 
 /// The message of a caught panic.
 pub(crate) fn panic_message(e: &Box<dyn std::any::Any + Send>) -> String {

@@ -12,6 +12,7 @@ use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Combine, Kind, Reduction};
 use crate::{ctype, view};
 use fusebench_ir::{Literal, ValueId};
+use std::ops::Add;
 
 const BLOCK: u32 = 128;
 /// Fewest reduced elements a block of partial sums folds.

@@ -12,8 +12,8 @@ use fusebench_runtime::{Activity, ActivityKind, Records, HARNESS_KERNELS};
 pub fn check(records: &Records, expected: Option<&[Launch]>) -> Result<Vec<(Launch, f64, KernelFacts)>, String> {
     if records.dropped > 0 {
         return Err(format!(
-            "CUPTI dropped {} activity record(s) during the sample; it is incomplete and rejected",
-            records.dropped
+            "CUPTI dropped {} during the sample; it is incomplete and rejected",
+            fusebench_measure::plural(records.dropped as usize, "activity record")
         ));
     }
     let mut seen: Vec<&Activity> = records

@@ -271,7 +271,7 @@ impl Harness {
                 let launches = launches.or_else(|| reference.clone()).unwrap_or_default();
                 let setup = policy.setup(&self.gpu, placements)?;
                 let facts = merge_facts(s.kernel_facts(), recorded);
-                self.record(method.kind(), *s, run, &launches, &facts, setup, o)
+                self.record(method.kind(), *s, run, (&launches, &facts), setup, o)
             })
             .collect()
     }
@@ -302,8 +302,7 @@ impl Harness {
         method: fusebench_measure::Method,
         s: &dyn Subject,
         run: Run,
-        launches: &[Launch],
-        facts: &[KernelFacts],
+        (launches, facts): (&[Launch], &[KernelFacts]),
         setup: Option<String>,
         o: &Options,
     ) -> Result<Measured, HarnessError> {

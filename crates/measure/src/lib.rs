@@ -8,6 +8,7 @@ pub mod record;
 pub mod sampler;
 pub mod stats;
 pub mod stopping;
+pub mod words;
 
 pub use explain::{
     explain, explain_sides, Answer, Basis, Cause, Explanation, Finding, Side, Together, Verdict,
@@ -18,4 +19,5 @@ pub use record::{
 };
 pub use sampler::{sample, sample_steps, Run, Taken};
 pub use stats::{differ, median, summarize, Summary};
+pub use words::plural;
 pub use stopping::{FixedCount, NoiseTarget, RuleSpec, Stop, StoppingRule, TimeLimit};

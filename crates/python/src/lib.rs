@@ -322,7 +322,7 @@ impl Measurement {
         let s = &self.inner.summary;
         let names: Vec<&str> = self.inner.kernels.iter().map(|k| k.name.as_str()).collect();
         format!(
-            "<Measurement {}: {:.2} us [{:.2}, {:.2}] median of {} {} samples, min {:.2}, {} kernel(s) {:?}, {}>",
+            "<Measurement {}: {:.2} us [{:.2}, {:.2}] median of {} {} samples, min {:.2}, {} {:?}, {}>",
             self.inner.subject.name,
             s.median,
             s.ci_low,
@@ -330,7 +330,7 @@ impl Measurement {
             s.n,
             self.cache(),
             s.min,
-            names.len(),
+            fusebench_measure::plural(names.len(), "kernel"),
             names,
             self.method()
         )

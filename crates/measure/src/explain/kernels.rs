@@ -75,16 +75,16 @@ pub(super) fn check(ctx: &Ctx) -> Check {
     let (a, b) = (ctx.a(), ctx.b());
     if a.kernels.is_empty() || b.kernels.is_empty() {
         return Check::unknown(format!(
-            "A records {} kernel(s), B {}: a record without its kernels cannot be compared",
-            a.kernels.len(),
+            "A records {}, B {}: a record without its kernels cannot be compared",
+            crate::plural(a.kernels.len(), "kernel"),
             b.kernels.len()
         ));
     }
     let d = differences(a, b);
     if d.is_empty() {
         return Check::ruled_out(format!(
-            "{} kernel(s), same code hashes and launch configurations",
-            a.kernels.len()
+            "{}, same code hashes and launch configurations",
+            crate::plural(a.kernels.len(), "kernel")
         ));
     }
     let detail = d.join("; ");

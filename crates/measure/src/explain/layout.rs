@@ -14,8 +14,8 @@ pub(super) fn check(ctx: &Ctx) -> Check {
     let (ia, ib) = (&ctx.a().subject.inputs, &ctx.b().subject.inputs);
     if ia.is_empty() != ib.is_empty() {
         return Check::unknown(format!(
-            "A records {} input(s), B {}: a record without its inputs cannot be compared",
-            ia.len(),
+            "A records {}, B {}: a record without its inputs cannot be compared",
+            crate::plural(ia.len(), "input"),
             ib.len()
         ));
     }

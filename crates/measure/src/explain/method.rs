@@ -81,11 +81,11 @@ pub(super) fn check(ctx: &Ctx) -> Check {
     Check::differs(
         format!(
             "{detail}; {} holds both times of its samples: events median {:.2} us − CUPTI median {:.2} us \
-             over {} kernel(s) = {:.2} us per kernel; the events side launches {k}: {effect:+.2} us",
+             over {} = {:.2} us per kernel; the events side launches {k}: {effect:+.2} us",
             o.from,
             o.events_us,
             o.cupti_us,
-            o.kernels.max(1),
+            crate::plural(o.kernels.max(1), "kernel"),
             o.per_kernel_us,
         ),
         Est::Model {

@@ -9,7 +9,8 @@ pub(super) fn check(ctx: &Ctx) -> Check {
     if na < 2 || nb < 2 {
         Check::differs(
             format!(
-                "A has {na} sample(s), B {nb}: one sample has no interval, so noise cannot be told from a change"
+                "A has {}, B {nb}: one sample has no interval, so noise cannot be told from a change",
+                crate::plural(na, "sample")
             ),
             Est::None,
         )
