@@ -5,18 +5,11 @@
 mod common;
 use common::*;
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
 
 /// `fusebench ARGS` with its stdout a pipe closed after one line was read:
 /// its exit code and stderr.
 fn read_one_line_then_close(args: &[&str]) -> (Option<i32>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fusebench"))
-        .args(args)
-        .current_dir(root())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("fusebench runs");
+    let mut child = spawn(args);
     let mut first = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)

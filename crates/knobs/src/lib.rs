@@ -178,6 +178,11 @@ fn whole(v: &str, lo: u64, hi: u64) -> Option<u64> {
         .filter(|n| (lo..=hi).contains(n))
 }
 
+/// `whole` for a knob held as a u32.
+fn count(v: &str, lo: u32, hi: u32) -> Option<u32> {
+    whole(v, lo as u64, hi as u64).map(|n| n as u32)
+}
+
 fn flag(v: &str) -> Option<bool> {
     match v.trim() {
         "0" => Some(false),
@@ -223,31 +228,17 @@ impl Knobs {
                 "FUSEBENCH_EVICT_CODE" => flag(value).map(|b| k.evict_code = b),
                 "FUSEBENCH_TLB_GIB" => whole(value, 0, 4096).map(|n| k.tlb_gib = n as usize),
                 "FUSEBENCH_COLD_SETS" => whole(value, 1, 64).map(|n| k.cold_sets = n as usize),
-                "FUSEBENCH_ROW_BLOCKS_PER_SM" => {
-                    whole(value, 1, 64).map(|n| k.row_blocks_per_sm = Some(n as u32))
-                }
-                "FUSEBENCH_NORM_BLOCKS_PER_SM" => {
-                    whole(value, 0, 64).map(|n| k.norm_blocks_per_sm = Some(n as u32))
-                }
-                "FUSEBENCH_ROW_UNROLL" => {
-                    whole(value, 1, 16).map(|n| k.row_unroll = Some(n as u32))
-                }
+                "FUSEBENCH_ROW_BLOCKS_PER_SM" => count(value, 1, 64).map(|n| k.row_blocks_per_sm = Some(n)),
+                "FUSEBENCH_NORM_BLOCKS_PER_SM" => count(value, 0, 64).map(|n| k.norm_blocks_per_sm = Some(n)),
+                "FUSEBENCH_ROW_UNROLL" => count(value, 1, 16).map(|n| k.row_unroll = Some(n)),
                 "FUSEBENCH_POINTWISE_BLOCK" => match value {
                     "128" | "256" | "512" | "1024" => value.parse().ok().map(|n| k.pointwise_block = Some(n)),
                     _ => None,
                 },
-                "FUSEBENCH_POINTWISE_UNROLL" => {
-                    whole(value, 1, 8).map(|n| k.pointwise_unroll = Some(n as u32))
-                }
-                "FUSEBENCH_POINTWISE_BLOCKS_PER_SM" => {
-                    whole(value, 1, 32).map(|n| k.pointwise_blocks_per_sm = Some(n as u32))
-                }
-                "FUSEBENCH_GRID_BLOCKS_PER_SM" => {
-                    whole(value, 1, 32).map(|n| k.grid_blocks_per_sm = Some(n as u32))
-                }
-                "FUSEBENCH_OUTER_BLOCKS_PER_SM" => {
-                    whole(value, 1, 32).map(|n| k.outer_blocks_per_sm = Some(n as u32))
-                }
+                "FUSEBENCH_POINTWISE_UNROLL" => count(value, 1, 8).map(|n| k.pointwise_unroll = Some(n)),
+                "FUSEBENCH_POINTWISE_BLOCKS_PER_SM" => count(value, 1, 32).map(|n| k.pointwise_blocks_per_sm = Some(n)),
+                "FUSEBENCH_GRID_BLOCKS_PER_SM" => count(value, 1, 32).map(|n| k.grid_blocks_per_sm = Some(n)),
+                "FUSEBENCH_OUTER_BLOCKS_PER_SM" => count(value, 1, 32).map(|n| k.outer_blocks_per_sm = Some(n)),
                 "FUSEBENCH_RELOAD_THREADS" => match value {
                     "256" | "512" | "1024" => value.parse().ok().map(|n| k.reload_threads = Some(n)),
                     _ => None,

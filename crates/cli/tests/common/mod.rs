@@ -28,18 +28,23 @@ pub fn text(o: &Output) -> String {
     )
 }
 
-/// `fusebench ARGS` killed after `secs` seconds: a test of something that
-/// once hung fails with a message instead of hanging the test run.
-pub fn fusebench_within(secs: u64, args: &[&str]) -> Output {
+/// `fusebench ARGS` started in the repository root, stdout and stderr piped.
+pub fn spawn(args: &[&str]) -> std::process::Child {
     use std::process::Stdio;
-    use std::time::{Duration, Instant};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fusebench"))
+    Command::new(env!("CARGO_BIN_EXE_fusebench"))
         .args(args)
         .current_dir(root())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("fusebench runs");
+        .expect("fusebench runs")
+}
+
+/// `fusebench ARGS` killed after `secs` seconds: a test of something that
+/// once hung fails with a message instead of hanging the test run.
+pub fn fusebench_within(secs: u64, args: &[&str]) -> Output {
+    use std::time::{Duration, Instant};
+    let mut child = spawn(args);
     let start = Instant::now();
     while child.try_wait().expect("waiting for fusebench").is_none() {
         if start.elapsed() > Duration::from_secs(secs) {
