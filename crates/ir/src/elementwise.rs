@@ -86,7 +86,7 @@ macro_rules! unary_table {
             Sigmoid => ["sigmoid", Float, |x| 1.0 / (1.0 + (-x).exp()), |x, _b| x,
                 "fb_sigmoidf($0)", "fb_sigmoidd($0)", ""],
             Acos => ["acos", Float, |x| x.acos(), |x, _b| x, "acosf($0)", "acos($0)", ""],
-            Acosh => ["acosh", Float, |x| libm::acosh(x), |x, _b| x, "acoshf($0)", "acosh($0)", ""],
+            Acosh => ["acosh", Float, |x| $crate::math::acosh(x), |x, _b| x, "acoshf($0)", "acosh($0)", ""],
             Asin => ["asin", Float, |x| x.asin(), |x, _b| x, "asinf($0)", "asin($0)", ""],
             Asinh => ["asinh", Float, |x| libm::asinh(x), |x, _b| x, "asinhf($0)", "asinh($0)", ""],
             Atan => ["atan", Float, |x| x.atan(), |x, _b| x, "atanf($0)", "atan($0)", ""],

@@ -249,8 +249,32 @@ pub fn erfcinv(y: f64) -> f64 {
     x
 }
 
+/// acosh, NaN below 1 as CUDA's and C's. `libm::acosh` (musl's) leaves the
+/// domain to its formula, which for x <= -2 can cancel to a positive
+/// argument of its log: acosh(-2760242) came out 3.677 instead of NaN.
+pub fn acosh(x: f64) -> f64 {
+    if x < 1.0 {
+        f64::NAN
+    } else {
+        libm::acosh(x)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn acosh_is_nan_below_one_and_exact_above() {
+        for x in [-2760242.0, -2.0, -1.0, 0.0, 0.999, f64::NEG_INFINITY, f64::NAN] {
+            assert!(super::acosh(x).is_nan(), "acosh({x})");
+        }
+        assert_eq!(super::acosh(1.0), 0.0);
+        assert!((super::acosh(20.0) - 3.6882538673612966).abs() < 1e-15);
+        assert_eq!(super::acosh(f64::INFINITY), f64::INFINITY);
+        // atanh and asinh from the same library keep their domains.
+        assert!(libm::atanh(2.0).is_nan() && libm::atanh(-2.0).is_nan());
+        assert!(libm::asinh(-2760242.0) < -15.0);
+    }
+
     use super::*;
 
     fn close(a: f64, b: f64) -> bool {
