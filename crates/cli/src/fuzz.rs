@@ -35,7 +35,8 @@ pub struct Args {
     /// `cpu`: round trip, planning and CUDA generation, the CPU reference; `gpu`: also the GPU against it.
     #[arg(long, value_enum, default_value = "cpu")]
     device: DeviceArg,
-    /// Write each failing fusion here as a repro script named by its seed and index.
+    /// Write each failing fusion here as a repro script named by its seed and index (and each
+    /// fusion the planner refused under DIR/refused/, with the reason).
     #[arg(long)]
     keep: Option<PathBuf>,
     /// Check these repro scripts (files or directories) the same way instead of drawing fusions.
@@ -203,6 +204,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 Outcome::Refused { reason } => {
                     s.refused += 1;
                     *s.refused_reasons.entry(reason_key(reason)).or_default() += 1;
+                    if let (Some(dir), Ok(f), true) = (&a.keep, &f, drawn) {
+                        keep(&dir.join("refused"), f, a.seed, a.start + k as u64, &outcome)?;
+                    }
                 }
                 Outcome::Mismatched { .. } => {
                     s.run += 1;
@@ -478,9 +482,10 @@ fn on_gpu(
 fn keep(dir: &Path, f: &Fusion, seed: u64, index: u64, o: &Outcome) -> anyhow::Result<String> {
     std::fs::create_dir_all(dir).with_context(|| format!("--keep {}: cannot create the directory", dir.display()))?;
     let mut f = f.clone();
-    let what = match o {
-        Outcome::Mismatched { detail } | Outcome::Failed { detail } => detail.clone(),
-        _ => String::new(),
+    let (verb, what) = match o {
+        Outcome::Mismatched { detail } | Outcome::Failed { detail } => ("failed", detail.clone()),
+        Outcome::Refused { reason } => ("refused", reason.clone()),
+        _ => ("", String::new()),
     };
     f.script.header = vec![
         format!("fusebench fuzz: seed {seed}, fusion {index}"),
@@ -488,7 +493,7 @@ fn keep(dir: &Path, f: &Fusion, seed: u64, index: u64, o: &Outcome) -> anyhow::R
     ];
     f.script
         .header
-        .extend(what.lines().take(3).map(|l| format!("failed: {l}")));
+        .extend(what.lines().take(3).map(|l| format!("{verb}: {l}")));
     let path = dir.join(format!("seed{seed}-{index}.py"));
     std::fs::write(&path, fusebench_frontend::print_script(&f))?;
     Ok(path.display().to_string())
