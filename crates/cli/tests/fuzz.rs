@@ -68,6 +68,9 @@ fn fuzz_regression_scripts_parse_plan_and_run_on_the_cpu() {
     assert_eq!(v["generated"].as_u64(), Some(n as u64), "{t}");
     assert_eq!(v["failed"], 0, "{t}");
     assert_eq!(v["skipped"], 0, "{t}");
+    // Each once failed or was refused on the GPU; the planner takes them all now
+    // (seed1-2767 and five more: an index kernel reading a reduction result).
+    assert_eq!(v["refused"], 0, "{t}");
 }
 
 /// `--keep` also keeps what the planner refused, under `refused/`, with the

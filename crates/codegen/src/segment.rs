@@ -434,9 +434,15 @@ fn try_plan(
     let mut kernels: Vec<(String, Kernel)> = Vec::new();
     // Ops of the index family with kernels of their own are built just before
     // the first kernel that reads them (`build_specials`).
+    // One that reads a reduction result a row kernel keeps on chip does not
+    // fit: the reductions it reads are then stored and the plan redone.
     let build_specials =
         |cx: &mut Context, kernels: &mut Vec<(String, Kernel)>, roots: Vec<ValueId>| {
-            crate::index_kernels::build_for(cx, kernels, roots).map_err(|e| (e, None))
+            crate::index_kernels::build_for(cx, kernels, roots.iter().copied()).map_err(|e| {
+                let more = matches!(e, CodegenError::NoFit(_))
+                    .then(|| closure(f, roots.iter().copied(), all_reds).into_iter().collect());
+                (e, more)
+            })
         };
     // Scans first, in definition order, each stored for whatever reads it
     // (after the index-family ops it reads).
