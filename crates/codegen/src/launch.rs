@@ -75,9 +75,9 @@ pub fn row_blocks(dev: &Device, rows: usize, (tiles, threads): (usize, usize), i
 /// block has, so each thread holds the fewest columns, unless two or more
 /// sums per column would leave each thread under 72 registers (the SM's
 /// registers over the block's threads); then half as many. Measured on the
-/// H200 (backward LayerNorm, two column sums, 2048 rows): 1024 threads of
-/// 64 registers spilled and took 109 us at 16384 bf16 and 124 us at 11008
-/// f32 (928 threads), 512 threads 100 and 105 us; at 14336 (896 threads,
+/// H200 (backward LayerNorm, two column sums, 2048 rows): with 1024 threads
+/// of 64 registers the row kernel spilled and took 109 us at 16384 bf16 and
+/// 124 us at 11008 f32 (928 threads), with 512 threads 100 and 105 us; at 14336 (896 threads,
 /// 72 registers, no spill) 1024 threads were 18% faster; a backward RMSNorm
 /// (one sum) was faster with 1024 threads at every length.
 /// `FUSEBENCH_RELOAD_THREADS` sets it outright.

@@ -40,8 +40,9 @@ pub struct Spec<'a> {
     pub row_blocks: usize,
     /// Rows each block iteration handles together (fewer when rows do not divide).
     pub unroll: usize,
-    /// Rows past the registers may be re-read in each pass (`Shape::reload`).
-    pub reload: bool,
+    /// Rows past the registers may be re-read in each pass (`Shape::reload`)
+    /// by this many threads (`launch::reload_threads`).
+    pub reload: Option<usize>,
 }
 
 /// How a row is laid over a block's threads.
@@ -86,7 +87,7 @@ pub const BLOCK_HELD_MAX: usize = 16384;
 /// sums over rows) whole warps tile the row exactly.
 ///
 /// With `reload`, a whole row past the registers is still laid out, re-read
-/// in each pass (`Shape::reload`) by the device's `reload_threads` (1024), as long as each
+/// in each pass (`Shape::reload`) by `reload` threads, as long as each
 /// thread's columns (what its sums over rows hold) stay within `HELD_MAX`:
 /// a backward norm's weight gradients then stay in the row kernel, which
 /// reads the row from DRAM once, instead of a kernel of their own that reads
@@ -141,7 +142,6 @@ pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize, reload: Op
     })
 }
 
-
 /// Rows one block holds at once: short rows share a block (each row's
 /// threads reduce among themselves), so blocks are not a warp or two, while
 /// at least two blocks per multiprocessor stay busy. Kernels that also sum
@@ -166,9 +166,9 @@ pub fn groups_per_block(
     width: usize,
     outer: &[(Reduction, usize)],
     whole_row: bool,
-    reload: bool,
+    reload: Option<usize>,
 ) -> Result<usize, CodegenError> {
-    let sh = shape(cols, width, whole_row, held(cx.f, rows, cols), reload.then(|| crate::launch::reload_threads(&cx.dev, cols, width, outer.len()))).ok_or_else(|| {
+    let sh = shape(cols, width, whole_row, held(cx.f, rows, cols), reload).ok_or_else(|| {
         CodegenError::NoFit(format!("a row of {cols} does not fit a block of {width}-wide vectors"))
     })?;
     Ok(rows_per_block(rows, !outer.is_empty(), &sh, cx.dev.sm_count as usize))
@@ -251,7 +251,7 @@ pub fn instead_of_loop(
         per_row: spec.per_row,
         row_blocks: 0,
         unroll,
-        reload: false,
+        reload: None,
     };
     match build(cx, name, &rs) {
         Err(CodegenError::NoFit(_)) => None,
@@ -319,7 +319,7 @@ const UNROLLED_LINES_MAX: usize = 1500;
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
     let whole_row = !spec.inner.is_empty() || !spec.per_row.is_empty();
     let held = held(cx.f, spec.rows, spec.cols);
-    let sh = shape(spec.cols, spec.width, whole_row, held, spec.reload.then(|| crate::launch::reload_threads(&cx.dev, spec.cols, spec.width, spec.outer.len()))).ok_or_else(|| {
+    let sh = shape(spec.cols, spec.width, whole_row, held, spec.reload).ok_or_else(|| {
         CodegenError::NoFit(format!(
             "a row of {} does not fit a block of {}-wide vectors",
             spec.cols, spec.width

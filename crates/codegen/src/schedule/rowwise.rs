@@ -54,6 +54,12 @@ pub fn row_sums(
     Ok((xs[..k0].to_vec(), xs[k0..].to_vec()))
 }
 
+/// Threads that re-read each row of `r` in vectors of `w`, when sums over
+/// its rows are waiting to join; `None` when the row is held.
+fn reload_threads(r: &Rows, w: usize, dev: &Device) -> Option<usize> {
+    (r.reload > 0).then(|| crate::launch::reload_threads(dev, r.cols(), w, r.reload))
+}
+
 /// Whether rows of `cols` in vectors of `w` fit `rowwise::shape`, in words.
 fn shape_reason(
     c: &Candidate,
@@ -116,8 +122,7 @@ impl Schedule for Rowwise {
             Work::Rows(r) => {
                 let whole = !r.inner.is_empty() || !r.per_row.is_empty();
                 let w = c.row_width(r.last());
-                let reload = (r.reload > 0).then(|| crate::launch::reload_threads(dev, r.cols(), w, r.reload));
-                shape_reason(c, r.rows(), r.cols(), w, whole, reload, dev)
+                shape_reason(c, r.rows(), r.cols(), w, whole, reload_threads(r, w, dev), dev)
             }
             Work::Stored {
                 red, before_rows, ..
@@ -180,7 +185,8 @@ fn build_rows(
     let w = c.row_width(last);
     let whole = !r.inner.is_empty() || !r.per_row.is_empty();
     let held = crate::rowwise::held(f, rows, cols);
-    let shape = crate::rowwise::shape(cols, w, whole, held, (r.reload > 0).then(|| crate::launch::reload_threads(dev, cols, w, r.reload))).ok_or_else(|| {
+    let reload = reload_threads(r, w, dev);
+    let shape = crate::rowwise::shape(cols, w, whole, held, reload).ok_or_else(|| {
         CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
     })?;
     let tiles = shape.tiles;
@@ -212,7 +218,7 @@ fn build_rows(
         .collect();
     // Totals: one partial per row group of a block; the kernel's grid (known
     // once built: unrolling decides it) says how many were written.
-    let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, whole, r.reload > 0)?;
+    let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, whole, reload)?;
     let slots = rows.div_ceil(groups).max(row_blocks) * groups;
     let totals: Vec<(Reduction, usize)> = r
         .totals
@@ -239,7 +245,7 @@ fn build_rows(
         per_row: &per_row,
         row_blocks,
         unroll: crate::launch::row_unroll(dev),
-        reload: r.reload > 0,
+        reload,
     };
     let built = crate::rowwise::build(cx, &c.name, &spec)?;
     let written = built.1.grid[0] as usize * groups;
