@@ -95,11 +95,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.json && several {
         outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "plans": plans }))?);
     }
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(crate::exit::FAILED)
-    })
+    Ok(crate::outcome::exit_code(failed))
 }
 
 /// The plan in words: kernels with their launch shapes and schedule choices,

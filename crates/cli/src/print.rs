@@ -67,9 +67,5 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if a.json && several {
         outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "fusions": docs }))?);
     }
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(crate::exit::FAILED)
-    })
+    Ok(crate::outcome::exit_code(failed))
 }

@@ -355,11 +355,7 @@ fn go(a: Args, standalone: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             print_program(r, standalone.is_some());
         }
     }
-    Ok(ExitCode::from(if failed > 0 {
-        crate::exit::FAILED
-    } else {
-        crate::exit::OK
-    }))
+    Ok(crate::outcome::exit_code(failed))
 }
 
 fn one_program(
