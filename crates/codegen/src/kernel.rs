@@ -97,6 +97,7 @@ impl<'f> Context<'f> {
                             dtype: val.dtype,
                             strides,
                             offset,
+                            shared: false,
                         },
                     );
                     p.push(
@@ -123,6 +124,7 @@ impl<'f> Context<'f> {
                     dtype: s.dtype,
                     strides: row_major_strides(&s.shape),
                     offset: 0,
+                    shared: false,
                 },
             );
         }

@@ -22,6 +22,9 @@ pub struct Buffer {
     /// Strides in elements per logical dim.
     pub strides: Vec<i64>,
     pub offset: i64,
+    /// The copy a block keeps in shared memory (`rowwise`'s prefetch): read
+    /// with plain loads, not the read-only global path.
+    pub shared: bool,
 }
 
 /// Vector lanes: lane `k` of a thread handles inner index `var + k`, and
@@ -356,7 +359,7 @@ impl<'f> Lowerer<'f> {
         }
         // __ldg has overloads for scalar and vector types only: a complex
         // element (a struct of two parts) is read with a plain load.
-        let load = if b.dtype.is_complex() {
+        let load = if b.dtype.is_complex() || b.shared {
             format!("{}[{off}]", b.param)
         } else {
             format!("__ldg(&{}[{off}])", b.param)
@@ -413,10 +416,11 @@ impl<'f> Lowerer<'f> {
                 let per = wbytes / elem;
                 for c in 0..(size / wbytes) {
                     let at = base.clone().add(Ix::c((c * per) as i64));
+                    let src = format!("reinterpret_cast<const {word}*>(&{}[{at}])", b.param);
+                    let src = if b.shared { format!("*{src}") } else { format!("__ldg({src})") };
                     self.line(&format!(
-                        "*reinterpret_cast<{word}*>(&{a}[{}]) = __ldg(reinterpret_cast<const {word}*>(&{}[{at}]));",
-                        c * per,
-                        b.param
+                        "*reinterpret_cast<{word}*>(&{a}[{}]) = {src};",
+                        c * per
                     ));
                 }
                 self.vector_loads.insert(key, a.clone());

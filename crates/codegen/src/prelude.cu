@@ -22,6 +22,21 @@ __device__ __forceinline__ fb_f16 fb_f2h(float f) {
 // Round a float to the nearest value the reduced type can hold.
 __device__ __forceinline__ float fb_rbf(float f) { return fb_bf2f(fb_f2bf(f)); }
 __device__ __forceinline__ float fb_rh(float f) { return fb_h2f(fb_f2h(f)); }
+// 16 bytes from global to shared memory without passing through registers
+// (cp.async on sm_80 and later); fb_copy_wait waits for this thread's copies,
+// and a __syncthreads after it makes every thread's copies visible.
+__device__ __forceinline__ void fb_copy16(void* smem, const void* gmem) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"((unsigned)__cvta_generic_to_shared(smem)), "l"(gmem));
+#else
+    *reinterpret_cast<uint4*>(smem) = *reinterpret_cast<const uint4*>(gmem);
+#endif
+}
+__device__ __forceinline__ void fb_copy_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
 // Double to reduced float without double rounding: round to odd in f32 first.
 __device__ __forceinline__ float fb_d2f_odd(double d) {
     float f;

@@ -267,10 +267,13 @@ fn a_long_row_is_persistent_and_says_why_not_rowwise() {
 
 #[test]
 fn sums_over_rows_grid_sums_and_pointwise_say_their_schedule() {
-    // A column sum: a row kernel of partials and its combine, both rowwise.
+    // A column sum: the outer schedule's partials and its combine, after
+    // rowwise said why not (FUSEBENCH_COLUMN_SUMS).
     let p = planned(&sum(&[2048, 4096], &[0]));
     let s: Vec<String> = chosen(&p).into_iter().map(|(_, s)| s).collect();
-    assert!(s.iter().all(|s| s == "rowwise"), "{s:?}");
+    assert!(s.iter().all(|s| s == "outer"), "{s:?}");
+    let c = p.kernels[0].choice.as_ref().unwrap();
+    assert!(c.rejected.iter().any(|r| r.schedule == "rowwise" && r.reason.contains("FUSEBENCH_COLUMN_SUMS")), "{c:?}");
     // One result over a million elements: split over blocks.
     let p = planned(&sum(&[1 << 20], &[0]));
     // (the partials and their combine, which writes the output).

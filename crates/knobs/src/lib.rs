@@ -80,6 +80,10 @@ pub const DECLARED: &[Declared] = &[
         "blocks per SM of an outer reduction's partial sums (tuning experiments)"),
     knob("FUSEBENCH_RELOAD_THREADS", "256, 512 or 1024", "the planner's (1024, or 512 where two column sums would spill)", Affects::Kernels,
         "threads of a row re-read in each pass by a backward norm past the registers (tuning experiments)"),
+    knob("FUSEBENCH_ROW_PREFETCH", "0, 1 or 2", "the planner's (2)", Affects::Kernels,
+        "how a row kernel reads the small inputs its outputs broadcast over the rows (a norm's weight): 0 after the row's reductions, 1 into registers before them, 2 copied to shared memory as each block starts (tuning experiments)"),
+    knob("FUSEBENCH_COLUMN_SUMS", "rowwise or outer", "the planner's (outer)", Affects::Kernels,
+        "which schedule takes a stored sum over the rows of a row-major tensor: column tiles walking the rows, or the outer reduction's blocks of 32 x 8 threads (tuning experiments)"),
     knob("FUSEBENCH_CACHE_DIR", "a directory", "$XDG_CACHE_HOME/fusebench/kernels, else ~/.cache/fusebench/kernels", Affects::Nothing,
         "where compiled kernels are cached"),
     knob("FUSEBENCH_NO_KERNEL_CACHE", "0 or 1", "0", Affects::Nothing,
@@ -130,6 +134,8 @@ pub struct Knobs {
     pub grid_blocks_per_sm: Option<u32>,
     pub outer_blocks_per_sm: Option<u32>,
     pub reload_threads: Option<u32>,
+    pub row_prefetch: Option<u32>,
+    pub column_sums_outer: Option<bool>,
     pub cache_dir: Option<PathBuf>,
     pub no_kernel_cache: bool,
     pub db: Option<PathBuf>,
@@ -156,6 +162,8 @@ impl Default for Knobs {
             grid_blocks_per_sm: None,
             outer_blocks_per_sm: None,
             reload_threads: None,
+            row_prefetch: None,
+            column_sums_outer: None,
             cache_dir: None,
             no_kernel_cache: false,
             db: None,
@@ -243,6 +251,13 @@ impl Knobs {
                     "256" | "512" | "1024" => value.parse().ok().map(|n| k.reload_threads = Some(n)),
                     _ => None,
                 },
+                "FUSEBENCH_ROW_PREFETCH" => count(value, 0, 2).map(|n| k.row_prefetch = Some(n)),
+                "FUSEBENCH_COLUMN_SUMS" => match value {
+                    "rowwise" => Some(false),
+                    "outer" => Some(true),
+                    _ => None,
+                }
+                .map(|b| k.column_sums_outer = Some(b)),
                 "FUSEBENCH_CACHE_DIR" => Some(value).map(|v| k.cache_dir = Some(v.into())),
                 "FUSEBENCH_NO_KERNEL_CACHE" => flag(value).map(|b| k.no_kernel_cache = b),
                 "FUSEBENCH_DB" => Some(value).map(|v| k.db = Some(v.into())),
@@ -379,12 +394,22 @@ mod tests {
             ("FUSEBENCH_EVICT_CODE", "no"),
             ("FUSEBENCH_TLB_GIB", "-1"),
             ("FUSEBENCH_ROW_UNROLL", "99"),
+            ("FUSEBENCH_ROW_PREFETCH", "3"),
+            ("FUSEBENCH_COLUMN_SUMS", "rows"),
         ] {
             assert!(
                 Knobs::from_vars([(name, value)]).is_err(),
                 "{name}={value} was accepted"
             );
         }
+    }
+
+    #[test]
+    fn the_row_kernel_knobs_parse() {
+        let k = Knobs::from_vars([("FUSEBENCH_ROW_PREFETCH", "0"), ("FUSEBENCH_COLUMN_SUMS", "rowwise")]).unwrap();
+        assert_eq!((k.row_prefetch, k.column_sums_outer), (Some(0), Some(false)));
+        let k = Knobs::from_vars([("FUSEBENCH_COLUMN_SUMS", "outer")]).unwrap();
+        assert_eq!((k.row_prefetch, k.column_sums_outer), (None, Some(true)));
     }
 
     #[test]

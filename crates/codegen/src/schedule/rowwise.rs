@@ -131,6 +131,9 @@ impl Schedule for Rowwise {
                 if *before_rows {
                     return Err("read by another stored reduction, so computed on its own before the row kernels".into());
                 }
+                if dev.column_sums_outer {
+                    return Err("a stored sum over rows, which FUSEBENCH_COLUMN_SUMS=outer gives to the outer schedule".into());
+                }
                 let cols: usize = inner.iter().product();
                 let w = c.row_width(*inner.last().unwrap_or(&1));
                 shape_reason(c, rows.iter().product(), cols, w, false, None, dev)
