@@ -37,6 +37,12 @@ pub struct Args {
     /// an index.json beside the scripts.
     #[arg(long)]
     nvfuser: Option<PathBuf>,
+    #[command(flatten)]
+    shard: crate::shard::ShardArgs,
+    /// Also write the JSON result into this directory, as shard-I-of-N.json with --shard (else
+    /// results.json): `diff` and `report` read a directory of shards as one run.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
@@ -119,6 +125,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
+    let shard = match a.shard.shard() {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let paths = crate::shard::narrow(paths, shard);
     let rule = match a.timing.rule(0.01, 1.0) {
         Ok(r) => r,
         Err(code) => return Ok(code),
@@ -222,6 +233,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         })
     });
     let rows = &measured.rows;
+    if let Some(dir) = &a.out {
+        let mut doc = document(&info, &measured);
+        doc["shard"] = serde_json::json!(shard);
+        let file = dir.join(crate::shard::file_name(shard));
+        std::fs::create_dir_all(dir)
+            .and_then(|_| std::fs::write(&file, serde_json::to_string_pretty(&doc)? + "\n"))
+            .with_context(|| format!("writing {}", file.display()))?;
+    }
     if a.json {
         outln!(
             "{}",

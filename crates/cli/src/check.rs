@@ -30,6 +30,8 @@ pub struct Args {
     /// with `post_in<i>`. Exits 1 on any mismatch.
     #[arg(long, value_name = "FILE")]
     data: Option<PathBuf>,
+    #[command(flatten)]
+    shard: crate::shard::ShardArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
@@ -105,6 +107,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
+    let shard = match a.shard.shard() {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let paths = crate::shard::narrow(paths, shard);
     if a.data.is_some() && (paths.len() != 1 || a.paths.iter().any(|p| p.is_dir())) {
         eprintln!("error: --data takes one script (its tensors are that script's inputs and outputs)");
         return Ok(ExitCode::from(exit::USAGE));

@@ -25,6 +25,7 @@ mod progress;
 mod report;
 mod run;
 mod save;
+mod shard;
 mod timing;
 
 use clap::{Parser, Subcommand};
@@ -57,7 +58,7 @@ enum Command {
     #[command(after_help = "Examples:\n  fusebench emit examples/seed_rmsnorm_legacy.py\n  fusebench emit --cuda examples/ > kernels.cu")]
     Emit(emit::Args),
     /// Time each fusion's kernels on the GPU until the median is known to the target, beside nvFuser and a copy of the same bytes.
-    #[command(after_help = "Examples:\n  fusebench bench examples/\n  fusebench bench --stop samples:30 --cache warm --save examples/seed_rmsnorm_legacy.py")]
+    #[command(after_help = "Examples:\n  fusebench bench examples/\n  fusebench bench --stop samples:30 --cache warm --save examples/seed_rmsnorm_legacy.py\n  fusebench bench sweep/ --shard auto --out results/")]
     Bench(bench::Args),
     /// List stored measurements of a fusion and flag regressions beyond the noise.
     #[command(after_help = "Examples:\n  fusebench history seed_rmsnorm_legacy.py\n  fusebench history seed_rmsnorm_legacy.py --threshold 5% --json")]
