@@ -16,8 +16,12 @@ pub struct Args {
     #[arg(long, default_value = "2%", value_parser = crate::bench::parse_percent)]
     threshold: f64,
     /// The results database (default: $FUSEBENCH_DB, else the per-user data directory).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "results")]
     db: Option<PathBuf>,
+    /// Read runs from result files instead of the database: each a file or a directory (the
+    /// shards of one run, `bench --shard I/N --out DIR`); repeat it for several runs.
+    #[arg(long, value_name = "PATH")]
+    results: Vec<PathBuf>,
     /// Print the result as JSON on standard output (for scripts; no table, no progress).
     #[arg(long)]
     json: bool,
@@ -54,7 +58,43 @@ fn unreadable(e: &StoreError) -> ExitCode {
     ExitCode::from(exit::USAGE)
 }
 
+/// The measurements of `subject` (by name or definition hash) in result
+/// files, oldest first, numbered from 1 in that order.
+fn from_results(paths: &[PathBuf], subject: &str) -> Result<fusebench_store::History, String> {
+    let mut found = Vec::new();
+    for p in paths {
+        let entries = fusebench_report::load_paths(std::slice::from_ref(p)).map_err(|e| e.to_string())?;
+        found.extend(
+            entries
+                .into_iter()
+                .filter_map(|e| e.record)
+                .filter(|m| m.subject.name == subject || m.subject.definition_hash == subject),
+        );
+    }
+    found.sort_by_key(|m| m.taken_at);
+    Ok(fusebench_store::History {
+        records: found
+            .into_iter()
+            .enumerate()
+            .map(|(i, measurement)| fusebench_store::Stored { id: i as i64 + 1, measurement })
+            .collect(),
+        skipped: Vec::new(),
+    })
+}
+
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    if !a.results.is_empty() {
+        if let Some(code) = a.results.iter().find_map(|p| crate::missing(p)) {
+            return Ok(code);
+        }
+        return match from_results(&a.results, &a.fusion) {
+            Ok(h) => show(&a, &h, "the result files"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                Ok(ExitCode::from(exit::USAGE))
+            }
+        };
+    }
     // Read-only: looking at the history never creates a database or a directory.
     let opened = match &a.db {
         Some(p) => Store::open_read_only(p),
@@ -76,16 +116,26 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             s.reason
         );
     }
+    show(&a, &h, "stored measurements")
+}
+
+/// The history as a table or JSON, regressions flagged; exit 1 for a
+/// regression, 2 when there is nothing to show.
+fn show(a: &Args, h: &fusebench_store::History, source: &str) -> anyhow::Result<ExitCode> {
     if h.records.is_empty() {
         let readable = if h.skipped.is_empty() {
             ""
         } else {
             "readable "
         };
-        eprintln!(
-            "no {readable}stored measurements of {:?} (save some with `fusebench bench --save`)",
-            a.fusion
-        );
+        if source == "stored measurements" {
+            eprintln!(
+                "no {readable}stored measurements of {:?} (save some with `fusebench bench --save`)",
+                a.fusion
+            );
+        } else {
+            eprintln!("no measurements of {:?} in {source}", a.fusion);
+        }
         return Ok(ExitCode::from(exit::USAGE));
     }
     let regressions = fusebench_store::regressions(&h.records, a.threshold);

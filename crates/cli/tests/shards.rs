@@ -86,3 +86,38 @@ fn a_directory_of_shard_files_reports_as_one_run() {
     // One row from each shard's file.
     assert_eq!(md.matches("| seed_rmsnorm_legacy.py |").count(), 2, "{md}");
 }
+
+#[test]
+fn history_reads_runs_of_shard_files() {
+    let dir = tmp_dir("shards", "history");
+    // Two runs, each a directory of shard files; the second run's shard 0 holds nothing.
+    for (run, recs) in [("run1", vec![vec!["seed-cold-a"], vec![]]), ("run2", vec![vec![], vec!["seed-cold-b"]])] {
+        let d = dir.join(run);
+        std::fs::create_dir_all(&d).unwrap();
+        for (i, shard) in recs.iter().enumerate() {
+            let rows: Vec<serde_json::Value> = shard
+                .iter()
+                .map(|rec| {
+                    let text = std::fs::read_to_string(root().join(format!("examples/results/{rec}.json"))).unwrap();
+                    serde_json::json!({ "file": "seed_rmsnorm_legacy.py", "record": serde_json::from_str::<serde_json::Value>(&text).unwrap() })
+                })
+                .collect();
+            let doc = serde_json::json!({ "gpu": {}, "rows": rows, "failures": [], "shard": { "index": i, "count": 2 } });
+            std::fs::write(d.join(format!("shard-{i}-of-2.json")), doc.to_string()).unwrap();
+        }
+    }
+    let (r1, r2) = (dir.join("run1"), dir.join("run2"));
+    let args = ["history", "seed_rmsnorm_legacy.py", "--results", r1.to_str().unwrap(), "--results", r2.to_str().unwrap(), "--json"];
+    let o = fusebench(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v}");
+    let t0 = rows[0]["measurement"]["taken_at"].as_u64().unwrap();
+    let t1 = rows[1]["measurement"]["taken_at"].as_u64().unwrap();
+    assert!(t0 <= t1, "oldest first");
+    // A fusion the runs do not hold: exit 2, said.
+    let o = fusebench(&["history", "nothing.py", "--results", r1.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("no measurements of \"nothing.py\""), "{}", text(&o));
+}
