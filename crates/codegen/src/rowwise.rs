@@ -791,6 +791,12 @@ fn build_unrolled(
             if sh.reload { ", re-read each pass" } else { "" }
         )
     };
+    let copies = if copied.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = copied.iter().map(|&(v, _, _)| f.value(v).name.as_str()).collect();
+        format!(", {} copied to shared memory as each block starts", names.join(", "))
+    };
     let kernel = Kernel {
         name: name.into(),
         schedule: if reds.is_empty() { Schedule::Pointwise } else { Schedule::InnerPersistent },
@@ -800,7 +806,7 @@ fn build_unrolled(
         code_hash: String::new(),
         choice: None,
         summary: format!(
-            "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]",
+            "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]{copies}",
             spec.rows,
             spec.cols,
             row_blocks,
