@@ -22,6 +22,7 @@ pub fn environment(info: &DeviceInfo) -> Environment {
     Environment {
         gpu_name: info.name.clone(),
         gpu_uuid: info.uuid.clone(),
+        pci_bus: info.pci_bus_id.clone().unwrap_or_default(),
         driver: fusebench_runtime::driver_release().unwrap_or_default(),
         cuda: info.driver_version_string(),
         nvrtc: format!("{}.{}", info.nvrtc_version.0, info.nvrtc_version.1),

@@ -128,6 +128,11 @@ impl Method {
 pub struct Environment {
     pub gpu_name: String,
     pub gpu_uuid: String,
+    /// The GPU's PCI address ("0000:18:00.0"): which board of a host it was,
+    /// when a host has several of one kind; empty when unknown (records
+    /// before it was kept).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub pci_bus: String,
     /// The driver release, as NVML reports it ("580.159.04"); empty when unknown.
     pub driver: String,
     /// The CUDA API version the driver supports ("13.0").

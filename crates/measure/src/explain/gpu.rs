@@ -21,9 +21,17 @@ pub(super) fn check(ctx: &Ctx) -> Check {
     if known_differ(&ea.gpu_name, &eb.gpu_name) {
         d.push(format!("GPU {} vs {}", ea.gpu_name, eb.gpu_name));
     } else if known_differ(&ea.gpu_uuid, &eb.gpu_uuid) {
+        let card = |uuid: &str, pci: &str| {
+            if pci.is_empty() {
+                uuid.to_string()
+            } else {
+                format!("{uuid} at PCI {pci}")
+            }
+        };
         d.push(format!(
             "same model, another card ({} vs {})",
-            ea.gpu_uuid, eb.gpu_uuid
+            card(&ea.gpu_uuid, &ea.pci_bus),
+            card(&eb.gpu_uuid, &eb.pci_bus)
         ));
     }
     if known_differ(&ea.driver, &eb.driver) || known_differ(&ea.cuda, &eb.cuda) {
