@@ -9,7 +9,7 @@ use anyhow::Context;
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
 use fusebench_harness::{FusionSubject, Options};
 use fusebench_measure::CachePolicy;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -43,6 +43,8 @@ pub struct Args {
     /// results.json): `diff` and `report` read a directory of shards as one run.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    #[command(flatten)]
+    devices: crate::workers::DeviceArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, PartialEq)]
@@ -55,7 +57,7 @@ pub enum CacheArg {
     Rotate,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct KernelRow {
     name: String,
     us: f64,
@@ -66,7 +68,7 @@ struct KernelRow {
     summary: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct Row {
     file: String,
     kernels: Vec<KernelRow>,
@@ -130,6 +132,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let paths = crate::shard::narrow(paths, shard);
+    if let Some(spec) = &a.devices.devices {
+        return on_devices(&a, spec, &paths, shard);
+    }
     let rule = match a.timing.rule(0.01, 1.0) {
         Ok(r) => r,
         Err(code) => return Ok(code),
@@ -247,48 +252,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&document(&info, &measured))?
         );
     } else {
-        let mut t = Table::new();
-        t.load_preset(UTF8_BORDERS_ONLY);
-        t.set_header(vec![
-            "fusion",
-            "kernels",
-            "ours us",
-            "+-CI",
-            "n",
-            "nvFuser us",
-            "nvF/ours",
-            "MB",
-            "GB/s",
-            "copy us",
-            "% of copy",
-        ]);
-        for r in rows {
-            t.add_row(vec![
-                r.file.clone(),
-                r.kernels.len().to_string(),
-                format!("{:.2}", r.ours_us),
-                format!("{:.1}%", r.rel_ci * 100.0),
-                r.samples.to_string(),
-                r.nvfuser_cold_us.map_or("-".into(), |v| format!("{v:.2}")),
-                r.speedup.map_or("-".into(), |v| format!("{v:.2}")),
-                format!("{:.1}", r.bytes as f64 / 1e6),
-                format!("{:.0}", r.gbps),
-                format!("{:.2}", r.copy_us),
-                format!("{:.0}%", r.pct_of_copy),
-            ]);
-        }
-        // A fusion that failed has its row too: never an empty table without a word.
-        for f in &measured.failures {
-            let mut row = vec![f.file.clone(), "FAILED".into()];
-            row.resize(11, "-".into());
-            t.add_row(row);
-        }
-        let policy = match a.cache {
-            CacheArg::Cold => "cold L2 (flushed before each sample)",
-            CacheArg::Warm => "warm L2",
-            CacheArg::Rotate => "inputs rotated through copies exceeding twice the L2",
-        };
-        outln!(
+        let policy = policy_words(a.cache);
+        let title = format!(
             "{} ({}, {} SMs, L2 {} MiB), {policy}, {}, median until {}; copies timed the same way",
             info.name,
             info.arch,
@@ -297,48 +262,166 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             harness.method().words(),
             rule.describe()
         );
-        outln!("{t}");
-        if a.kernels {
-            for r in rows {
-                outln!("{}", r.file);
-                for k in &r.kernels {
-                    outln!(
-                        "  {:<14} {:>8.2} us  grid {:?} block {:?}  {} regs, {} B spilled  {}",
-                        k.name,
-                        k.us,
-                        k.grid,
-                        k.block,
-                        k.registers,
-                        k.spill_bytes,
-                        k.summary
-                    );
-                }
-            }
-        }
-        for r in rows.iter().filter(|r| r.record.throttled_samples > 0) {
-            outln!(
-                "warning: {} of {} samples of {} were taken while the GPU reported a throttle reason",
-                r.record.throttled_samples, r.samples, r.file
-            );
-        }
-        let sp: Vec<f64> = rows.iter().filter_map(|r| r.speedup).collect();
-        if !sp.is_empty() {
-            let geo = (sp.iter().map(|x| x.ln()).sum::<f64>() / sp.len() as f64).exp();
-            let worst = sp.iter().cloned().fold(f64::INFINITY, f64::min);
-            outln!(
-                "geometric mean of nvFuser/ours over {} fusions: {geo:.3}; lowest {worst:.3}",
-                sp.len()
-            );
-        }
-        if !measured.failures.is_empty() {
-            outln!(
-                "{} measured, {} failed (the errors are on stderr)",
-                crate::plural(rows.len(), "fusion"),
-                measured.failures.len()
-            );
-        }
+        print_table(rows, &measured.failures, &title, a.kernels);
     }
     Ok(measured.exit_code())
+}
+
+/// The table of `bench`: a row per fusion measured and per fusion that
+/// failed, under `title`; with `kernels` each kernel too; then throttling
+/// warnings and the geometric mean against nvFuser.
+fn print_table(rows: &[Row], failures: &[Failure], title: &str, kernels: bool) {
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header(vec![
+        "fusion",
+        "kernels",
+        "ours us",
+        "+-CI",
+        "n",
+        "nvFuser us",
+        "nvF/ours",
+        "MB",
+        "GB/s",
+        "copy us",
+        "% of copy",
+    ]);
+    for r in rows {
+        t.add_row(vec![
+            r.file.clone(),
+            r.kernels.len().to_string(),
+            format!("{:.2}", r.ours_us),
+            format!("{:.1}%", r.rel_ci * 100.0),
+            r.samples.to_string(),
+            r.nvfuser_cold_us.map_or("-".into(), |v| format!("{v:.2}")),
+            r.speedup.map_or("-".into(), |v| format!("{v:.2}")),
+            format!("{:.1}", r.bytes as f64 / 1e6),
+            format!("{:.0}", r.gbps),
+            format!("{:.2}", r.copy_us),
+            format!("{:.0}%", r.pct_of_copy),
+        ]);
+    }
+    // A fusion that failed has its row too: never an empty table without a word.
+    for f in failures {
+        let mut row = vec![f.file.clone(), "FAILED".into()];
+        row.resize(11, "-".into());
+        t.add_row(row);
+    }
+    outln!("{title}");
+    outln!("{t}");
+    if kernels {
+        for r in rows {
+            outln!("{}", r.file);
+            for k in &r.kernels {
+                outln!(
+                    "  {:<14} {:>8.2} us  grid {:?} block {:?}  {} regs, {} B spilled  {}",
+                    k.name,
+                    k.us,
+                    k.grid,
+                    k.block,
+                    k.registers,
+                    k.spill_bytes,
+                    k.summary
+                );
+            }
+        }
+    }
+    for r in rows.iter().filter(|r| r.record.throttled_samples > 0) {
+        outln!(
+            "warning: {} of {} samples of {} were taken while the GPU reported a throttle reason",
+            r.record.throttled_samples, r.samples, r.file
+        );
+    }
+    let sp: Vec<f64> = rows.iter().filter_map(|r| r.speedup).collect();
+    if !sp.is_empty() {
+        let geo = (sp.iter().map(|x| x.ln()).sum::<f64>() / sp.len() as f64).exp();
+        let worst = sp.iter().cloned().fold(f64::INFINITY, f64::min);
+        outln!(
+            "geometric mean of nvFuser/ours over {} fusions: {geo:.3}; lowest {worst:.3}",
+            sp.len()
+        );
+    }
+    if !failures.is_empty() {
+        outln!(
+            "{} measured, {} failed (the errors are on stderr)",
+            crate::plural(rows.len(), "fusion"),
+            failures.len()
+        );
+    }
+}
+
+/// The cache policy in words, for the table's title.
+fn policy_words(cache: CacheArg) -> &'static str {
+    match cache {
+        CacheArg::Cold => "cold L2 (flushed before each sample)",
+        CacheArg::Warm => "warm L2",
+        CacheArg::Rotate => "inputs rotated through copies exceeding twice the L2",
+    }
+}
+
+/// `bench --devices`: a worker per GPU on its shard (`workers.rs`), their
+/// results merged, then written, saved and shown as one run. Exit 2 when a
+/// worker was refused (no GPU, a bad argument), else 1 when a fusion failed.
+fn on_devices(a: &Args, spec: &str, paths: &[PathBuf], shard: Option<crate::shard::Shard>) -> anyhow::Result<ExitCode> {
+    let devices = match crate::workers::parse(spec, || {
+        fusebench_runtime::device_count().map_err(|e| format!("counting GPUs: {e}"))
+    }) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: --devices {spec}: {e}");
+            return Ok(ExitCode::from(crate::exit::USAGE));
+        }
+    };
+    let exe = std::env::current_exe().context("finding the fusebench executable for the workers")?;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    eprintln!("{} on {}: {}", crate::plural(paths.len(), "fusion"), crate::plural(devices.len(), "GPU"), devices.join(", "));
+    let n = devices.len();
+    let workers = crate::workers::run(exe.as_os_str(), &devices, |d| {
+        crate::workers::worker_args(&args, crate::workers::worker_shard(shard, d, n))
+    })
+    .context("starting the workers")?;
+    let order: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let mut doc = crate::workers::merge(&workers, &order);
+    doc["shard"] = serde_json::json!(shard);
+    let refused: Vec<String> = workers
+        .iter()
+        .filter(|w| w.doc.is_none() || w.code == Some(crate::exit::USAGE as i32))
+        .map(|w| format!("GPU {} (exit {})", w.device, w.code.map_or("none".into(), |c| c.to_string())))
+        .collect();
+    let rows: Vec<Row> = serde_json::from_value(doc["rows"].clone()).context("reading the workers' rows")?;
+    let failures: Vec<Failure> = serde_json::from_value(doc["failures"].clone()).context("reading the workers' failures")?;
+    if a.save {
+        let mut store = fusebench_store::Store::open_default()?;
+        for r in &rows {
+            store.save(&r.record).context("saving to the results database")?;
+        }
+    }
+    if let Some(dir) = &a.out {
+        let file = dir.join(crate::shard::file_name(shard));
+        std::fs::create_dir_all(dir)
+            .and_then(|_| std::fs::write(&file, serde_json::to_string_pretty(&doc)? + "\n"))
+            .with_context(|| format!("writing {}", file.display()))?;
+    }
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if let Some(first) = rows.first() {
+        let e = &first.record.environment;
+        let title = format!(
+            "{} x{n} ({} SMs, L2 {} MiB), {}, {}, median until {}; copies timed the same way; a worker per GPU",
+            e.gpu_name,
+            e.sm_count,
+            e.l2_bytes >> 20,
+            policy_words(a.cache),
+            first.record.method.words(),
+            first.record.rule
+        );
+        print_table(&rows, &failures, &title, a.kernels);
+    }
+    if !refused.is_empty() {
+        eprintln!("error: {} gave no results: {}", crate::plural(refused.len(), "worker"), refused.join(", "));
+        return Ok(ExitCode::from(crate::exit::USAGE));
+    }
+    Ok(outcome::exit_code(failures.len()))
 }
 
 /// What `bench` measured: a row per fusion measured, a failure per fusion

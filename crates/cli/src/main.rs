@@ -27,6 +27,7 @@ mod run;
 mod save;
 mod shard;
 mod timing;
+mod workers;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

@@ -5,12 +5,12 @@
 //! the next file, and the run exits with `exit::FAILED` when any failed.
 
 use crate::exit;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitCode;
 
 /// A file that failed, and why (what was being done, and what went wrong).
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Failure {
     pub file: String,
     pub error: String,

@@ -93,6 +93,29 @@ impl DeviceInfo {
     }
 }
 
+/// cuInit, then the devices the driver shows.
+fn count_devices() -> Result<i32, Unavailable> {
+    let as_reason = |e: RuntimeError| match e {
+        RuntimeError::Driver { error, .. } => Unavailable::NoDevice(error),
+        other => Unavailable::ProbeFailed(other.to_string()),
+    };
+    guard("initializing the CUDA driver", || {
+        dr::init().ctx(|| "cuInit".into())
+    })
+    .map_err(as_reason)?;
+    guard("counting devices", || {
+        dr::device::get_count().ctx(|| "cuDeviceGetCount".into())
+    })
+    .map_err(as_reason)
+}
+
+/// The GPUs this process may use (those CUDA_VISIBLE_DEVICES leaves), with
+/// no context created: what `bench --devices all` spreads over. Never panics.
+pub fn device_count() -> Result<usize, Unavailable> {
+    check_libraries()?;
+    Ok(count_devices()?.max(0) as usize)
+}
+
 /// Probe device 0. Never panics.
 pub fn probe() -> Availability {
     probe_ordinal(0)
@@ -108,18 +131,7 @@ pub fn probe_ordinal(ordinal: usize) -> Availability {
 /// cuInit and the device count: where "driver present, no usable device" shows up (no GPU,
 /// CUDA_VISIBLE_DEVICES hiding it, a driver/library mismatch).
 pub(crate) fn init_driver(ordinal: usize) -> Result<(), Unavailable> {
-    let as_reason = |e: RuntimeError| match e {
-        RuntimeError::Driver { error, .. } => Unavailable::NoDevice(error),
-        other => Unavailable::ProbeFailed(other.to_string()),
-    };
-    guard("initializing the CUDA driver", || {
-        dr::init().ctx(|| "cuInit".into())
-    })
-    .map_err(as_reason)?;
-    let count = guard("counting devices", || {
-        dr::device::get_count().ctx(|| "cuDeviceGetCount".into())
-    })
-    .map_err(as_reason)?;
+    let count = count_devices()?;
     if count <= 0 {
         return Err(Unavailable::NoDevice(
             "cuDeviceGetCount reports 0 devices".into(),

@@ -32,7 +32,7 @@ pub use cache::{
 pub use clocks::{driver_release, ClockReader, ClockReading};
 pub use compile::{build_options, source_excerpt, CompiledModule, ModuleInfo, BASE_OPTIONS};
 pub use cupti::{Activity, ActivityKind, Cupti, Records};
-pub use device::{probe, probe_ordinal, Availability, DeviceInfo, Unavailable};
+pub use device::{device_count, probe, probe_ordinal, Availability, DeviceInfo, Unavailable};
 pub use error::RuntimeError;
 pub use gpu::Gpu;
 pub use harness::HARNESS_KERNELS;
