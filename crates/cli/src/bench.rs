@@ -241,10 +241,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &a.out {
         let mut doc = document(&info, &measured);
         doc["shard"] = serde_json::json!(shard);
-        let file = dir.join(crate::shard::file_name(shard));
-        std::fs::create_dir_all(dir)
-            .and_then(|_| std::fs::write(&file, serde_json::to_string_pretty(&doc)? + "\n"))
-            .with_context(|| format!("writing {}", file.display()))?;
+        write_out(dir, shard, &doc)?;
     }
     if a.json {
         outln!(
@@ -350,6 +347,14 @@ fn print_table(rows: &[Row], failures: &[Failure], title: &str, kernels: bool) {
     }
 }
 
+/// `--out DIR`: the run's JSON document as DIR/shard-I-of-N.json (results.json without a shard).
+fn write_out(dir: &Path, shard: Option<crate::shard::Shard>, doc: &serde_json::Value) -> anyhow::Result<()> {
+    let file = dir.join(crate::shard::file_name(shard));
+    std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(&file, serde_json::to_string_pretty(doc)? + "\n"))
+        .with_context(|| format!("writing {}", file.display()))
+}
+
 /// The cache policy in words, for the table's title.
 fn policy_words(cache: CacheArg) -> &'static str {
     match cache {
@@ -397,10 +402,7 @@ fn on_devices(a: &Args, spec: &str, paths: &[PathBuf], shard: Option<crate::shar
         }
     }
     if let Some(dir) = &a.out {
-        let file = dir.join(crate::shard::file_name(shard));
-        std::fs::create_dir_all(dir)
-            .and_then(|_| std::fs::write(&file, serde_json::to_string_pretty(&doc)? + "\n"))
-            .with_context(|| format!("writing {}", file.display()))?;
+        write_out(dir, shard, &doc)?;
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&doc)?);
