@@ -15,7 +15,6 @@ use crate::plan::{Kernel, Schedule};
 use crate::reduction::Reduction;
 use crate::{ctype, view};
 use fusebench_ir::{Fusion, ValueDef, ValueId};
-use std::collections::HashSet;
 use std::ops::{Add, Mul};
 
 /// Where a row-sized result goes.
@@ -61,22 +60,17 @@ const MAX_BLOCK: usize = 512;
 /// Reductions of `set` that `v` depends on.
 pub fn depends_on(f: &Fusion, v: ValueId, set: &[Reduction]) -> Vec<usize> {
     let mut out = Vec::new();
-    let mut seen = HashSet::new();
-    let mut stack = vec![v];
-    while let Some(x) = stack.pop() {
-        if !seen.insert(x) {
-            continue;
-        }
+    f.walk_up([v], |x| {
         if let ValueDef::Node { node, .. } = f.value(x).def {
             if let Some(i) = set.iter().position(|r| r.node == node) {
                 if !out.contains(&i) {
                     out.push(i);
                 }
-                continue;
+                return false;
             }
-            stack.extend(f.nodes[node].op.operands());
         }
-    }
+        true
+    });
     out
 }
 

@@ -378,17 +378,14 @@ fn build_unrolled(
     if simple {
         // The last column tile's tail holds nothing: its index is clamped
         // into the row and its contributions skipped.
+        let at = format!("(({it})blockIdx.y * {block} + threadIdx.x) * {w}");
         let ok = if tiles * block * w > spec.cols {
-            lw.line(&format!(
-                "const {it} iu = (({it})blockIdx.y * {block} + threadIdx.x) * {w};"
-            ));
+            lw.line(&format!("const {it} iu = {at};"));
             lw.line(&format!("const bool ok = iu < {};", spec.cols));
             lw.line(&format!("const {it} ii = ok ? iu : {};", spec.cols - w));
             Some("ok".to_string())
         } else {
-            lw.line(&format!(
-                "const {it} ii = (({it})blockIdx.y * {block} + threadIdx.x) * {w};"
-            ));
+            lw.line(&format!("const {it} ii = {at};"));
             None
         };
         lw.line(&format!("const {it} q = ii / {};", spec.last));
@@ -840,46 +837,37 @@ fn broadcast_inputs(f: &fusebench_ir::Fusion, spec: &Spec) -> Vec<ValueId> {
             _ => false,
         }
     }
-    let mut seen = std::collections::HashSet::new();
-    let mut stack: Vec<ValueId> = spec.full.iter().map(|&(v, _)| v).collect();
-    stack.extend(spec.per_row.iter().map(|&(v, _)| v));
-    stack.extend(spec.outer.iter().map(|(r, _)| r.x));
+    let roots = spec
+        .full
+        .iter()
+        .map(|&(v, _)| v)
+        .chain(spec.per_row.iter().map(|&(v, _)| v))
+        .chain(spec.outer.iter().map(|(r, _)| r.x));
     let mut found = Vec::new();
-    while let Some(v) = stack.pop() {
-        if !seen.insert(v) {
-            continue;
-        }
-        let Some(node) = f.producer(v) else { continue };
+    f.walk_up(roots, |v| {
         let broadcast = matches!(
-            node.op,
-            Op::Broadcast { .. } | Op::BroadcastInDim { .. } | Op::Expand { .. }
+            f.producer(v).map(|n| &n.op),
+            Some(Op::Broadcast { .. } | Op::BroadcastInDim { .. } | Op::Expand { .. })
         );
         if broadcast && numel(v) == Some(size) && of_small_input(f, v, size) {
             found.push(v);
-            continue;
+            return false;
         }
-        stack.extend(node.op.operands());
-    }
+        true
+    });
     found.sort();
     found
 }
 
 /// Tensor inputs upstream of `roots`.
 fn inputs_under(f: &fusebench_ir::Fusion, roots: impl IntoIterator<Item = ValueId>) -> std::collections::HashSet<ValueId> {
-    let mut seen = std::collections::HashSet::new();
     let mut found = std::collections::HashSet::new();
-    let mut stack: Vec<ValueId> = roots.into_iter().collect();
-    while let Some(v) = stack.pop() {
-        if !seen.insert(v) {
-            continue;
-        }
+    f.walk_up(roots, |v| {
         if let fusebench_ir::ValueDef::TensorInput(_) = f.value(v).def {
             found.insert(v);
         }
-        if let Some(n) = f.producer(v) {
-            stack.extend(n.op.operands());
-        }
-    }
+        true
+    });
     found
 }
 

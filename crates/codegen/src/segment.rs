@@ -626,25 +626,18 @@ fn reach(
     through: bool,
 ) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
-    let mut stack: Vec<ValueId> = values.collect();
-    let mut seen = std::collections::HashSet::new();
-    while let Some(v) = stack.pop() {
-        if !seen.insert(v) {
-            continue;
-        }
+    f.walk_up(values, |v| {
         if let ValueDef::Node { node, .. } = f.value(v).def {
             // `all` holds no inline reduction but the small totals.
             if let Some(i) = all.iter().position(|r| r.node == node) {
                 if !out.contains(&i) {
                     out.push(i);
                 }
-                if !through {
-                    continue;
-                }
+                return through;
             }
-            stack.extend(f.nodes[node].op.operands());
         }
-    }
+        true
+    });
     out.sort_unstable();
     out
 }

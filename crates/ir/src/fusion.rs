@@ -150,6 +150,24 @@ impl Fusion {
         }
     }
 
+    /// Walks from `roots` to what they read, each value once, depth first
+    /// from the last root: `visit(v)` sees every value reached, and where it
+    /// returns false the walk does not go on to the operands of v's producer.
+    pub fn walk_up(&self, roots: impl IntoIterator<Item = ValueId>, mut visit: impl FnMut(ValueId) -> bool) {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack: Vec<ValueId> = roots.into_iter().collect();
+        while let Some(v) = stack.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            if visit(v) {
+                if let Some(n) = self.producer(v) {
+                    stack.extend(n.op.operands());
+                }
+            }
+        }
+    }
+
     /// Whether every tensor has fewer than 2^31 elements: nvFuser then uses
     /// 32-bit indexing and reports `Index` values as Int32.
     pub fn index_is_32bit(&self) -> bool {
