@@ -88,7 +88,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             return Ok(code);
         }
         return match from_results(&a.results, &a.fusion) {
-            Ok(h) => show(&a, &h, "the result files"),
+            Ok(h) => show(&a, &h, || format!("no measurements of {:?} in the result files", a.fusion)),
             Err(e) => {
                 eprintln!("error: {e}");
                 Ok(ExitCode::from(exit::USAGE))
@@ -116,26 +116,20 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             s.reason
         );
     }
-    show(&a, &h, "stored measurements")
+    let readable = if h.skipped.is_empty() { "" } else { "readable " };
+    show(&a, &h, || {
+        format!(
+            "no {readable}stored measurements of {:?} (save some with `fusebench bench --save`)",
+            a.fusion
+        )
+    })
 }
 
 /// The history as a table or JSON, regressions flagged; exit 1 for a
-/// regression, 2 when there is nothing to show.
-fn show(a: &Args, h: &fusebench_store::History, source: &str) -> anyhow::Result<ExitCode> {
+/// regression, 2 with `none()` said when there is nothing to show.
+fn show(a: &Args, h: &fusebench_store::History, none: impl FnOnce() -> String) -> anyhow::Result<ExitCode> {
     if h.records.is_empty() {
-        let readable = if h.skipped.is_empty() {
-            ""
-        } else {
-            "readable "
-        };
-        if source == "stored measurements" {
-            eprintln!(
-                "no {readable}stored measurements of {:?} (save some with `fusebench bench --save`)",
-                a.fusion
-            );
-        } else {
-            eprintln!("no measurements of {:?} in {source}", a.fusion);
-        }
+        eprintln!("{}", none());
         return Ok(ExitCode::from(exit::USAGE));
     }
     let regressions = fusebench_store::regressions(&h.records, a.threshold);
