@@ -1,10 +1,11 @@
 """The same fusions timed through both front ends, in one call, to find where they disagree:
-`fusebench bench` (the CLI, cold, with FUSEBENCH_COLD_SETS=4, the default, and =1) and
+`fusebench bench` (the CLI, cold: as is, with FUSEBENCH_COLD_SETS=1, and with the settings of each
+--cli-with) and
 `fusebench.kernel_time(fusebench.load(script))` from Python (cold, on the inputs fusebench
 generates for the script, one placement). One table: each time and the ratios. Run on the GPU
 machine with the wheel installed:
 
-    python3 bench/frontends.py DIR --cli .gpu/fusebench [--json out.json]
+    python3 bench/frontends.py DIR --cli .gpu/fusebench [--cli-with FUSEBENCH_COLD_WAIT=1] [--json out.json]
 
 The twelfth session found the CLI 1.02x slower at 50-66 us and 1.25x at 3-6 us on the same norms,
 from two different calls; this measures it in one.
@@ -17,8 +18,8 @@ import subprocess
 import sys
 
 
-def cli_times(cli, paths, cold_sets):
-    env = dict(os.environ, FUSEBENCH_COLD_SETS=str(cold_sets))
+def cli_times(cli, paths, settings):
+    env = dict(os.environ, **settings)
     out = subprocess.run([cli, "bench", *paths, "--json"], env=env, capture_output=True, text=True)
     if out.returncode not in (0, 1):
         sys.exit(f"{cli} bench failed ({out.returncode}): {out.stderr[-2000:]}")
@@ -45,26 +46,36 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--cli", default="target/release/fusebench")
     ap.add_argument("--json", help="write every time here")
+    ap.add_argument("--cli-with", action="append", default=[], metavar="K=V[,K=V]",
+                    help="another CLI column with these settings (repeatable); default columns: the CLI as is "
+                         "and with FUSEBENCH_COLD_SETS=1")
     a = ap.parse_args()
     paths = sorted(os.path.join(a.dir, f) for f in os.listdir(a.dir) if f.endswith(".py"))
-    four = cli_times(a.cli, paths, 4)
-    one = cli_times(a.cli, paths, 1)
+    variants = [("CLI", {}), ("CLI FUSEBENCH_COLD_SETS=1", {"FUSEBENCH_COLD_SETS": "1"})]
+    for spec in a.cli_with:
+        settings = dict(kv.split("=", 1) for kv in spec.split(","))
+        variants.append(("CLI " + spec, settings))
+    cli = [(label, cli_times(a.cli, paths, s)) for label, s in variants]
     py = python_times(paths)
     rows = []
-    print("| fusion | CLI, 4 placements (us) | CLI, 1 placement | kernel_time | CLI 4 / kernel_time | CLI 1 / kernel_time |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| fusion | " + " | ".join(f"{l} (us)" for l, _ in cli) + " | kernel_time | "
+          + " | ".join(f"{l} / kernel_time" for l, _ in cli) + " |")
+    print("| --- " * (2 * len(cli) + 2) + "|")
     for p in paths:
         n = os.path.basename(p)
-        if n in four and n in one and n in py:
-            rows.append((n, four[n], one[n], py[n]))
-            print(f"| {n} | {four[n]:.2f} | {one[n]:.2f} | {py[n]:.2f} | {four[n] / py[n]:.3f} | {one[n] / py[n]:.3f} |")
+        if n in py and all(n in t for _, t in cli):
+            ts = [t[n] for _, t in cli]
+            rows.append((n, ts, py[n]))
+            print(f"| {n} | " + " | ".join(f"{t:.2f}" for t in ts) + f" | {py[n]:.2f} | "
+                  + " | ".join(f"{t / py[n]:.3f}" for t in ts) + " |")
     if rows:
         gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
-        print(f"geometric mean over {len(rows)}: CLI 4 / kernel_time {gm([r[1] / r[3] for r in rows]):.3f}, "
-              f"CLI 1 / kernel_time {gm([r[2] / r[3] for r in rows]):.3f}")
+        print(f"geometric mean over {len(rows)}: " + ", ".join(
+            f"{l} / kernel_time {gm([r[1][i] / r[2] for r in rows]):.3f}" for i, (l, _) in enumerate(cli)))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump([{"file": r[0], "cli_4": r[1], "cli_1": r[2], "kernel_time": r[3]} for r in rows], f, indent=1)
+            json.dump([{"file": r[0], "cli": {l: t for (l, _), t in zip(cli, r[1])}, "kernel_time": r[2]}
+                       for r in rows], f, indent=1)
 
 
 if __name__ == "__main__":

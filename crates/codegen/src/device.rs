@@ -55,6 +55,18 @@ pub struct Device {
     /// 4% faster over 53 column sums on the H200, up to 5% slower at 8192
     /// rows and more.
     pub column_sums_outer: bool,
+    /// Iterations of a strided reduction loop whose loads are issued
+    /// together (`strided::emit`): a loop unrolled by `#pragma unroll` still
+    /// checks its bound before each load, so each thread had one load in
+    /// flight. 1 keeps the plain loop.
+    pub loads_in_flight: u32,
+    /// The last block of a grid or outer reduction's partials combines them
+    /// in the same kernel (`last_block`), rather than a combine kernel: 2.2%
+    /// slower over 75 reductions on the H200, so off by default.
+    pub last_block_combine: bool,
+    /// Vectors each lane of a `contiguous` reduction folds at least before its
+    /// group of lanes is widened.
+    pub contiguous_per_lane: u32,
 }
 
 impl Default for Device {
@@ -80,6 +92,9 @@ impl Default for Device {
             reload_threads: 0,
             row_prefetch: 2,
             column_sums_outer: true,
+            loads_in_flight: 4,
+            last_block_combine: false,
+            contiguous_per_lane: 4,
         }
     }
 }

@@ -14,8 +14,8 @@ use crate::kernel::{signature, vector_width, Context};
 use crate::lower::Lanes;
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Combine, Kind, Reduction};
-use crate::{ctype, outer, view};
-use fusebench_ir::{Fusion, ValueId};
+use crate::{ctype, last_block, outer, view};
+use fusebench_ir::{DType, Fusion, ValueId};
 use std::ops::Add;
 
 const BLOCK: u32 = 256;
@@ -95,7 +95,16 @@ pub fn build(
             Kind::Plain(c) => c.clone(),
             _ => Combine::Sum,
         };
-        let (mut lw, params) = cx.lowerer();
+        let last = pass + 1 == r.passes();
+        let epi = if last { epilogue } else { &[] };
+        // The last block of each result combines its partials (last_block.rs).
+        let (target, what) = last_block::target(r, pass);
+        let fused = (cx.dev.last_block_combine && last_block::fits(f, r)).then(|| {
+            let counters = cx.add_zeroed_temp(DType::Int32, o, format!("counters of {}", f.value(r.outputs[0]).name));
+            let result = cx.add_temp(f.value(target).dtype, o, format!("{what} of {}", f.value(r.outputs[0]).name));
+            (counters, result)
+        });
+        let (mut lw, mut params) = cx.lowerer();
         let it = lw.idx_type;
         lw.line("__shared__ float fb_sf[32];");
         lw.line("__shared__ double fb_sd[32];");
@@ -110,15 +119,99 @@ pub fn build(
             None
         };
         lw.line(&format!("{} a = {};", ctype::reg(acc), reduction::init(&op, acc)));
-        // Four iterations' loads in flight per thread.
-        lw.line("#pragma unroll 4");
-        // The index runs up to a stride past the end: 64 bits when that passes int's range.
-        let rt = if k + splits * tile > i32::MAX as usize { "long long" } else { it };
-        lw.open(&format!(
-            "for ({rt} r = ({rt})blockIdx.x * {tile} + threadIdx.x * {width}; r < {k}; r += {}) {{",
-            splits * tile
-        ));
+        // The index runs up to the batch's strides past the end: 64 bits when that passes int's range.
+        let batch = cx.dev.loads_in_flight.max(1) as usize;
+        let rt = if k + batch * splits * tile > i32::MAX as usize { "long long" } else { it };
         let kept_idx = view::delinearize(Ix::var("o"), &kept);
+        let start = format!("({rt})blockIdx.x * {tile} + threadIdx.x * {width}");
+        let step = (splits * tile).to_string();
+        let walked = Walked { f, r, xs: &xs, walk: &walk, red: &red, kept_idx: &kept_idx, width };
+        crate::strided::emit(&mut lw, rt, "r", &start, &k.to_string(), &step, batch, |lw| {
+            walked.fold(lw, |lw, xv| match &mean {
+                None => lw.line(&reduction::step(&op, acc, "a", xv)),
+                Some(m) => lw.line(&format!(
+                    "{{ const {t} dv = {xv} - {m}; a += dv * dv; }}",
+                    t = ctype::reg(acc)
+                )),
+            })
+        })?;
+        lw.line(&format!(
+            "a = {}(a, {});",
+            reduction::block_fn(&op, acc),
+            reduction::smem_name(acc)
+        ));
+        lw.line(&format!(
+            "if (threadIdx.x == 0) tmp{partial}[({it})blockIdx.x * {o} + o] = a;"
+        ));
+        if let Some((counters, result)) = fused {
+            for &(v, pos) in epi {
+                params.push_output(f, v, pos);
+            }
+            // Threads stride over the partials, then a block-wide tree.
+            last_block::open(&mut lw, counters, "o", splits);
+            lw.line(&format!("a = {};", reduction::init(&op, acc)));
+            lw.line(&format!(
+                "for (int s = threadIdx.x; s < {splits}; s += {BLOCK}) {}",
+                reduction::step(&op, acc, "a", &format!("__ldcg(&tmp{partial}[({it})s * {o} + o])"))
+            ));
+            lw.line(&format!(
+                "a = {}(a, {});",
+                reduction::block_fn(&op, acc),
+                reduction::smem_name(acc)
+            ));
+            lw.open("if (threadIdx.x == 0) {");
+            last_block::finish(&mut lw, f, r, pass, "a", result, epi, "o")?;
+            lw.close("}");
+            last_block::close(&mut lw, counters, "o");
+        }
+        let pname = format!("{name}_g{pass}");
+        let src = format!("{} {{\n{}}}\n", signature(&pname, BLOCK, &params), lw.code);
+        out.push((
+            src,
+            Kernel {
+                name: pname,
+                schedule: Schedule::GridPartial,
+                grid: [crate::launch::grid_dim(splits), crate::launch::grid_dim(o), 1],
+                block: [BLOCK, 1, 1],
+                args: params.args,
+                code_hash: String::new(),
+                choice: None,
+                summary: format!(
+                    "grid reduction of {} over {k} elements by {splits} blocks in turn, tiles of {tile}, {width} per load: {o} results{}",
+                    f.value(r.x).name,
+                    if fused.is_some() { format!(", the last block of each combining its partials into the {what}") } else { String::new() }
+                ),
+            },
+        ));
+        outer::end_pass(cx, name, r, pass, partial, splits, epi, fused.map(|(_, t)| t), out)?;
+    }
+    Ok(())
+}
+
+/// The elements of one result of `r` walked in memory order (`walk`: the
+/// reduced dims by memory, `red` their extents), a vector of `width` at
+/// linear index `r` of the walk; the result's kept index is `kept_idx`.
+pub(crate) struct Walked<'a> {
+    pub f: &'a Fusion,
+    pub r: &'a Reduction,
+    pub xs: &'a [usize],
+    pub walk: &'a [usize],
+    pub red: &'a [usize],
+    pub kept_idx: &'a [Ix],
+    pub width: usize,
+}
+
+impl Walked<'_> {
+    /// Writes one iteration at walk index `r`: each lane's element, read
+    /// (a wide load where the lanes allow) and converted to the accumulator,
+    /// handed to `step`.
+    pub fn fold(
+        &self,
+        lw: &mut crate::lower::Lowerer,
+        mut step: impl FnMut(&mut crate::lower::Lowerer, &str),
+    ) -> Result<(), CodegenError> {
+        let (f, r, red, width) = (self.f, self.r, self.red, self.width);
+        let it = lw.idx_type;
         // r is a multiple of the width, which divides the innermost walked
         // extent: lane j's element is (q, jj + j).
         let last = red.last().copied().unwrap_or(1);
@@ -136,56 +229,21 @@ pub fn build(
                 width,
                 lane: j,
             });
-            let mut ki = kept_idx.iter();
-            let x_idx: Vec<Ix> = (0..xs.len())
-                .map(|d| match walk.iter().position(|&w| w == d) {
+            let mut ki = self.kept_idx.iter();
+            let x_idx: Vec<Ix> = (0..self.xs.len())
+                .map(|d| match self.walk.iter().position(|&w| w == d) {
                     Some(k) => red_idx[k].clone(),
                     None => ki.next().unwrap().clone(),
                 })
                 .collect();
             let xv = lw.value_at(r.x, &x_idx)?;
             let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
-            let xv = ctype::convert(r.value_dtype(f), acc, &xv);
-            match &mean {
-                None => lw.line(&reduction::step(&op, acc, "a", &xv)),
-                Some(m) => lw.line(&format!(
-                    "{{ const {t} dv = {xv} - {m}; a += dv * dv; }}",
-                    t = ctype::reg(acc)
-                )),
-            }
+            let xv = ctype::convert(r.value_dtype(f), r.acc(f), &xv);
+            step(lw, &xv);
         }
         lw.lanes = None;
-        lw.close("}");
-        lw.line(&format!(
-            "a = {}(a, {});",
-            reduction::block_fn(&op, acc),
-            reduction::smem_name(acc)
-        ));
-        lw.line(&format!(
-            "if (threadIdx.x == 0) tmp{partial}[({it})blockIdx.x * {o} + o] = a;"
-        ));
-        let pname = format!("{name}_g{pass}");
-        let src = format!("{} {{\n{}}}\n", signature(&pname, BLOCK, &params), lw.code);
-        out.push((
-            src,
-            Kernel {
-                name: pname,
-                schedule: Schedule::GridPartial,
-                grid: [crate::launch::grid_dim(splits), crate::launch::grid_dim(o), 1],
-                block: [BLOCK, 1, 1],
-                args: params.args,
-                code_hash: String::new(),
-                choice: None,
-                summary: format!(
-                    "grid reduction of {} over {k} elements by {splits} blocks in turn, tiles of {tile}, {width} per load: {o} results",
-                    f.value(r.x).name
-                ),
-            },
-        ));
-        let last = pass + 1 == r.passes();
-        outer::combine(cx, name, r, pass, partial, splits, if last { epilogue } else { &[] }, out)?;
+        Ok(())
     }
-    Ok(())
 }
 
 fn mean_value(r: &Reduction) -> ValueId {

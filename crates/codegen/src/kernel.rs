@@ -142,8 +142,27 @@ impl<'f> Context<'f> {
             dtype,
             elements,
             what,
+            zeroed: false,
         });
         self.temps.len() - 1
+    }
+
+    /// Records that value `v` is stored, whole and row-major, in temp `temp`.
+    pub fn store_in(&mut self, v: ValueId, temp: usize) {
+        let val = self.f.value(v);
+        let stored = Stored {
+            temp,
+            dtype: val.dtype,
+            shape: val.shape.clone().unwrap_or_default(),
+        };
+        self.stored.insert(v, stored);
+    }
+
+    /// A temporary zeroed when allocated that every launch leaves zero.
+    pub fn add_zeroed_temp(&mut self, dtype: DType, elements: usize, what: String) -> usize {
+        let t = self.add_temp(dtype, elements, what);
+        self.temps[t].zeroed = true;
+        t
     }
 }
 

@@ -11,7 +11,7 @@ use crate::lower::Lanes;
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Combine, Kind, Reduction};
 use crate::{ctype, view};
-use fusebench_ir::{Literal, ValueId};
+use fusebench_ir::{DType, ValueId};
 use std::ops::Add;
 
 const BLOCK: u32 = 128;
@@ -80,9 +80,19 @@ pub fn build(
             Kind::Plain(c) => c.clone(),
             _ => Combine::Sum,
         };
+        let last = pass + 1 == r.passes();
+        let epi = if last { epilogue } else { &[] };
+        // The last block of each column of blocks combines their partials
+        // (last_block.rs): a thread per result of the block's columns.
+        let (target, what) = crate::last_block::target(r, pass);
+        let fused = (cx.dev.last_block_combine && crate::last_block::fits(f, r) && by > 1).then(|| {
+            let counters = cx.add_zeroed_temp(DType::Int32, blocks_x, format!("counters of {}", f.value(r.outputs[0]).name));
+            let result = cx.add_temp(f.value(target).dtype, o, format!("{what} of {}", f.value(r.outputs[0]).name));
+            (counters, result)
+        });
         // Partial kernel: thread t holds results o .. o + width (one kept
         // row of the results: the width divides the last kept extent).
-        let (mut lw, params) = cx.lowerer();
+        let (mut lw, mut params) = cx.lowerer();
         let it = lw.idx_type;
         lw.line(&format!(
             "const {it} o = (({it})blockIdx.x * {bx} + threadIdx.x) * {width};"
@@ -119,41 +129,41 @@ pub fn build(
         lw.line(&format!(
             "const {it} r1 = r0 + {chunk} < {k} ? r0 + {chunk} : {k};"
         ));
-        // Four iterations' loads in flight per thread.
-        lw.line("#pragma unroll 4");
-        lw.open(&format!("for ({it} r = r0 + threadIdx.y; r < r1; r += {by}) {{"));
-        lw.allow_vector_loads_here();
-        let red_idx = view::delinearize(Ix::var("r"), &red);
-        for j in 0..width {
-            lane_of(&mut kept_idx, j);
-            lw.lanes = (width > 1).then(|| Lanes {
-                var: "oj".into(),
-                width,
-                lane: j,
-            });
-            let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());
-            let x_idx: Vec<Ix> = (0..xs.len())
-                .map(|d| {
-                    if r.dims.contains(&d) {
-                        ri.next()
-                    } else {
-                        ki.next()
-                    }
-                    .unwrap()
-                    .clone()
-                })
-                .collect();
-            let xv = lw.value_at(r.x, &x_idx)?;
-            let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
-            let xv = ctype::convert(r.value_dtype(f), acc, &xv);
-            let a = format!("a{j}");
-            match means.get(j) {
-                None => lw.line(&reduction::step(&combine_op, acc, &a, &xv)),
-                Some(m) => lw.line(&format!("{{ const {reg} dv = {xv} - {m}; {a} += dv * dv; }}")),
+        let batch = cx.dev.loads_in_flight.max(1) as usize;
+        crate::strided::emit(&mut lw, it, "r", "r0 + threadIdx.y", "r1", &by.to_string(), batch, |lw| {
+            lw.allow_vector_loads_here();
+            let red_idx = view::delinearize(Ix::var("r"), &red);
+            for j in 0..width {
+                lane_of(&mut kept_idx, j);
+                lw.lanes = (width > 1).then(|| Lanes {
+                    var: "oj".into(),
+                    width,
+                    lane: j,
+                });
+                let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());
+                let x_idx: Vec<Ix> = (0..xs.len())
+                    .map(|d| {
+                        if r.dims.contains(&d) {
+                            ri.next()
+                        } else {
+                            ki.next()
+                        }
+                        .unwrap()
+                        .clone()
+                    })
+                    .collect();
+                let xv = lw.value_at(r.x, &x_idx)?;
+                let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+                let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+                let a = format!("a{j}");
+                match means.get(j) {
+                    None => lw.line(&reduction::step(&combine_op, acc, &a, &xv)),
+                    Some(m) => lw.line(&format!("{{ const {reg} dv = {xv} - {m}; {a} += dv * dv; }}")),
+                }
             }
-        }
-        lw.lanes = None;
-        lw.close("}");
+            lw.lanes = None;
+            Ok(())
+        })?;
         lw.close("}");
         let store = |lw: &mut crate::lower::Lowerer, j: usize, v: &str| {
             lw.line(&format!("tmp{partial}[({it})blockIdx.y * {o} + o + {j}] = {v};"));
@@ -182,6 +192,24 @@ pub fn build(
             }
         }
         lw.close("}");
+        if let Some((counters, result)) = fused {
+            for &(v, pos) in epi {
+                params.push_output(f, v, pos);
+            }
+            let cols = bx * width;
+            crate::last_block::open(&mut lw, counters, "blockIdx.x", splits);
+            lw.line(&format!("const int t = threadIdx.y * {bx} + threadIdx.x;"));
+            lw.open(&format!("if (t < {cols} && ({it})blockIdx.x * {cols} + t < {o}) {{"));
+            lw.line(&format!("const {it} o = ({it})blockIdx.x * {cols} + t;"));
+            lw.line(&format!("{reg} c = {};", reduction::init(&combine_op, acc)));
+            lw.line(&format!(
+                "for (int s = 0; s < {splits}; ++s) {}",
+                reduction::step(&combine_op, acc, "c", &format!("__ldcg(&tmp{partial}[({it})s * {o} + o])"))
+            ));
+            crate::last_block::finish(&mut lw, f, r, pass, "c", result, epi, "o")?;
+            lw.close("}");
+            crate::last_block::close(&mut lw, counters, "blockIdx.x");
+        }
         let pname = format!("{name}_p{pass}");
         let src = format!("{} {{\n{}}}\n", signature(&pname, (bx * by) as u32, &params), lw.code);
         out.push((
@@ -195,14 +223,13 @@ pub fn build(
                 code_hash: String::new(),
                 choice: None,
                 summary: format!(
-                    "outer reduction of {} over {k} in {splits} splits: {o} results, {width} per thread",
-                    f.value(r.x).name
+                    "outer reduction of {} over {k} in {splits} splits: {o} results, {width} per thread{}",
+                    f.value(r.x).name,
+                    if fused.is_some() { format!(", the last block of each column combining its partials into the {what}") } else { String::new() }
                 ),
             },
         ));
-
-        let last = pass + 1 == r.passes();
-        combine(cx, name, r, pass, partial, splits, if last { epilogue } else { &[] }, out)?;
+        end_pass(cx, name, r, pass, partial, splits, epi, fused.map(|(_, t)| t), out)?;
     }
     Ok(())
 }
@@ -212,6 +239,28 @@ fn mean_value(r: &Reduction) -> ValueId {
         Kind::Welford => r.outputs[0],
         _ => r.outputs[1],
     }
+}
+
+/// Ends pass `pass` of `r` whose partials are in temp `partial`: where the
+/// last block combined them into temp `combined`, records that the pass's
+/// value is stored there; otherwise appends the combine kernel.
+#[allow(clippy::too_many_arguments)]
+pub fn end_pass(
+    cx: &mut Context,
+    name: &str,
+    r: &Reduction,
+    pass: usize,
+    partial: usize,
+    splits: usize,
+    epilogue: &[(ValueId, usize)],
+    combined: Option<usize>,
+    out: &mut Vec<(String, Kernel)>,
+) -> Result<(), CodegenError> {
+    let Some(temp) = combined else {
+        return combine(cx, name, r, pass, partial, splits, epilogue, out);
+    };
+    cx.store_in(crate::last_block::target(r, pass).0, temp);
+    Ok(())
 }
 
 /// Results few enough that each gets a block of its own in `combine` (a
@@ -237,7 +286,6 @@ pub fn combine(
 ) -> Result<(), CodegenError> {
     let f = cx.f;
     let o: usize = f.value(r.outputs[0]).numel();
-    let k = r.count(f);
     let acc = r.acc(f);
     let per_block = o < FEW && splits > 32;
     let blocks_x = if per_block {
@@ -245,20 +293,13 @@ pub fn combine(
     } else {
         o.div_ceil(BLOCK as usize).max(1)
     };
-    let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
     let combine_op = match &r.kind {
         Kind::Plain(c) => c.clone(),
         _ => Combine::Sum,
     };
     let it = cx.idx_type;
     // Combine kernel: the result of this pass, in the output's dtype.
-    let (target, what) = match (&r.kind, pass) {
-        (Kind::Plain(_), _) => (r.outputs[0], "result"),
-        (Kind::Welford, 0) => (r.outputs[0], "mean"),
-        (Kind::Welford, _) => (r.outputs[1], "M2"),
-        (Kind::VarMean { .. }, 0) => (r.outputs[1], "mean"),
-        (Kind::VarMean { .. }, _) => (r.outputs[0], "variance"),
-    };
+    let (target, what) = crate::last_block::target(r, pass);
     let d = f.value(target).dtype;
     let result = cx.add_temp(d, o, format!("{what} of {}", f.value(r.outputs[0]).name));
     let (mut lw, mut params) = cx.lowerer();
@@ -300,41 +341,7 @@ pub fn combine(
         lw.line(&format!("{} a = {init};", ctype::reg(acc)));
         lw.line(&format!("for (int s = 0; s < {splits}; ++s) {}", step("s")));
     }
-    let value = match (&r.kind, pass) {
-        (Kind::Plain(_), _) | (Kind::Welford, 1) => "a".to_string(),
-        (_, 0) => format!("a / {}", ctype::literal(acc, Literal::Int(k as i64))),
-        (Kind::VarMean { correction }, _) => {
-            format!(
-                "a / {}",
-                ctype::literal(acc, Literal::Int((k as i64 - correction).max(0)))
-            )
-        }
-        (Kind::Welford, _) => unreachable!(),
-    };
-    let h = lw.fresh("h");
-    lw.line(&format!(
-        "const {} {h} = {};",
-        ctype::reg(d),
-        ctype::convert(acc, d, &value)
-    ));
-    lw.line(&format!("tmp{result}[o] = {};", ctype::to_storage(d, &h)));
-    lw.hold(
-        target,
-        crate::lower::Held {
-            expr: h,
-            index: view::delinearize(Ix::var("o"), &out_shape),
-        },
-    );
-    // Each epilogue element reads the result of its own index (checked by
-    // the caller), held above or written just before by this thread.
-    for &(v, pos) in epilogue {
-        let idx = view::delinearize(Ix::var("o"), f.value(v).shape.as_deref().unwrap_or(&[]));
-        let e = lw.value_at(v, &idx)?;
-        lw.line(&format!(
-            "out{pos}[o] = {};",
-            ctype::to_storage(f.value(v).dtype, &e)
-        ));
-    }
+    crate::last_block::finish(&mut lw, f, r, pass, "a", result, epilogue, "o")?;
     let cname = format!("{name}_c{pass}");
     let src = format!("{} {{\n{}}}\n", signature(&cname, BLOCK, &params), lw.code);
     let epi: Vec<String> = epilogue
@@ -359,14 +366,7 @@ pub fn combine(
             ),
         },
     ));
-    cx.stored.insert(
-        target,
-        Stored {
-            temp: result,
-            dtype: d,
-            shape: out_shape,
-        },
-    );
+    cx.store_in(target, result);
     Ok(())
 }
 

@@ -112,17 +112,18 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
             .iter()
             .map(|&i| Passes::declare(&mut lw, f, &reds[i]))
             .collect();
-        open_row_loop(&mut lw, spec.inner_shape, width, block);
-        for k in 0..width {
-            let idx = lane_index(&mut lw, &row_idx, spec.inner_shape, width, k);
-            for (j, &i) in active.iter().enumerate() {
-                let xv = lw.value_at(reds[i].x, &idx)?;
-                let stmt = passes.step(f, reds, i, pass, &accs[j], &xv, means[i].as_deref());
-                lw.line(&stmt);
+        row_loop(&mut lw, spec.inner_shape, width, block, cx.dev.loads_in_flight, |lw| {
+            for k in 0..width {
+                let idx = lane_index(lw, &row_idx, spec.inner_shape, width, k);
+                for (j, &i) in active.iter().enumerate() {
+                    let xv = lw.value_at(reds[i].x, &idx)?;
+                    let stmt = passes.step(f, reds, i, pass, &accs[j], &xv, means[i].as_deref());
+                    lw.line(&stmt);
+                }
             }
-        }
-        lw.lanes = None;
-        lw.close("}");
+            lw.lanes = None;
+            Ok(())
+        })?;
         for (j, &i) in active.iter().enumerate() {
             if let Some(m) = passes.finish(&mut lw, f, reds, i, pass, &accs[j], "row") {
                 means[i] = Some(m);
@@ -131,20 +132,21 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     }
 
     if !spec.full.is_empty() {
-        open_row_loop(&mut lw, spec.inner_shape, width, block);
-        let arrays = lane_arrays(&mut lw, f, spec.full, width);
-        for k in 0..width {
-            let idx = lane_index(&mut lw, &row_idx, spec.inner_shape, width, k);
-            for (j, &(v, _)) in spec.full.iter().enumerate() {
-                let e = lw.value_at(v, &idx)?;
-                let st = ctype::to_storage(f.value(v).dtype, &e);
-                lw.line(&format!("{}[{k}] = {st};", arrays[j]));
+        row_loop(&mut lw, spec.inner_shape, width, block, cx.dev.loads_in_flight, |lw| {
+            let arrays = lane_arrays(lw, f, spec.full, width);
+            for k in 0..width {
+                let idx = lane_index(lw, &row_idx, spec.inner_shape, width, k);
+                for (j, &(v, _)) in spec.full.iter().enumerate() {
+                    let e = lw.value_at(v, &idx)?;
+                    let st = ctype::to_storage(f.value(v).dtype, &e);
+                    lw.line(&format!("{}[{k}] = {st};", arrays[j]));
+                }
             }
-        }
-        lw.lanes = None;
-        let at = Ix::var("row").mul(n as i64).add(Ix::var("ii"));
-        store_lane_arrays(&mut lw, f, spec.full, &arrays, &at, width);
-        lw.close("}");
+            lw.lanes = None;
+            let at = Ix::var("row").mul(n as i64).add(Ix::var("ii"));
+            store_lane_arrays(lw, f, spec.full, &arrays, &at, width);
+            Ok(())
+        })?;
     }
     if !spec.per_row.is_empty() || !spec.totals.is_empty() {
         lw.open("if (threadIdx.x == 0) {");
@@ -207,19 +209,29 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     Ok((src, kernel))
 }
 
-fn open_row_loop(lw: &mut Lowerer, inner: &[usize], width: usize, block: usize) {
+/// A loop of the block's threads along the row, `batch` iterations' loads
+/// issued together (`strided::emit`); `body` writes one iteration at `ii`.
+fn row_loop(
+    lw: &mut Lowerer,
+    inner: &[usize],
+    width: usize,
+    block: usize,
+    batch: u32,
+    mut body: impl FnMut(&mut Lowerer) -> Result<(), CodegenError>,
+) -> Result<(), CodegenError> {
     let it = lw.idx_type;
     let n: usize = inner.iter().product();
-    lw.open(&format!(
-        "for ({it} ii = threadIdx.x * {width}; ii < {n}; ii += {}) {{",
-        block * width
-    ));
-    if inner.len() > 1 {
-        let last = inner[inner.len() - 1];
-        lw.line(&format!("const {it} q = ii / {last};"));
-        lw.line(&format!("const {it} jj = ii % {last};"));
-    }
-    lw.allow_vector_loads_here();
+    let start = format!("threadIdx.x * {width}");
+    let step = (block * width).to_string();
+    crate::strided::emit(lw, it, "ii", &start, &n.to_string(), &step, batch.max(1) as usize, |lw| {
+        if inner.len() > 1 {
+            let last = inner[inner.len() - 1];
+            lw.line(&format!("const {it} q = ii / {last};"));
+            lw.line(&format!("const {it} jj = ii % {last};"));
+        }
+        lw.allow_vector_loads_here();
+        body(lw)
+    })
 }
 
 fn lane_index(

@@ -20,6 +20,9 @@ pub enum Schedule {
     /// A few long reductions: blocks of threads each reduce a chunk of one
     /// result's elements to a partial, which `OuterCombine` then combines.
     GridPartial,
+    /// Reductions over elements contiguous in memory, a group of lanes per
+    /// result, in one kernel (contiguous.rs).
+    Contiguous,
     /// Inclusive scans: a thread per line along the scanned dim.
     Scan,
     /// Elementwise with inputs read across the output's innermost dim,
@@ -102,6 +105,10 @@ pub struct Temp {
     pub dtype: DType,
     pub elements: usize,
     pub what: String,
+    /// Zeroed when allocated, and left zero by every launch (the counters of
+    /// `last_block`): poisoning fills it with zeros too.
+    #[serde(default)]
+    pub zeroed: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -27,17 +27,37 @@ fn the_cast_of_a_row_sum_is_written_by_the_row_kernel() {
     assert_eq!(schedules(&sum("64, 1000", "1")), [Schedule::InnerPersistent]);
 }
 
-#[test]
-fn the_cast_of_a_column_sum_is_written_by_the_combine_kernel() {
-    assert_eq!(
-        schedules(&sum("2048, 1000", "0")),
-        [Schedule::OuterPartial, Schedule::OuterCombine]
-    );
+fn last_block() -> Device {
+    Device {
+        last_block_combine: true,
+        ..Device::default()
+    }
 }
 
 #[test]
-fn the_cast_of_a_sum_of_everything_is_written_by_the_combine_kernel() {
+fn the_cast_of_a_column_sum_is_written_by_the_last_block_or_the_combine_kernel() {
+    let f = script(&sum("2048, 1000", "0"));
+    let p = plan(&f, &[None], last_block()).unwrap();
+    let s: Vec<Schedule> = p.kernels.iter().map(|k| k.schedule).collect();
+    assert_eq!(s, [Schedule::OuterPartial]);
+    // The last block of a column reads the partials from L2 and writes the cast.
+    let last = &p.source[p.source.find("if (fb_last)").expect("a last-block combine")..];
+    assert!(last.contains("__ldcg(&tmp0[") && last.contains("out0[o] = "), "{}", p.source);
+    let p = plan(&f, &[None], Device::default()).unwrap();
+    let s: Vec<Schedule> = p.kernels.iter().map(|k| k.schedule).collect();
+    assert_eq!(s, [Schedule::OuterPartial, Schedule::OuterCombine]);
+}
+
+#[test]
+fn the_cast_of_a_sum_of_everything_is_written_by_the_last_block_or_the_combine_kernel() {
     let f = script(&sum("2048, 1000", "0, 1"));
+    let p = plan(&f, &[None], last_block()).unwrap();
+    let s: Vec<Schedule> = p.kernels.iter().map(|k| k.schedule).collect();
+    assert_eq!(s, [Schedule::GridPartial]);
+    // The counters start zeroed and the last block leaves them so.
+    assert!(p.temps.iter().any(|t| t.zeroed && t.what.starts_with("counters of")), "{:?}", p.temps);
+    let last = &p.source[p.source.find("if (fb_last)").expect("a last-block combine")..];
+    assert!(last.contains("fb_block_sum_f") && last.contains("out0[o] = ") && last.contains("tmp1[o] = 0;"), "{}", p.source);
     let p = plan(&f, &[None], Device::default()).unwrap();
     let s: Vec<Schedule> = p.kernels.iter().map(|k| k.schedule).collect();
     assert_eq!(s, [Schedule::GridPartial, Schedule::OuterCombine]);

@@ -61,7 +61,7 @@ fn names() -> Vec<&'static str> {
 fn the_registry_order_is_the_documented_one() {
     assert_eq!(
         names(),
-        ["grid", "rowwise", "persistent", "outer", "transpose", "pointwise"]
+        ["contiguous", "grid", "rowwise", "persistent", "outer", "transpose", "pointwise"]
     );
     // ARCHITECTURE.md says the order in one line; it must say this one.
     let doc = std::fs::read_to_string(concat!(
@@ -169,8 +169,24 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
             },
         ),
     ];
+    // A column sum of a column-major matrix: its columns lie contiguous.
+    let cm = vec![Some((vec![1, 2048], 0))];
+    let cands: Vec<_> = cands
+        .into_iter()
+        .map(|(f, r, w)| (f, r, w, vec![None; f.inputs.len()]))
+        .chain([(
+            &col_sum,
+            &rc,
+            Work::Stored {
+                red: 0,
+                before_rows: false,
+                epilogue: vec![],
+            },
+            cm,
+        )])
+        .collect();
     let mut fitted = std::collections::BTreeSet::new();
-    for (f, reds, work) in cands {
+    for (f, reds, work, layouts) in cands {
         let c = Candidate {
             f,
             reds,
@@ -179,7 +195,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
         };
         let cx = Context {
             f,
-            layouts: vec![None; f.inputs.len()],
+            layouts,
             stored: Default::default(),
             temps: vec![],
             idx_type: "int",
@@ -274,21 +290,27 @@ fn sums_over_rows_grid_sums_and_pointwise_say_their_schedule() {
     assert!(s.iter().all(|s| s == "outer"), "{s:?}");
     let c = p.kernels[0].choice.as_ref().unwrap();
     assert!(c.rejected.iter().any(|r| r.schedule == "rowwise" && r.reason.contains("FUSEBENCH_COLUMN_SUMS")), "{c:?}");
-    // One result over a million elements: split over blocks.
+    // One result over a million elements: split over blocks (the partials
+    // and their combine, which writes the output).
     let p = planned(&sum(&[1 << 20], &[0]));
-    // (the partials and their combine, which writes the output).
     let s: Vec<String> = chosen(&p).into_iter().map(|(_, s)| s).collect();
     assert_eq!(s, ["grid", "grid"]);
-    // A row sum, stored: persistent, after grid and rowwise said why not.
+    // A row sum, stored: persistent, after contiguous, grid and rowwise said why not.
     let p = planned(&sum(&[64, 1000], &[1]));
     let c = p.kernels[0].choice.as_ref().unwrap();
     assert_eq!(c.schedule, "persistent", "{c:?}");
     let tried: Vec<&str> = c.rejected.iter().map(|r| r.schedule.as_str()).collect();
-    assert_eq!(tried, ["grid", "rowwise"]);
+    assert_eq!(tried, ["contiguous", "grid", "rowwise"]);
     assert!(
-        c.rejected[0].reason.contains("64 results of 1000 elements"),
+        c.rejected[1].reason.contains("64 results of 1000 elements"),
         "{c:?}"
     );
     let p = planned(&neg(&[8, 96]));
     assert_eq!(chosen(&p), [("fb_p0".to_string(), "pointwise".to_string())]);
+    // A column sum of a column-major matrix: a group of lanes per result
+    // reading its contiguous column, one kernel.
+    let f = sum(&[2048, 4096], &[0]);
+    let p = plan(&f, &[Some((vec![1, 2048], 0))], Device::default()).unwrap();
+    assert_eq!(chosen(&p), [("fb_r0".to_string(), "contiguous".to_string())]);
+    assert!(p.kernels[0].summary.contains("4096 results, 64 lanes each"), "{}", p.kernels[0].summary);
 }

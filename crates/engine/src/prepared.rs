@@ -127,8 +127,15 @@ impl Engine {
         let temps = plan
             .temps
             .iter()
-            .map(|t| self.gpu.alloc(t.elements * t.dtype.size_bytes()))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|t| {
+                let b = self.gpu.alloc(t.elements * t.dtype.size_bytes())?;
+                // Counters the kernels leave zero must start zero.
+                if t.zeroed {
+                    b.fill(0)?;
+                }
+                Ok(b)
+            })
+            .collect::<Result<Vec<_>, EngineError>>()?;
         let bytes = bytes_moved(f, inputs, plan.written_bytes());
         Ok(Prepared {
             gpu: self.gpu.clone(),
@@ -171,6 +178,9 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         reload_threads: k.reload_threads.unwrap_or(d.reload_threads),
         row_prefetch: k.row_prefetch.unwrap_or(d.row_prefetch),
         column_sums_outer: k.column_sums_outer.unwrap_or(d.column_sums_outer),
+        loads_in_flight: k.loads_in_flight.unwrap_or(d.loads_in_flight),
+        last_block_combine: k.last_block_combine.unwrap_or(d.last_block_combine),
+        contiguous_per_lane: k.contiguous_per_lane.unwrap_or(d.contiguous_per_lane),
         ..d
     })
 }
@@ -273,15 +283,19 @@ impl Prepared {
         self.poison_with(0xFF)
     }
 
-    /// Fills every written output with `byte` and every temporary with 0xFF.
-    /// One fill is not enough: 0xFF reads back as `true` for a bool and as -1
-    /// for an integer, so a check runs with each of [`POISONS`].
+    /// Fills every written output with `byte` and every temporary with 0xFF,
+    /// but for the zeroed counters: every launch must leave them zero, so a
+    /// check that runs a fusion again finds a launch that did not. One fill
+    /// is not enough: 0xFF reads back as `true` for a bool and as -1 for an
+    /// integer, so a check runs with each of [`POISONS`].
     pub fn poison_with(&self, byte: u8) -> Result<(), EngineError> {
         for b in self.outputs.iter().flatten() {
             b.fill(byte)?;
         }
-        for b in &self.temps {
-            b.fill(0xFF)?;
+        for (b, t) in self.temps.iter().zip(&self.plan.temps) {
+            if !t.zeroed {
+                b.fill(0xFF)?;
+            }
         }
         Ok(())
     }

@@ -9,6 +9,7 @@
 //! A new schedule is one file here that implements `Schedule` and one line
 //! in `SCHEDULES`, placed before the schedules it should win over.
 
+mod contiguous;
 mod grid;
 mod outer;
 mod persistent;
@@ -30,6 +31,7 @@ pub type Reason = String;
 
 /// The schedules, most specific first: the first that fits a candidate builds it.
 pub static SCHEDULES: &[&dyn Schedule] = &[
+    &contiguous::Contiguous,
     &grid::Grid,
     &rowwise::Rowwise,
     &persistent::Persistent,

@@ -27,13 +27,20 @@ impl Policy for Cold {
         step: usize,
     ) -> Result<(), HarnessError> {
         subject.use_placement(step);
-        Ok(gpu.flush_l2()?)
+        gpu.flush_l2()?;
+        // FUSEBENCH_COLD_WAIT: the GPU idle between the flush and the
+        // measured kernels, as it is before a Python callable's sample.
+        if fusebench_knobs::get()?.cold_wait {
+            gpu.synchronize()?;
+        }
+        Ok(())
     }
 
     fn setup(&self, gpu: &Gpu, placements: usize) -> Result<Option<String>, HarnessError> {
         let s = if placements == 1 { "" } else { "s" };
+        let wait = if fusebench_knobs::get()?.cold_wait { ", the host waiting for it before the kernels" } else { "" };
         Ok(Some(format!(
-            "{}, inputs in {placements} placement{s}",
+            "{}{wait}, inputs in {placements} placement{s}",
             gpu.flush_description()?
         )))
     }

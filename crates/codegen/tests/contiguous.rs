@@ -1,0 +1,59 @@
+//! Reductions over elements contiguous in memory (a column sum of a
+//! column-major matrix) get a group of lanes per result sized to the work,
+//! and strided loops issue several iterations' loads under one bound check.
+
+use fusebench_codegen::{plan, Device, Plan, Schedule};
+
+fn script(body: &str) -> fusebench_ir::Fusion {
+    let src = format!(
+        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
+    );
+    fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A sum over dim 0 of a [rows, cols] f32 matrix stored column-major.
+fn column_sum(rows: usize, cols: usize, dev: Device) -> Plan {
+    let f = script(&format!(
+        "    x = fd.define_tensor(shape=[{rows}, {cols}], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[0, 1])\n    y = fd.ops.sum(x, dims=[0])\n    fd.add_output(y)\n"
+    ));
+    plan(&f, &[Some((vec![1, rows as i64], 0))], dev).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn the_group_of_lanes_follows_the_work() {
+    // 2048 f32 per result = 512 vectors of 4; 1536 results leave room for
+    // 128 lanes each, folded across warps in shared memory.
+    let p = column_sum(2048, 1536, Device::default());
+    assert_eq!(p.kernels.len(), 1);
+    assert_eq!(p.kernels[0].schedule, Schedule::Contiguous);
+    assert!(p.kernels[0].summary.contains("128 lanes each, 2 per block"), "{}", p.kernels[0].summary);
+    assert!(p.source.contains("fb_gw"), "{}", p.source);
+    // 20 elements per result (five vectors; 16 or fewer are summed where
+    // read): two lanes each.
+    let p = column_sum(20, 1000, Device::default());
+    assert!(p.kernels[0].summary.contains("2 lanes each, 128 per block"), "{}", p.kernels[0].summary);
+    assert!(p.source.contains("for (int m = 1; m > 0; m >>= 1)"), "{}", p.source);
+    // 17 elements: odd, so read one at a time, 17 "vectors" over 8 lanes.
+    let p = column_sum(17, 1000, Device::default());
+    assert!(p.kernels[0].summary.contains("8 lanes each, 32 per block, 1 per load"), "{}", p.kernels[0].summary);
+    // Fewer results than four per SM: the grid schedule splits each.
+    let p = column_sum(100_000, 300, Device::default());
+    assert_ne!(p.kernels[0].schedule, Schedule::Contiguous);
+}
+
+#[test]
+fn strided_loops_issue_a_batch_of_loads_then_the_rest() {
+    let f = script("    x = fd.define_tensor(shape=[1048576], contiguity=[True], dtype=DataType.Float, is_cpu=False)\n    y = fd.ops.sum(x, dims=[0])\n    fd.add_output(y)\n");
+    let p = plan(&f, &[None], Device::default()).unwrap();
+    let g = &p.source[p.source.find("fb_r0_g0(").unwrap()..];
+    // Four copies of the body under one check, then a plain loop for the rest.
+    assert!(g.contains("+ (int)(3) * (") && g.contains("+= (int)(4) * ("), "{g}");
+    assert_eq!(g.matches("__ldg(").count(), 5, "{g}");
+    let one = Device {
+        loads_in_flight: 1,
+        ..Device::default()
+    };
+    let p = plan(&f, &[None], one).unwrap();
+    let g = &p.source[p.source.find("fb_r0_g0(").unwrap()..];
+    assert!(!g.contains("fb_at") && g.matches("__ldg(").count() == 1, "{g}");
+}
