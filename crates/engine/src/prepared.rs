@@ -339,6 +339,11 @@ impl Prepared {
         }
     }
 
+    /// Device address of input `i` as fusebench generated it (not a bound tensor).
+    pub fn own_input_ptr(&self, i: usize) -> Option<u64> {
+        self.inputs.get(i)?.as_ref().map(|b| b.device_ptr())
+    }
+
     /// Device address of written output `i`.
     pub fn output_ptr(&self, i: usize) -> Option<u64> {
         self.outputs.get(i)?.as_ref().map(|b| b.device_ptr())

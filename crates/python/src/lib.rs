@@ -509,6 +509,31 @@ impl Fusion {
             .collect()
     }
 
+    /// The tensor inputs fusebench generated for the script, as DLPack arrays
+    /// (`torch.from_dlpack(i)`), in the script's input order (scalars left
+    /// out); valid while the fusion lives. `f(*[torch.from_dlpack(i).clone()
+    /// for i in f.inputs()])` runs on the same values in memory torch allocated.
+    fn inputs(slf: &Bound<'_, Self>) -> PyResult<Vec<DeviceArray>> {
+        let this = slf.borrow();
+        let mut out = Vec::new();
+        for (i, l) in this.layouts.iter().enumerate() {
+            let Some((dtype, shape, strides)) = l else { continue };
+            let ptr = this
+                .prep
+                .own_input_ptr(i)
+                .ok_or_else(|| runtime_err(format!("input {i} has no device memory")))?;
+            out.push(DeviceArray {
+                owner: slf.clone().into_any().unbind(),
+                ptr,
+                device: (dlpack::CUDA, 0),
+                dtype: *dtype,
+                shape: shape.clone(),
+                strides: strides.clone(),
+            });
+        }
+        Ok(out)
+    }
+
     /// The outputs of the last call as DLPack arrays (`torch.from_dlpack(o)`),
     /// views where the fusion defines views; valid until the next call.
     fn outputs(slf: &Bound<'_, Self>) -> PyResult<Vec<DeviceArray>> {

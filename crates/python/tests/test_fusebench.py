@@ -195,6 +195,23 @@ class OnAGpu(unittest.TestCase):
         m = fusebench.kernel_time(f, x, w)
         self.assertGreater(m.median, 0)
 
+    def test_its_own_inputs_through_dlpack(self):
+        import torch
+
+        path = str(ROOT / "examples" / "seed_rmsnorm_legacy.py")
+        f = fusebench.load(path)
+        x, w = (torch.from_dlpack(i) for i in f.inputs())
+        self.assertEqual((tuple(x.shape), x.dtype), ((4, 1024, 4096), torch.bfloat16))
+        self.assertEqual(tuple(w.shape), (4096,))
+        f()
+        want = torch.from_dlpack(f.outputs()[1]).clone()
+        # The same values copied into memory torch allocated give the same outputs.
+        f(x.clone(), w.clone())
+        torch.testing.assert_close(torch.from_dlpack(f.outputs()[1]), want, rtol=0, atol=0)
+        # Other values give others: the inputs are the fusion's, not a copy made once.
+        f(x.clone(), w.clone() * 2)
+        self.assertFalse(torch.equal(torch.from_dlpack(f.outputs()[1]), want))
+
 
 if __name__ == "__main__":
     unittest.main()
