@@ -379,15 +379,27 @@ fn on_devices(a: &Args, spec: &str, paths: &[PathBuf], shard: Option<crate::shar
     };
     let exe = std::env::current_exe().context("finding the fusebench executable for the workers")?;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    eprintln!("{} on {}: {}", crate::plural(paths.len(), "fusion"), crate::plural(devices.len(), "GPU"), devices.join(", "));
+    let every = a.devices.every_gpu;
+    eprintln!(
+        "{} on {}: {}{}",
+        crate::plural(paths.len(), "fusion"),
+        crate::plural(devices.len(), "GPU"),
+        devices.join(", "),
+        if every { ", each timing every fusion" } else { "" }
+    );
     let n = devices.len();
     let workers = crate::workers::run(exe.as_os_str(), &devices, |d| {
-        crate::workers::worker_args(&args, crate::workers::worker_shard(shard, d, n))
+        // --every-gpu: each worker takes this host's whole share.
+        let s = if every { shard } else { Some(crate::workers::worker_shard(shard, d, n)) };
+        crate::workers::worker_args(&args, s)
     })
     .context("starting the workers")?;
     let order: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let mut doc = crate::workers::merge(&workers, &order);
     doc["shard"] = serde_json::json!(shard);
+    if every {
+        doc["spread"] = crate::workers::spread(&workers, &order);
+    }
     let refused: Vec<String> = workers
         .iter()
         .filter(|w| w.doc.is_none() || w.code == Some(crate::exit::USAGE as i32))
@@ -406,6 +418,8 @@ fn on_devices(a: &Args, spec: &str, paths: &[PathBuf], shard: Option<crate::shar
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if every {
+        print_spread(&doc["spread"], &devices, &failures);
     } else if let Some(first) = rows.first() {
         let e = &first.record.environment;
         let title = format!(
@@ -424,6 +438,57 @@ fn on_devices(a: &Args, spec: &str, paths: &[PathBuf], shard: Option<crate::shar
         return Ok(ExitCode::from(crate::exit::USAGE));
     }
     Ok(outcome::exit_code(failures.len()))
+}
+
+/// `--every-gpu`'s table: each fusion's median and 95% interval on each GPU,
+/// the spread (slowest over fastest, less 1) and whether the intervals meet.
+fn print_spread(spread: &serde_json::Value, devices: &[String], failures: &[Failure]) {
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    let mut header = vec!["fusion".to_string()];
+    header.extend(devices.iter().map(|d| format!("GPU {d} us [95%]")));
+    header.extend(["spread".to_string(), "intervals meet".to_string()]);
+    t.set_header(header);
+    let fusions = spread.as_array().cloned().unwrap_or_default();
+    let mut spreads = Vec::new();
+    for f in &fusions {
+        let mut row = vec![f["file"].as_str().unwrap_or("").to_string()];
+        for d in devices {
+            let g = f["gpus"].as_array().into_iter().flatten().find(|g| g["device"].as_str() == Some(d));
+            row.push(g.map_or("-".into(), |g| {
+                format!(
+                    "{:.2} [{:.2}, {:.2}]",
+                    g["median_us"].as_f64().unwrap_or(f64::NAN),
+                    g["ci_low_us"].as_f64().unwrap_or(f64::NAN),
+                    g["ci_high_us"].as_f64().unwrap_or(f64::NAN)
+                )
+            }));
+        }
+        let sp = f["spread"].as_f64();
+        spreads.extend(sp);
+        row.push(sp.map_or("-".into(), |v| format!("{:.1}%", v * 100.0)));
+        row.push(if f["intervals_overlap"].as_bool() == Some(true) { "yes".into() } else { "no".into() });
+        t.add_row(row);
+    }
+    for f in failures {
+        let mut row = vec![f.file.clone(), "FAILED".into()];
+        row.resize(devices.len() + 3, "-".into());
+        t.add_row(row);
+    }
+    outln!("every fusion on each of {}: kernel time, median [95% interval]", crate::plural(devices.len(), "GPU"));
+    outln!("{t}");
+    if !spreads.is_empty() {
+        spreads.sort_by(f64::total_cmp);
+        let apart = fusions.iter().filter(|f| f["spread"].is_number() && f["intervals_overlap"] == false).count();
+        let n = spreads.len();
+        let median = if n % 2 == 1 { spreads[n / 2] } else { (spreads[n / 2 - 1] + spreads[n / 2]) / 2.0 };
+        outln!(
+            "spread over {}: median {:.1}%, largest {:.1}%; {apart} whose intervals do not meet",
+            crate::plural(n, "fusion"),
+            median * 100.0,
+            spreads[n - 1] * 100.0
+        );
+    }
 }
 
 /// What `bench` measured: a row per fusion measured, a failure per fusion

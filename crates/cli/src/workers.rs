@@ -16,6 +16,10 @@ pub struct DeviceArgs {
     /// are merged into one run; with --shard, this host's shard is split among them.
     #[arg(long, value_name = "all|0,1,...")]
     pub devices: Option<String>,
+    /// With --devices: every GPU times every fusion (none is dealt out), and the table shows each
+    /// fusion's time on each GPU and their spread, to tell GPUs of one kind apart.
+    #[arg(long, requires = "devices")]
+    pub every_gpu: bool,
 }
 
 /// The GPUs `spec` names: `all` (counted by `count`) or a comma-separated
@@ -56,10 +60,11 @@ pub fn worker_shard(host: Option<Shard>, d: usize, devices: usize) -> Shard {
 }
 
 /// The worker's command line: the parent's, less what the parent does itself
-/// (`--devices`, `--shard`, `--out`, `--save`, `--json`), plus `--json` and its shard.
-pub fn worker_args(args: &[OsString], shard: Shard) -> Vec<OsString> {
+/// (`--devices`, `--every-gpu`, `--shard`, `--out`, `--save`, `--json`), plus
+/// `--json` and its shard (none: every fusion).
+pub fn worker_args(args: &[OsString], shard: Option<Shard>) -> Vec<OsString> {
     const WITH_VALUE: [&str; 3] = ["--devices", "--shard", "--out"];
-    const FLAGS: [&str; 2] = ["--save", "--json"];
+    const FLAGS: [&str; 3] = ["--save", "--json", "--every-gpu"];
     let mut out = Vec::new();
     let mut skip = false;
     for a in args {
@@ -78,8 +83,10 @@ pub fn worker_args(args: &[OsString], shard: Shard) -> Vec<OsString> {
         out.push(a.clone());
     }
     out.push("--json".into());
-    out.push("--shard".into());
-    out.push(format!("{}/{}", shard.index, shard.count).into());
+    if let Some(shard) = shard {
+        out.push("--shard".into());
+        out.push(format!("{}/{}", shard.index, shard.count).into());
+    }
     out
 }
 
@@ -134,6 +141,49 @@ pub fn merge(workers: &[Worker], order: &[String]) -> Value {
     serde_json::json!({ "gpus": gpus, "rows": rows, "failures": failures })
 }
 
+/// Each fusion's time on every GPU that timed it (`--every-gpu`), in the order
+/// of `order`: the medians with their 95% intervals, the spread (slowest over
+/// fastest, less 1) and whether the intervals share a point.
+pub fn spread(workers: &[Worker], order: &[String]) -> Value {
+    let mut by_file: Vec<(String, Vec<Value>)> = Vec::new();
+    for w in workers {
+        let Some(doc) = &w.doc else { continue };
+        for r in doc["rows"].as_array().into_iter().flatten() {
+            let file = r["file"].as_str().unwrap_or("").to_string();
+            let summary = &r["record"]["summary"];
+            let gpu = serde_json::json!({
+                "device": w.device,
+                "median_us": r["ours_us"],
+                "ci_low_us": summary["ci_low"],
+                "ci_high_us": summary["ci_high"],
+            });
+            match by_file.iter_mut().find(|(f, _)| *f == file) {
+                Some((_, g)) => g.push(gpu),
+                None => by_file.push((file, vec![gpu])),
+            }
+        }
+    }
+    let rank = |name: &str| order.iter().position(|o| o == name || o.ends_with(&format!("/{name}"))).unwrap_or(usize::MAX);
+    by_file.sort_by_key(|(f, _)| rank(f));
+    let num = |g: &Value, k: &str| g[k].as_f64().unwrap_or(f64::NAN);
+    let fusions: Vec<Value> = by_file
+        .into_iter()
+        .map(|(file, gpus)| {
+            let med: Vec<f64> = gpus.iter().map(|g| num(g, "median_us")).collect();
+            let (lo, hi) = med.iter().fold((f64::INFINITY, 0f64), |(a, b), &m| (a.min(m), b.max(m)));
+            let overlap = gpus.iter().map(|g| num(g, "ci_low_us")).fold(f64::NEG_INFINITY, f64::max)
+                <= gpus.iter().map(|g| num(g, "ci_high_us")).fold(f64::INFINITY, f64::min);
+            serde_json::json!({
+                "file": file,
+                "gpus": gpus,
+                "spread": if gpus.len() > 1 && lo > 0.0 { serde_json::json!(hi / lo - 1.0) } else { Value::Null },
+                "intervals_overlap": gpus.len() > 1 && overlap,
+            })
+        })
+        .collect();
+    Value::Array(fusions)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,9 +221,36 @@ mod tests {
             .iter()
             .map(OsString::from)
             .collect();
-        let w = worker_args(&args, Shard { index: 3, count: 6 });
+        let w = worker_args(&args, Some(Shard { index: 3, count: 6 }));
         let w: Vec<String> = w.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         assert_eq!(w, ["bench", "dir/", "--kernels", "--max-time", "0.5", "--json", "--shard", "3/6"]);
+        // --every-gpu: every worker times every fusion, so no shard of its own.
+        let args: Vec<OsString> = ["bench", "dir/", "--devices", "0,1", "--every-gpu", "--json"].iter().map(OsString::from).collect();
+        let w: Vec<String> = worker_args(&args, None).iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(w, ["bench", "dir/", "--json"]);
+    }
+
+    #[test]
+    fn the_spread_of_each_fusion_over_the_gpus() {
+        let row = |f: &str, m: f64, lo: f64, hi: f64| {
+            serde_json::json!({ "file": f, "ours_us": m, "record": { "summary": { "ci_low": lo, "ci_high": hi } } })
+        };
+        let doc = |rows: Vec<Value>| serde_json::json!({ "rows": rows, "failures": [] });
+        let workers = [
+            Worker { device: "0".into(), code: Some(0), doc: Some(doc(vec![row("b.py", 10.0, 9.9, 10.1), row("a.py", 5.0, 4.95, 5.05)])) },
+            Worker { device: "1".into(), code: Some(0), doc: Some(doc(vec![row("a.py", 5.5, 5.45, 5.55), row("b.py", 10.05, 10.0, 10.2)])) },
+        ];
+        let order: Vec<String> = ["d/a.py", "d/b.py"].iter().map(|s| s.to_string()).collect();
+        let s = spread(&workers, &order);
+        let s = s.as_array().unwrap();
+        assert_eq!(s[0]["file"], "a.py");
+        assert!((s[0]["spread"].as_f64().unwrap() - 0.1).abs() < 1e-12);
+        assert_eq!(s[0]["intervals_overlap"], false, "5.05 < 5.45: the GPUs differ");
+        assert_eq!(s[1]["intervals_overlap"], true, "10.0-10.1 is in both");
+        assert_eq!(s[1]["gpus"].as_array().unwrap().len(), 2);
+        // One GPU alone has no spread.
+        let one = spread(&workers[..1], &order);
+        assert!(one[0]["spread"].is_null() && one[0]["intervals_overlap"] == false);
     }
 
     #[test]

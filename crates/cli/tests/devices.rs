@@ -34,3 +34,19 @@ fn all_without_a_driver_and_bad_lists_are_usage_errors() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("named twice"), "{}", text(&o));
 }
+
+#[test]
+fn every_gpu_needs_devices_and_its_workers_are_refused_without_a_gpu() {
+    let o = fusebench(&["bench", "examples/", "--every-gpu"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--devices"), "{}", text(&o));
+    if fusebench_runtime::probe().is_ok() {
+        eprintln!("skipped the rest: a GPU is present");
+        return;
+    }
+    let o = fusebench(&["bench", "examples/", "--devices", "0,1", "--every-gpu"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("each timing every fusion"), "{t}");
+    assert!(t.contains("2 workers gave no results"), "{t}");
+}
