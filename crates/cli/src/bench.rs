@@ -478,15 +478,12 @@ fn print_spread(spread: &serde_json::Value, devices: &[String], failures: &[Fail
     outln!("every fusion on each of {}: kernel time, median [95% interval]", crate::plural(devices.len(), "GPU"));
     outln!("{t}");
     if !spreads.is_empty() {
-        spreads.sort_by(f64::total_cmp);
         let apart = fusions.iter().filter(|f| f["spread"].is_number() && f["intervals_overlap"] == false).count();
-        let n = spreads.len();
-        let median = if n % 2 == 1 { spreads[n / 2] } else { (spreads[n / 2 - 1] + spreads[n / 2]) / 2.0 };
         outln!(
             "spread over {}: median {:.1}%, largest {:.1}%; {apart} whose intervals do not meet",
-            crate::plural(n, "fusion"),
-            median * 100.0,
-            spreads[n - 1] * 100.0
+            crate::plural(spreads.len(), "fusion"),
+            fusebench_measure::median(&spreads) * 100.0,
+            spreads.iter().copied().fold(f64::NEG_INFINITY, f64::max) * 100.0
         );
     }
 }

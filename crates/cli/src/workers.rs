@@ -5,6 +5,7 @@
 //! under a scheduler, and one that fails cannot take the others down.
 
 use crate::shard::Shard;
+use fusebench_measure::{differ, Summary};
 use serde_json::Value;
 use std::ffi::{OsStr, OsString};
 use std::process::{Command, Stdio};
@@ -143,20 +144,16 @@ pub fn merge(workers: &[Worker], order: &[String]) -> Value {
 
 /// Each fusion's time on every GPU that timed it (`--every-gpu`), in the order
 /// of `order`: the medians with their 95% intervals, the spread (slowest over
-/// fastest, less 1) and whether the intervals share a point.
+/// fastest, less 1) and whether the intervals meet (no two GPUs differ beyond
+/// their noise, `fusebench_measure::differ`).
 pub fn spread(workers: &[Worker], order: &[String]) -> Value {
-    let mut by_file: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut by_file: Vec<(String, Vec<(String, Summary)>)> = Vec::new();
     for w in workers {
         let Some(doc) = &w.doc else { continue };
         for r in doc["rows"].as_array().into_iter().flatten() {
             let file = r["file"].as_str().unwrap_or("").to_string();
-            let summary = &r["record"]["summary"];
-            let gpu = serde_json::json!({
-                "device": w.device,
-                "median_us": r["ours_us"],
-                "ci_low_us": summary["ci_low"],
-                "ci_high_us": summary["ci_high"],
-            });
+            let Ok(summary) = serde_json::from_value::<Summary>(r["record"]["summary"].clone()) else { continue };
+            let gpu = (w.device.clone(), summary);
             match by_file.iter_mut().find(|(f, _)| *f == file) {
                 Some((_, g)) => g.push(gpu),
                 None => by_file.push((file, vec![gpu])),
@@ -165,19 +162,21 @@ pub fn spread(workers: &[Worker], order: &[String]) -> Value {
     }
     let rank = |name: &str| order.iter().position(|o| o == name || o.ends_with(&format!("/{name}"))).unwrap_or(usize::MAX);
     by_file.sort_by_key(|(f, _)| rank(f));
-    let num = |g: &Value, k: &str| g[k].as_f64().unwrap_or(f64::NAN);
     let fusions: Vec<Value> = by_file
         .into_iter()
         .map(|(file, gpus)| {
-            let med: Vec<f64> = gpus.iter().map(|g| num(g, "median_us")).collect();
-            let (lo, hi) = med.iter().fold((f64::INFINITY, 0f64), |(a, b), &m| (a.min(m), b.max(m)));
-            let overlap = gpus.iter().map(|g| num(g, "ci_low_us")).fold(f64::NEG_INFINITY, f64::max)
-                <= gpus.iter().map(|g| num(g, "ci_high_us")).fold(f64::INFINITY, f64::min);
+            let (lo, hi) = gpus.iter().fold((f64::INFINITY, 0f64), |(a, b), (_, s)| (a.min(s.median), b.max(s.median)));
+            let apart = gpus.iter().enumerate().any(|(i, (_, a))| gpus[i + 1..].iter().any(|(_, b)| differ(a, b)));
+            let several = gpus.len() > 1;
+            let gpus: Vec<Value> = gpus
+                .iter()
+                .map(|(d, s)| serde_json::json!({ "device": d, "median_us": s.median, "ci_low_us": s.ci_low, "ci_high_us": s.ci_high }))
+                .collect();
             serde_json::json!({
                 "file": file,
                 "gpus": gpus,
-                "spread": if gpus.len() > 1 && lo > 0.0 { serde_json::json!(hi / lo - 1.0) } else { Value::Null },
-                "intervals_overlap": gpus.len() > 1 && overlap,
+                "spread": if several && lo > 0.0 { serde_json::json!(hi / lo - 1.0) } else { Value::Null },
+                "intervals_overlap": several && !apart,
             })
         })
         .collect();
@@ -233,7 +232,20 @@ mod tests {
     #[test]
     fn the_spread_of_each_fusion_over_the_gpus() {
         let row = |f: &str, m: f64, lo: f64, hi: f64| {
-            serde_json::json!({ "file": f, "ours_us": m, "record": { "summary": { "ci_low": lo, "ci_high": hi } } })
+            let summary = Summary {
+                n: 10,
+                min: lo,
+                median: m,
+                p90: hi,
+                max: hi,
+                mean: m,
+                ci_low: lo,
+                ci_high: hi,
+                rel_ci: (hi - lo) / 2.0 / m,
+                outliers_low: 0,
+                outliers_high: 0,
+            };
+            serde_json::json!({ "file": f, "ours_us": m, "record": { "summary": summary } })
         };
         let doc = |rows: Vec<Value>| serde_json::json!({ "rows": rows, "failures": [] });
         let workers = [

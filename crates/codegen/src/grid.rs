@@ -15,7 +15,7 @@ use crate::lower::Lanes;
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Combine, Kind, Reduction};
 use crate::{ctype, last_block, outer, view};
-use fusebench_ir::{DType, Fusion, ValueId};
+use fusebench_ir::{Fusion, ValueId};
 use std::ops::Add;
 
 const BLOCK: u32 = 256;
@@ -98,12 +98,8 @@ pub fn build(
         let last = pass + 1 == r.passes();
         let epi = if last { epilogue } else { &[] };
         // The last block of each result combines its partials (last_block.rs).
-        let (target, what) = last_block::target(r, pass);
-        let fused = (cx.dev.last_block_combine && last_block::fits(f, r)).then(|| {
-            let counters = cx.add_zeroed_temp(DType::Int32, o, format!("counters of {}", f.value(r.outputs[0]).name));
-            let result = cx.add_temp(f.value(target).dtype, o, format!("{what} of {}", f.value(r.outputs[0]).name));
-            (counters, result)
-        });
+        let (_, what) = last_block::target(r, pass);
+        let fused = (cx.dev.last_block_combine && last_block::fits(f, r)).then(|| last_block::add_temps(cx, r, pass, o));
         let (mut lw, mut params) = cx.lowerer();
         let it = lw.idx_type;
         lw.line("__shared__ float fb_sf[32];");

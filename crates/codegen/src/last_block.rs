@@ -74,6 +74,18 @@ pub fn finish(
     Ok(())
 }
 
+/// The temporaries pass `pass` of `r` needs when its last blocks combine:
+/// `counters` zeroed counters (one per group of blocks that share results)
+/// and the pass's result. Returns (counters, result).
+pub fn add_temps(cx: &mut crate::kernel::Context, r: &Reduction, pass: usize, counters: usize) -> (usize, usize) {
+    let f = cx.f;
+    let (target, what) = target(r, pass);
+    let name = &f.value(r.outputs[0]).name;
+    let c = cx.add_zeroed_temp(fusebench_ir::DType::Int32, counters, format!("counters of {name}"));
+    let result = cx.add_temp(f.value(target).dtype, f.value(r.outputs[0]).numel(), format!("{what} of {name}"));
+    (c, result)
+}
+
 /// Whether the partials of `r` may be combined by the last block: its
 /// accumulator is one the L2 load (`__ldcg`) and the counters serve.
 pub fn fits(f: &Fusion, r: &Reduction) -> bool {

@@ -11,7 +11,7 @@ use crate::lower::Lanes;
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Combine, Kind, Reduction};
 use crate::{ctype, view};
-use fusebench_ir::{DType, ValueId};
+use fusebench_ir::ValueId;
 use std::ops::Add;
 
 const BLOCK: u32 = 128;
@@ -84,12 +84,9 @@ pub fn build(
         let epi = if last { epilogue } else { &[] };
         // The last block of each column of blocks combines their partials
         // (last_block.rs): a thread per result of the block's columns.
-        let (target, what) = crate::last_block::target(r, pass);
-        let fused = (cx.dev.last_block_combine && crate::last_block::fits(f, r) && by > 1).then(|| {
-            let counters = cx.add_zeroed_temp(DType::Int32, blocks_x, format!("counters of {}", f.value(r.outputs[0]).name));
-            let result = cx.add_temp(f.value(target).dtype, o, format!("{what} of {}", f.value(r.outputs[0]).name));
-            (counters, result)
-        });
+        let (_, what) = crate::last_block::target(r, pass);
+        let fused = (cx.dev.last_block_combine && crate::last_block::fits(f, r) && by > 1)
+            .then(|| crate::last_block::add_temps(cx, r, pass, blocks_x));
         // Partial kernel: thread t holds results o .. o + width (one kept
         // row of the results: the width divides the last kept extent).
         let (mut lw, mut params) = cx.lowerer();

@@ -106,7 +106,8 @@ pub struct Temp {
     pub elements: usize,
     pub what: String,
     /// Zeroed when allocated, and left zero by every launch (the counters of
-    /// `last_block`): poisoning fills it with zeros too.
+    /// `last_block`): poisoning leaves it as the last launch left it, so a
+    /// launch that did not reset it fails the next run's check.
     #[serde(default)]
     pub zeroed: bool,
 }
