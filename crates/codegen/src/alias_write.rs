@@ -84,6 +84,7 @@ pub fn add(
                     "alias write",
                     "an output the script writes into its input's own strided elements",
                 )),
+                shared_bytes: 0,
             });
         }
         p.alias_writes.push(a.output);

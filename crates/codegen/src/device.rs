@@ -67,6 +67,39 @@ pub struct Device {
     /// Vectors each lane of a `contiguous` reduction folds at least before its
     /// group of lanes is widened.
     pub contiguous_per_lane: u32,
+    /// A row the loop schedule walks more than once (persistent.rs) is kept
+    /// in shared memory after its first read, as much of it as leaves room
+    /// for two blocks per multiprocessor (`row_cache`).
+    pub row_cache: bool,
+    /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
+    /// planner's choice, streaming loads where a reduction's partial kernel
+    /// reads its input for the last time (`Context::read_once`), the
+    /// read-only path elsewhere.
+    pub load_hint: Option<LoadHint>,
+}
+
+/// The cache hint of global loads. nvFuser's pointwise kernels load with
+/// `ld.global.cs` (evict first), Triton's with plain `ld.global`, ours
+/// through the read-only path; which one leaves the L2 best for the rest
+/// of a kernel is measured, not assumed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadHint {
+    /// `__ldg`: the read-only (non-coherent) path.
+    ReadOnly,
+    /// `__ldcs`: streaming, likely read once, evicted first.
+    Streaming,
+    /// A plain dereference.
+    Plain,
+}
+
+impl LoadHint {
+    pub fn intrinsic(self) -> &'static str {
+        match self {
+            LoadHint::ReadOnly => "__ldg",
+            LoadHint::Streaming => "__ldcs",
+            LoadHint::Plain => "",
+        }
+    }
 }
 
 impl Default for Device {
@@ -95,6 +128,8 @@ impl Default for Device {
             loads_in_flight: 4,
             last_block_combine: false,
             contiguous_per_lane: 4,
+            row_cache: true,
+            load_hint: None,
         }
     }
 }

@@ -101,6 +101,9 @@ pub fn build(
         let (_, what) = last_block::target(r, pass);
         let fused = (cx.dev.last_block_combine && last_block::fits(f, r)).then(|| last_block::add_temps(cx, r, pass, o));
         let (mut lw, mut params) = cx.lowerer();
+        if last {
+            cx.read_once(&mut lw, r, epi);
+        }
         let it = lw.idx_type;
         lw.line("__shared__ float fb_sf[32];");
         lw.line("__shared__ double fb_sd[32];");
@@ -172,6 +175,7 @@ pub fn build(
                 args: params.args,
                 code_hash: String::new(),
                 choice: None,
+                shared_bytes: 0,
                 summary: format!(
                     "grid reduction of {} over {k} elements by {splits} blocks in turn, tiles of {tile}, {width} per load: {o} results{}",
                     f.value(r.x).name,

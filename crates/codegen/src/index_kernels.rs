@@ -110,6 +110,7 @@ fn flat(
             summary,
             code_hash: String::new(),
             choice: None,
+            shared_bytes: 0,
         },
     ))
 }
@@ -273,6 +274,7 @@ fn build(
                         ),
                         code_hash: String::new(),
                         choice: None,
+                        shared_bytes: 0,
                     },
                 ));
             }

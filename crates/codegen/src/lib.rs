@@ -35,6 +35,7 @@ pub mod pointwise;
 pub mod reduction;
 mod refuse;
 pub mod rewrite;
+pub mod row_cache;
 pub mod rowwise;
 pub mod scan;
 pub mod strided;
@@ -46,5 +47,5 @@ pub mod view;
 
 pub use error::CodegenError;
 pub use plan::{Choice, Kernel, KernelArg, OutputSource, Plan, Schedule};
-pub use device::Device;
+pub use device::{Device, LoadHint};
 pub use segment::plan;

@@ -6,6 +6,7 @@ use crate::ctype;
 use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::reduction;
+use crate::row_cache::{Action, RowCache};
 use crate::view;
 use fusebench_ir::elementwise;
 use fusebench_ir::infer;
@@ -78,6 +79,12 @@ pub struct Lowerer<'f> {
     /// scope depth). transpose.rs probes a lowering with it to find which
     /// inputs are read across the output's innermost dim.
     pub loads: Option<Vec<(ValueId, Vec<Ix>, usize)>>,
+    /// When set, wide loads of a row re-read in later passes go through
+    /// shared memory (row_cache.rs; the loop schedule sets it).
+    pub row_cache: Option<RowCache>,
+    /// The intrinsic global loads go through (`Device::load_hint`); empty
+    /// for a plain load.
+    pub load_fn: &'static str,
 }
 
 fn unsupported(m: String) -> CodegenError {
@@ -104,6 +111,8 @@ impl<'f> Lowerer<'f> {
             scopes_block_vectors: 0,
             idx_type,
             loads: None,
+            row_cache: None,
+            load_fn: "__ldg",
         }
     }
 
@@ -359,10 +368,10 @@ impl<'f> Lowerer<'f> {
         }
         // __ldg has overloads for scalar and vector types only: a complex
         // element (a struct of two parts) is read with a plain load.
-        let load = if b.dtype.is_complex() || b.shared {
+        let load = if b.dtype.is_complex() || b.shared || self.load_fn.is_empty() {
             format!("{}[{off}]", b.param)
         } else {
-            format!("__ldg(&{}[{off}])", b.param)
+            format!("{}(&{}[{off}])", self.load_fn, b.param)
         };
         let e = ctype::from_storage(b.dtype, &load);
         let e = if b.dtype == DType::Bool {
@@ -414,14 +423,68 @@ impl<'f> Lowerer<'f> {
                     _ => self.line(&decl),
                 }
                 let per = wbytes / elem;
-                for c in 0..(size / wbytes) {
-                    let at = base.clone().add(Ix::c((c * per) as i64));
-                    let src = format!("reinterpret_cast<const {word}*>(&{}[{at}])", b.param);
-                    let src = if b.shared { format!("*{src}") } else { format!("__ldg({src})") };
-                    self.line(&format!(
-                        "*reinterpret_cast<{word}*>(&{a}[{}]) = {src};",
-                        c * per
-                    ));
+                let chunks = size / wbytes;
+                let action = match &mut self.row_cache {
+                    Some(rc) if self.branch_path.is_empty() && !b.shared => {
+                        rc.action(&format!("{}@{base}", b.param), st, elem)
+                    }
+                    _ => Action::Global,
+                };
+                let global = |lw: &mut Self| {
+                    for c in 0..chunks {
+                        let at = base.clone().add(Ix::c((c * per) as i64));
+                        let src = format!("reinterpret_cast<const {word}*>(&{}[{at}])", b.param);
+                        let src = if b.shared || lw.load_fn.is_empty() {
+                            format!("*{src}")
+                        } else {
+                            format!("{}({src})", lw.load_fn)
+                        };
+                        lw.line(&format!(
+                            "*reinterpret_cast<{word}*>(&{a}[{}]) = {src};",
+                            c * per
+                        ));
+                    }
+                };
+                // A row kept in shared memory (row_cache.rs): the slot is
+                // indexed by the vector's position in the row.
+                let copy = |lw: &mut Self, slot: &str, to_slot: bool| {
+                    let var = lw.row_cache.as_ref().map(|rc| rc.var.clone()).unwrap_or_default();
+                    for c in 0..chunks {
+                        let s = format!("{slot}[{var} + {}]", c * per);
+                        let r = format!("{a}[{}]", c * per);
+                        let (dst, src) = if to_slot { (s, r) } else { (r, s) };
+                        lw.line(&format!(
+                            "*reinterpret_cast<{word}*>(&{dst}) = *reinterpret_cast<const {word}*>(&{src});"
+                        ));
+                    }
+                };
+                match action {
+                    Action::Global => global(self),
+                    Action::Store { slot, cap } => {
+                        global(self);
+                        match cap {
+                            None => copy(self, &slot, true),
+                            Some(cap) => {
+                                let var = self.row_cache.as_ref().unwrap().var.clone();
+                                self.open(&format!("if ({var} < {cap}) {{"));
+                                copy(self, &slot, true);
+                                self.close("}");
+                            }
+                        }
+                    }
+                    Action::Load { slot, cap } => match cap {
+                        None => copy(self, &slot, false),
+                        Some(cap) => {
+                            let var = self.row_cache.as_ref().unwrap().var.clone();
+                            self.open(&format!("if ({var} < {cap}) {{"));
+                            copy(self, &slot, false);
+                            self.close("} else {");
+                            self.indent += 1;
+                            self.scopes.push(HashMap::new());
+                            global(self);
+                            self.close("}");
+                        }
+                    },
                 }
                 self.vector_loads.insert(key, a.clone());
                 a

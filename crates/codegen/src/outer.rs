@@ -90,6 +90,9 @@ pub fn build(
         // Partial kernel: thread t holds results o .. o + width (one kept
         // row of the results: the width divides the last kept extent).
         let (mut lw, mut params) = cx.lowerer();
+        if last {
+            cx.read_once(&mut lw, r, epi);
+        }
         let it = lw.idx_type;
         lw.line(&format!(
             "const {it} o = (({it})blockIdx.x * {bx} + threadIdx.x) * {width};"
@@ -219,6 +222,7 @@ pub fn build(
                 args: params.args,
                 code_hash: String::new(),
                 choice: None,
+                shared_bytes: 0,
                 summary: format!(
                     "outer reduction of {} over {k} in {splits} splits: {o} results, {width} per thread{}",
                     f.value(r.x).name,
@@ -355,6 +359,7 @@ pub fn combine(
             args: params.args,
             code_hash: String::new(),
             choice: None,
+            shared_bytes: 0,
             summary: format!(
                 "combines {splits} partials into the {what} of {}{}{}",
                 f.value(r.outputs[0]).name,
@@ -543,6 +548,7 @@ pub fn combine_many(
             args: params.args,
             code_hash: String::new(),
             choice: None,
+            shared_bytes: 0,
             summary: format!(
                 "combines {splits} partials of {} over {cols} columns; writes [{}]",
                 names.join(", "),

@@ -13,6 +13,7 @@ use crate::lower::{Lanes, Lowerer};
 use crate::passes::Passes;
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::Reduction;
+use crate::row_cache::RowCache;
 use crate::{ctype, view};
 use fusebench_ir::{Fusion, ValueDef, ValueId};
 use std::ops::{Add, Mul};
@@ -75,16 +76,31 @@ pub fn depends_on(f: &Fusion, v: ValueId, set: &[Reduction]) -> Vec<usize> {
 }
 
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
-    let f = cx.f;
-    let reds = spec.reductions;
-    let (mut lw, mut params) = cx.lowerer();
-    push_row_outputs(&mut params, f, spec.full, spec.per_row);
-    let passes = Passes::plan(f, reds)?;
-
-    let rows: usize = spec.rows_shape.iter().product();
+    if !cx.dev.row_cache {
+        return lower(cx, name, spec, None).map(|(src, k, _)| (src, k));
+    }
+    // Lowered once to find the loads that later passes repeat, then again
+    // with those kept in shared memory (row_cache.rs).
+    let (_, k, survey) = lower(cx, name, spec, Some(RowCache::survey("ii")))?;
     let n: usize = spec.inner_shape.iter().product();
+    let step = k.block[0] as usize * row_width(cx.f, spec);
+    match survey.and_then(|rc| rc.plan(n, step, cache_budget(cx))) {
+        Some(rc) => lower(cx, name, spec, Some(rc)).map(|(src, k, _)| (src, k)),
+        None => lower(cx, name, spec, None).map(|(src, k, _)| (src, k)),
+    }
+}
+
+/// Shared memory a block may keep of its row: what leaves room for two
+/// blocks per multiprocessor, less the 1 KiB the driver reserves per block
+/// and the kernel's own reduction scratch.
+fn cache_budget(cx: &Context) -> usize {
+    (cx.dev.shared_memory_per_sm as usize / 2).saturating_sub(2048)
+}
+
+fn row_width(f: &Fusion, spec: &Spec) -> usize {
     let last = *spec.inner_shape.last().unwrap_or(&1);
-    let dtypes = reds
+    let dtypes = spec
+        .reductions
         .iter()
         .map(|r| f.value(r.x).dtype)
         .chain(spec.full.iter().map(|&(v, _)| f.value(v).dtype))
@@ -94,9 +110,31 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
                 .map(|&i| f.value(i).dtype)
                 .filter(|d| d.size_bytes() > 1),
         );
-    let width = vector_width(last, dtypes);
+    vector_width(last, dtypes)
+}
+
+fn lower(
+    cx: &Context,
+    name: &str,
+    spec: &Spec,
+    cache: Option<RowCache>,
+) -> Result<(String, Kernel, Option<RowCache>), CodegenError> {
+    let f = cx.f;
+    let reds = spec.reductions;
+    let (mut lw, mut params) = cx.lowerer();
+    lw.row_cache = cache;
+    push_row_outputs(&mut params, f, spec.full, spec.per_row);
+    let passes = Passes::plan(f, reds)?;
+
+    let rows: usize = spec.rows_shape.iter().product();
+    let n: usize = spec.inner_shape.iter().product();
+    let width = row_width(f, spec);
     let block = round_up(n.div_ceil(width), 32).clamp(32, MAX_BLOCK);
     let it = lw.idx_type;
+    let cached = lw.row_cache.as_ref().map_or(0, |rc| rc.bytes());
+    if cached > 0 {
+        lw.line("extern __shared__ __align__(16) unsigned char fb_rcache[];");
+    }
     lw.line("__shared__ float fb_sf[32];");
     lw.line("__shared__ double fb_sd[32];");
     lw.line("__shared__ long long fb_si[32];");
@@ -107,6 +145,9 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     crate::totals::parts_first(&mut lw, f, &totals, reds, rows, "row")?;
 
     for pass in 0..passes.count {
+        if let Some(rc) = &mut lw.row_cache {
+            rc.pass = pass;
+        }
         let active = passes.active(reds, pass);
         let accs: Vec<String> = active
             .iter()
@@ -131,6 +172,9 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         }
     }
 
+    if let Some(rc) = &mut lw.row_cache {
+        rc.pass = passes.count;
+    }
     if !spec.full.is_empty() {
         row_loop(&mut lw, spec.inner_shape, width, block, cx.dev.loads_in_flight, |lw| {
             let arrays = lane_arrays(lw, f, spec.full, width);
@@ -199,14 +243,22 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         block: [block as u32, 1, 1],
         args: params.args,
         code_hash: String::new(),
-        choice: None,
         summary: format!(
-            "inner persistent: {rows} rows of {n}, {width} elements per thread, {} passes, reductions {}",
+            "inner persistent: {rows} rows of {n}, {width} elements per thread, {} passes, reductions {}{}",
             passes.count,
-            what.join(", ")
+            what.join(", "),
+            match &lw.row_cache {
+                Some(rc) if cached > 0 => format!(
+                    "; the first {} of each row's elements that later passes re-read kept in shared memory ({cached} bytes per block)",
+                    rc.cap()
+                ),
+                _ => String::new(),
+            }
         ),
+        choice: None,
+        shared_bytes: cached as u32,
     };
-    Ok((src, kernel))
+    Ok((src, kernel, lw.row_cache))
 }
 
 /// A loop of the block's threads along the row, `batch` iterations' loads

@@ -60,6 +60,10 @@ pub struct Kernel {
     /// segmenter; `None` only while a schedule is building it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub choice: Option<Choice>,
+    /// Dynamic shared memory per block, bytes (a row kept on chip,
+    /// row_cache.rs); 0 for kernels with static shared memory only.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shared_bytes: u32,
 }
 
 /// The schedule a kernel was built with, why it fits, and the schedules
@@ -163,8 +167,8 @@ pub struct Plan {
     pub hidden_outputs: usize,
 }
 
-fn is_zero(n: &usize) -> bool {
-    *n == 0
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 impl Plan {

@@ -128,6 +128,7 @@ pub fn build(
         args: params.args,
         code_hash: String::new(),
         choice: None,
+        shared_bytes: 0,
         summary: format!(
             "pointwise over {shape:?}, {width} elements per thread: {}",
             names.join(", ")

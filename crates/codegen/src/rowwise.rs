@@ -802,6 +802,7 @@ fn build_unrolled(
         args: params.args,
         code_hash: String::new(),
         choice: None,
+        shared_bytes: 0,
         summary: format!(
             "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]{copies}",
             spec.rows,

@@ -87,6 +87,7 @@ pub fn build(
             args: params.args,
             code_hash: String::new(),
             choice: None,
+            shared_bytes: 0,
             summary: format!(
                 "{} of {} along dim {dim}: {lines} lines of {len}, a thread per line",
                 kind.name(),

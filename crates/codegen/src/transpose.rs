@@ -395,6 +395,7 @@ pub fn build(
         args: params.args,
         code_hash: String::new(),
         choice: None,
+        shared_bytes: 0,
         summary: format!(
             "transpose over {shape:?}, {tile}x{tile} tiles of dims {a} and {b}, {} staged in shared memory: {}",
             tiled.join(", "),

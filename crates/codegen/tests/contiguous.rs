@@ -48,12 +48,22 @@ fn strided_loops_issue_a_batch_of_loads_then_the_rest() {
     let g = &p.source[p.source.find("fb_r0_g0(").unwrap()..];
     // Four copies of the body under one check, then a plain loop for the rest.
     assert!(g.contains("+ (int)(3) * (") && g.contains("+= (int)(4) * ("), "{g}");
-    assert_eq!(g.matches("__ldg(").count(), 5, "{g}");
+    // The partials read the input for the last time: streaming loads.
+    assert_eq!(g.matches("__ldcs(").count(), 5, "{g}");
+    assert!(!g.contains("__ldg("), "{g}");
     let one = Device {
         loads_in_flight: 1,
         ..Device::default()
     };
     let p = plan(&f, &[None], one).unwrap();
     let g = &p.source[p.source.find("fb_r0_g0(").unwrap()..];
-    assert!(!g.contains("fb_at") && g.matches("__ldg(").count() == 1, "{g}");
+    assert!(!g.contains("fb_at") && g.matches("__ldcs(").count() == 1, "{g}");
+    // FUSEBENCH_LOADS=nc puts every kernel back on the read-only path.
+    let nc = Device {
+        load_hint: Some(fusebench_codegen::LoadHint::ReadOnly),
+        ..Device::default()
+    };
+    let p = plan(&f, &[None], nc).unwrap();
+    let g = &p.source[p.source.find("fb_r0_g0(").unwrap()..];
+    assert!(g.contains("__ldg(") && !g.contains("__ldcs("), "{g}");
 }

@@ -3,7 +3,7 @@
 
 use crate::error::EngineError;
 use crate::transfer::{buffer_bytes, layout};
-use fusebench_codegen::{plan, Device, KernelArg as PlanArg, OutputSource, Plan};
+use fusebench_codegen::{plan, Device, KernelArg as PlanArg, LoadHint, OutputSource, Plan};
 use fusebench_host::{Arg, Tensor};
 use fusebench_ir::{DType, Fusion, Literal};
 use fusebench_measure::InputLayout;
@@ -181,6 +181,13 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         loads_in_flight: k.loads_in_flight.unwrap_or(d.loads_in_flight),
         last_block_combine: k.last_block_combine.unwrap_or(d.last_block_combine),
         contiguous_per_lane: k.contiguous_per_lane.unwrap_or(d.contiguous_per_lane),
+        row_cache: k.row_cache.unwrap_or(d.row_cache),
+        load_hint: match k.loads {
+            Some("cs") => Some(LoadHint::Streaming),
+            Some("plain") => Some(LoadHint::Plain),
+            Some(_) => Some(LoadHint::ReadOnly),
+            None => d.load_hint,
+        },
         ..d
     })
 }
@@ -436,7 +443,7 @@ impl Prepared {
             &self.kernels[k],
             (g[0], g[1], g[2]),
             (b[0], b[1], b[2]),
-            0,
+            pk.shared_bytes,
             &self.args(k),
         )?;
         Ok(())

@@ -94,6 +94,10 @@ pub const DECLARED: &[Declared] = &[
         "how a grid or outer reduction's partials are combined: by a kernel of their own, or by the last block to store its partials, in the same kernel (tuning experiments)"),
     knob("FUSEBENCH_CONTIGUOUS_PER_LANE", "a whole number from 1 to 64", "the planner's (4)", Affects::Kernels,
         "vectors each lane of a reduction over elements contiguous in memory folds before more lanes share a result (tuning experiments)"),
+    knob("FUSEBENCH_ROW_CACHE", "0 or 1", "the planner's (1)", Affects::Kernels,
+        "1: a row too long for the registers is kept in shared memory between its passes (as much of it as fits two blocks per multiprocessor); 0: every pass reads it again from global memory (tuning experiments)"),
+    knob("FUSEBENCH_LOADS", "nc, cs or plain", "the planner's (nc)", Affects::Kernels,
+        "how kernels read global memory: the read-only path (__ldg), streaming loads evicted first (__ldcs), or plain loads (tuning experiments)"),
     knob("FUSEBENCH_CACHE_DIR", "a directory", "$XDG_CACHE_HOME/fusebench/kernels, else ~/.cache/fusebench/kernels", Affects::Nothing,
         "where compiled kernels are cached"),
     knob("FUSEBENCH_NO_KERNEL_CACHE", "0 or 1", "0", Affects::Nothing,
@@ -151,6 +155,9 @@ pub struct Knobs {
     pub loads_in_flight: Option<u32>,
     pub last_block_combine: Option<bool>,
     pub contiguous_per_lane: Option<u32>,
+    pub row_cache: Option<bool>,
+    /// "nc", "cs" or "plain".
+    pub loads: Option<&'static str>,
     pub cache_dir: Option<PathBuf>,
     pub no_kernel_cache: bool,
     pub db: Option<PathBuf>,
@@ -184,6 +191,8 @@ impl Default for Knobs {
             loads_in_flight: None,
             last_block_combine: None,
             contiguous_per_lane: None,
+            row_cache: None,
+            loads: None,
             cache_dir: None,
             no_kernel_cache: false,
             db: None,
@@ -288,6 +297,11 @@ impl Knobs {
                 }
                 .map(|b| k.last_block_combine = Some(b)),
                 "FUSEBENCH_CONTIGUOUS_PER_LANE" => count(value, 1, 64).map(|n| k.contiguous_per_lane = Some(n)),
+                "FUSEBENCH_ROW_CACHE" => flag(value).map(|b| k.row_cache = Some(b)),
+                "FUSEBENCH_LOADS" => ["nc", "cs", "plain"]
+                    .into_iter()
+                    .find(|&h| h == value)
+                    .map(|h| k.loads = Some(h)),
                 "FUSEBENCH_CACHE_DIR" => Some(value).map(|v| k.cache_dir = Some(v.into())),
                 "FUSEBENCH_NO_KERNEL_CACHE" => flag(value).map(|b| k.no_kernel_cache = b),
                 "FUSEBENCH_DB" => Some(value).map(|v| k.db = Some(v.into())),
@@ -426,6 +440,8 @@ mod tests {
             ("FUSEBENCH_ROW_UNROLL", "99"),
             ("FUSEBENCH_ROW_PREFETCH", "3"),
             ("FUSEBENCH_COLUMN_SUMS", "rows"),
+            ("FUSEBENCH_ROW_CACHE", "yes"),
+            ("FUSEBENCH_LOADS", "ldg"),
         ] {
             assert!(
                 Knobs::from_vars([(name, value)]).is_err(),
