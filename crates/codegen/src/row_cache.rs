@@ -30,6 +30,10 @@ pub enum Action {
     Load { slot: String, cap: Option<usize> },
 }
 
+/// A wide load seen by the survey: the passes it was done in, the bytes of
+/// an element and the storage type's C name.
+type Seen = (BTreeSet<usize>, usize, String);
+
 struct Slot {
     offset: usize,
     first_pass: usize,
@@ -42,7 +46,7 @@ pub struct RowCache {
     /// The row-local position of a thread's vector (persistent.rs's `ii`).
     pub var: String,
     /// Survey: the passes each load was seen in, and its bytes per element.
-    seen: Option<BTreeMap<String, (BTreeSet<usize>, usize, String)>>,
+    seen: Option<BTreeMap<String, Seen>>,
     slots: BTreeMap<String, Slot>,
     cap: usize,
     row: usize,

@@ -31,7 +31,7 @@ fn softmax(rows: usize, cols: usize, dev: Device) -> Plan {
     plan(&f, &[None], dev).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn kernel_source<'a>(p: &'a Plan) -> &'a str {
+fn kernel_source(p: &Plan) -> &str {
     &p.source[p.source.find("fb_n0(").unwrap()..]
 }
 
