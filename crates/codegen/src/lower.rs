@@ -6,7 +6,7 @@ use crate::ctype;
 use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::reduction;
-use crate::row_cache::{Action, RowCache};
+use crate::row_cache::{Action, RowCache, ValueCache};
 use crate::view;
 use fusebench_ir::elementwise;
 use fusebench_ir::infer;
@@ -82,6 +82,8 @@ pub struct Lowerer<'f> {
     /// When set, wide loads of a row re-read in later passes go through
     /// shared memory (row_cache.rs; the loop schedule sets it).
     pub row_cache: Option<RowCache>,
+    /// Values a later pass reads from shared memory (row_cache.rs).
+    pub value_cache: Option<ValueCache>,
     /// The intrinsic global loads go through (`Device::load_hint`); empty
     /// for a plain load.
     pub load_fn: &'static str,
@@ -112,6 +114,7 @@ impl<'f> Lowerer<'f> {
             idx_type,
             loads: None,
             row_cache: None,
+            value_cache: None,
             load_fn: "__ldg",
         }
     }
@@ -174,6 +177,19 @@ impl<'f> Lowerer<'f> {
         self.f.value(v).shape.as_deref().unwrap_or(&[])
     }
 
+    /// `v` read from shared memory where a later pass of the loop schedule
+    /// reads it at the element its first pass stored (row_cache.rs).
+    fn kept_value(&mut self, v: ValueId, idx: &[Ix]) -> Option<String> {
+        let l = self.lanes.clone()?;
+        let vc = self.value_cache.as_mut()?;
+        let (at, _) = vc.at.as_ref()?;
+        let at: Vec<Ix> = at.iter().map(|i| i.pull_lanes(&l.var, l.width as i64)).collect();
+        if at != idx {
+            return None;
+        }
+        vc.read(v)
+    }
+
     /// Offset expression of element `idx` of a buffer.
     pub fn offset(b: &Buffer, idx: &[Ix]) -> Ix {
         idx.iter()
@@ -204,6 +220,9 @@ impl<'f> Lowerer<'f> {
         let key = (v, idx.to_vec());
         if let Some(n) = self.lookup(&key) {
             return Ok(n);
+        }
+        if let Some(e) = self.kept_value(v, idx) {
+            return Ok(self.bind(v, idx, e));
         }
         if let Some(hs) = self.held.get(&v) {
             let scalar = self.shape(v).is_empty();

@@ -1,8 +1,10 @@
 //! The inner-persistent schedule (normalizations: RMSNorm, LayerNorm,
 //! softmax): one block per row. Each pass walks the row once to accumulate the
 //! reductions whose inputs are ready, reduces across the block, and holds the
-//! results in registers; a last pass writes the row's outputs. Rows are short
-//! enough that passes after the first re-read them from L1/L2, not DRAM.
+//! results in registers; a last pass writes the row's outputs. What later
+//! passes would read again from global memory, or compute again, is kept in
+//! shared memory by the first (row_cache.rs), as much as leaves two blocks
+//! per multiprocessor; the rest is re-read.
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
@@ -13,9 +15,9 @@ use crate::lower::{Lanes, Lowerer};
 use crate::passes::Passes;
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::Reduction;
-use crate::row_cache::RowCache;
+use crate::row_cache::{RowCache, ValueCache};
 use crate::{ctype, view};
-use fusebench_ir::{Fusion, ValueDef, ValueId};
+use fusebench_ir::{DType, Fusion, Op, ValueDef, ValueId};
 use std::ops::{Add, Mul};
 
 /// Where a row-sized result goes.
@@ -77,17 +79,61 @@ pub fn depends_on(f: &Fusion, v: ValueId, set: &[Reduction]) -> Vec<usize> {
 
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
     if !cx.dev.row_cache {
-        return lower(cx, name, spec, None).map(|(src, k, _)| (src, k));
+        return lower(cx, name, spec, None, None).map(|(src, k, _)| (src, k));
     }
     // Lowered once to find the loads that later passes repeat, then again
-    // with those kept in shared memory (row_cache.rs).
-    let (_, k, survey) = lower(cx, name, spec, Some(RowCache::survey("ii")))?;
+    // with those kept in shared memory (row_cache.rs). Values that cost more
+    // to compute again than to keep come first in the budget.
     let n: usize = spec.inner_shape.iter().product();
-    let step = k.block[0] as usize * row_width(cx.f, spec);
-    match survey.and_then(|rc| rc.plan(n, step, cache_budget(cx))) {
-        Some(rc) => lower(cx, name, spec, Some(rc)).map(|(src, k, _)| (src, k)),
-        None => lower(cx, name, spec, None).map(|(src, k, _)| (src, k)),
+    let width = row_width(cx.f, spec);
+    let budget = cache_budget(cx);
+    let mut values = kept_values(cx.f, spec, n, width);
+    if values.as_ref().is_some_and(|vc| vc.bytes() > budget) {
+        values = None;
     }
+    let (_, k, survey, vc) = lower_with(cx, name, spec, Some(RowCache::survey("ii")), values.clone())?;
+    if vc.is_some_and(|vc| vc.reads == 0) {
+        values = None;
+    }
+    let base = values.as_ref().map_or(0, |vc| vc.bytes());
+    let step = k.block[0] as usize * width;
+    let loads = survey.and_then(|rc| rc.plan(n, step, budget - base, base));
+    lower(cx, name, spec, loads, values).map(|(src, k, _)| (src, k))
+}
+
+/// The values the first pass computes that are worth keeping for later
+/// passes: a reduction's input that draws random numbers or reads two or
+/// more row-sized tensors (the draws, or as many loads, cost more than one
+/// shared-memory slot), of a 4- or 8-byte float type.
+fn kept_values(f: &Fusion, spec: &Spec, n: usize, width: usize) -> Option<ValueCache> {
+    let reds = spec.reductions;
+    let passes = Passes::plan(f, reds).ok()?;
+    let rows: usize = spec.rows_shape.iter().product();
+    let stop: Vec<usize> = reds.iter().map(|r| r.node).collect();
+    let mut values: Vec<(ValueId, &'static str, usize)> = Vec::new();
+    for i in passes.active(reds, 0) {
+        let x = reds[i].x;
+        let dt = f.value(x).dtype;
+        if values.iter().any(|v| v.0 == x) || !matches!(dt, DType::Float | DType::Double) {
+            continue;
+        }
+        let (mut random, mut full) = (false, 0);
+        f.walk_up([x], |v| {
+            match &f.value(v).def {
+                ValueDef::Node { node, .. } if stop.contains(node) => return false,
+                ValueDef::Node { node, .. } => {
+                    random |= matches!(f.nodes[*node].op, Op::Rng { .. } | Op::RngLike { .. })
+                }
+                ValueDef::TensorInput(_) => full += usize::from(f.value(v).numel() == rows * n),
+                _ => {}
+            }
+            true
+        });
+        if random || full >= 2 {
+            values.push((x, ctype::reg(dt), dt.size_bytes()));
+        }
+    }
+    (!values.is_empty()).then(|| ValueCache::new(&values, n, width, "ii"))
 }
 
 /// Shared memory a block may keep of its row: what leaves room for two
@@ -118,11 +164,25 @@ fn lower(
     name: &str,
     spec: &Spec,
     cache: Option<RowCache>,
+    values: Option<ValueCache>,
 ) -> Result<(String, Kernel, Option<RowCache>), CodegenError> {
+    lower_with(cx, name, spec, cache, values).map(|(src, k, rc, _)| (src, k, rc))
+}
+
+type Lowered = (String, Kernel, Option<RowCache>, Option<ValueCache>);
+
+fn lower_with(
+    cx: &Context,
+    name: &str,
+    spec: &Spec,
+    cache: Option<RowCache>,
+    values: Option<ValueCache>,
+) -> Result<Lowered, CodegenError> {
     let f = cx.f;
     let reds = spec.reductions;
     let (mut lw, mut params) = cx.lowerer();
     lw.row_cache = cache;
+    lw.value_cache = values;
     push_row_outputs(&mut params, f, spec.full, spec.per_row);
     let passes = Passes::plan(f, reds)?;
 
@@ -131,7 +191,11 @@ fn lower(
     let width = row_width(f, spec);
     let block = round_up(n.div_ceil(width), 32).clamp(32, MAX_BLOCK);
     let it = lw.idx_type;
-    let cached = lw.row_cache.as_ref().map_or(0, |rc| rc.bytes());
+    let cached = lw
+        .row_cache
+        .as_ref()
+        .map_or(0, |rc| rc.bytes())
+        .max(lw.value_cache.as_ref().map_or(0, |vc| vc.bytes()));
     if cached > 0 {
         lw.line("extern __shared__ __align__(16) unsigned char fb_rcache[];");
     }
@@ -154,10 +218,17 @@ fn lower(
             .map(|&i| Passes::declare(&mut lw, f, &reds[i]))
             .collect();
         row_loop(&mut lw, spec.inner_shape, width, block, cx.dev.loads_in_flight, |lw| {
+            if let Some(vc) = &mut lw.value_cache {
+                vc.new_body();
+            }
             for k in 0..width {
                 let idx = lane_index(lw, &row_idx, spec.inner_shape, width, k);
+                keep_at(lw, &idx, k, pass > 0);
                 for (j, &i) in active.iter().enumerate() {
                     let xv = lw.value_at(reds[i].x, &idx)?;
+                    if let Some(st) = lw.value_cache.as_mut().and_then(|vc| vc.store(reds[i].x, &xv)) {
+                        lw.line(&st);
+                    }
                     let stmt = passes.step(f, reds, i, pass, &accs[j], &xv, means[i].as_deref());
                     lw.line(&stmt);
                 }
@@ -180,6 +251,7 @@ fn lower(
             let arrays = lane_arrays(lw, f, spec.full, width);
             for k in 0..width {
                 let idx = lane_index(lw, &row_idx, spec.inner_shape, width, k);
+                keep_at(lw, &idx, k, true);
                 for (j, &(v, _)) in spec.full.iter().enumerate() {
                     let e = lw.value_at(v, &idx)?;
                     let st = ctype::to_storage(f.value(v).dtype, &e);
@@ -247,10 +319,14 @@ fn lower(
             "inner persistent: {rows} rows of {n}, {width} elements per thread, {} passes, reductions {}{}",
             passes.count,
             what.join(", "),
-            match &lw.row_cache {
-                Some(rc) if cached > 0 => format!(
-                    "; the first {} of each row's elements that later passes re-read kept in shared memory ({cached} bytes per block)",
-                    rc.cap()
+            match (&lw.row_cache, &lw.value_cache) {
+                (Some(rc), _) if cached > 0 => format!(
+                    "; the first {} of each row's elements that later passes re-read kept in shared memory{} ({cached} bytes per block)",
+                    rc.cap(),
+                    if lw.value_cache.is_some() { ", and the values computed from them" } else { "" }
+                ),
+                (None, Some(_)) if cached > 0 => format!(
+                    "; the values later passes re-read kept in shared memory as the first pass computes them ({cached} bytes per block)"
                 ),
                 _ => String::new(),
             }
@@ -258,7 +334,16 @@ fn lower(
         choice: None,
         shared_bytes: cached as u32,
     };
-    Ok((src, kernel, lw.row_cache))
+    Ok((src, kernel, lw.row_cache, lw.value_cache))
+}
+
+/// Tells the value cache which element lane `k` computes, and whether this
+/// pass reads the kept values or stores them.
+fn keep_at(lw: &mut Lowerer, idx: &[Ix], k: usize, reading: bool) {
+    if let Some(vc) = &mut lw.value_cache {
+        vc.at = Some((idx.to_vec(), k));
+        vc.reading = reading;
+    }
 }
 
 /// A loop of the block's threads along the row, `batch` iterations' loads

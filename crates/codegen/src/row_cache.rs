@@ -12,10 +12,15 @@
 //! pass) and indexed by the vector's position in the row, so two loads of
 //! one input at different offsets get slots of their own.
 //!
+//! `ValueCache` keeps computed values the same way (a dropout's masked sum,
+//! whose random draws cost more than a slot), ahead of the loads.
+//!
 //! The kernel is lowered twice: a survey finds the wide loads each pass does,
 //! then the loads seen in two passes or more get slots, as much of each row
 //! as the budget holds (a prefix, where the whole row does not fit).
 
+use crate::ix::Ix;
+use fusebench_ir::ValueId;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What a wide load does with the cache.
@@ -72,7 +77,7 @@ impl RowCache {
     /// most that `budget` bytes hold, rounded down to a multiple of `step`
     /// (the elements a block reads per loop iteration). None when nothing is
     /// re-read or not even one iteration fits.
-    pub fn plan(self, row: usize, step: usize, budget: usize) -> Option<RowCache> {
+    pub fn plan(self, row: usize, step: usize, budget: usize, base: usize) -> Option<RowCache> {
         let seen = self.seen?;
         let reread: Vec<_> = seen
             .into_iter()
@@ -91,7 +96,7 @@ impl RowCache {
             return None;
         }
         let mut slots = BTreeMap::new();
-        let mut offset = 0;
+        let mut offset = base;
         for (key, (passes, bytes, storage)) in reread {
             let first_pass = *passes.iter().next().unwrap();
             slots.insert(key, Slot { offset, first_pass, storage });
@@ -150,5 +155,103 @@ impl RowCache {
         } else {
             Action::Global
         }
+    }
+}
+
+/// Values of a row that the first pass computes and later passes read again,
+/// kept in shared memory rather than computed again: a dropout's masked sum,
+/// whose random draws cost more than the loads (dropout + residual + norm
+/// bf16 2048x16384 took 146 us with its inputs kept, bound by instructions;
+/// nvFuser holds the row in registers and draws once). Laid out lane by lane
+/// (`[lane][vector]`), so consecutive threads touch consecutive words.
+#[derive(Clone)]
+pub struct ValueCache {
+    /// Each value, the byte offset of its slot and its register type.
+    values: Vec<(ValueId, usize, &'static str)>,
+    /// Vectors per row and elements per vector.
+    vectors: usize,
+    width: usize,
+    var: String,
+    /// The element the lane being written computes (its index before the
+    /// lanes are pulled out) and the lane.
+    pub at: Option<(Vec<Ix>, usize)>,
+    /// Later passes read the slots; the first stores them.
+    pub reading: bool,
+    stored: BTreeSet<(ValueId, usize)>,
+    /// Reads served, counted so that a survey can tell an unused cache.
+    pub reads: usize,
+}
+
+impl ValueCache {
+    /// Slots for `values` (each of register type `ty`, 4 or 8 bytes) over
+    /// rows of `row` elements read `width` at a time by variable `var`.
+    pub fn new(values: &[(ValueId, &'static str, usize)], row: usize, width: usize, var: &str) -> ValueCache {
+        let mut offset = 0;
+        let values = values
+            .iter()
+            .map(|&(v, ty, bytes)| {
+                let at = offset;
+                offset += (row * bytes).div_ceil(16) * 16;
+                (v, at, ty)
+            })
+            .collect();
+        ValueCache {
+            values,
+            vectors: row / width,
+            width,
+            var: var.into(),
+            at: None,
+            reading: false,
+            stored: BTreeSet::new(),
+            reads: 0,
+        }
+    }
+
+    /// Bytes of shared memory the slots take (they come first).
+    pub fn bytes(&self) -> usize {
+        self.values.iter().map(|&(_, at, ty)| at + self.vectors * self.width * size(ty)).max().map_or(0, |e| e.div_ceil(16) * 16)
+    }
+
+    fn element(&self, v: ValueId, lane: usize) -> Option<String> {
+        let &(_, at, ty) = self.values.iter().find(|(x, _, _)| *x == v)?;
+        Some(format!(
+            "reinterpret_cast<{ty}*>(fb_rcache + {at})[{lane} * {} + {} / {}]",
+            self.vectors, self.var, self.width
+        ))
+    }
+
+    /// The read of `v` at the lane being written, when `v` is kept.
+    pub fn read(&mut self, v: ValueId) -> Option<String> {
+        if !self.reading {
+            return None;
+        }
+        let lane = self.at.as_ref()?.1;
+        let e = self.element(v, lane)?;
+        self.reads += 1;
+        Some(e)
+    }
+
+    /// The statement that stores `v`'s value `expr` at the lane being
+    /// written, once per lane of a loop body.
+    pub fn store(&mut self, v: ValueId, expr: &str) -> Option<String> {
+        if self.reading {
+            return None;
+        }
+        let lane = self.at.as_ref()?.1;
+        let e = self.element(v, lane)?;
+        self.stored.insert((v, lane)).then(|| format!("{e} = {expr};"))
+    }
+
+    /// A new loop body: every lane stores again.
+    pub fn new_body(&mut self) {
+        self.stored.clear();
+    }
+}
+
+fn size(ty: &str) -> usize {
+    if ty == "double" || ty == "long long" {
+        8
+    } else {
+        4
     }
 }

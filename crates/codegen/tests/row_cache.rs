@@ -87,3 +87,52 @@ fn the_knob_turns_it_off_and_a_row_read_once_has_none() {
     let p = softmax(2048, 4096, Device::default());
     assert!(p.kernels.iter().all(|k| k.shared_bytes == 0));
 }
+
+#[test]
+fn a_dropout_sum_is_kept_as_computed_not_drawn_again() {
+    // Dropout + residual + LayerNorm over long rows: the masked sum h draws
+    // random numbers and reads two row-sized inputs, so the first pass keeps
+    // it and the variance pass reads it back; only the pass that writes the
+    // mask draws again.
+    let f = script(
+        "    t0 = fd.define_tensor(shape=[2048, 16384], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    t1 = fd.define_tensor(shape=[2048, 16384], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    f0 = fd.ops.cast(t0, dtype=DataType.Float)
+    f1 = fd.ops.cast(t1, dtype=DataType.Float)
+    lo = fd.define_scalar(0.0, dtype=DataType.Double)
+    hi = fd.define_scalar(1.0, dtype=DataType.Double)
+    u = fd.ops.uniform(lo, hi, shape=[2048, 16384], dtype=DataType.Float)
+    keep = fd.ops.lt(u, 0.9)
+    km = fd.ops.cast(keep, dtype=DataType.Float)
+    xk = fd.ops.mul(f0, km)
+    h = fd.ops.add(f1, xk)
+    var, mean = fd.ops.var_mean(h, dims=[1], correction=0, keepdim=True)
+    mb = fd.ops.expand(mean, shape=[2048, 16384])
+    d = fd.ops.sub(h, mb)
+    o = fd.ops.cast(d, dtype=DataType.BFloat16)
+    fd.add_output(o)
+    fd.add_output(var)
+    fd.add_output(keep)
+",
+    );
+    let p = plan(&f, &[None, None], Device::default()).unwrap();
+    let k = &p.kernels[0];
+    assert_eq!(k.schedule, Schedule::InnerPersistent);
+    // One f32 per element of the row.
+    assert_eq!(k.shared_bytes, 16384 * 4);
+    assert!(k.summary.contains("values later passes re-read"), "{}", k.summary);
+    let src = kernel_source(&p);
+    // Lane-major slots: consecutive threads, consecutive words.
+    assert!(src.contains("reinterpret_cast<float*>(fb_rcache + 0)[7 * 2048 + ii / 8] = "), "{src}");
+    assert!(src.contains("= reinterpret_cast<float*>(fb_rcache + 0)[7 * 2048 + ii / 8];"), "{src}");
+    // Draws in the first pass and in the pass that writes the mask (five loop
+    // bodies each, two Philox blocks per 8 elements), none in the variance pass.
+    assert_eq!(src.matches("fb_philox(").count(), 20, "{src}");
+    // Without the cache every pass draws.
+    let off = Device {
+        row_cache: false,
+        ..Device::default()
+    };
+    let p = plan(&f, &[None, None], off).unwrap();
+    assert_eq!(kernel_source(&p).matches("fb_philox(").count(), 30);
+}

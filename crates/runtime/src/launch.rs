@@ -109,12 +109,13 @@ impl Kernel {
             binary_version: get(FnAttr::CU_FUNC_ATTRIBUTE_BINARY_VERSION)?,
             param_sizes: param_sizes(func.cu_function()),
         };
+        let static_shared = attrs.static_shared_bytes;
         Ok(Kernel {
             name: name.into(),
             func,
             ctx: gpu.cuda_context().clone(),
             attrs: Arc::new(attrs),
-            dyn_smem_set: Arc::new(AtomicU32::new(DEFAULT_DYNAMIC_SMEM_LIMIT)),
+            dyn_smem_set: Arc::new(AtomicU32::new(dynamic_limit_before_opt_in(static_shared))),
         })
     }
 }
@@ -193,6 +194,14 @@ impl From<f64> for KernelArg {
     fn from(v: f64) -> Self {
         KernelArg::F64(v)
     }
+}
+
+/// Dynamic shared memory a kernel may launch with before opting in: the
+/// 48 KiB without opt-in cover static and dynamic together (a kernel with
+/// 640 static bytes launched with exactly 48 KiB dynamic was refused with
+/// CUDA_ERROR_INVALID_VALUE).
+pub fn dynamic_limit_before_opt_in(static_shared_bytes: u32) -> u32 {
+    DEFAULT_DYNAMIC_SMEM_LIMIT.saturating_sub(static_shared_bytes)
 }
 
 /// Refuses launches that the driver would reject with a bare CUDA_ERROR_INVALID_VALUE, or
@@ -321,6 +330,13 @@ mod tests {
             binary_version: 90,
             param_sizes: params,
         }
+    }
+
+    #[test]
+    fn static_shared_memory_counts_against_the_limit_without_opt_in() {
+        assert_eq!(dynamic_limit_before_opt_in(0), 48 * 1024);
+        assert_eq!(dynamic_limit_before_opt_in(640), 48 * 1024 - 640);
+        assert_eq!(dynamic_limit_before_opt_in(64 * 1024), 0);
     }
 
     #[test]
