@@ -5,12 +5,8 @@
 
 use fusebench_codegen::{plan, Device, OutputSource, Schedule};
 
-fn script(body: &str) -> fusebench_ir::Fusion {
-    let src = format!(
-        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
-    );
-    fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::script;
 
 const ROW: &str = "    t0 = fd.define_tensor(shape=[2048, 1000], contiguity=[None, True], dtype=DataType.BFloat16, is_cpu=False)\n    f0 = fd.ops.cast(t0, dtype=DataType.Float)\n";
 

@@ -6,12 +6,8 @@
 
 use fusebench_codegen::{plan, Device, OutputSource, Schedule};
 
-fn script(body: &str) -> fusebench_ir::Fusion {
-    let src = format!(
-        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
-    );
-    fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::script;
 
 const NEG: &str = "    tv0 = fd.define_tensor(shape=[3, 5, 7], contiguity=[True, True, True], dtype=DataType.Float, is_cpu=False)\n    tv1 = fd.ops.neg(tv0)\n    fd.add_output(tv1, stride_order=[0, 2, 1])\n";
 

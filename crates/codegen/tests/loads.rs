@@ -4,12 +4,8 @@
 
 use fusebench_codegen::{plan, Device};
 
-fn script(body: &str) -> fusebench_ir::Fusion {
-    let src = format!(
-        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
-    );
-    fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::script;
 
 #[test]
 fn a_column_sum_read_once_streams_and_a_norm_read_again_does_not() {

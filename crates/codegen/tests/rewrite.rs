@@ -8,12 +8,8 @@ use fusebench_ir::dtype_ops::ComplexOp;
 use fusebench_ir::{DType, Fusion, Literal, Op, ReduceOp, ValueId};
 use std::borrow::Cow;
 
-fn script(body: &str) -> Fusion {
-    let src = format!(
-        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
-    );
-    fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::script;
 
 fn tensor(name: &str, shape: &str, dtype: &str) -> String {
     let contiguity: Vec<&str> = shape

@@ -6,12 +6,8 @@
 
 use fusebench_codegen::{plan, Device, Plan};
 
-fn script(body: &str) -> fusebench_ir::Fusion {
-    let src = format!(
-        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
-    );
-    fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::script;
 
 /// bench/patterns.py's cross_entropy, rows x cols of `dtype`.
 fn cross_entropy(rows: usize, cols: usize, dtype: &str) -> fusebench_ir::Fusion {

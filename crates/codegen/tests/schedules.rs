@@ -7,12 +7,8 @@ use fusebench_codegen::reduction::Reduction;
 use fusebench_codegen::schedule::{Candidate, Rows, Work, SCHEDULES};
 use fusebench_codegen::{plan, Device, Plan};
 
-fn script(body: &str) -> fusebench_ir::Fusion {
-    let src = format!(
-        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
-    );
-    fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::script;
 
 fn rmsnorm(rows: usize, cols: usize) -> fusebench_ir::Fusion {
     script(&format!(

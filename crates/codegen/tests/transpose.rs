@@ -4,12 +4,8 @@
 
 use fusebench_codegen::{plan, Device, Plan, Schedule};
 
-fn script(body: &str) -> fusebench_ir::Fusion {
-    let src = format!(
-        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
-    );
-    fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::script;
 
 fn define(name: &str, shape: &[usize], dtype: &str, order: Option<&str>) -> String {
     let c = vec!["True"; shape.len()].join(", ");

@@ -1,0 +1,10 @@
+//! What the codegen tests share: a fusion from the body of an nvFuser
+//! repro script's definition function (direct syntax).
+
+/// Parses `body` (the indented lines of `def f(fd)`) as a repro script.
+pub fn script(body: &str) -> fusebench_ir::Fusion {
+    let src = format!(
+        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
+    );
+    fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"))
+}
