@@ -91,14 +91,20 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     if values.as_ref().is_some_and(|vc| vc.bytes() > budget) {
         values = None;
     }
-    let (_, k, survey, vc) = lower_with(cx, name, spec, Some(RowCache::survey("ii")), values.clone())?;
+    let plain = || lower(cx, name, spec, None, None).map(|(src, k, _)| (src, k));
+    // A lowering the caches cannot serve falls back to re-reading.
+    let Ok((_, k, survey, vc)) = lower_with(cx, name, spec, Some(RowCache::survey("ii")), values.clone()) else {
+        return plain();
+    };
     if vc.is_some_and(|vc| vc.reads == 0) {
         values = None;
     }
     let base = values.as_ref().map_or(0, |vc| vc.bytes());
     let step = k.block[0] as usize * width;
     let loads = survey.and_then(|rc| rc.plan(n, step, budget - base, base));
-    lower(cx, name, spec, loads, values).map(|(src, k, _)| (src, k))
+    lower(cx, name, spec, loads, values)
+        .map(|(src, k, _)| (src, k))
+        .or_else(|_| plain())
 }
 
 /// The values the first pass computes that are worth keeping for later
