@@ -65,10 +65,7 @@ pub fn build(
         return Err(CodegenError::NoFit("contiguous: a mean-based reduction".into()));
     };
     let xs = f.value(r.x).shape.clone().unwrap();
-    let kept: Vec<usize> = (0..xs.len())
-        .filter(|d| !r.dims.contains(d))
-        .map(|d| xs[d])
-        .collect();
+    let kept = r.kept_extents(f);
     let walk = crate::memory::by_memory(f, &cx.layouts, r.x, &r.dims);
     let red: Vec<usize> = walk.iter().map(|&d| xs[d]).collect();
     let o = f.value(r.outputs[0]).numel();

@@ -51,10 +51,7 @@ pub fn build(
 ) -> Result<(), CodegenError> {
     let f = cx.f;
     let xs = f.value(r.x).shape.clone().unwrap();
-    let kept: Vec<usize> = (0..xs.len())
-        .filter(|d| !r.dims.contains(d))
-        .map(|d| xs[d])
-        .collect();
+    let kept = r.kept_extents(f);
     // The reduced elements are walked in memory order (a sum does not
     // depend on the order), so consecutive threads read consecutive
     // addresses also when the input is column-major.

@@ -32,10 +32,7 @@ pub fn build(
 ) -> Result<(), CodegenError> {
     let f = cx.f;
     let xs = f.value(r.x).shape.clone().unwrap();
-    let kept: Vec<usize> = (0..xs.len())
-        .filter(|d| !r.dims.contains(d))
-        .map(|d| xs[d])
-        .collect();
+    let kept = r.kept_extents(f);
     let red: Vec<usize> = r.dims.iter().map(|&d| xs[d]).collect();
     let o: usize = kept.iter().product();
     let k: usize = red.iter().product();

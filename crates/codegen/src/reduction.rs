@@ -80,6 +80,13 @@ impl Reduction {
         self.dims.iter().map(|&d| s[d]).product()
     }
 
+    /// Extents of the input's dims that are not reduced, in order: the
+    /// results' shape without the reduced dims.
+    pub fn kept_extents(&self, f: &Fusion) -> Vec<usize> {
+        let s = f.value(self.x).shape.as_ref().unwrap();
+        (0..s.len()).filter(|d| !self.dims.contains(d)).map(|d| s[d]).collect()
+    }
+
     /// Whether the reduced dims are the trailing dims of the input.
     pub fn is_inner(&self, f: &Fusion) -> bool {
         let rank = f.value(self.x).rank();

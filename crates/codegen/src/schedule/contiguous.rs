@@ -24,10 +24,10 @@ impl Schedule for Contiguous {
     }
 
     fn fits(&self, c: &Candidate, cx: &Context, dev: &Device) -> Result<Reason, Reason> {
-        let Work::Stored { red: i, .. } = &c.work else {
+        let Ok((i, _)) = c.stored(self.name()) else {
             return Err("not a stored reduction".into());
         };
-        let red = &c.reds[*i];
+        let red = &c.reds[i];
         let min = dev.sm_count as usize * RESULTS_PER_SM;
         crate::contiguous::fits(c.f, &cx.layouts, red, min)?;
         let xs = c.f.value(red.x).shape.clone().unwrap_or_default();
@@ -45,12 +45,7 @@ impl Schedule for Contiguous {
         cx: &mut Context,
         out: &mut Vec<(String, Kernel)>,
     ) -> Result<(), CodegenError> {
-        let Work::Stored { red, epilogue, .. } = &c.work else {
-            return Err(CodegenError::NoFit(format!(
-                "contiguous: {} is not a stored reduction",
-                c.name
-            )));
-        };
-        crate::contiguous::build(cx, &c.name, &c.reds[*red], epilogue, out)
+        let (red, epilogue) = c.stored(self.name()).map_err(CodegenError::NoFit)?;
+        crate::contiguous::build(cx, &c.name, &c.reds[red], epilogue, out)
     }
 }

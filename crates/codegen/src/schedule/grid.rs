@@ -19,10 +19,10 @@ impl Schedule for Grid {
     }
 
     fn fits(&self, c: &Candidate, cx: &Context, dev: &Device) -> Result<Reason, Reason> {
-        let Work::Stored { red: i, .. } = &c.work else {
+        let Ok((i, _)) = c.stored(self.name()) else {
             return Err("not a stored reduction".into());
         };
-        let red = &c.reds[*i];
+        let red = &c.reds[i];
         if crate::grid::down_columns(c.f, &cx.layouts, red) {
             let xs = c.f.value(red.x).shape.clone().unwrap_or_default();
             return Ok(format!(
@@ -54,12 +54,7 @@ impl Schedule for Grid {
         cx: &mut Context,
         out: &mut Vec<(String, Kernel)>,
     ) -> Result<(), CodegenError> {
-        let Work::Stored { red, epilogue, .. } = &c.work else {
-            return Err(CodegenError::NoFit(format!(
-                "grid: {} is not a stored reduction",
-                c.name
-            )));
-        };
-        crate::grid::build(cx, &c.name, &c.reds[*red], epilogue, out)
+        let (red, epilogue) = c.stored(self.name()).map_err(CodegenError::NoFit)?;
+        crate::grid::build(cx, &c.name, &c.reds[red], epilogue, out)
     }
 }

@@ -29,6 +29,10 @@ use fusebench_ir::{DType, Fusion, ValueId};
 /// Why a schedule fits or does not, in words with the numbers.
 pub type Reason = String;
 
+/// A stored reduction's index in `Candidate::reds` and the outputs (value,
+/// output position) its last kernel writes.
+pub type StoredWork<'a> = (usize, &'a [(ValueId, usize)]);
+
 /// The schedules, most specific first: the first that fits a candidate builds it.
 pub static SCHEDULES: &[&dyn Schedule] = &[
     &contiguous::Contiguous,
@@ -143,6 +147,16 @@ impl Rows {
 }
 
 impl Candidate<'_> {
+    /// The stored reduction this candidate computes (its index in `reds`)
+    /// and the outputs its last kernel writes, for the schedules that take
+    /// only `Work::Stored`; the error names `schedule` and the candidate.
+    pub fn stored(&self, schedule: &str) -> Result<StoredWork<'_>, String> {
+        match &self.work {
+            Work::Stored { red, epilogue, .. } => Ok((*red, epilogue)),
+            _ => Err(format!("{schedule}: {} is not a stored reduction", self.name)),
+        }
+    }
+
     /// Whether the reduction's reduced dims hold the dim fastest in memory
     /// (`crate::memory::reduces_fastest`), for the inputs' layouts in `cx`.
     pub fn reduces_fastest(&self, cx: &Context, red: usize) -> Option<bool> {

@@ -19,14 +19,14 @@ impl Schedule for Outer {
     }
 
     fn fits(&self, c: &Candidate, cx: &Context, _dev: &Device) -> Result<Reason, Reason> {
-        let Work::Stored { red: i, .. } = &c.work else {
+        let Ok((i, _)) = c.stored(self.name()) else {
             return Err("not a stored reduction".into());
         };
-        let red = &c.reds[*i];
+        let red = &c.reds[i];
         let xs = c.f.value(red.x).shape.clone().unwrap_or_default();
         // Logically inner but laid out with a kept dim fastest (column-major):
         // a thread per result reads coalesced.
-        if red.is_inner(c.f) && c.reduces_fastest(cx, *i) != Some(false) {
+        if red.is_inner(c.f) && c.reduces_fastest(cx, i) != Some(false) {
             return Err(format!(
                 "reduces the innermost dims {:?} of {xs:?}: a thread per result would read across rows",
                 red.dims
@@ -47,12 +47,7 @@ impl Schedule for Outer {
         cx: &mut Context,
         out: &mut Vec<(String, Kernel)>,
     ) -> Result<(), CodegenError> {
-        let Work::Stored { red, epilogue, .. } = &c.work else {
-            return Err(CodegenError::NoFit(format!(
-                "outer: {} is not a stored reduction",
-                c.name
-            )));
-        };
-        crate::outer::build(cx, &c.name, &c.reds[*red], epilogue, out)
+        let (red, epilogue) = c.stored(self.name()).map_err(CodegenError::NoFit)?;
+        crate::outer::build(cx, &c.name, &c.reds[red], epilogue, out)
     }
 }
