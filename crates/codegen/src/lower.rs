@@ -139,6 +139,13 @@ impl<'f> Lowerer<'f> {
         self.line(s);
     }
 
+    /// Closes a scope and opens the next on the same line (`} else {`).
+    pub fn close_open(&mut self, s: &str) {
+        self.close(s);
+        self.indent += 1;
+        self.scopes.push(HashMap::new());
+    }
+
     /// Marks the current scope as unconditional code where vector loads may go.
     pub fn allow_vector_loads_here(&mut self) {
         self.vector_depth = self.scopes.len();
@@ -465,9 +472,10 @@ impl<'f> Lowerer<'f> {
                     }
                 };
                 // A row kept in shared memory (row_cache.rs): the slot is
-                // indexed by the vector's position in the row.
+                // indexed by the vector's position in the row, and positions
+                // past `cap` (a prefix kept) read global memory.
+                let var = self.row_cache.as_ref().map(|rc| rc.var.clone()).unwrap_or_default();
                 let copy = |lw: &mut Self, slot: &str, to_slot: bool| {
-                    let var = lw.row_cache.as_ref().map(|rc| rc.var.clone()).unwrap_or_default();
                     for c in 0..chunks {
                         let s = format!("{slot}[{var} + {}]", c * per);
                         let r = format!("{a}[{}]", c * per);
@@ -481,29 +489,25 @@ impl<'f> Lowerer<'f> {
                     Action::Global => global(self),
                     Action::Store { slot, cap } => {
                         global(self);
-                        match cap {
-                            None => copy(self, &slot, true),
-                            Some(cap) => {
-                                let var = self.row_cache.as_ref().unwrap().var.clone();
-                                self.open(&format!("if ({var} < {cap}) {{"));
-                                copy(self, &slot, true);
-                                self.close("}");
-                            }
+                        if let Some(cap) = cap {
+                            self.open(&format!("if ({var} < {cap}) {{"));
+                        }
+                        copy(self, &slot, true);
+                        if cap.is_some() {
+                            self.close("}");
                         }
                     }
-                    Action::Load { slot, cap } => match cap {
-                        None => copy(self, &slot, false),
-                        Some(cap) => {
-                            let var = self.row_cache.as_ref().unwrap().var.clone();
+                    Action::Load { slot, cap } => {
+                        if let Some(cap) = cap {
                             self.open(&format!("if ({var} < {cap}) {{"));
-                            copy(self, &slot, false);
-                            self.close("} else {");
-                            self.indent += 1;
-                            self.scopes.push(HashMap::new());
+                        }
+                        copy(self, &slot, false);
+                        if cap.is_some() {
+                            self.close_open("} else {");
                             global(self);
                             self.close("}");
                         }
-                    },
+                    }
                 }
                 self.vector_loads.insert(key, a.clone());
                 a

@@ -114,7 +114,8 @@ impl RowCache {
         })
     }
 
-    /// Dynamic shared memory the slots take, bytes.
+    /// Dynamic shared memory up to the end of the last slot, bytes (the
+    /// `base` before the first included).
     pub fn bytes(&self) -> usize {
         self.total
     }
@@ -122,11 +123,6 @@ impl RowCache {
     /// The first elements of each row that are cached.
     pub fn cap(&self) -> usize {
         self.cap
-    }
-
-    /// Whether the whole row is cached.
-    pub fn whole(&self) -> bool {
-        self.cap >= self.row
     }
 
     /// What the wide load `key` (buffer and offset text) of `storage`
@@ -180,10 +176,12 @@ pub struct ValueCache {
     stored: BTreeSet<(ValueId, usize)>,
     /// Reads served, counted so that a survey can tell an unused cache.
     pub reads: usize,
+    /// Bytes the slots take, each padded to 16.
+    total: usize,
 }
 
 impl ValueCache {
-    /// Slots for `values` (each of register type `ty`, 4 or 8 bytes) over
+    /// Slots for `values` (each of register type `ty`, `bytes` wide) over
     /// rows of `row` elements read `width` at a time by variable `var`.
     pub fn new(values: &[(ValueId, &'static str, usize)], row: usize, width: usize, var: &str) -> ValueCache {
         let mut offset = 0;
@@ -204,12 +202,13 @@ impl ValueCache {
             reading: false,
             stored: BTreeSet::new(),
             reads: 0,
+            total: offset,
         }
     }
 
     /// Bytes of shared memory the slots take (they come first).
     pub fn bytes(&self) -> usize {
-        self.values.iter().map(|&(_, at, ty)| at + self.vectors * self.width * size(ty)).max().map_or(0, |e| e.div_ceil(16) * 16)
+        self.total
     }
 
     fn element(&self, v: ValueId, lane: usize) -> Option<String> {
@@ -245,13 +244,5 @@ impl ValueCache {
     /// A new loop body: every lane stores again.
     pub fn new_body(&mut self) {
         self.stored.clear();
-    }
-}
-
-fn size(ty: &str) -> usize {
-    if ty == "double" || ty == "long long" {
-        8
-    } else {
-        4
     }
 }
