@@ -120,6 +120,31 @@ pub fn round_reduced(d: DType, e: &str) -> String {
     }
 }
 
+/// The expression `round_reduced(d, x)` was made from: `x`, where `e` is
+/// one. Storing `x` as `d` gives the same bits as storing `e` (rounding to
+/// `d` twice is rounding once), with one conversion instead of three.
+pub fn unround(d: DType, e: &str) -> Option<&str> {
+    let f = match d {
+        DType::BFloat16 => "fb_rbf(",
+        DType::Half => "fb_rh(",
+        _ => return None,
+    };
+    let inner = e.strip_prefix(f)?.strip_suffix(')')?;
+    // The call's own parenthesis closes at the end: `inner` is balanced.
+    let mut depth = 0i32;
+    for c in inner.chars() {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            return None;
+        }
+    }
+    (depth == 0).then_some(inner)
+}
+
 /// A constant of dtype `d` as a C expression of its register type.
 pub fn literal(d: DType, v: Literal) -> String {
     let v = v.cast(d);
@@ -176,6 +201,15 @@ mod tests {
         assert_eq!(literal(DType::Double, Literal::Float(1e-5)), "1e-5");
         assert_eq!(literal(DType::Int, Literal::Int(-3)), "-3LL");
         assert!(literal(DType::Float, Literal::Float(f64::INFINITY)).contains("0x7f800000"));
+    }
+
+    #[test]
+    fn a_rounding_is_undone_only_where_it_wraps_the_whole_expression() {
+        assert_eq!(unround(DType::BFloat16, "fb_rbf((float)(x))"), Some("(float)(x)"));
+        assert_eq!(unround(DType::Half, "fb_rh(a + b)"), Some("a + b"));
+        assert_eq!(unround(DType::BFloat16, "fb_rbf(a) + fb_rbf(b)"), None);
+        assert_eq!(unround(DType::Half, "fb_rbf(a)"), None);
+        assert_eq!(unround(DType::Float, "x"), None);
     }
 
     #[test]

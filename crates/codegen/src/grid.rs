@@ -122,13 +122,13 @@ pub fn build(
         let start = format!("({rt})blockIdx.x * {tile} + threadIdx.x * {width}");
         let step = (splits * tile).to_string();
         let walked = Walked { f, r, xs: &xs, walk: &walk, red: &red, kept_idx: &kept_idx, width };
-        crate::strided::emit(&mut lw, rt, "r", &start, &k.to_string(), &step, batch, |lw| {
-            walked.fold(lw, |lw, xv| match &mean {
-                None => lw.line(&reduction::step(&op, acc, "a", xv)),
-                Some(m) => lw.line(&format!(
-                    "{{ const {t} dv = {xv} - {m}; a += dv * dv; }}",
-                    t = ctype::reg(acc)
-                )),
+        crate::strided::emit_guarded(&mut lw, rt, "r", &start, &k.to_string(), &step, batch, |lw, ok| {
+            walked.fold(lw, |lw, xv| {
+                let fold = match &mean {
+                    None => reduction::step(&op, acc, "a", xv),
+                    Some(m) => format!("{{ const {t} dv = {xv} - {m}; a += dv * dv; }}", t = ctype::reg(acc)),
+                };
+                lw.line(&crate::strided::guarded(ok, &fold))
             })
         })?;
         lw.line(&format!(
@@ -146,10 +146,9 @@ pub fn build(
             // Threads stride over the partials, then a block-wide tree.
             last_block::open(&mut lw, counters, "o", splits);
             lw.line(&format!("a = {};", reduction::init(&op, acc)));
-            lw.line(&format!(
-                "for (int s = threadIdx.x; s < {splits}; s += {BLOCK}) {}",
-                reduction::step(&op, acc, "a", &format!("__ldcg(&tmp{partial}[({it})s * {o} + o])"))
-            ));
+            outer::fold_partials(&mut lw, splits, BLOCK as usize, (&op, acc), |s| {
+                format!("__ldcg(&tmp{partial}[({it}){s} * {o} + o])")
+            })?;
             lw.line(&format!(
                 "a = {}(a, {});",
                 reduction::block_fn(&op, acc),

@@ -76,6 +76,52 @@ pub fn lane_arrays(
         .collect()
 }
 
+/// Stores of lane values into the arrays of `lane_arrays`. A value rounded
+/// to bf16 or fp16 only to be stored is converted once, not rounded and
+/// converted again (`Lowerer::unrounded`), and lanes 2i and 2i + 1 of a bf16
+/// or fp16 array are converted together (`fb_f2bf2`, `fb_f2h2`): the
+/// conversions share a quarter-rate pipe with exp and division.
+pub struct LaneStores {
+    width: usize,
+    /// Per array, the even lane waiting for its odd neighbour.
+    waiting: Vec<Option<String>>,
+}
+
+impl LaneStores {
+    pub fn new(arrays: usize, width: usize) -> Self {
+        LaneStores { width, waiting: vec![None; arrays] }
+    }
+
+
+    /// Stores `e`, a register value of dtype `d`, as lane `k` of array `j`
+    /// (named `a`); lanes come in order.
+    pub fn put(&mut self, lw: &mut Lowerer, d: DType, (a, j): (&str, usize), k: usize, e: &str) {
+        let e = lw.unrounded(d, e);
+        let pair = match d {
+            DType::BFloat16 => "fb_f2bf2",
+            DType::Half => "fb_f2h2",
+            _ => "",
+        };
+        if pair.is_empty() || !self.width.is_multiple_of(2) {
+            lw.line(&format!("{a}[{k}] = {};", ctype::to_storage(d, &e)));
+        } else if k.is_multiple_of(2) {
+            // Named now: the odd lane's store comes after its own code.
+            let lo = lw.fresh("fb_lo");
+            lw.line(&format!("const float {lo} = {e};"));
+            self.waiting[j] = Some(lo);
+        } else {
+            // Written back as two halves rather than through an unsigned
+            // pointer into the 16-bit array, which can keep the array out of
+            // registers; the compiler packs the halves into the wide store.
+            let lo = self.waiting[j].take().expect("lanes are stored in order");
+            let p = lw.fresh("fb_pair");
+            lw.line(&format!("const unsigned {p} = {pair}({lo}, {e});"));
+            lw.line(&format!("{a}[{}] = (unsigned short)({p} & 0xffffu);", k - 1));
+            lw.line(&format!("{a}[{k}] = (unsigned short)({p} >> 16);"));
+        }
+    }
+}
+
 impl<'f> Context<'f> {
     /// A lowerer that can read every input, scalar input and stored result,
     /// with the parameters that makes the kernel take.

@@ -53,6 +53,9 @@ pub struct Lowerer<'f> {
     indent: usize,
     scopes: Vec<HashMap<(ValueId, Vec<Ix>), String>>,
     next: usize,
+    /// Registers bound to a rounding to bf16 or fp16 (`ctype::round_reduced`),
+    /// with the expression rounded: a store converts that once (`unrounded`).
+    rounded: HashMap<String, (DType, String)>,
     pub buffers: HashMap<ValueId, Buffer>,
     /// Values held in registers, each valid at one index.
     pub held: HashMap<ValueId, Vec<Held>>,
@@ -101,6 +104,7 @@ impl<'f> Lowerer<'f> {
             indent: 1,
             scopes: vec![HashMap::new()],
             next: 0,
+            rounded: HashMap::new(),
             buffers: HashMap::new(),
             held: HashMap::new(),
             scalar_params: HashMap::new(),
@@ -174,10 +178,24 @@ impl<'f> Lowerer<'f> {
     /// Binds `expr` to a fresh register variable of `v`'s type.
     fn bind(&mut self, v: ValueId, idx: &[Ix], expr: String) -> String {
         let name = self.fresh("v");
-        let ty = ctype::reg(self.f.value(v).dtype);
+        let d = self.f.value(v).dtype;
+        let ty = ctype::reg(d);
         self.line(&format!("const {ty} {name} = {expr};"));
+        if let Some(x) = ctype::unround(d, &expr) {
+            self.rounded.insert(name.clone(), (d, x.to_string()));
+        }
         self.remember((v, idx.to_vec()), name.clone());
         name
+    }
+
+    /// What to convert to store register value `e` of dtype `d`: the
+    /// expression its rounding to `d` rounded, where it is such a register
+    /// (`ctype::unround`), else `e`.
+    pub fn unrounded(&self, d: DType, e: &str) -> String {
+        match self.rounded.get(e) {
+            Some((rd, x)) if *rd == d => x.clone(),
+            _ => e.to_string(),
+        }
     }
 
     fn shape(&self, v: ValueId) -> &'f [usize] {

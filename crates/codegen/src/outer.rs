@@ -7,11 +7,11 @@
 use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::kernel::{signature, vector_width, Context, Stored};
-use crate::lower::Lanes;
+use crate::lower::{Lanes, Lowerer};
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Combine, Kind, Reduction};
 use crate::{ctype, view};
-use fusebench_ir::ValueId;
+use fusebench_ir::{DType, ValueId};
 use std::ops::Add;
 
 const BLOCK: u32 = 128;
@@ -266,6 +266,27 @@ pub fn end_pass(
 /// turn, each load waiting on L2).
 const FEW: usize = 64;
 
+/// A block's threads folding `splits` partials into `a`, thread t taking
+/// partials t, t + `block`, ...: `step(s)` folds partial `s`. Their loads
+/// are issued together (`strided::emit_guarded`): as a loop, each waited on
+/// the one before, and a combine of 528 partials by 128 threads took 1.4 to
+/// 2.2 us on the H200 where torch.compile's took 1.0.
+pub fn fold_partials(
+    lw: &mut Lowerer,
+    splits: usize,
+    block: usize,
+    (op, acc): (&Combine, DType),
+    partial: impl Fn(&str) -> String,
+) -> Result<(), CodegenError> {
+    let batch = splits.div_ceil(block).clamp(1, 8);
+    let bound = splits.to_string();
+    crate::strided::emit_guarded(lw, "int", "s", "(int)threadIdx.x", &bound, &block.to_string(), batch, |lw, ok| {
+        lw.line(&format!("const {} p = {};", ctype::reg(acc), partial("s")));
+        lw.line(&crate::strided::guarded(ok, &reduction::step(op, acc, "a", "p")));
+        Ok(())
+    })
+}
+
 /// Appends the kernel that sums `splits` partial results of pass `pass` of
 /// `r` (stored `[splits, results]` in temp `partial`) and stores the result;
 /// the last pass also writes `epilogue`, outputs with one element per result
@@ -321,10 +342,9 @@ pub fn combine(
         lw.line("__shared__ long long fb_si[32];");
         lw.line(&format!("const {it} o = blockIdx.x;"));
         lw.line(&format!("{} a = {init};", ctype::reg(acc)));
-        lw.line(&format!(
-            "for (int s = threadIdx.x; s < {splits}; s += {BLOCK}) {}",
-            step("s")
-        ));
+        fold_partials(&mut lw, splits, BLOCK as usize, (&combine_op, acc), |s| {
+            format!("tmp{partial}[({it}){s} * {o} + o]")
+        })?;
         lw.line(&format!(
             "a = {}(a, {});",
             reduction::block_fn(&combine_op, acc),

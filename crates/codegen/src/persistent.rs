@@ -214,6 +214,11 @@ fn lower_with(
     let totals: Vec<Reduction> = spec.totals.iter().map(|(r, _)| r.clone()).collect();
     crate::totals::parts_first(&mut lw, f, &totals, reds, rows, "row")?;
 
+    // Outputs that read none of the row's reductions (a dropout's mask, a
+    // residual sum) are written in the first walk, from the values it loads
+    // and draws anyway: the last walk would compute them again (the mask's
+    // random draws, or the row read back).
+    let (early, late): (Vec<_>, Vec<_>) = spec.full.iter().partition(|&&(v, _)| depends_on(f, v, reds).is_empty());
     for pass in 0..passes.count {
         if let Some(rc) = &mut lw.row_cache {
             rc.pass = pass;
@@ -239,6 +244,9 @@ fn lower_with(
                     lw.line(&stmt);
                 }
             }
+            if pass == 0 {
+                write_full(lw, f, &early, (&row_idx, spec.inner_shape), width, false)?;
+            }
             lw.lanes = None;
             Ok(())
         })?;
@@ -252,21 +260,10 @@ fn lower_with(
     if let Some(rc) = &mut lw.row_cache {
         rc.pass = passes.count;
     }
-    if !spec.full.is_empty() {
+    if !late.is_empty() {
         row_loop(&mut lw, spec.inner_shape, width, block, cx.dev.loads_in_flight, |lw| {
-            let arrays = lane_arrays(lw, f, spec.full, width);
-            for k in 0..width {
-                let idx = lane_index(lw, &row_idx, spec.inner_shape, width, k);
-                keep_at(lw, &idx, k, true);
-                for (j, &(v, _)) in spec.full.iter().enumerate() {
-                    let e = lw.value_at(v, &idx)?;
-                    let st = ctype::to_storage(f.value(v).dtype, &e);
-                    lw.line(&format!("{}[{k}] = {st};", arrays[j]));
-                }
-            }
+            write_full(lw, f, &late, (&row_idx, spec.inner_shape), width, true)?;
             lw.lanes = None;
-            let at = Ix::var("row").mul(n as i64).add(Ix::var("ii"));
-            store_lane_arrays(lw, f, spec.full, &arrays, &at, width);
             Ok(())
         })?;
     }
@@ -345,6 +342,36 @@ fn lower_with(
 
 /// Tells the value cache which element lane `k` computes, and whether this
 /// pass reads the kept values or stores them.
+/// Writes `outputs` (row-sized) at the walk's position `ii` of row `row`;
+/// `reading`: later passes' values kept by the value cache are read back.
+fn write_full(
+    lw: &mut Lowerer,
+    f: &Fusion,
+    outputs: &[(ValueId, usize)],
+    (row_idx, inner): (&[Ix], &[usize]),
+    width: usize,
+    reading: bool,
+) -> Result<(), CodegenError> {
+    if outputs.is_empty() {
+        return Ok(());
+    }
+    let arrays = lane_arrays(lw, f, outputs, width);
+    let mut stores = crate::kernel::LaneStores::new(arrays.len(), width);
+    for k in 0..width {
+        let idx = lane_index(lw, row_idx, inner, width, k);
+        keep_at(lw, &idx, k, reading);
+        for (j, &(v, _)) in outputs.iter().enumerate() {
+            let e = lw.value_at(v, &idx)?;
+            stores.put(lw, f.value(v).dtype, (&arrays[j], j), k, &e);
+        }
+    }
+    lw.lanes = None;
+    let n: usize = inner.iter().product();
+    let at = Ix::var("row").mul(n as i64).add(Ix::var("ii"));
+    store_lane_arrays(lw, f, outputs, &arrays, &at, width);
+    Ok(())
+}
+
 fn keep_at(lw: &mut Lowerer, idx: &[Ix], k: usize, reading: bool) {
     if let Some(vc) = &mut lw.value_cache {
         vc.at = Some((idx.to_vec(), k));

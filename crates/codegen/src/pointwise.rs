@@ -78,6 +78,10 @@ pub fn build(
         idx = view::delinearize(Ix::var("r"), &shape[..n - 1]);
     }
     lw.allow_vector_loads_here();
+    // Each lane rounded, then converted to store (not `LaneStores`): with
+    // the rounding undone or lanes converted in pairs, GELU bf16 ran 4-10%
+    // slower on the H200 at 3072 columns and more (fp16 and short rows 3-7%
+    // faster); not explained, so pointwise kernels keep the measured form.
     let arrays = lane_arrays(&mut lw, f, outputs, width);
     // Every input read elementwise at the output's index is loaded before any
     // arithmetic: a load emitted after a division or an exp in program order

@@ -19,6 +19,19 @@ __device__ __forceinline__ fb_f16 fb_f2h(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
+// Two floats to a pair of reduced floats in one conversion (the low lane
+// first in memory): conversions share a quarter-rate pipe with exp and
+// division, and a store of 8 bf16 took 8 of them.
+__device__ __forceinline__ unsigned fb_f2bf2(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+__device__ __forceinline__ unsigned fb_f2h2(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
 // Round a float to the nearest value the reduced type can hold.
 __device__ __forceinline__ float fb_rbf(float f) { return fb_bf2f(fb_f2bf(f)); }
 __device__ __forceinline__ float fb_rh(float f) { return fb_h2f(fb_f2h(f)); }

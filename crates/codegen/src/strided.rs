@@ -31,6 +31,25 @@ pub fn emit(
         lw.close("}");
         return Ok(());
     }
+    let at = batches(lw, (ty, var), start, end, step, batch, &mut body)?;
+    lw.open(&format!("for (; {at} < {end}; {at} += {step}) {{"));
+    lw.line(&format!("const {ty} {var} = {at};"));
+    body(lw)?;
+    lw.close("}");
+    Ok(())
+}
+
+/// The batched loop of `emit`: `batch` copies of `body` under one bound
+/// check, from `start`; returns the position variable, where the rest begins.
+fn batches(
+    lw: &mut Lowerer,
+    (ty, var): (&str, &str),
+    start: &str,
+    end: &str,
+    step: &str,
+    batch: usize,
+    body: &mut impl FnMut(&mut Lowerer) -> Result<(), CodegenError>,
+) -> Result<String, CodegenError> {
     let at = lw.fresh("fb_at");
     lw.line(&format!("{ty} {at} = {start};"));
     lw.open(&format!(
@@ -44,9 +63,54 @@ pub fn emit(
         lw.close("}");
     }
     lw.close("}");
-    lw.open(&format!("for (; {at} < {end}; {at} += {step}) {{"));
+    Ok(at)
+}
+
+/// As `emit`, but what the batched loop leaves (fewer than `batch`
+/// iterations) is one more straight-line batch, not a loop: the first copy
+/// is in range, each other copy's index falls back to the first one's when
+/// past `end`, and `body` is handed the flag that says whether its index is
+/// its own (None where it always is), to guard what it folds but not what it
+/// loads. So every load of the rest is in flight at once too: where each
+/// thread's share is not a multiple of `batch` (a sum of 2048x4096 over 528
+/// blocks: 7 or 8 tiles each, batches of 4) the remainder loop read its last
+/// iterations one L2 or DRAM round trip after another.
+#[allow(clippy::too_many_arguments)]
+pub fn emit_guarded(
+    lw: &mut Lowerer,
+    ty: &str,
+    var: &str,
+    start: &str,
+    end: &str,
+    step: &str,
+    batch: usize,
+    mut body: impl FnMut(&mut Lowerer, Option<&str>) -> Result<(), CodegenError>,
+) -> Result<(), CodegenError> {
+    if batch <= 1 {
+        return emit(lw, ty, var, start, end, step, 1, |lw| body(lw, None));
+    }
+    let at = batches(lw, (ty, var), start, end, step, batch, &mut |lw| body(lw, None))?;
+    lw.open(&format!("if ({at} < {end}) {{"));
+    lw.open("{");
     lw.line(&format!("const {ty} {var} = {at};"));
-    body(lw)?;
+    body(lw, None)?;
+    lw.close("}");
+    for u in 1..batch - 1 {
+        lw.open("{");
+        let ok = lw.fresh("fb_ok");
+        lw.line(&format!("const bool {ok} = {at} + ({ty})({u}) * ({step}) < {end};"));
+        lw.line(&format!("const {ty} {var} = {ok} ? {at} + ({ty})({u}) * ({step}) : {at};"));
+        body(lw, Some(&ok))?;
+        lw.close("}");
+    }
     lw.close("}");
     Ok(())
+}
+
+/// `line` under `guard` where there is one.
+pub fn guarded(guard: Option<&str>, line: &str) -> String {
+    match guard {
+        Some(g) => format!("if ({g}) {{ {line} }}"),
+        None => line.to_string(),
+    }
 }

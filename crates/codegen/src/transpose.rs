@@ -376,7 +376,8 @@ pub fn build(
     let at = view::linearize(&idx, shape);
     for &(v, pos) in outputs {
         let e = lw.value_at(v, &idx)?;
-        let st = ctype::to_storage(f.value(v).dtype, &e);
+        let d = f.value(v).dtype;
+        let st = ctype::to_storage(d, &lw.unrounded(d, &e));
         lw.line(&format!("out{pos}[{at}] = {st};"));
     }
     lw.close("}");

@@ -42,17 +42,20 @@ fn strided_loops_issue_a_batch_of_loads_then_the_rest() {
     let f = script("    x = fd.define_tensor(shape=[1048576], contiguity=[True], dtype=DataType.Float, is_cpu=False)\n    y = fd.ops.sum(x, dims=[0])\n    fd.add_output(y)\n");
     let p = plan(&f, &[None], Device::default()).unwrap();
     let g = &p.source[p.source.find("fb_r0_g0(").unwrap()..];
-    // Four copies of the body under one check, then a plain loop for the rest.
+    // Four copies of the body under one check, then the rest as one more
+    // batch of three, the last two folding only where their flag holds.
     assert!(g.contains("+ (int)(3) * (") && g.contains("+= (int)(4) * ("), "{g}");
+    assert_eq!(g.matches("const bool fb_ok").count(), 2, "{g}");
+    assert_eq!(g.matches("if (fb_ok").count(), 2 * 4, "{g}");
     // The partials read the input for the last time: streaming loads.
-    assert_eq!(g.matches("__ldcs(").count(), 5, "{g}");
+    assert_eq!(g.matches("__ldcs(").count(), 7, "{g}");
     assert!(!g.contains("__ldg("), "{g}");
     let one = Device {
         loads_in_flight: 1,
         ..Device::default()
     };
     let p = plan(&f, &[None], one).unwrap();
-    let g = &p.source[p.source.find("fb_r0_g0(").unwrap()..];
+    let g = &p.source[p.source.find("fb_r0_g0(").unwrap()..p.source.find("fb_r0_c0(").unwrap()];
     assert!(!g.contains("fb_at") && g.matches("__ldcs(").count() == 1, "{g}");
     // FUSEBENCH_LOADS=nc puts every kernel back on the read-only path.
     let nc = Device {

@@ -254,14 +254,23 @@ fn chosen(p: &Plan) -> Vec<(String, String)> {
 
 #[test]
 fn a_row_that_fits_one_block_is_rowwise_and_says_so() {
-    let p = planned(&rmsnorm(33, 4096));
+    let p = planned(&rmsnorm(264, 4096));
     assert_eq!(chosen(&p), [("fb_n0".to_string(), "rowwise".to_string())]);
     let c = p.kernels[0].choice.as_ref().unwrap();
     assert_eq!(
         c.reason,
-        "row of 4096 bfloat16 = 512 vectors of 8 held by 128 of 128 threads x 4 vectors; 33 rows"
+        "row of 4096 bfloat16 = 512 vectors of 8 held by 128 of 128 threads x 4 vectors; 264 rows"
     );
     assert!(c.rejected.is_empty());
+    // Fewer rows than SMs, one reduction: a block each, each row over more threads.
+    let p = planned(&rmsnorm(33, 4096));
+    let c = p.kernels[0].choice.as_ref().unwrap();
+    assert_eq!(
+        c.reason,
+        "row of 4096 bfloat16 = 512 vectors of 8 held by 512 of 512 threads x 1 vectors; 33 rows, \
+         fewer than the 132 SMs and one reduction: each row spread over the most threads"
+    );
+    assert_eq!(p.kernels[0].grid, [33, 1, 1]);
 }
 
 #[test]

@@ -22,7 +22,7 @@ impl Schedule for Persistent {
         matches!(work, Work::Rows(_) | Work::Stored { .. })
     }
 
-    fn fits(&self, c: &Candidate, cx: &Context, _dev: &Device) -> Result<Reason, Reason> {
+    fn fits(&self, c: &Candidate, cx: &Context, dev: &Device) -> Result<Reason, Reason> {
         match &c.work {
             Work::Rows(r) if !r.outer.is_empty() => {
                 Err("sums over all rows need per-block partials, which it does not keep".into())
@@ -48,7 +48,7 @@ impl Schedule for Persistent {
                     let rows: usize = xs[..xs.len() - k].iter().product();
                     let last = xs.last().copied().unwrap_or(1);
                     let held = crate::rowwise::held(c.f, rows, cols);
-                    Ok(match crate::rowwise::shape(cols, c.row_width(last), true, held, None) {
+                    Ok(match crate::rowwise::shape(cols, c.row_width(last), true, held, None, crate::rowwise::spread(rows, 1, dev)) {
                         Some(s) => format!(
                             "reduces the innermost {cols} of each of {rows} rows, results stored: the row fits the registers, so built row-wise ({} of {} threads x {} vectors per row)",
                             s.active, s.threads, s.vectors

@@ -63,20 +63,21 @@ fn reload_threads(r: &Rows, w: usize, dev: &Device) -> Option<usize> {
 /// Whether rows of `cols` in vectors of `w` fit `rowwise::shape`, in words.
 fn shape_reason(
     c: &Candidate,
-    rows: usize,
+    (rows, reductions): (usize, usize),
     cols: usize,
     w: usize,
     whole: bool,
     reload: Option<usize>,
     dev: &Device,
 ) -> Result<Reason, Reason> {
+    let spread = crate::rowwise::spread(rows, reductions, dev);
     let d = c
         .narrowest()
         .map(|d| format!(" {}", d.torch_name()))
         .unwrap_or_default();
     let vectors = cols / w.max(1);
     let held = crate::rowwise::held(c.f, rows, cols);
-    match crate::rowwise::shape(cols, w, whole, held, reload) {
+    match crate::rowwise::shape(cols, w, whole, held, reload, spread) {
         Some(s) if s.threads > dev.max_threads_per_block as usize => Err(format!(
             "a row of {cols}{d} needs {} threads; the device allows {} per block",
             s.threads, dev.max_threads_per_block
@@ -87,8 +88,15 @@ fn shape_reason(
             s.active, s.threads, s.vectors
         )),
         Some(s) if whole => Ok(format!(
-            "row of {cols}{d} = {vectors} vectors of {w} held by {} of {} threads x {} vectors; {rows} rows",
-            s.active, s.threads, s.vectors
+            "row of {cols}{d} = {vectors} vectors of {w} held by {} of {} threads x {} vectors; {rows} rows{}",
+            s.active,
+            s.threads,
+            s.vectors,
+            if spread && whole {
+                format!(", fewer than the {} SMs and one reduction: each row spread over the most threads", dev.sm_count)
+            } else {
+                String::new()
+            }
         )),
         Some(s) => Ok(format!(
             "{rows} rows of {cols}{d} = {vectors} vectors of {w}: {} column tiles of {} threads, each thread summing its columns over the rows",
@@ -122,7 +130,7 @@ impl Schedule for Rowwise {
             Work::Rows(r) => {
                 let whole = !r.inner.is_empty() || !r.per_row.is_empty();
                 let w = c.row_width(r.last());
-                shape_reason(c, r.rows(), r.cols(), w, whole, reload_threads(r, w, dev), dev)
+                shape_reason(c, (r.rows(), r.inner.len() + r.totals.len()), r.cols(), w, whole, reload_threads(r, w, dev), dev)
             }
             Work::Stored {
                 red, before_rows, ..
@@ -136,7 +144,7 @@ impl Schedule for Rowwise {
                 }
                 let cols: usize = inner.iter().product();
                 let w = c.row_width(*inner.last().unwrap_or(&1));
-                shape_reason(c, rows.iter().product(), cols, w, false, None, dev)
+                shape_reason(c, (rows.iter().product(), 0), cols, w, false, None, dev)
             }
             Work::Elementwise { .. } => Err("elementwise work, no reduction".into()),
         }
@@ -189,7 +197,9 @@ fn build_rows(
     let whole = !r.inner.is_empty() || !r.per_row.is_empty();
     let held = crate::rowwise::held(f, rows, cols);
     let reload = reload_threads(r, w, dev);
-    let shape = crate::rowwise::shape(cols, w, whole, held, reload).ok_or_else(|| {
+    let reductions = r.inner.len() + r.totals.len();
+    let spread = crate::rowwise::spread(rows, reductions, dev);
+    let shape = crate::rowwise::shape(cols, w, whole, held, reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
     })?;
     let tiles = shape.tiles;
@@ -221,7 +231,7 @@ fn build_rows(
         .collect();
     // Totals: one partial per row group of a block; the kernel's grid (known
     // once built: unrolling decides it) says how many were written.
-    let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, whole, reload)?;
+    let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, (whole, reductions), reload)?;
     let slots = rows.div_ceil(groups).max(row_blocks) * groups;
     let totals: Vec<(Reduction, usize)> = r
         .totals
