@@ -22,6 +22,13 @@ pub struct Args {
     /// Rows a row-wise block handles at once (a tuning experiment; the default is the measured choice).
     #[arg(long)]
     row_unroll: Option<u32>,
+    /// Compile each plan's CUDA with NVRTC, as the runtime would, with no GPU: says which fail
+    /// (with NVRTC's log) and how long each took. Needs the NVRTC library only.
+    #[arg(long, conflicts_with_all = ["cuda", "json"])]
+    compile: bool,
+    /// Architecture to compile for with --compile.
+    #[arg(long, default_value = "sm_90", requires = "compile")]
+    arch: String,
 }
 
 /// Input layouts a fusion would run with: the script's own recipe where it
@@ -59,6 +66,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let several = files.len() > 1;
     let mut plans = vec![];
     let mut failed = 0;
+    let mut compile_ms: Vec<f64> = vec![];
     for path in &files {
         let planned = files::load(path).and_then(|f| {
             let p = fusebench_codegen::plan(&f, &layouts(&f), dev)
@@ -73,6 +81,31 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
+        if a.compile {
+            match fusebench_runtime::compile_offline(&plan.source, &a.arch, plan.kernels.len()) {
+                Ok(c) => {
+                    outln!(
+                        "{}: {} compiled in {:.1} ms (NVRTC {}.{}, {})",
+                        path.display(),
+                        crate::plural(plan.kernels.len(), "kernel"),
+                        c.ms,
+                        c.nvrtc_version.0,
+                        c.nvrtc_version.1,
+                        a.arch
+                    );
+                    compile_ms.push(c.ms);
+                }
+                Err(fusebench_runtime::RuntimeError::Invalid(why)) => {
+                    eprintln!("error: {why}");
+                    return Ok(ExitCode::from(2));
+                }
+                Err(e) => {
+                    eprintln!("error: {}: {e}", path.display());
+                    failed += 1;
+                }
+            }
+            continue;
+        }
         if a.json {
             if several {
                 plans.push(serde_json::json!({ "file": path.display().to_string(), "plan": plan }));
@@ -94,6 +127,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     if a.json && several {
         outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "plans": plans }))?);
+    }
+    if a.compile && several {
+        compile_ms.sort_by(f64::total_cmp);
+        let at = |q: f64| compile_ms.get(((compile_ms.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0.0);
+        outln!(
+            "{} compiled, {failed} failed; compile time median {:.1} ms, max {:.1} ms",
+            crate::plural(compile_ms.len(), "fusion"),
+            at(0.5),
+            at(1.0)
+        );
     }
     Ok(crate::outcome::exit_code(failed))
 }

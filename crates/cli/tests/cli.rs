@@ -145,6 +145,25 @@ fn emit_plans_without_a_gpu() {
 }
 
 #[test]
+fn emit_compiles_with_nvrtc_alone_or_says_it_cannot() {
+    let o = fusebench(&["emit", "--compile", "examples/seed_rmsnorm_legacy.py", "examples/005_Llama-3.2-1B_bw_nvFusion9.py"]);
+    let t = text(&o);
+    match o.status.code() {
+        // NVRTC loaded (no GPU is needed): every module compiles.
+        Some(0) => {
+            assert!(t.contains("seed_rmsnorm_legacy.py: 1 kernel compiled in "), "{t}");
+            assert!(t.contains("2 fusions compiled, 0 failed"), "{t}");
+        }
+        // No NVRTC here: a usage error saying what to install, not a panic.
+        Some(2) => assert!(t.contains("NVRTC could not be loaded") && t.contains("LD_LIBRARY_PATH"), "{t}"),
+        c => panic!("exit {c:?}: {t}"),
+    }
+    // --compile prints neither the source nor the plan as JSON.
+    let o = fusebench(&["emit", "--compile", "--cuda", "examples/seed_rmsnorm_legacy.py"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
 fn emit_says_each_kernels_schedule_and_why() {
     let o = fusebench(&["emit", "examples/seed_rmsnorm_legacy.py"]);
     let t = text(&o);

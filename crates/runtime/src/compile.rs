@@ -63,6 +63,16 @@ pub fn build_options(arch: &str, extra: &[&str]) -> Result<Vec<String>, RuntimeE
     Ok(opts)
 }
 
+/// The options for a module of `kernels` kernels: `build_options`, split over threads from
+/// `SPLIT_FROM` kernels.
+fn module_options(arch: &str, extra: &[&str], kernels: usize) -> Result<Vec<String>, RuntimeError> {
+    let mut extra = extra.to_vec();
+    if kernels >= SPLIT_FROM {
+        extra.push(SPLIT_OPTION);
+    }
+    build_options(arch, &extra)
+}
+
 /// Per-kernel resource usage read back from the driver, and how the module came to be.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModuleInfo {
@@ -157,11 +167,7 @@ impl Gpu {
         let t0 = Instant::now();
         let target = self.target();
         let info = self.info();
-        let mut extra = extra_options.to_vec();
-        if kernel_names.len() >= SPLIT_FROM {
-            extra.push(SPLIT_OPTION);
-        }
-        let options = build_options(target.arch, &extra)?;
+        let options = module_options(target.arch, extra_options, kernel_names.len())?;
         let key = cache_key(&CacheKeyParts {
             source,
             arch: target.arch,
@@ -332,6 +338,44 @@ impl Drop for Program {
 
 /// One NVRTC run. Asks for a CUBIN when `want` is Cubin and falls back to PTX if NVRTC cannot
 /// give one. The library must have been checked to load.
+/// A module compiled with no GPU (`compile_offline`).
+#[derive(Debug, Clone)]
+pub struct OfflineCompile {
+    pub nvrtc_version: (u32, u32),
+    pub options: Vec<String>,
+    pub ms: f64,
+    pub cubin_bytes: usize,
+    /// NVRTC's warnings, if any.
+    pub log: String,
+}
+
+/// Compiles `source` (a module of `kernels` kernels) for `arch` (e.g. "sm_90") as the runtime
+/// would, with NVRTC only: no driver or GPU is needed, so a plan's CUDA can be checked, and its
+/// compile time read, on any machine with the library. Errors name the missing library or
+/// give NVRTC's log with an excerpt of the source.
+pub fn compile_offline(source: &str, arch: &str, kernels: usize) -> Result<OfflineCompile, RuntimeError> {
+    guard("compiling a kernel module with NVRTC", || {
+        // SAFETY: only tries to dlopen the library by name.
+        if !unsafe { nsys::is_culib_present() } {
+            return Err(RuntimeError::Invalid(
+                "NVRTC could not be loaded: the loader found no libnvrtc.so / libnvrtc.so.13 / \
+                 libnvrtc.so.12; put the CUDA toolkit's lib directory (or that of NVIDIA's nvrtc \
+                 wheel for Python, nvidia/cuda_nvrtc/lib) on LD_LIBRARY_PATH"
+                    .into(),
+            ));
+        }
+        let options = module_options(arch, &[], kernels)?;
+        let out = nvrtc_compile(source, &options, ImageKind::Cubin)?;
+        Ok(OfflineCompile {
+            nvrtc_version: crate::device::nvrtc_version()?,
+            options,
+            ms: out.ms,
+            cubin_bytes: out.image.len(),
+            log: out.log,
+        })
+    })
+}
+
 pub(crate) fn nvrtc_compile(
     source: &str,
     options: &[String],

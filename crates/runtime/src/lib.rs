@@ -30,7 +30,9 @@ pub use cache::{
     cache_key, default_cache_dir, CacheKeyParts, CachedImage, KernelCache, CACHE_FORMAT,
 };
 pub use clocks::{driver_release, ClockReader, ClockReading};
-pub use compile::{build_options, source_excerpt, CompiledModule, ModuleInfo, BASE_OPTIONS};
+pub use compile::{
+    build_options, compile_offline, source_excerpt, CompiledModule, ModuleInfo, OfflineCompile, BASE_OPTIONS,
+};
 pub use cupti::{Activity, ActivityKind, Cupti, Records};
 pub use device::{device_count, probe, probe_ordinal, Availability, DeviceInfo, Unavailable};
 pub use error::RuntimeError;
