@@ -129,14 +129,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "plans": plans }))?);
     }
     if a.compile && several {
-        compile_ms.sort_by(f64::total_cmp);
-        let at = |q: f64| compile_ms.get(((compile_ms.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0.0);
-        outln!(
-            "{} compiled, {failed} failed; compile time median {:.1} ms, max {:.1} ms",
-            crate::plural(compile_ms.len(), "fusion"),
-            at(0.5),
-            at(1.0)
-        );
+        let times = match compile_ms.iter().copied().reduce(f64::max) {
+            Some(max) => format!("; compile time median {:.1} ms, max {max:.1} ms", fusebench_measure::median(&compile_ms)),
+            None => String::new(),
+        };
+        outln!("{} compiled, {failed} failed{times}", crate::plural(compile_ms.len(), "fusion"));
     }
     Ok(crate::outcome::exit_code(failed))
 }

@@ -92,7 +92,6 @@ impl LaneStores {
         LaneStores { width, waiting: vec![None; arrays] }
     }
 
-
     /// Stores `e`, a register value of dtype `d`, as lane `k` of array `j`
     /// (named `a`); lanes come in order.
     pub fn put(&mut self, lw: &mut Lowerer, d: DType, (a, j): (&str, usize), k: usize, e: &str) {
@@ -123,8 +122,6 @@ impl LaneStores {
 }
 
 impl<'f> Context<'f> {
-    /// A lowerer that can read every input, scalar input and stored result,
-    /// with the parameters that makes the kernel take.
     /// Makes `lw`'s global loads streaming (evict first): for kernels that
     /// read their inputs for the last time, the partials of a grid or outer
     /// reduction. Over 106 fusions of the default grid on the H200 this took
@@ -140,6 +137,8 @@ impl<'f> Context<'f> {
         }
     }
 
+    /// A lowerer that can read every input, scalar input and stored result,
+    /// with the parameters that makes the kernel take.
     pub fn lowerer(&self) -> (Lowerer<'f>, Params) {
         let f = self.f;
         let mut lw = Lowerer::new(f, self.idx_type);

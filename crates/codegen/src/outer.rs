@@ -266,11 +266,12 @@ pub fn end_pass(
 /// turn, each load waiting on L2).
 const FEW: usize = 64;
 
-/// A block's threads folding `splits` partials into `a`, thread t taking
-/// partials t, t + `block`, ...: `step(s)` folds partial `s`. Their loads
-/// are issued together (`strided::emit_guarded`): as a loop, each waited on
-/// the one before, and a combine of 528 partials by 128 threads took 1.4 to
-/// 2.2 us on the H200 where torch.compile's took 1.0.
+/// A block's threads folding `splits` partials into `a` with `op` in `acc`,
+/// thread t taking partials t, t + `block`, ...; `partial(s)` is partial `s`.
+/// Their loads are issued together (`strided::emit_guarded`), not one after
+/// another as a loop did; the combine of sum_all (528 partials, 128 threads)
+/// still took 1.44 us on the H200 either way (BENCHMARKS.md, fifteenth
+/// session), so its time is not its loads.
 pub fn fold_partials(
     lw: &mut Lowerer,
     splits: usize,

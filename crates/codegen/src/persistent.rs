@@ -340,8 +340,6 @@ fn lower_with(
     Ok((src, kernel, lw.row_cache, lw.value_cache))
 }
 
-/// Tells the value cache which element lane `k` computes, and whether this
-/// pass reads the kept values or stores them.
 /// Writes `outputs` (row-sized) at the walk's position `ii` of row `row`;
 /// `reading`: later passes' values kept by the value cache are read back.
 fn write_full(
@@ -372,6 +370,8 @@ fn write_full(
     Ok(())
 }
 
+/// Tells the value cache which element lane `k` computes, and whether this
+/// pass reads the kept values or stores them.
 fn keep_at(lw: &mut Lowerer, idx: &[Ix], k: usize, reading: bool) {
     if let Some(vc) = &mut lw.value_cache {
         vc.at = Some((idx.to_vec(), k));

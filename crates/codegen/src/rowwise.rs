@@ -15,6 +15,7 @@ use crate::passes::Passes;
 use crate::persistent::{push_row_outputs, RowTarget};
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Kind, Reduction};
+use crate::strided::guarded;
 use crate::{ctype, view};
 use fusebench_ir::{DType, ValueId};
 use std::ops::{Add, Mul};
@@ -619,10 +620,6 @@ fn build_unrolled(
         }
         lw.lanes = None;
     }
-    let guarded = |stmt: String, ok: &Option<String>| match ok {
-        Some(c) => format!("if ({c}) {{ {stmt} }}"),
-        None => stmt,
-    };
     let mut means: Vec<Vec<Option<String>>> = vec![vec![None; u_rows]; reds.len()];
     for pass in 0..passes.count {
         let active = passes.active(reds, pass);
@@ -664,7 +661,7 @@ fn build_unrolled(
                             &xv,
                             means[i][u].as_deref(),
                         );
-                        lw.line(&guarded(stmt, &col.ok));
+                        lw.line(&guarded(col.ok.as_deref(), &stmt));
                     }
                 }
             }
@@ -725,7 +722,7 @@ fn build_unrolled(
                         unreachable!()
                     };
                     let stmt = reduction::step(cb, acc, &oaccs[j][c][k], &xv);
-                    lw.line(&guarded(stmt, &ok));
+                    lw.line(&guarded(ok.as_deref(), &stmt));
                 }
             }
             lw.lanes = None;
@@ -798,7 +795,7 @@ fn build_unrolled(
             let at = format!("({it})blockIdx.x * {} + {}", spec.cols, col.ii);
             let dtype = cx.temps[*temp].dtype;
             for stmt in store_partials(&format!("tmp{temp}"), &at, &oaccs[j][c], dtype, spec.cols) {
-                lw.line(&guarded(stmt, &col.ok));
+                lw.line(&guarded(col.ok.as_deref(), &stmt));
             }
         }
     }

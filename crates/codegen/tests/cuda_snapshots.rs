@@ -4,6 +4,8 @@
 //! `fusebench check --device gpu` and `fusebench bench`.)
 
 use fusebench_codegen::{plan, Device};
+
+mod common;
 use std::path::Path;
 
 fn cuda_of(path: &Path) -> String {
@@ -21,8 +23,7 @@ fn cuda_of(path: &Path) -> String {
         ));
     }
     // The prelude is the same for every fusion; keep only the kernels.
-    let kernels = p.source.find("extern \"C\"").map_or("", |i| &p.source[i..]);
-    out + kernels
+    out + common::kernels(&p)
 }
 
 #[test]

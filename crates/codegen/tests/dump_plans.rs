@@ -10,6 +10,8 @@
 //! out: the test is that the kernels are the same.
 
 use fusebench_codegen::{plan, Device};
+
+mod common;
 use std::path::{Path, PathBuf};
 
 fn scripts(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -56,8 +58,7 @@ fn dump(path: &Path) -> String {
         "// outputs {:?} alias_writes {:?}\n",
         p.outputs, p.alias_writes
     ));
-    let kernels = p.source.find("extern \"C\"").map_or("", |i| &p.source[i..]);
-    out + kernels
+    out + common::kernels(&p)
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! bit for bit against nvFuser on the GPU by `fusebench check`).
 
 use fusebench_codegen::{plan, Device};
+
+mod common;
 use std::path::Path;
 
 fn kernels_of(case: &str) -> String {
@@ -13,9 +15,7 @@ fn kernels_of(case: &str) -> String {
     let f = fusebench_frontend::parse_file(&p).unwrap_or_else(|e| panic!("{case}: {e}"));
     let layouts = vec![None; f.inputs.len()];
     let p = plan(&f, &layouts, Device::default()).unwrap_or_else(|e| panic!("{case}: {e}"));
-    p.source
-        .find("extern \"C\"")
-        .map_or(String::new(), |i| p.source[i..].to_string())
+    common::kernels(&p).to_string()
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use fusebench_codegen::{plan, Device, Plan};
 
 mod common;
-use common::script;
+use common::{kernels, script};
 
 /// `x * w` over rows of `cols` bf16, cast back to bf16, with or without a
 /// row reduction in front (an RMSNorm's scale).
@@ -19,10 +19,6 @@ fn scaled(rows: usize, cols: usize, norm: bool) -> Plan {
         "    t = fd.define_tensor(shape=[{rows}, {cols}], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)\n    v = fd.define_tensor(shape=[{rows}, {cols}], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)\n    x = fd.ops.cast(t, dtype=DataType.Float)\n    w = fd.ops.cast(v, dtype=DataType.Float)\n{scale}    o = fd.ops.cast(y, dtype=DataType.BFloat16)\n    fd.add_output(o)\n"
     ));
     plan(&f, &[None, None], Device::default()).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn kernels(p: &Plan) -> &str {
-    &p.source[p.source.find("extern \"C\" __global__").unwrap()..]
 }
 
 #[test]

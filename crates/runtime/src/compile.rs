@@ -336,8 +336,6 @@ impl Drop for Program {
     }
 }
 
-/// One NVRTC run. Asks for a CUBIN when `want` is Cubin and falls back to PTX if NVRTC cannot
-/// give one. The library must have been checked to load.
 /// A module compiled with no GPU (`compile_offline`).
 #[derive(Debug, Clone)]
 pub struct OfflineCompile {
@@ -355,15 +353,8 @@ pub struct OfflineCompile {
 /// give NVRTC's log with an excerpt of the source.
 pub fn compile_offline(source: &str, arch: &str, kernels: usize) -> Result<OfflineCompile, RuntimeError> {
     guard("compiling a kernel module with NVRTC", || {
-        // SAFETY: only tries to dlopen the library by name.
-        if !unsafe { nsys::is_culib_present() } {
-            return Err(RuntimeError::Invalid(
-                "NVRTC could not be loaded: the loader found no libnvrtc.so / libnvrtc.so.13 / \
-                 libnvrtc.so.12; put the CUDA toolkit's lib directory (or that of NVIDIA's nvrtc \
-                 wheel for Python, nvidia/cuda_nvrtc/lib) on LD_LIBRARY_PATH"
-                    .into(),
-            ));
-        }
+        crate::device::check_nvrtc()
+            .map_err(|e| RuntimeError::Invalid(format!("NVRTC could not be loaded: {e}")))?;
         let options = module_options(arch, &[], kernels)?;
         let out = nvrtc_compile(source, &options, ImageKind::Cubin)?;
         Ok(OfflineCompile {
@@ -376,6 +367,8 @@ pub fn compile_offline(source: &str, arch: &str, kernels: usize) -> Result<Offli
     })
 }
 
+/// One NVRTC run. Asks for a CUBIN when `want` is Cubin and falls back to PTX if NVRTC cannot
+/// give one. The library must have been checked to load.
 pub(crate) fn nvrtc_compile(
     source: &str,
     options: &[String],

@@ -147,14 +147,21 @@ pub(crate) fn init_driver(ordinal: usize) -> Result<(), Unavailable> {
 
 /// Both libraries must load before anything calls into cudarc.
 pub(crate) fn check_libraries() -> Result<(), Unavailable> {
-    // SAFETY: these only try to dlopen the library by name and drop the handle.
+    // SAFETY: this only tries to dlopen the library by name and drops the handle.
     if !unsafe { dsys::is_culib_present() } {
         return Err(Unavailable::NoDriver);
     }
+    check_nvrtc()
+}
+
+/// NVRTC alone must load (what compiling with no GPU needs).
+pub(crate) fn check_nvrtc() -> Result<(), Unavailable> {
+    // SAFETY: this only tries to dlopen the library by name and drops the handle.
     if !unsafe { nsys::is_culib_present() } {
         return Err(Unavailable::NoNvrtc(
             "the loader found no libnvrtc.so / libnvrtc.so.13 / libnvrtc.so.12; put the CUDA \
-             toolkit's lib directory on LD_LIBRARY_PATH or in ld.so.conf"
+             toolkit's lib directory (or that of NVIDIA's nvrtc wheel for Python, \
+             nvidia/cuda_nvrtc/lib) on LD_LIBRARY_PATH or in ld.so.conf"
                 .into(),
         ));
     }

@@ -92,7 +92,7 @@ fn shape_reason(
             s.active,
             s.threads,
             s.vectors,
-            if spread && whole {
+            if spread {
                 format!(", fewer than the {} SMs and one reduction: each row spread over the most threads", dev.sm_count)
             } else {
                 String::new()
