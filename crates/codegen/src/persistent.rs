@@ -14,7 +14,7 @@ use crate::kernel::{
 use crate::lower::{Lanes, Lowerer};
 use crate::passes::Passes;
 use crate::plan::{Kernel, Schedule};
-use crate::reduction::Reduction;
+use crate::reduction::{self, Kind, Reduction};
 use crate::row_cache::{RowCache, ValueCache};
 use crate::{ctype, view};
 use fusebench_ir::{DType, Fusion, Op, ValueDef, ValueId};
@@ -56,6 +56,9 @@ pub struct Spec<'a> {
     /// Reductions to one element of a per-row value, each with the temp of
     /// its partials: a block is one row, so its partial is the row's value.
     pub totals: &'a [(Reduction, usize)],
+    /// One row: the outputs that read only the totals, written here
+    /// (`totals::finish`), and `totals`' temps are their results.
+    pub finish: Option<&'a [(ValueId, usize)]>,
 }
 
 const MAX_BLOCK: usize = 512;
@@ -190,6 +193,9 @@ fn lower_with(
     lw.row_cache = cache;
     lw.value_cache = values;
     push_row_outputs(&mut params, f, spec.full, spec.per_row);
+    for &(v, pos) in spec.finish.unwrap_or_default() {
+        params.push_output(f, v, pos);
+    }
     let passes = Passes::plan(f, reds)?;
 
     let rows: usize = spec.rows_shape.iter().product();
@@ -287,13 +293,29 @@ fn lower_with(
             );
             lw.line(&format!("{dst}[row] = {st};"));
         }
+        let mut accs = Vec::new();
         for (r, t) in spec.totals {
             let shape = f.value(r.x).shape.clone().unwrap_or_default();
             let idx = view::delinearize(Ix::var("row"), &shape);
             let e = lw.value_at(r.x, &idx)?;
             let e = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &e);
             let e = ctype::convert(r.value_dtype(f), r.acc(f), &e);
-            lw.line(&format!("tmp{t}[row] = {e};"));
+            match spec.finish {
+                None => lw.line(&format!("tmp{t}[row] = {e};")),
+                Some(_) => {
+                    // The one row's value folded as a combine would fold it.
+                    let Kind::Plain(op) = &r.kind else {
+                        return Err(CodegenError::NoFit("a total that is not a plain reduction".into()));
+                    };
+                    let a = lw.fresh("t");
+                    lw.line(&format!("{} {a} = {};", ctype::reg(r.acc(f)), reduction::init(op, r.acc(f))));
+                    lw.line(&reduction::step(op, r.acc(f), &a, &e));
+                    accs.push(a);
+                }
+            }
+        }
+        if let Some(epilogue) = spec.finish {
+            crate::totals::finish(&mut lw, f, spec.totals, &accs, epilogue)?;
         }
         lw.close("}");
     }
@@ -308,7 +330,10 @@ fn lower_with(
         .chain(
             spec.totals
                 .iter()
-                .map(|(r, _)| format!("{} (per-row values for its combine)", f.value(r.outputs[0]).name)),
+                .map(|(r, _)| match spec.finish {
+                    Some(_) => format!("{} (one row, finished here)", f.value(r.outputs[0]).name),
+                    None => format!("{} (per-row values for its combine)", f.value(r.outputs[0]).name),
+                }),
         )
         .collect();
     let kernel = Kernel {

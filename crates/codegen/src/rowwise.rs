@@ -34,6 +34,10 @@ pub struct Spec<'a> {
     /// partials go to: one per row group of a block, at
     /// `blockIdx.x * groups_per_block + group`.
     pub totals: &'a [(Reduction, usize)],
+    /// Where the kernel is one block of one row group: the outputs that read
+    /// only the totals, written here (`totals::finish`), and `totals`' temps
+    /// are their results rather than partials.
+    pub finish: Option<&'a [(ValueId, usize)]>,
     /// Outputs over rows x columns: (value, output position).
     pub full: &'a [(ValueId, usize)],
     pub per_row: &'a [(ValueId, RowTarget)],
@@ -296,6 +300,7 @@ pub fn instead_of_loop(
         inner: spec.reductions,
         outer: &[],
         totals: &[],
+        finish: None,
         full: spec.full,
         per_row: spec.per_row,
         row_blocks: 0,
@@ -400,6 +405,9 @@ fn build_unrolled(
     let block = sh.threads * per_block;
     let (mut lw, mut params) = cx.lowerer();
     push_row_outputs(&mut params, f, spec.full, spec.per_row);
+    for &(v, pos) in spec.finish.unwrap_or_default() {
+        params.push_output(f, v, pos);
+    }
     let it = lw.idx_type;
     let reds = spec.inner;
     let mut passes = Passes::plan(f, reds)?;
@@ -784,7 +792,17 @@ fn build_unrolled(
         lw.close("}");
     }
     lw.close("}");
-    for ((_, temp), t) in spec.totals.iter().zip(&taccs) {
+    if let Some(epilogue) = spec.finish {
+        if per_block > 1 || row_blocks > 1 {
+            return Err(CodegenError::NoFit(format!(
+                "{name}: totals finished in a kernel of {row_blocks} blocks of {per_block} row groups"
+            )));
+        }
+        lw.open(&format!("if ({first_thread}) {{"));
+        crate::totals::finish(&mut lw, f, spec.totals, &taccs, epilogue)?;
+        lw.close("}");
+    }
+    for ((_, temp), t) in spec.totals.iter().zip(&taccs).filter(|_| spec.finish.is_none()) {
         let group = if per_block > 1 { " + gr" } else { "" };
         lw.line(&format!(
             "if ({first_thread}) tmp{temp}[({it})blockIdx.x * {per_block}{group}] = {t};"
@@ -816,7 +834,10 @@ fn build_unrolled(
     what.extend(
         spec.totals
             .iter()
-            .map(|(r, _)| format!("{} (partials over rows)", f.value(r.outputs[0]).name)),
+            .map(|(r, _)| match spec.finish {
+                Some(_) => format!("{} (over rows, finished here)", f.value(r.outputs[0]).name),
+                None => format!("{} (partials over rows)", f.value(r.outputs[0]).name),
+            }),
     );
     let layout = if simple {
         String::new()

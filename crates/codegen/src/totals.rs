@@ -11,6 +11,8 @@
 use crate::device::Device;
 use crate::error::CodegenError;
 use crate::ix::Ix;
+use crate::kernel::Context;
+use crate::ctype;
 use crate::lower::Lowerer;
 use crate::persistent::depends_on;
 use crate::reduction::{Kind, Reduction};
@@ -108,3 +110,55 @@ pub fn parts_first(
     Ok(())
 }
 
+
+/// A temp for each total's result, one element of its output's dtype, in
+/// the order of `totals`; `Context::store_in` records it once the kernel
+/// that writes it is built.
+pub fn result_temps(cx: &mut Context, totals: &[usize], reds: &[Reduction]) -> Vec<(Reduction, usize)> {
+    totals
+        .iter()
+        .map(|&i| {
+            let red = reds[i].clone();
+            let out = cx.f.value(red.outputs[0]);
+            let t = cx.add_temp(out.dtype, 1, format!("result of {}", out.name));
+            (red, t)
+        })
+        .collect()
+}
+
+/// Where a row kernel would write one partial per total (one block, one
+/// row group: a cross-entropy over one row), it finishes the totals itself:
+/// each accumulator in `accs` (the first thread's, every row folded in) is
+/// converted to its output's dtype and stored to its result temp, then the
+/// one-element outputs that read only the totals (`epilogue`) are written.
+/// A combine of one partial cost a launch: 1.3 of a 1x4096 cross-entropy's
+/// 3.6 us (H200). Emitted inside the first thread's branch.
+pub fn finish(
+    lw: &mut Lowerer,
+    f: &Fusion,
+    totals: &[(Reduction, usize)],
+    accs: &[String],
+    epilogue: &[(ValueId, usize)],
+) -> Result<(), CodegenError> {
+    let saved = lw.lanes.take();
+    for ((r, result), acc) in totals.iter().zip(accs) {
+        let out = r.outputs[0];
+        let d = f.value(out).dtype;
+        let h = lw.fresh("h");
+        lw.line(&format!(
+            "const {} {h} = {};",
+            ctype::reg(d),
+            ctype::convert(r.acc(f), d, acc)
+        ));
+        lw.line(&format!("tmp{result}[0] = {};", ctype::to_storage(d, &h)));
+        let index = view::delinearize(Ix::c(0), f.value(out).shape.as_deref().unwrap_or(&[]));
+        lw.hold(out, crate::lower::Held { expr: h, index });
+    }
+    for &(v, pos) in epilogue {
+        let idx = view::delinearize(Ix::c(0), f.value(v).shape.as_deref().unwrap_or(&[]));
+        let e = lw.value_at(v, &idx)?;
+        lw.line(&format!("out{pos}[0] = {};", ctype::to_storage(f.value(v).dtype, &e)));
+    }
+    lw.lanes = saved;
+    Ok(())
+}

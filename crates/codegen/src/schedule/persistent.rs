@@ -85,16 +85,21 @@ impl Schedule for Persistent {
                     .collect();
                 // One block per row: a total's partials are the rows' values.
                 let rows = r.rows().max(1);
-                let totals: Vec<(Reduction, usize)> = r
-                    .totals
-                    .iter()
-                    .map(|&i| {
-                        let red = c.reds[i].clone();
-                        let name = format!("per-row values of {}", c.f.value(red.outputs[0]).name);
-                        let t = cx.add_temp(red.acc(c.f), rows, name);
-                        (red, t)
-                    })
-                    .collect();
+                // One row: the kernel finishes the totals itself.
+                let here = rows == 1 && !r.totals.is_empty();
+                let totals: Vec<(Reduction, usize)> = if here {
+                    crate::totals::result_temps(cx, &r.totals, c.reds)
+                } else {
+                    r.totals
+                        .iter()
+                        .map(|&i| {
+                            let red = c.reds[i].clone();
+                            let name = format!("per-row values of {}", c.f.value(red.outputs[0]).name);
+                            let t = cx.add_temp(red.acc(c.f), rows, name);
+                            (red, t)
+                        })
+                        .collect()
+                };
                 let spec = persistent::Spec {
                     rows_shape: &r.rows_shape,
                     inner_shape: &r.inner_shape,
@@ -102,9 +107,14 @@ impl Schedule for Persistent {
                     full: &r.full,
                     per_row: &per_row,
                     totals: &totals,
+                    finish: here.then_some(&r.totals_epilogue[..]),
                 };
                 out.push(persistent::build(cx, &c.name, &spec)?);
-                if !totals.is_empty() {
+                if here {
+                    for (red, t) in &totals {
+                        cx.store_in(red.outputs[0], *t);
+                    }
+                } else if !totals.is_empty() {
                     out.push(crate::outer::combine_many(
                         cx,
                         &format!("{}_t", c.name),
@@ -156,6 +166,7 @@ fn stored(
         full: &[],
         per_row: &per_row,
         totals: &[],
+        finish: None,
     };
     // Rows that fit the registers are built row-wise (several rows per block
     // and in flight per thread); longer ones walk the row in a loop.

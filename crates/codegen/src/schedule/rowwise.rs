@@ -233,19 +233,24 @@ fn build_rows(
     // once built: unrolling decides it) says how many were written.
     let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, (whole, reductions), reload)?;
     let slots = rows.div_ceil(groups).max(row_blocks) * groups;
-    let totals: Vec<(Reduction, usize)> = r
-        .totals
-        .iter()
-        .map(|&i| {
-            let red = c.reds[i].clone();
-            let t = cx.add_temp(
-                red.acc(f),
-                slots,
-                format!("row-group partials of {}", f.value(red.outputs[0]).name),
-            );
-            (red, t)
-        })
-        .collect();
+    // One partial: the row kernel finishes the totals itself.
+    let here = slots == 1 && !r.totals.is_empty();
+    let totals: Vec<(Reduction, usize)> = if here {
+        crate::totals::result_temps(cx, &r.totals, c.reds)
+    } else {
+        r.totals
+            .iter()
+            .map(|&i| {
+                let red = c.reds[i].clone();
+                let t = cx.add_temp(
+                    red.acc(f),
+                    slots,
+                    format!("row-group partials of {}", f.value(red.outputs[0]).name),
+                );
+                (red, t)
+            })
+            .collect()
+    };
     let spec = crate::rowwise::Spec {
         rows,
         cols,
@@ -254,6 +259,7 @@ fn build_rows(
         inner: &inner,
         outer: &outer,
         totals: &totals,
+        finish: here.then_some(&r.totals_epilogue[..]),
         full: &r.full,
         per_row: &per_row,
         row_blocks,
@@ -263,7 +269,11 @@ fn build_rows(
     let built = crate::rowwise::build(cx, &c.name, &spec)?;
     let written = built.1.grid[0] as usize * groups;
     out.push(built);
-    if !totals.is_empty() {
+    if here {
+        for (red, t) in &totals {
+            cx.store_in(red.outputs[0], *t);
+        }
+    } else if !totals.is_empty() {
         out.push(crate::outer::combine_many(
             cx,
             &format!("{}_t", c.name),
