@@ -924,6 +924,12 @@ impl<'f> Lowerer<'f> {
             }
             None => ctype::literal(d, fusebench_ir::Literal::Int(0)),
         };
+        // An empty source (a `full` of extent 0 padded out, as Thunder writes
+        // a rotary half): every element is padding, with no branch whose
+        // source side could never run.
+        if xs.contains(&0) {
+            return Ok(pad_value);
+        }
         let mut j = idx.to_vec();
         let mut conds = Vec::new();
         for (dim, &(before, after)) in w.iter().enumerate() {

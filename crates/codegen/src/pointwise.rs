@@ -90,8 +90,8 @@ pub fn build(
         lw.lanes = Some(crate::lower::Lanes { var: "ii".into(), width, lane: 0 });
         let mut lane_idx = idx.clone();
         lane_idx.push(Ix::var("ii"));
-        for i in read_elementwise(cx, outputs, shape) {
-            lw.value_at(i, &lane_idx)?;
+        for (i, at) in read_elementwise(cx, outputs, &lane_idx) {
+            lw.value_at(i, &at)?;
         }
     }
     for k in 0..width {
@@ -141,34 +141,47 @@ pub fn build(
     Ok((src, kernel))
 }
 
-/// Tensor inputs of `shape` that the outputs read through elementwise ops
-/// only (so at the output's own index), not through a value an earlier kernel
-/// stored.
-fn read_elementwise(cx: &Context, outputs: &[(ValueId, usize)], shape: &[usize]) -> Vec<ValueId> {
+/// Tensor inputs that the outputs read through elementwise ops and
+/// permutes only (one element each, at an index computed from the output's
+/// `idx`), not through a value an earlier kernel stored: each with the index
+/// it is read at. A permute is followed so that an output written in its
+/// inputs' stride order (a column-major SiLU-mul) loads them first too.
+fn read_elementwise(cx: &Context, outputs: &[(ValueId, usize)], idx: &[Ix]) -> Vec<(ValueId, Vec<Ix>)> {
+    use fusebench_ir::{Op, ValueDef};
     let f = cx.f;
     let mut seen = std::collections::HashSet::new();
-    let mut todo: Vec<ValueId> = outputs.iter().map(|&(v, _)| v).collect();
+    let mut todo: Vec<(ValueId, Vec<Ix>)> = outputs.iter().map(|&(v, _)| (v, idx.to_vec())).collect();
     let mut found = vec![];
-    while let Some(v) = todo.pop() {
+    while let Some((v, at)) = todo.pop() {
         if !seen.insert(v) || cx.stored.contains_key(&v) {
             continue;
         }
         let val = f.value(v);
+        let same = |u: &ValueId| f.value(*u).shape.as_deref().map(<[usize]>::len) == Some(at.len())
+            && f.value(*u).shape == val.shape;
         match &val.def {
-            fusebench_ir::ValueDef::TensorInput(_) if val.shape.as_deref() == Some(shape) => found.push(v),
-            fusebench_ir::ValueDef::Node { node, .. } => match &f.nodes[*node].op {
-                fusebench_ir::Op::Unary { .. }
-                | fusebench_ir::Op::Binary { .. }
-                | fusebench_ir::Op::Ternary { .. }
-                | fusebench_ir::Op::Where { .. }
-                | fusebench_ir::Op::Cast { .. } => todo.extend(
-                    f.nodes[*node].op.operands().into_iter().filter(|&u| f.value(u).shape.as_deref() == Some(shape)),
-                ),
+            ValueDef::TensorInput(_) => found.push((v, at)),
+            ValueDef::Node { node, .. } => match &f.nodes[*node].op {
+                Op::Unary { .. } | Op::Binary { .. } | Op::Ternary { .. } | Op::Where { .. } | Op::Cast { .. } => {
+                    let ops = f.nodes[*node].op.operands();
+                    todo.extend(ops.into_iter().filter(|u| same(u)).map(|u| (u, at.clone())))
+                }
+                Op::Permute { x, dims } if dims.len() == at.len() => {
+                    let n = at.len();
+                    let mut j = vec![Ix::c(0); n];
+                    for (i, &d) in dims.iter().enumerate() {
+                        let Ok(d) = fusebench_ir::infer::norm_dim("permute", d, n) else {
+                            return found;
+                        };
+                        j[d] = at[i].clone();
+                    }
+                    todo.push((*x, j));
+                }
                 _ => {}
             },
             _ => {}
         }
     }
-    found.sort();
+    found.sort_by_key(|(v, _)| *v);
     found
 }
