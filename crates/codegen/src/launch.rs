@@ -72,14 +72,21 @@ pub fn row_blocks(dev: &Device, rows: usize, (tiles, threads): (usize, usize), i
 
 /// Threads of a row re-read in each pass (`rowwise::Shape::reload`) of
 /// `cols` in vectors of `width`, carrying `sums` column sums: as many as a
-/// block has, so each thread holds the fewest columns, unless two or more
-/// sums per column would leave each thread under 72 registers (the SM's
-/// registers over the block's threads); then half as many. Measured on the
-/// H200 (backward LayerNorm, two column sums, 2048 rows): with 1024 threads
-/// of 64 registers the row kernel spilled and took 109 us at 16384 bf16 and
-/// 124 us at 11008 f32 (928 threads), with 512 threads 100 and 105 us; at 14336 (896 threads,
-/// 72 registers, no spill) 1024 threads were 18% faster; a backward RMSNorm
-/// (one sum) was faster with 1024 threads at every length.
+/// block has, so each thread holds the fewest columns, unless with two or
+/// more sums per column the registers would not hold them: each thread under
+/// 72 registers (the SM's registers over the block's threads), or its column
+/// sums (`sums` x its vectors x `width`) leaving fewer than
+/// `RELOAD_SPARE_REGISTERS` for the rest. Then half as many threads.
+/// Measured on the H200 (backward LayerNorm, two column sums): with 1024
+/// threads of 64 registers the row kernel spilled and took 109 us at 16384
+/// bf16 and 124 us at 11008 f32 (928 threads), with 512 threads 100 and 105
+/// us; at 14336 (896 threads, 72 registers) 1024 threads were 18% faster. At
+/// 20480 bf16 (864 threads, 72 registers, 48 sums per thread, 256 bytes of
+/// stack) asking for 512 was 33-38% faster: 512 threads cannot hold that row,
+/// so the plan sums the columns in kernels of their own (six kernels). At
+/// 9216-14336, bf16 and f32, with 32 sums per thread or fewer, 1024 were up
+/// to 28% faster (round W, 46 backward norms). A backward RMSNorm (one sum)
+/// was faster with 1024 threads at every length.
 /// `FUSEBENCH_RELOAD_THREADS` sets it outright.
 pub fn reload_threads(dev: &Device, cols: usize, width: usize, sums: usize) -> usize {
     if dev.reload_threads != 0 {
@@ -88,15 +95,42 @@ pub fn reload_threads(dev: &Device, cols: usize, width: usize, sums: usize) -> u
     let n = (cols / width.max(1)).max(1);
     let vectors = n.div_ceil(1024);
     let threads = n.div_ceil(vectors).div_ceil(32) * 32;
-    if sums >= 2 && (dev.registers_per_sm as usize) / threads < 72 {
+    let registers = dev.registers_per_sm as usize / threads;
+    let held = sums * vectors * width.max(1);
+    if sums >= 2 && (registers < 72 || held + RELOAD_SPARE_REGISTERS > registers) {
         512
     } else {
         1024
     }
 }
 
+/// Registers a re-read row kernel's thread needs besides its column sums:
+/// addresses, a pass's row values, the row's own sums (`reload_threads`).
+pub const RELOAD_SPARE_REGISTERS: usize = 40;
+
 /// Rows a row-wise block handles at once (`rowwise::unroll` lowers it where
 /// the rows do not divide).
 pub fn row_unroll(dev: &Device) -> usize {
     dev.row_unroll as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_column_sums_take_half_the_threads_only_where_they_would_not_fit() {
+        let dev = Device::default();
+        // bf16, two sums: 11008 and 14336 keep their 704 and 896 threads (32
+        // sums each, 93 and 73 registers); 16384 has 64 registers; 20480 has
+        // 48 sums in 75 registers.
+        for (cols, want) in [(9216, 1024), (11008, 1024), (14336, 1024), (16384, 512), (20480, 512)] {
+            assert_eq!(reload_threads(&dev, cols, 8, 2), want, "bf16 {cols}");
+        }
+        // f32: 11008 at 928 threads has 70 registers; 14336 keeps 896.
+        assert_eq!(reload_threads(&dev, 11008, 4, 2), 512);
+        assert_eq!(reload_threads(&dev, 14336, 4, 2), 1024);
+        // One sum: always the full block.
+        assert_eq!(reload_threads(&dev, 20480, 8, 1), 1024);
+    }
 }

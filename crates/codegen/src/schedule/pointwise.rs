@@ -50,16 +50,29 @@ impl Schedule for Pointwise {
 }
 
 /// Vectors per thread: the knob's when set; else two for kernels of at least
-/// 16M elements reading two or more inputs of that size (H200, bf16: SiLU-mul
-/// and GELU backward 2-5% faster at 2048x11008 and 32768x4096; at 2048x4096
-/// and below, and with one large input, one vector was as fast or faster).
+/// 16M elements reading two or more inputs of that size, all of 16-bit types
+/// (H200, bf16: SiLU-mul and GELU backward 2-5% faster at 2048x11008 and
+/// 32768x4096; at 2048x4096 and below, and with one large input, one vector
+/// was as fast or faster). A 32-bit input keeps one: over 28 SiLU-mul, GELU
+/// and SiLU-mul backward fusions of 16M-134M elements, f32 was 0.5-2.7%
+/// faster with one vector in every case, row- and column-major and with a
+/// broadcast input (round X), while bf16 went both ways (-3.7% to +4.8%).
+/// An input broadcast over the rows counts at its logical size: with two
+/// vectors bf16 SiLU-mul and GELU backward with a broadcast input were 2-5%
+/// faster (round W).
 fn unroll(c: &Candidate, shape: &[usize], dev: &Device) -> u32 {
     if dev.pointwise_unroll > 0 {
         return dev.pointwise_unroll;
     }
     let n: usize = shape.iter().product();
-    let large = c.f.inputs.iter().filter(|&&i| c.f.value(i).is_tensor() && c.f.value(i).numel() == n).count();
-    if n >= 16 << 20 && large >= 2 {
+    let large: Vec<_> = c
+        .f
+        .inputs
+        .iter()
+        .map(|&i| c.f.value(i))
+        .filter(|v| v.is_tensor() && v.numel() == n)
+        .collect();
+    if n >= 16 << 20 && large.len() >= 2 && large.iter().all(|v| v.dtype.size_bytes() <= 2) {
         2
     } else {
         1
