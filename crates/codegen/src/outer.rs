@@ -390,6 +390,36 @@ pub fn combine(
     Ok(())
 }
 
+/// The end of a reduction: each result (`accs[j]`, its accumulator,
+/// converted to its output's dtype) stored to its temp `results[j]` at `at`
+/// and held there, then the outputs that read only the results (`epilogue`)
+/// written at `at`. Ends a combine, and a row kernel that finishes its
+/// totals itself (`totals::finish`).
+pub fn write_results(
+    lw: &mut Lowerer,
+    f: &fusebench_ir::Fusion,
+    (reds, results): (&[&Reduction], &[usize]),
+    accs: &[String],
+    at: &Ix,
+    epilogue: &[(ValueId, usize)],
+) -> Result<(), CodegenError> {
+    for ((r, &result), acc) in reds.iter().zip(results).zip(accs) {
+        let out = r.outputs[0];
+        let d = f.value(out).dtype;
+        let h = lw.fresh("h");
+        lw.line(&format!("const {} {h} = {};", ctype::reg(d), ctype::convert(r.acc(f), d, acc)));
+        lw.line(&format!("tmp{result}[{at}] = {};", ctype::to_storage(d, &h)));
+        let index = view::delinearize(at.clone(), f.value(out).shape.as_deref().unwrap_or(&[]));
+        lw.hold(out, crate::lower::Held { expr: h, index });
+    }
+    for &(v, pos) in epilogue {
+        let idx = view::delinearize(at.clone(), f.value(v).shape.as_deref().unwrap_or(&[]));
+        let e = lw.value_at(v, &idx)?;
+        lw.line(&format!("out{pos}[{at}] = {};", ctype::to_storage(f.value(v).dtype, &e)));
+    }
+    Ok(())
+}
+
 /// One kernel that combines the per-block partials `[splits, cols]` of
 /// several plain reductions over the same columns (32 columns per block, 32
 /// threads down the partials of each, then a sum across those), and writes
@@ -507,32 +537,9 @@ pub fn combine_many(
         ));
     }
     lw.open("if (threadIdx.x == 0 && live) {");
-    for (j, (r, _)) in reds.iter().enumerate() {
-        let acc = r.acc(f);
-        let out = r.outputs[0];
-        let d = f.value(out).dtype;
-        let h = lw.fresh("h");
-        lw.line(&format!(
-            "const {} {h} = {};",
-            ctype::reg(d),
-            ctype::convert(acc, d, &format!("b{j}"))
-        ));
-        lw.line(&format!(
-            "tmp{}[c] = {};",
-            results[j],
-            ctype::to_storage(d, &h)
-        ));
-        let index = view::delinearize(Ix::var("c"), f.value(out).shape.as_deref().unwrap_or(&[]));
-        lw.hold(out, crate::lower::Held { expr: h, index });
-    }
-    for &(v, pos) in epilogue {
-        let idx = view::delinearize(Ix::var("c"), f.value(v).shape.as_deref().unwrap_or(&[]));
-        let e = lw.value_at(v, &idx)?;
-        lw.line(&format!(
-            "out{pos}[c] = {};",
-            ctype::to_storage(f.value(v).dtype, &e)
-        ));
-    }
+    let accs: Vec<String> = (0..reds.len()).map(|j| format!("b{j}")).collect();
+    let finished: Vec<&Reduction> = reds.iter().map(|(r, _)| r).collect();
+    write_results(&mut lw, f, (&finished, &results), &accs, &Ix::var("c"), epilogue)?;
     lw.close("}");
     lw.close("}");
     let src = format!("{} {{\n{}}}\n", signature(name, 1024, &params), lw.code);

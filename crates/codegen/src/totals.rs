@@ -12,7 +12,6 @@ use crate::device::Device;
 use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::kernel::Context;
-use crate::ctype;
 use crate::lower::Lowerer;
 use crate::persistent::depends_on;
 use crate::reduction::{Kind, Reduction};
@@ -111,19 +110,41 @@ pub fn parts_first(
 }
 
 
-/// A temp for each total's result, one element of its output's dtype, in
-/// the order of `totals`; `Context::store_in` records it once the kernel
-/// that writes it is built.
-pub fn result_temps(cx: &mut Context, totals: &[usize], reds: &[Reduction]) -> Vec<(Reduction, usize)> {
-    totals
+/// The temps a row kernel's totals go to: with one partial (`slots` 1: one
+/// block of one row group), each total's result, one element of its output's
+/// dtype, and `true` (the kernel finishes them, `finish`); otherwise `slots`
+/// partials of each in its accumulator's type, named `what`, and `false`
+/// (a combine folds them).
+pub fn temps(
+    cx: &mut Context,
+    totals: &[usize],
+    reds: &[Reduction],
+    slots: usize,
+    what: &str,
+) -> (Vec<(Reduction, usize)>, bool) {
+    let here = slots == 1 && !totals.is_empty();
+    let temps = totals
         .iter()
         .map(|&i| {
             let red = reds[i].clone();
             let out = cx.f.value(red.outputs[0]);
-            let t = cx.add_temp(out.dtype, 1, format!("result of {}", out.name));
+            let t = if here {
+                cx.add_temp(out.dtype, 1, format!("result of {}", out.name))
+            } else {
+                cx.add_temp(red.acc(cx.f), slots, format!("{what} of {}", out.name))
+            };
             (red, t)
         })
-        .collect()
+        .collect();
+    (temps, here)
+}
+
+/// Records the totals' results as stored once the kernel that finishes
+/// them (`finish`) is built.
+pub fn store_results(cx: &mut Context, totals: &[(Reduction, usize)]) {
+    for (red, t) in totals {
+        cx.store_in(red.outputs[0], *t);
+    }
 }
 
 /// Where a row kernel would write one partial per total (one block, one
@@ -141,24 +162,9 @@ pub fn finish(
     epilogue: &[(ValueId, usize)],
 ) -> Result<(), CodegenError> {
     let saved = lw.lanes.take();
-    for ((r, result), acc) in totals.iter().zip(accs) {
-        let out = r.outputs[0];
-        let d = f.value(out).dtype;
-        let h = lw.fresh("h");
-        lw.line(&format!(
-            "const {} {h} = {};",
-            ctype::reg(d),
-            ctype::convert(r.acc(f), d, acc)
-        ));
-        lw.line(&format!("tmp{result}[0] = {};", ctype::to_storage(d, &h)));
-        let index = view::delinearize(Ix::c(0), f.value(out).shape.as_deref().unwrap_or(&[]));
-        lw.hold(out, crate::lower::Held { expr: h, index });
-    }
-    for &(v, pos) in epilogue {
-        let idx = view::delinearize(Ix::c(0), f.value(v).shape.as_deref().unwrap_or(&[]));
-        let e = lw.value_at(v, &idx)?;
-        lw.line(&format!("out{pos}[0] = {};", ctype::to_storage(f.value(v).dtype, &e)));
-    }
+    let reds: Vec<&Reduction> = totals.iter().map(|(r, _)| r).collect();
+    let results: Vec<usize> = totals.iter().map(|&(_, t)| t).collect();
+    crate::outer::write_results(lw, f, (&reds, &results), accs, &Ix::c(0), epilogue)?;
     lw.lanes = saved;
     Ok(())
 }

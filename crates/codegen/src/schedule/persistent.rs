@@ -86,20 +86,7 @@ impl Schedule for Persistent {
                 // One block per row: a total's partials are the rows' values.
                 let rows = r.rows().max(1);
                 // One row: the kernel finishes the totals itself.
-                let here = rows == 1 && !r.totals.is_empty();
-                let totals: Vec<(Reduction, usize)> = if here {
-                    crate::totals::result_temps(cx, &r.totals, c.reds)
-                } else {
-                    r.totals
-                        .iter()
-                        .map(|&i| {
-                            let red = c.reds[i].clone();
-                            let name = format!("per-row values of {}", c.f.value(red.outputs[0]).name);
-                            let t = cx.add_temp(red.acc(c.f), rows, name);
-                            (red, t)
-                        })
-                        .collect()
-                };
+                let (totals, here) = crate::totals::temps(cx, &r.totals, c.reds, rows, "per-row values");
                 let spec = persistent::Spec {
                     rows_shape: &r.rows_shape,
                     inner_shape: &r.inner_shape,
@@ -111,9 +98,7 @@ impl Schedule for Persistent {
                 };
                 out.push(persistent::build(cx, &c.name, &spec)?);
                 if here {
-                    for (red, t) in &totals {
-                        cx.store_in(red.outputs[0], *t);
-                    }
+                    crate::totals::store_results(cx, &totals);
                 } else if !totals.is_empty() {
                     out.push(crate::outer::combine_many(
                         cx,

@@ -234,23 +234,7 @@ fn build_rows(
     let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, (whole, reductions), reload)?;
     let slots = rows.div_ceil(groups).max(row_blocks) * groups;
     // One partial: the row kernel finishes the totals itself.
-    let here = slots == 1 && !r.totals.is_empty();
-    let totals: Vec<(Reduction, usize)> = if here {
-        crate::totals::result_temps(cx, &r.totals, c.reds)
-    } else {
-        r.totals
-            .iter()
-            .map(|&i| {
-                let red = c.reds[i].clone();
-                let t = cx.add_temp(
-                    red.acc(f),
-                    slots,
-                    format!("row-group partials of {}", f.value(red.outputs[0]).name),
-                );
-                (red, t)
-            })
-            .collect()
-    };
+    let (totals, here) = crate::totals::temps(cx, &r.totals, c.reds, slots, "row-group partials");
     let spec = crate::rowwise::Spec {
         rows,
         cols,
@@ -270,9 +254,7 @@ fn build_rows(
     let written = built.1.grid[0] as usize * groups;
     out.push(built);
     if here {
-        for (red, t) in &totals {
-            cx.store_in(red.outputs[0], *t);
-        }
+        crate::totals::store_results(cx, &totals);
     } else if !totals.is_empty() {
         out.push(crate::outer::combine_many(
             cx,
