@@ -66,8 +66,8 @@ pub fn add(
                 &strides,
                 offset,
             );
-            p.source.push('\n');
-            p.source.push_str(&src);
+            // The prelude again: the copy may name a section the others did not.
+            p.source = crate::prelude::module(&format!("{}\n{src}", crate::prelude::kernels_of(&p.source)));
             p.kernels.push(Kernel {
                 name,
                 schedule: Schedule::Pointwise,

@@ -31,6 +31,7 @@ pub mod outer;
 pub mod passes;
 pub mod persistent;
 pub mod plan;
+pub mod prelude;
 pub mod pointwise;
 pub mod reduction;
 mod refuse;

@@ -517,11 +517,12 @@ fn try_plan(
         u.build(&dev, &mut cx, &mut kernels)
             .map_err(|e| (e, None))?;
     }
-    let mut source = String::from(include_str!("prelude.cu"));
+    let mut body = String::new();
     for (src, _) in &kernels {
-        source.push('\n');
-        source.push_str(src);
+        body.push('\n');
+        body.push_str(src);
     }
+    let source = crate::prelude::module(&body);
     Ok(Plan {
         source,
         kernels: kernels
