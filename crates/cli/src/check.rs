@@ -405,10 +405,11 @@ fn print_report(r: &Report) {
     }
     if let Some(g) = &r.gpu {
         outln!(
-            "   GPU: {}, compile {:.1} ms{}: {}",
+            "   GPU: {}, compile {:.1} ms{}, load {:.1} ms: {}",
             crate::plural(g.kernels, "kernel"),
             g.compile_ms,
             if g.from_cache { " (cached)" } else { "" },
+            g.load_ms,
             if g.ok {
                 "every output matches the CPU reference"
             } else {

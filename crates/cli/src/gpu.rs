@@ -9,6 +9,9 @@ use serde::Serialize;
 pub struct GpuCheck {
     pub kernels: usize,
     pub compile_ms: f64,
+    /// Reading the cached image (on a hit) and loading the module: with a
+    /// cache hit, the whole cost of a compile the second time.
+    pub load_ms: f64,
     pub from_cache: bool,
     pub outputs: Vec<Comparison>,
     pub ok: bool,
@@ -72,6 +75,7 @@ pub fn check(
     Ok(GpuCheck {
         kernels: p.kernels.len(),
         compile_ms: p.module.compile_ms(),
+        load_ms: p.module.info.load_ms,
         from_cache: p.module.from_cache(),
         ok: outputs.iter().all(|c| c.ok) && updated.iter().all(|(_, c)| c.ok),
         outputs,
