@@ -792,21 +792,25 @@ fn build_unrolled(
         lw.close("}");
     }
     lw.close("}");
-    if let Some(epilogue) = spec.finish {
-        if per_block > 1 || row_blocks > 1 {
+    match spec.finish {
+        Some(_) if per_block > 1 || row_blocks > 1 => {
             return Err(CodegenError::NoFit(format!(
                 "{name}: totals finished in a kernel of {row_blocks} blocks of {per_block} row groups"
             )));
         }
-        lw.open(&format!("if ({first_thread}) {{"));
-        crate::totals::finish(&mut lw, f, spec.totals, &taccs, epilogue)?;
-        lw.close("}");
-    }
-    for ((_, temp), t) in spec.totals.iter().zip(&taccs).filter(|_| spec.finish.is_none()) {
-        let group = if per_block > 1 { " + gr" } else { "" };
-        lw.line(&format!(
-            "if ({first_thread}) tmp{temp}[({it})blockIdx.x * {per_block}{group}] = {t};"
-        ));
+        Some(epilogue) => {
+            lw.open(&format!("if ({first_thread}) {{"));
+            crate::totals::finish(&mut lw, f, spec.totals, &taccs, epilogue)?;
+            lw.close("}");
+        }
+        None => {
+            for ((_, temp), t) in spec.totals.iter().zip(&taccs) {
+                let group = if per_block > 1 { " + gr" } else { "" };
+                lw.line(&format!(
+                    "if ({first_thread}) tmp{temp}[({it})blockIdx.x * {per_block}{group}] = {t};"
+                ));
+            }
+        }
     }
     for (j, (_, temp)) in spec.outer.iter().enumerate() {
         for (c, col) in cols.iter().enumerate() {

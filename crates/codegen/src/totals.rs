@@ -109,7 +109,6 @@ pub fn parts_first(
     Ok(())
 }
 
-
 /// The temps a row kernel's totals go to: with one partial (`slots` 1: one
 /// block of one row group), each total's result, one element of its output's
 /// dtype, and `true` (the kernel finishes them, `finish`); otherwise `slots`
