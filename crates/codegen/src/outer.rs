@@ -6,7 +6,7 @@
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{signature, vector_width, Context, Stored};
+use crate::kernel::{signature, vector_width, Context};
 use crate::lower::{Lanes, Lowerer};
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Combine, Kind, Reduction};
@@ -544,16 +544,7 @@ pub fn combine_many(
     lw.close("}");
     let src = format!("{} {{\n{}}}\n", signature(name, 1024, &params), lw.code);
     for ((r, _), &t) in reds.iter().zip(&results) {
-        let out = r.outputs[0];
-        let val = f.value(out);
-        cx.stored.insert(
-            out,
-            Stored {
-                temp: t,
-                dtype: val.dtype,
-                shape: val.shape.clone().unwrap(),
-            },
-        );
+        cx.store_in(r.outputs[0], t);
     }
     let names: Vec<String> = reds
         .iter()

@@ -28,12 +28,14 @@ pub enum RowTarget {
 }
 
 /// The fusion outputs a row kernel writes, as its parameters: the whole
-/// tensors, then the per-row results that are outputs.
+/// tensors, the per-row results that are outputs, then the outputs that read
+/// only totals the kernel finishes itself (`finish`, `totals::finish`).
 pub fn push_row_outputs(
     params: &mut Params,
     f: &Fusion,
     full: &[(ValueId, usize)],
     per_row: &[(ValueId, RowTarget)],
+    finish: Option<&[(ValueId, usize)]>,
 ) {
     for &(v, pos) in full {
         params.push_output(f, v, pos);
@@ -42,6 +44,9 @@ pub fn push_row_outputs(
         if let RowTarget::Output(pos) = t {
             params.push_output(f, v, pos);
         }
+    }
+    for &(v, pos) in finish.unwrap_or_default() {
+        params.push_output(f, v, pos);
     }
 }
 
@@ -192,10 +197,7 @@ fn lower_with(
     let (mut lw, mut params) = cx.lowerer();
     lw.row_cache = cache;
     lw.value_cache = values;
-    push_row_outputs(&mut params, f, spec.full, spec.per_row);
-    for &(v, pos) in spec.finish.unwrap_or_default() {
-        params.push_output(f, v, pos);
-    }
+    push_row_outputs(&mut params, f, spec.full, spec.per_row, spec.finish);
     let passes = Passes::plan(f, reds)?;
 
     let rows: usize = spec.rows_shape.iter().product();

@@ -404,10 +404,7 @@ fn build_unrolled(
     let tiles = sh.tiles;
     let block = sh.threads * per_block;
     let (mut lw, mut params) = cx.lowerer();
-    push_row_outputs(&mut params, f, spec.full, spec.per_row);
-    for &(v, pos) in spec.finish.unwrap_or_default() {
-        params.push_output(f, v, pos);
-    }
+    push_row_outputs(&mut params, f, spec.full, spec.per_row, spec.finish);
     let it = lw.idx_type;
     let reds = spec.inner;
     let mut passes = Passes::plan(f, reds)?;
