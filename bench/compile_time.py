@@ -8,6 +8,11 @@ and without, compared function by function.
     python3 bench/compile_time.py DIR_OR_SCRIPTS... --nvrtc /path/to/libnvrtc.so.12 \
         [--fusebench target/release/fusebench] [--reps 2] [--sass]
 
+With `--against OTHER_FUSEBENCH` it compares two builds instead: each fusion's module from both,
+compiled with the runtime's options (split as the runtime splits), the ratio of their times, and
+with `--sass` whether every kernel's machine code is the same (a change meant to cost the compiler
+less, not the kernels anything).
+
 NVRTC ships in the CUDA toolkit and in NVIDIA's nvrtc wheel for Python (nvidia-cuda-nvrtc-cu12,
 the library in nvidia/cuda_nvrtc/lib). Times depend on the machine's cores and the NVRTC version:
 the GPU machine's are the ones the issue's bar is about.
@@ -87,9 +92,12 @@ def main():
     ap.add_argument("--fusebench", default="target/release/fusebench")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--sass", action="store_true", help="also compare the SASS with and without the split")
+    ap.add_argument("--against", help="another fusebench build: compare the two builds' modules instead")
     a = ap.parse_args()
     nv = Nvrtc(a.nvrtc)
     nv.compile(b'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }\n', BASE)
+    if a.against:
+        return compare_builds(nv, a)
     rows = []
     for s in scripts(a.paths):
         src = subprocess.run([a.fusebench, "emit", "--cuda", s], capture_output=True, check=True).stdout
@@ -109,6 +117,30 @@ def main():
             f"max {one[-1]:.0f}; with it median {split[len(split) // 2]:.0f}, max {split[-1]:.0f}; "
             f"geometric mean of the ratio {g:.3f}"
         )
+
+
+def compare_builds(nv, a):
+    """Times (best of REPS) of the modules of `a.fusebench` over those of `a.against`."""
+    ratios, same, differ = [], 0, 0
+    for s in scripts(a.paths):
+        times, funcs = [], []
+        for build in (a.against, a.fusebench):
+            src = subprocess.run([build, "emit", "--cuda", s], capture_output=True, check=True).stdout
+            opts = BASE + ([SPLIT] if src.count(b"__global__") >= 3 else [])
+            best = min((nv.compile(src, opts) for _ in range(a.reps)), key=lambda r: r[0])
+            times.append(best[0])
+            if a.sass:
+                funcs.append({k: v for k, v in sass(best[1]).items() if not k.startswith("fb_compile_time_")})
+        verdict = ""
+        if a.sass:
+            verdict = "same SASS" if funcs[0] == funcs[1] else "SASS DIFFERS"
+            same, differ = same + (funcs[0] == funcs[1]), differ + (funcs[0] != funcs[1])
+        ratios.append(times[1] / times[0])
+        print(f"{os.path.basename(s):<55} {times[0]:7.1f} -> {times[1]:7.1f} ms  {verdict}", flush=True)
+    if ratios:
+        g = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        sass_line = f"; {same} with the same SASS, {differ} not" if a.sass else ""
+        print(f"{len(ratios)} fusions: compile time {a.fusebench} / {a.against}, geometric mean {g:.3f}{sass_line}")
 
 
 if __name__ == "__main__":
