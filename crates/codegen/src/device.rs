@@ -71,6 +71,12 @@ pub struct Device {
     /// in shared memory after its first read, as much of it as leaves room
     /// for two blocks per multiprocessor (`row_cache`).
     pub row_cache: bool,
+    /// A row-wise kernel whose blocks walk many rows one after another (the
+    /// backward norms' fixed grid) copies each thread's vectors of the next
+    /// row to shared memory while the current row reduces (`next_row`): 0
+    /// not, 1 its 16-byte vectors, 2 its per-row 4-byte values too (a
+    /// backward RMSNorm's saved reciprocal, which each row waited for).
+    pub next_row: u32,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
     /// planner's choice, streaming loads where a reduction's partial kernel
     /// reads its input for the last time (`Context::read_once`), the
@@ -129,6 +135,7 @@ impl Default for Device {
             last_block_combine: false,
             contiguous_per_lane: 4,
             row_cache: true,
+            next_row: 2,
             load_hint: None,
         }
     }

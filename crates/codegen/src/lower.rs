@@ -6,6 +6,7 @@ use crate::ctype;
 use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::reduction;
+use crate::next_row::NextRow;
 use crate::row_cache::{Action, RowCache, ValueCache};
 use crate::view;
 use fusebench_ir::elementwise;
@@ -87,6 +88,9 @@ pub struct Lowerer<'f> {
     pub row_cache: Option<RowCache>,
     /// Values a later pass reads from shared memory (row_cache.rs).
     pub value_cache: Option<ValueCache>,
+    /// When set, 16-byte loads of a row variable read the row's copy in
+    /// shared memory (next_row.rs; the row-wise schedule sets it).
+    pub next_row: Option<NextRow>,
     /// The intrinsic global loads go through (`Device::load_hint`); empty
     /// for a plain load.
     pub load_fn: &'static str,
@@ -119,6 +123,7 @@ impl<'f> Lowerer<'f> {
             loads: None,
             row_cache: None,
             value_cache: None,
+            next_row: None,
             load_fn: "__ldg",
         }
     }
@@ -410,6 +415,14 @@ impl<'f> Lowerer<'f> {
                 }
             }
         }
+        // A per-row value copied with the row (next_row.rs), outside any
+        // branch: its index is then valid for every row.
+        let plain = !b.dtype.is_complex() && b.dtype != DType::Bool && !b.shared;
+        let copied = plain && b.dtype.size_bytes() == 4 && self.branch_path.is_empty() && self.scopes_block_vectors == 0;
+        if let Some(slot) = self.next_row.as_mut().filter(|_| copied).and_then(|n| n.load(&b.param, &off, 4)) {
+            let e = format!("*reinterpret_cast<const {}*>(&{slot})", ctype::storage(b.dtype));
+            return self.bind(v, idx, ctype::from_storage(b.dtype, &e));
+        }
         // __ldg has overloads for scalar and vector types only: a complex
         // element (a struct of two parts) is read with a plain load.
         let load = if b.dtype.is_complex() || b.shared || self.load_fn.is_empty() {
@@ -474,9 +487,15 @@ impl<'f> Lowerer<'f> {
                     }
                     _ => Action::Global,
                 };
+                let copied = word == "uint4" && !b.shared && self.branch_path.is_empty();
                 let global = |lw: &mut Self| {
                     for c in 0..chunks {
                         let at = base.clone().add(Ix::c((c * per) as i64));
+                        // The row's copy in shared memory (next_row.rs).
+                        if let Some(slot) = lw.next_row.as_mut().filter(|_| copied).and_then(|n| n.load(&b.param, &at, 16)) {
+                            lw.line(&format!("*reinterpret_cast<uint4*>(&{a}[{}]) = {slot};", c * per));
+                            continue;
+                        }
                         let src = format!("reinterpret_cast<const {word}*>(&{}[{at}])", b.param);
                         let src = if b.shared || lw.load_fn.is_empty() {
                             format!("*{src}")

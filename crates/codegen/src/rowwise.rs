@@ -11,6 +11,7 @@ use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::kernel::{lane_arrays, signature, store_lane_arrays, Context};
 use crate::lower::{Lanes, Lowerer};
+use crate::next_row::NextRow;
 use crate::passes::Passes;
 use crate::persistent::{push_row_outputs, RowTarget};
 use crate::plan::{Kernel, Schedule};
@@ -384,11 +385,44 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     // Spread rows: a block each, one at a time (what two rows per thread
     // would hide is latency the other blocks do not have to hide).
     let u = if spread { 1 } else { unroll(spec, &sh, held, per_block) };
-    let first = build_unrolled(cx, name, spec, &sh, per_block, u)?;
+    let first = build_next_row(cx, name, spec, &sh, per_block, u)?;
     if first.0.lines().count() > UNROLLED_LINES_MAX && u > 1 {
-        return build_unrolled(cx, name, spec, &sh, per_block, 1);
+        return build_next_row(cx, name, spec, &sh, per_block, 1);
     }
     Ok(first)
+}
+
+/// `build_unrolled`, with the next row copied to shared memory while the
+/// current one reduces (next_row.rs) where each block walks two row
+/// iterations or more of a fixed grid and the two buffers fit beside what
+/// else the block keeps there.
+fn build_next_row(
+    cx: &Context,
+    name: &str,
+    spec: &Spec,
+    sh: &Shape,
+    per_block: usize,
+    u_rows: usize,
+) -> Result<(String, Kernel), CodegenError> {
+    let per_iter = u_rows * per_block;
+    let block = sh.threads * per_block;
+    let walks = spec.row_blocks > 0 && spec.rows.div_ceil(per_iter) >= 2 * spec.row_blocks;
+    if cx.dev.next_row == 0 || !walks {
+        return build_unrolled(cx, name, spec, sh, per_block, u_rows, None).map(|(s, k, _)| (s, k));
+    }
+    let rows: Vec<String> = (0..u_rows).map(|u| format!("row{u}")).collect();
+    let (src, kernel, seen) =
+        build_unrolled(cx, name, spec, sh, per_block, u_rows, Some(NextRow::survey(&rows, block, cx.dev.next_row >= 2)))?;
+    // The blocks the grid puts on each multiprocessor share its memory,
+    // less the 1 KiB the driver keeps per block, the reductions' scratch
+    // and the broadcast inputs' copies.
+    let on_sm = (spec.row_blocks * sh.tiles).div_ceil(cx.dev.sm_count as usize).max(1);
+    let copies: usize = copied_inputs(cx, spec, sh, block).iter().map(|&(v, _, _)| cx.f.value(v).numel() * cx.f.value(v).dtype.size_bytes()).sum();
+    let budget = (cx.dev.shared_memory_per_sm as usize / on_sm).saturating_sub(2048 + copies);
+    match seen.and_then(|n| n.plan(budget)) {
+        Some(next) => build_unrolled(cx, name, spec, sh, per_block, u_rows, Some(next)).map(|(s, k, _)| (s, k)),
+        None => Ok((src, kernel)),
+    }
 }
 
 fn build_unrolled(
@@ -398,7 +432,8 @@ fn build_unrolled(
     sh: &Shape,
     per_block: usize,
     u_rows: usize,
-) -> Result<(String, Kernel), CodegenError> {
+    next: Option<NextRow>,
+) -> Result<(String, Kernel, Option<NextRow>), CodegenError> {
     let f = cx.f;
     let w = spec.width;
     let tiles = sh.tiles;
@@ -494,6 +529,11 @@ fn build_unrolled(
             cols.push(Col { ii, q, jj, ok });
         }
     }
+    let mut next = next;
+    if let Some(n) = &mut next {
+        n.known = cols.iter().flat_map(|c| [c.ii.clone(), c.q.clone(), c.jj.clone()]).collect();
+        n.known.extend(["gr".to_string(), "tr".to_string()]);
+    }
     // Sums over rows: one accumulator per vector slot and lane.
     let mut oaccs: Vec<Vec<Vec<String>>> = Vec::new();
     for (r, _) in spec.outer {
@@ -538,14 +578,8 @@ fn build_unrolled(
     // bias) are copied to shared memory as the block starts: the copy waits
     // alongside the row's loads, costs no registers, and the outputs read it
     // after the reductions at shared-memory latency instead of L2's.
-    // Measured on the H200: rows of two tensors read (a dropout + residual +
-    // norm) ran 3-18% slower with the copy, rows of one 3-25% faster; the
-    // cause is not known, so those keep reading where used.
-    let copied = if cx.dev.row_prefetch == 2 && !sh.reload && !reds.is_empty() && held(f, spec.rows, spec.cols) < 2 {
-        shared_copies(cx, spec, block)
-    } else {
-        Vec::new()
-    };
+    // Which ones: `copied_inputs`.
+    let copied = copied_inputs(cx, spec, sh, block);
     for (n, &(v, pos, offset)) in copied.iter().enumerate() {
         let val = f.value(v);
         let numel = val.numel();
@@ -567,11 +601,51 @@ fn build_unrolled(
             },
         );
     }
+    let exact_rows = spec.rows.is_multiple_of(per_iter);
+    // The next row's copies (next_row.rs), `row` its first row: the first
+    // before the loop, then each iteration's next as it starts.
+    let next_rows = |lw: &mut Lowerer, n: &NextRow, row: &str, buffer: &str| {
+        lw.open(&format!("if ({row} < {}) {{", spec.rows));
+        let names: Vec<String> = (0..u_rows).map(|u| format!("nrow{u}")).collect();
+        for (u, nr) in names.iter().enumerate() {
+            let at = format!("{row} + {}{}", u * per_block, if per_block > 1 { " + gr" } else { "" });
+            let at = if exact_rows { at } else { format!("min({at}, {})", spec.rows - 1) };
+            lw.line(&format!("const {it} {nr} = {at};"));
+        }
+        for c in n.copies(&names, buffer) {
+            lw.line(&c);
+        }
+        lw.close("}");
+    };
+    let copying = next.as_ref().is_some_and(|n| n.count(16) > 0);
+    if let Some(n) = next.as_ref().filter(|_| copying) {
+        for d in n.declarations() {
+            lw.line(&d);
+        }
+        lw.open("{");
+        lw.line(&format!("const {it} nrow = ({it})blockIdx.x * {per_iter};"));
+        next_rows(&mut lw, n, "nrow", "0");
+        lw.close("}");
+        lw.line("int fb_nb = 0;");
+        // The broadcast inputs' copies are waited for here, with the first
+        // row's: a wait in the loop would wait for the next row's too.
+        if !copied.is_empty() {
+            lw.line("fb_copy_wait();");
+            lw.line("__syncthreads();");
+        }
+    }
     lw.open(&format!(
         "for ({it} row = ({it})blockIdx.x * {per_iter}; row < {}; row += ({it})gridDim.x * {per_iter}) {{",
         spec.rows
     ));
-    let exact_rows = spec.rows.is_multiple_of(per_iter);
+    if let Some(n) = next.as_ref().filter(|_| copying) {
+        lw.line("fb_copy_wait();");
+        lw.open("{");
+        lw.line(&format!("const {it} nrow = row + ({it})gridDim.x * {per_iter};"));
+        next_rows(&mut lw, n, "nrow", "(fb_nb ^ 1)");
+        lw.close("}");
+    }
+    lw.next_row = next;
     let mut row_vars: Vec<RowVar> = Vec::new();
     for u in 0..u_rows {
         let rv = format!("row{u}");
@@ -685,7 +759,7 @@ fn build_unrolled(
             }
         }
     }
-    if !copied.is_empty() {
+    if !copied.is_empty() && !copying {
         lw.line("fb_copy_wait();");
         lw.line("__syncthreads();");
     }
@@ -788,7 +862,11 @@ fn build_unrolled(
         }
         lw.close("}");
     }
+    if copying {
+        lw.line("fb_nb ^= 1;");
+    }
     lw.close("}");
+    let next = lw.next_row.take();
     match spec.finish {
         Some(_) if per_block > 1 || row_blocks > 1 => {
             return Err(CodegenError::NoFit(format!(
@@ -857,6 +935,17 @@ fn build_unrolled(
         let names: Vec<&str> = copied.iter().map(|&(v, _, _)| f.value(v).name.as_str()).collect();
         format!(", {} copied to shared memory as each block starts", names.join(", "))
     };
+    let nexts = match next.as_ref().filter(|_| copying) {
+        Some(n) => format!(
+            ", the next row's {} vectors{} per thread copied to shared memory as the row reduces",
+            n.count(16),
+            match n.count(4) {
+                0 => String::new(),
+                s => format!(" and {s} per-row values"),
+            }
+        ),
+        None => String::new(),
+    };
     let kernel = Kernel {
         name: name.into(),
         schedule: if reds.is_empty() { Schedule::Pointwise } else { Schedule::InnerPersistent },
@@ -865,16 +954,29 @@ fn build_unrolled(
         args: params.args,
         code_hash: String::new(),
         choice: None,
-        shared_bytes: 0,
+        shared_bytes: next.as_ref().filter(|_| copying).map_or(0, |n| n.bytes() as u32),
         summary: format!(
-            "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]{copies}",
+            "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]{copies}{nexts}",
             spec.rows,
             spec.cols,
             row_blocks,
             what.join(", ")
         ),
     };
-    Ok((src, kernel))
+    Ok((src, kernel, next))
+}
+
+/// The inputs a row kernel copies to shared memory as each block starts
+/// (`shared_copies`): where it reduces rows held in registers and reads one
+/// row-sized tensor. Measured on the H200: rows of two tensors read (a
+/// dropout + residual + norm) ran 3-18% slower with the copy, rows of one
+/// 3-25% faster; the cause is not known, so those keep reading where used.
+fn copied_inputs(cx: &Context, spec: &Spec, sh: &Shape, block: usize) -> Vec<(ValueId, usize, i64)> {
+    if cx.dev.row_prefetch == 2 && !sh.reload && !spec.inner.is_empty() && held(cx.f, spec.rows, spec.cols) < 2 {
+        shared_copies(cx, spec, block)
+    } else {
+        Vec::new()
+    }
 }
 
 /// Values of rows x columns that the kernel's outputs read and that are a

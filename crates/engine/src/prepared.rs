@@ -182,6 +182,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         last_block_combine: k.last_block_combine.unwrap_or(d.last_block_combine),
         contiguous_per_lane: k.contiguous_per_lane.unwrap_or(d.contiguous_per_lane),
         row_cache: k.row_cache.unwrap_or(d.row_cache),
+        next_row: k.next_row.unwrap_or(d.next_row),
         load_hint: match k.loads {
             Some("cs") => Some(LoadHint::Streaming),
             Some("plain") => Some(LoadHint::Plain),

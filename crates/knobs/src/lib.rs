@@ -94,6 +94,8 @@ pub const DECLARED: &[Declared] = &[
         "how a grid or outer reduction's partials are combined: by a kernel of their own, or by the last block to store its partials, in the same kernel (tuning experiments)"),
     knob("FUSEBENCH_CONTIGUOUS_PER_LANE", "a whole number from 1 to 64", "the planner's (4)", Affects::Kernels,
         "vectors each lane of a reduction over elements contiguous in memory folds before more lanes share a result (tuning experiments)"),
+    knob("FUSEBENCH_NEXT_ROW", "0, 1 or 2", "the planner's (2)", Affects::Kernels,
+        "row kernels that walk many rows copy the next row to shared memory while the current one reduces: 0 not, 1 its 16-byte vectors, 2 its per-row 4-byte values too (tuning experiments)"),
     knob("FUSEBENCH_ROW_CACHE", "0 or 1", "the planner's (1)", Affects::Kernels,
         "1: a row too long for the registers is kept in shared memory between its passes (as much of it as fits two blocks per multiprocessor); 0: every pass reads it again from global memory (tuning experiments)"),
     knob("FUSEBENCH_LOADS", "nc, cs or plain", "the planner's (nc)", Affects::Kernels,
@@ -156,6 +158,7 @@ pub struct Knobs {
     pub last_block_combine: Option<bool>,
     pub contiguous_per_lane: Option<u32>,
     pub row_cache: Option<bool>,
+    pub next_row: Option<u32>,
     /// "nc", "cs" or "plain".
     pub loads: Option<&'static str>,
     pub cache_dir: Option<PathBuf>,
@@ -192,6 +195,7 @@ impl Default for Knobs {
             last_block_combine: None,
             contiguous_per_lane: None,
             row_cache: None,
+            next_row: None,
             loads: None,
             cache_dir: None,
             no_kernel_cache: false,
@@ -298,6 +302,7 @@ impl Knobs {
                 .map(|b| k.last_block_combine = Some(b)),
                 "FUSEBENCH_CONTIGUOUS_PER_LANE" => count(value, 1, 64).map(|n| k.contiguous_per_lane = Some(n)),
                 "FUSEBENCH_ROW_CACHE" => flag(value).map(|b| k.row_cache = Some(b)),
+                "FUSEBENCH_NEXT_ROW" => count(value, 0, 2).map(|n| k.next_row = Some(n)),
                 "FUSEBENCH_LOADS" => ["nc", "cs", "plain"]
                     .into_iter()
                     .find(|&h| h == value)

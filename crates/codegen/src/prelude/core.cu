@@ -37,14 +37,21 @@ __device__ __forceinline__ unsigned fb_f2h2(float lo, float hi) {
 // Round a float to the nearest value the reduced type can hold.
 __device__ __forceinline__ float fb_rbf(float f) { return fb_bf2f(fb_f2bf(f)); }
 __device__ __forceinline__ float fb_rh(float f) { return fb_h2f(fb_f2h(f)); }
-// 16 bytes from global to shared memory without passing through registers
-// (cp.async on sm_80 and later); fb_copy_wait waits for this thread's copies,
+// 16 bytes (fb_copy4: 4) from global to shared memory without passing through
+// registers (cp.async on sm_80 and later); fb_copy_wait waits for this thread's copies,
 // and a __syncthreads after it makes every thread's copies visible.
 __device__ __forceinline__ void fb_copy16(void* smem, const void* gmem) {
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"((unsigned)__cvta_generic_to_shared(smem)), "l"(gmem));
 #else
     *reinterpret_cast<uint4*>(smem) = *reinterpret_cast<const uint4*>(gmem);
+#endif
+}
+__device__ __forceinline__ void fb_copy4(void* smem, const void* gmem) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"((unsigned)__cvta_generic_to_shared(smem)), "l"(gmem));
+#else
+    *reinterpret_cast<unsigned*>(smem) = *reinterpret_cast<const unsigned*>(gmem);
 #endif
 }
 __device__ __forceinline__ void fb_copy_wait() {

@@ -1,0 +1,149 @@
+//! The next row copied to shared memory while the current one reduces, in a
+//! row-wise kernel whose blocks walk many rows one after another (the fixed
+//! grid of a backward norm, whose column sums stay in registers across
+//! rows). Without it a block loads a row, waits for it, reduces it and
+//! stores its outputs before the next row's loads start, so the memory
+//! system idles behind every block's reductions; two blocks per
+//! multiprocessor overlap only each other's. nvFuser's inner-outer kernel
+//! stages rows in shared memory with `cp.async` for the same reason.
+//!
+//! Each 16-byte load of a row variable becomes a slot (and, at level 2,
+//! each 4-byte load of one: a backward RMSNorm's saved reciprocal, whose
+//! latency every row waited for): at the top of each iteration the thread
+//! waits for its copies of the current row, issues the copies of the next
+//! row into the other of two buffers (`fb_copy16`, `fb_copy4`), and the body
+//! reads the current buffer where it loaded global memory. A thread reads
+//! back only what it copied itself (slots are `[buffer][slot][thread]`), so
+//! no barrier is needed, and consecutive threads touch consecutive words.
+//! Copies cost no registers: holding the next row in registers instead would
+//! have pushed a backward LayerNorm's 116 registers past the 128 that two
+//! blocks of 256 threads allow.
+//!
+//! The kernel is lowered twice: a survey of the row loads, then the kernel
+//! with their slots.
+
+use crate::ix::Ix;
+
+/// One copied load: its buffer, element of lane 0 and bytes (16 or 4).
+type Slot = (String, Ix, usize);
+
+pub struct NextRow {
+    /// The loop body's row variables; a load that uses one is copied.
+    rows: Vec<String>,
+    /// Variables set before the loop (a thread's columns) that a copied
+    /// load may use besides the row variables; a load using any other (a
+    /// gather index loaded in the body) is not copied.
+    pub known: Vec<String>,
+    /// Whether 4-byte loads are copied too.
+    scalars: bool,
+    /// Survey: slots are recorded, not used.
+    survey: bool,
+    /// In first-seen order.
+    slots: Vec<Slot>,
+    /// Threads of the block.
+    block: usize,
+}
+
+impl NextRow {
+    /// A survey of the loads that read any of `rows`: 16-byte ones, and
+    /// 4-byte ones too with `scalars`.
+    pub fn survey(rows: &[String], block: usize, scalars: bool) -> NextRow {
+        NextRow {
+            rows: rows.to_vec(),
+            known: Vec::new(),
+            scalars,
+            survey: true,
+            slots: Vec::new(),
+            block,
+        }
+    }
+
+    /// After a survey: the kernel with slots, when there are vectors to copy
+    /// and both buffers fit `budget` bytes.
+    pub fn plan(mut self, budget: usize) -> Option<NextRow> {
+        if self.count(16) == 0 || self.bytes() > budget {
+            return None;
+        }
+        self.survey = false;
+        Some(self)
+    }
+
+    /// Shared memory of the two buffers, bytes.
+    pub fn bytes(&self) -> usize {
+        2 * self.block * (16 * self.count(16) + 4 * self.count(4))
+    }
+
+    /// Slots of `bytes` per buffer.
+    pub fn count(&self, bytes: usize) -> usize {
+        self.slots.iter().filter(|s| s.2 == bytes).count()
+    }
+
+    /// The slots' arrays, in dynamic shared memory (`bytes` of it): a
+    /// re-read row of 11008 bf16 in two tensors takes 88 KB in two buffers,
+    /// past the 48 KB of static shared memory a block may have.
+    pub fn declarations(&self) -> Vec<String> {
+        let mut d = vec!["extern __shared__ __align__(16) uint4 fb_next[];".to_string()];
+        if self.count(4) > 0 {
+            d.push(format!(
+                "unsigned* const fb_next4 = reinterpret_cast<unsigned*>(fb_next + {});",
+                2 * self.count(16) * self.block
+            ));
+        }
+        d
+    }
+
+    /// A load of `bytes` (16 or 4) of `param` at element `at`: in a survey,
+    /// recorded when it reads a row variable; in the kernel, the read of its
+    /// slot in the current buffer (a `uint4` or `unsigned`) when it has one.
+    pub fn load(&mut self, param: &str, at: &Ix, bytes: usize) -> Option<String> {
+        if !(bytes == 16 || bytes == 4 && self.scalars)
+            || !self.rows.iter().any(|r| at.uses(r))
+            || !self.only_known(at)
+        {
+            return None;
+        }
+        let key = (param.to_string(), at.clone(), bytes);
+        let known = self.slots.iter().any(|s| *s == key);
+        if self.survey {
+            if !known {
+                self.slots.push(key);
+            }
+            return None;
+        }
+        known.then(|| self.slot(&key, "fb_nb"))
+    }
+
+    fn only_known(&self, at: &Ix) -> bool {
+        match at {
+            Ix::Const(_) => true,
+            Ix::Var(n) => self.rows.contains(n) || self.known.contains(n),
+            Ix::Add(ts) => ts.iter().all(|t| self.only_known(t)),
+            Ix::Mul(x, _) | Ix::Div(x, _) | Ix::Mod(x, _) => self.only_known(x),
+        }
+    }
+
+    /// The slot of `key` in buffer `buffer` (a C expression).
+    fn slot(&self, key: &Slot, buffer: &str) -> String {
+        let bytes = key.2;
+        let k = self.slots.iter().filter(|s| s.2 == bytes).position(|s| s == key).unwrap_or(0);
+        let name = if bytes == 16 { "fb_next" } else { "fb_next4" };
+        format!("{name}[({buffer} * {} + {k}) * {} + threadIdx.x]", self.count(bytes), self.block)
+    }
+
+    /// The copies of the row whose row variables are `next` (one per row
+    /// variable, in order) into buffer `buffer` (a C expression).
+    pub fn copies(&self, next: &[String], buffer: &str) -> Vec<String> {
+        self.slots
+            .iter()
+            .map(|key| {
+                let (param, at, bytes) = key;
+                let at = self
+                    .rows
+                    .iter()
+                    .zip(next)
+                    .fold(at.clone(), |at, (r, n)| at.subst(r, &Ix::var(n.clone())));
+                format!("fb_copy{bytes}(&{}, &{param}[{at}]);", self.slot(key, buffer))
+            })
+            .collect()
+    }
+}
