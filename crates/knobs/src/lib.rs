@@ -446,6 +446,7 @@ mod tests {
             ("FUSEBENCH_ROW_PREFETCH", "3"),
             ("FUSEBENCH_COLUMN_SUMS", "rows"),
             ("FUSEBENCH_ROW_CACHE", "yes"),
+            ("FUSEBENCH_NEXT_ROW", "3"),
             ("FUSEBENCH_LOADS", "ldg"),
         ] {
             assert!(
