@@ -103,7 +103,7 @@ impl NextRow {
             return None;
         }
         let key = (param.to_string(), at.clone(), bytes);
-        let known = self.slots.iter().any(|s| *s == key);
+        let known = self.slots.contains(&key);
         if self.survey {
             if !known {
                 self.slots.push(key);
