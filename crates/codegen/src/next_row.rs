@@ -68,6 +68,11 @@ impl NextRow {
         Some(self)
     }
 
+    /// Whether this is a plan (its loads read the copies), not a survey.
+    pub fn planned(&self) -> bool {
+        !self.survey
+    }
+
     /// Shared memory of the two buffers, bytes.
     pub fn bytes(&self) -> usize {
         2 * self.block * (16 * self.count(16) + 4 * self.count(4))

@@ -540,7 +540,6 @@ fn build_unrolled(
     let mut next = next;
     if let Some(n) = &mut next {
         n.known = cols.iter().flat_map(|c| [c.ii.clone(), c.q.clone(), c.jj.clone()]).collect();
-        n.known.extend(["gr".to_string(), "tr".to_string()]);
     }
     // Sums over rows: one accumulator per vector slot and lane.
     let mut oaccs: Vec<Vec<Vec<String>>> = Vec::new();
@@ -625,7 +624,8 @@ fn build_unrolled(
         }
         lw.close("}");
     };
-    let copying = next.as_ref().is_some_and(|n| n.count(16) > 0);
+    // A survey lowers the kernel as it is; a plan copies.
+    let copying = next.as_ref().is_some_and(NextRow::planned);
     if let Some(n) = next.as_ref().filter(|_| copying) {
         for d in n.declarations() {
             lw.line(&d);
