@@ -413,10 +413,18 @@ fn build_next_row(
     let rows: Vec<String> = (0..u_rows).map(|u| format!("row{u}")).collect();
     let (src, kernel, seen) =
         build_unrolled(cx, name, spec, sh, per_block, u_rows, Some(NextRow::survey(&rows, block, cx.dev.next_row >= 2)))?;
-    // The blocks the grid puts on each multiprocessor share its memory,
-    // less the 1 KiB the driver keeps per block, the reductions' scratch
-    // and the broadcast inputs' copies.
-    let on_sm = (spec.row_blocks * sh.tiles).div_ceil(cx.dev.sm_count as usize).max(1);
+    // The blocks a multiprocessor runs at once share its memory, less the
+    // 1 KiB the driver keeps per block, the reductions' scratch and the
+    // broadcast inputs' copies. At once: the grid's share of each, unless
+    // the column sums each thread holds, with the registers it needs
+    // besides, leave room for fewer (a backward LayerNorm of 16384 bf16:
+    // 64 sums per thread of 512, one block at a time).
+    let sums = spec.outer.len() * sh.vectors * spec.width;
+    let by_registers = cx.dev.registers_per_sm as usize / (block * (sums + crate::launch::RELOAD_SPARE_REGISTERS));
+    let on_sm = (spec.row_blocks * sh.tiles)
+        .div_ceil(cx.dev.sm_count as usize)
+        .min(by_registers)
+        .max(1);
     let copies: usize = copied_inputs(cx, spec, sh, block).iter().map(|&(v, _, _)| cx.f.value(v).numel() * cx.f.value(v).dtype.size_bytes()).sum();
     let budget = (cx.dev.shared_memory_per_sm as usize / on_sm).saturating_sub(2048 + copies);
     match seen.and_then(|n| n.plan(budget)) {

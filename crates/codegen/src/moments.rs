@@ -1,0 +1,214 @@
+//! A mean and variance (`var_mean`, `welford`) over dims that are not
+//! fastest in memory, in one read of the input. The outer schedule
+//! (outer.rs) otherwise takes two passes, the mean and then the squared
+//! deviations from it, each reading the whole input: a column-major
+//! LayerNorm of 2048x16384 bf16 read its input three times (78 us on the
+//! H200, Triton 61).
+//!
+//! Three sums per result, like any sum (partials per block, folded in a
+//! fixed order: two runs give the same bits): of the values, S0, for the
+//! mean S0 / n as the two passes compute it; and of the values shifted by
+//! one of them, its first (`K`, or 0 where that is not finite), S1, and of
+//! their squares, S2, for M2 = S2 - S1^2 / n. With a shift from the data
+//! those two stay near the deviations' scale, so M2 does not lose what a
+//! plain sum of squares would.
+//!
+//! Measured on the H200 and refuted on the way: Welford's update (a running
+//! mean per thread, Chan's merge) was slower than the two passes for bf16
+//! (a division per element, and a combine of dependent merges: 18.9 us
+//! against 1.7), and in f32 its running mean, rounded at each update, put
+//! the variance of values 1000 +- 0.5 2.4e-5 off, outside f32's tolerance.
+//! The mean as K + S1 / n erred by u |K| (4e-7 on means of 1e-3, outside
+//! it), hence S0. An infinite element gives an infinite mean and a NaN
+//! variance, as the two passes do.
+
+use crate::error::CodegenError;
+use crate::kernel::{signature, Context};
+use crate::outer::Geometry;
+use crate::plan::{Kernel, Schedule};
+use crate::reduction::{Kind, Reduction};
+use crate::ix::Ix;
+use crate::{ctype, view};
+use fusebench_ir::{Literal, ValueId};
+
+/// Whether `r` is computed in one pass here: a mean and variance of real
+/// values, unless the last block combines partials (`FUSEBENCH_COMBINE=
+/// last-block`, which folds one value per result).
+pub fn one_pass(cx: &Context, r: &Reduction) -> bool {
+    !matches!(r.kind, Kind::Plain(_)) && !r.acc(cx.f).is_complex() && !cx.dev.last_block_combine
+}
+
+/// The shift of lane `j`'s result: its first element (reduced index 0),
+/// or 0 where that is not finite.
+fn shift(lw: &mut crate::lower::Lowerer, f: &fusebench_ir::Fusion, r: &Reduction, x_idx: &[Ix], name: &str) -> Result<(), CodegenError> {
+    let acc = r.acc(f);
+    let xv = lw.value_at(r.x, x_idx)?;
+    let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+    let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+    let reg = ctype::reg(acc);
+    lw.line(&format!("{reg} {name} = {xv};"));
+    lw.line(&format!("if (!isfinite({name})) {name} = 0;"));
+    Ok(())
+}
+
+/// Appends the partial kernel and the combine of `r` laid out by `g`, and
+/// records where its mean and variance (or M2) are stored; the combine also
+/// writes `epilogue`.
+pub fn build(
+    cx: &mut Context,
+    name: &str,
+    r: &Reduction,
+    g: &Geometry,
+    epilogue: &[(ValueId, usize)],
+    out: &mut Vec<(String, Kernel)>,
+) -> Result<(), CodegenError> {
+    let f = cx.f;
+    let acc = r.acc(f);
+    let reg = ctype::reg(acc);
+    let zero = ctype::literal(acc, Literal::Int(0));
+    let Geometry { o, k, width, bx, by, blocks_x, splits, .. } = *g;
+    let label = f.value(r.outputs[0]).name.clone();
+    let sums = cx.add_temp(acc, splits * o, format!("partial sums of {label}"));
+    let firsts = cx.add_temp(acc, splits * o, format!("partial shifted sums of {label}"));
+    let seconds = cx.add_temp(acc, splits * o, format!("partial shifted squares of {label}"));
+
+    // Partial kernel: thread (x, y) sums the shifted values and squares of
+    // reduced elements y, y + by, ... of its block's chunk, for `width`
+    // results, then the block's rows are added in order 0, 1, ...
+    let (mut lw, params) = cx.lowerer();
+    cx.read_once(&mut lw, r, &[]);
+    let it = lw.idx_type;
+    let kept_idx = g.thread_results(&mut lw);
+    for j in 0..width {
+        lw.line(&format!("{reg} a{j} = {zero}, s{j} = {zero}, t{j} = {zero};"));
+    }
+    g.chunk_bounds(&mut lw);
+    lw.open("if (live) {");
+    lw.open("{");
+    lw.allow_vector_loads_here();
+    for j in 0..width {
+        // At reduced index 0 written as a constant: an index in `r` would
+        // be taken for the loop's loads of the same text.
+        let x_idx: Vec<Ix> = g.x_index(&mut lw, r, &kept_idx, j).iter().map(|i| i.subst("r", &Ix::c(0))).collect();
+        shift(&mut lw, f, r, &x_idx, &format!("k{j}"))?;
+    }
+    lw.lanes = None;
+    let batch = cx.dev.loads_in_flight.max(1) as usize;
+    crate::strided::emit(&mut lw, it, "r", "r0 + threadIdx.y", "r1", &by.to_string(), batch, |lw| {
+        lw.allow_vector_loads_here();
+        for j in 0..width {
+            let x_idx = g.x_index(lw, r, &kept_idx, j);
+            let xv = lw.value_at(r.x, &x_idx)?;
+            let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+            let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+            lw.line(&format!("{{ const {reg} x = {xv}; a{j} += x; const {reg} y = x - k{j}; s{j} += y; t{j} += y * y; }}"));
+        }
+        lw.lanes = None;
+        Ok(())
+    })?;
+    lw.close("}");
+    lw.close("}");
+    let cols = bx * width;
+    lw.line(&format!("__shared__ {reg} fb_fa[{by}][{cols}];"));
+    lw.line(&format!("__shared__ {reg} fb_fs[{by}][{cols}];"));
+    lw.line(&format!("__shared__ {reg} fb_ft[{by}][{cols}];"));
+    for j in 0..width {
+        lw.line(&format!("fb_fa[threadIdx.y][threadIdx.x * {width} + {j}] = a{j};"));
+        lw.line(&format!("fb_fs[threadIdx.y][threadIdx.x * {width} + {j}] = s{j};"));
+        lw.line(&format!("fb_ft[threadIdx.y][threadIdx.x * {width} + {j}] = t{j};"));
+    }
+    lw.line("__syncthreads();");
+    lw.open("if (live && threadIdx.y == 0) {");
+    for j in 0..width {
+        lw.line(&format!("{reg} ba{j} = a{j}, bs{j} = s{j}, bt{j} = t{j};"));
+        lw.line(&format!(
+            "for (int y = 1; y < {by}; ++y) {{ ba{j} += fb_fa[y][threadIdx.x * {width} + {j}]; bs{j} += fb_fs[y][threadIdx.x * {width} + {j}]; bt{j} += fb_ft[y][threadIdx.x * {width} + {j}]; }}"
+        ));
+        lw.line(&format!("tmp{sums}[({it})blockIdx.y * {o} + o + {j}] = ba{j};"));
+        lw.line(&format!("tmp{firsts}[({it})blockIdx.y * {o} + o + {j}] = bs{j};"));
+        lw.line(&format!("tmp{seconds}[({it})blockIdx.y * {o} + o + {j}] = bt{j};"));
+    }
+    lw.close("}");
+    let pname = format!("{name}_p0");
+    let src = format!("{} {{\n{}}}\n", signature(&pname, (bx * by) as u32, &params), lw.code);
+    out.push((
+        src,
+        Kernel {
+            name: pname,
+            schedule: Schedule::OuterPartial,
+            grid: [crate::launch::grid_dim(blocks_x), crate::launch::grid_dim(splits), 1],
+            block: [bx as u32, by as u32, 1],
+            args: params.args,
+            code_hash: String::new(),
+            choice: None,
+            shared_bytes: 0,
+            summary: format!(
+                "outer mean and variance of {} over {k} in one pass (its sum, and sums shifted by each result's first element), {splits} splits: {o} results, {width} per thread",
+                f.value(r.x).name
+            ),
+        },
+    ));
+
+    // Combine: a thread per result adds the blocks' partials in order.
+    let (mean_out, second, what) = match r.kind {
+        Kind::Welford => (r.outputs[0], r.outputs[1], "M2"),
+        _ => (r.outputs[1], r.outputs[0], "variance"),
+    };
+    let mean_t = cx.add_temp(f.value(mean_out).dtype, o, format!("mean of {label}"));
+    let second_t = cx.add_temp(f.value(second).dtype, o, format!("{what} of {label}"));
+    let (mut lw, mut params) = cx.lowerer();
+    for &(v, pos) in epilogue {
+        params.push_output(f, v, pos);
+    }
+    let block = 128usize;
+    lw.line(&format!("const {it} o = ({it})blockIdx.x * {block} + threadIdx.x;"));
+    lw.line(&format!("if (o >= {o}) return;"));
+    lw.line(&format!("{reg} a = {zero}, s = {zero}, t = {zero};"));
+    lw.line(&format!(
+        "for (int p = 0; p < {splits}; ++p) {{ a += tmp{sums}[({it})p * {o} + o]; s += tmp{firsts}[({it})p * {o} + o]; t += tmp{seconds}[({it})p * {o} + o]; }}"
+    ));
+    let n = ctype::literal(acc, Literal::Int(k as i64));
+    lw.line(&format!("const {reg} q = t - s * s / {n};"));
+    let second_value = match r.kind {
+        Kind::VarMean { correction } => {
+            format!("q / {}", ctype::literal(acc, Literal::Int((k as i64 - correction).max(0))))
+        }
+        _ => "q".to_string(),
+    };
+    let out_shape = f.value(r.outputs[0]).shape.clone().unwrap_or_default();
+    for (v, t, value) in [(mean_out, mean_t, format!("a / {n}")), (second, second_t, second_value)] {
+        let d = f.value(v).dtype;
+        let h = lw.fresh("h");
+        lw.line(&format!("const {} {h} = {};", ctype::reg(d), ctype::convert(acc, d, &value)));
+        lw.line(&format!("tmp{t}[o] = {};", ctype::to_storage(d, &h)));
+        lw.hold(v, crate::lower::Held { expr: h, index: view::delinearize(Ix::var("o"), &out_shape) });
+    }
+    for &(v, pos) in epilogue {
+        let idx = view::delinearize(Ix::var("o"), f.value(v).shape.as_deref().unwrap_or(&[]));
+        let e = lw.value_at(v, &idx)?;
+        lw.line(&format!("out{pos}[o] = {};", ctype::to_storage(f.value(v).dtype, &e)));
+    }
+    let cname = format!("{name}_c0");
+    let src = format!("{} {{\n{}}}\n", signature(&cname, block as u32, &params), lw.code);
+    let epi: Vec<String> = epilogue.iter().map(|&(v, _)| f.value(v).name.clone()).collect();
+    out.push((
+        src,
+        Kernel {
+            name: cname,
+            schedule: Schedule::OuterCombine,
+            grid: [crate::launch::grid_dim(o.div_ceil(block).max(1)), 1, 1],
+            block: [block as u32, 1, 1],
+            args: params.args,
+            code_hash: String::new(),
+            choice: None,
+            shared_bytes: 0,
+            summary: format!(
+                "adds {splits} partials into the mean and {what} of {label}{}",
+                if epi.is_empty() { String::new() } else { format!("; writes [{}]", epi.join(", ")) }
+            ),
+        },
+    ));
+    cx.store_in(mean_out, mean_t);
+    cx.store_in(second, second_t);
+    Ok(())
+}
