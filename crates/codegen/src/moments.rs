@@ -5,22 +5,29 @@
 //! LayerNorm of 2048x16384 bf16 read its input three times (78 us on the
 //! H200, Triton 61).
 //!
-//! Three sums per result, like any sum (partials per block, folded in a
-//! fixed order: two runs give the same bits): of the values, S0, for the
-//! mean S0 / n as the two passes compute it; and of the values shifted by
-//! one of them, its first (`K`, or 0 where that is not finite), S1, and of
-//! their squares, S2, for M2 = S2 - S1^2 / n. With a shift from the data
-//! those two stay near the deviations' scale, so M2 does not lose what a
-//! plain sum of squares would.
+//! Per result, a plain sum of the values, S0, for the mean S0 / n as the
+//! two passes compute it (the same order, the same bits); and Welford's
+//! update over the values shifted by one of them, its first (`K`, or 0
+//! where that is not finite), for M2: each thread runs it over its
+//! elements, the block's rows of threads and then the blocks are merged
+//! with Chan's formula in a fixed order (two runs give the same bits). A
+//! block's element count is known from the geometry, so the combine's
+//! merge weights are constants.
 //!
-//! Measured on the H200 and refuted on the way: Welford's update (a running
-//! mean per thread, Chan's merge) was slower than the two passes for bf16
-//! (a division per element, and a combine of dependent merges: 18.9 us
-//! against 1.7), and in f32 its running mean, rounded at each update, put
-//! the variance of values 1000 +- 0.5 2.4e-5 off, outside f32's tolerance.
-//! The mean as K + S1 / n erred by u |K| (4e-7 on means of 1e-3, outside
-//! it), hence S0. An infinite element gives an infinite mean and a NaN
-//! variance, as the two passes do.
+//! Why this design, each step measured (H200, 24 column-major LayerNorms
+//! against the two passes) or simulated in f32 (`bench/moments_numerics.py`):
+//! - Welford's update unshifted: 1.099, slower (a division per element and
+//!   a combine of dependent merges with divisions, 18.9 us against 1.7),
+//!   and its running mean of values 1000 +- 0.5 rounds at each update: the
+//!   variance came out 2.4e-5 off, outside f32's tolerance (simulated 2e-5).
+//! - Sums shifted by K, mean = K + S1 / n: 0.821, but the mean erred by
+//!   u |K| (4e-7 on means near 1e-3).
+//! - S0, and shifted sums for M2 = S2 - S1^2 / n: 0.868, but a shift far
+//!   from the mean amplifies the rounding by 1 + ((K - mean) / std)^2: one
+//!   random fusion of 300 outside the fuzzer's bound, and 7x the bound
+//!   simulated with the first element at 6 sigma.
+//! - Welford's update on the shifted values: within 0.07 of the bound in
+//!   every simulated case (not yet timed).
 
 use crate::error::CodegenError;
 use crate::kernel::{signature, Context};
@@ -36,6 +43,15 @@ use fusebench_ir::{Literal, ValueId};
 /// last-block`, which folds one value per result).
 pub fn one_pass(cx: &Context, r: &Reduction) -> bool {
     !matches!(r.kind, Kind::Plain(_)) && !r.acc(cx.f).is_complex() && !cx.dev.last_block_combine
+}
+
+/// Chan's merge of (`n`, `m`, `q`) with (`nb`, `mb`, `qb`) into the first,
+/// as C statements; `n` and `nb` are counts in the accumulator type, `nb`
+/// above zero.
+fn merge(ty: &str, (n, m, q): (&str, &str, &str), (nb, mb, qb): (&str, &str, &str)) -> String {
+    format!(
+        "{{ const {ty} fb_n = {n} + {nb}; const {ty} fb_d = {mb} - {m}; {m} += fb_d * ({nb} / fb_n); {q} += {qb} + fb_d * fb_d * ({n} * {nb} / fb_n); {n} = fb_n; }}"
+    )
 }
 
 /// The shift of lane `j`'s result: its first element (reduced index 0),
@@ -66,21 +82,26 @@ pub fn build(
     let acc = r.acc(f);
     let reg = ctype::reg(acc);
     let zero = ctype::literal(acc, Literal::Int(0));
-    let Geometry { o, k, width, bx, by, blocks_x, splits, .. } = *g;
+    let Geometry { o, k, width, bx, by, blocks_x, splits, chunk, .. } = *g;
+    let one = ctype::literal(acc, Literal::Int(1));
     let label = f.value(r.outputs[0]).name.clone();
     let sums = cx.add_temp(acc, splits * o, format!("partial sums of {label}"));
-    let firsts = cx.add_temp(acc, splits * o, format!("partial shifted sums of {label}"));
-    let seconds = cx.add_temp(acc, splits * o, format!("partial shifted squares of {label}"));
+    let means = cx.add_temp(acc, splits * o, format!("partial shifted means of {label}"));
+    let squares = cx.add_temp(acc, splits * o, format!("partial squared deviations of {label}"));
 
-    // Partial kernel: thread (x, y) sums the shifted values and squares of
-    // reduced elements y, y + by, ... of its block's chunk, for `width`
-    // results, then the block's rows are added in order 0, 1, ...
+    // Partial kernel: thread (x, y) sums the values of reduced elements y,
+    // y + by, ... of its block's chunk, for `width` results, and runs
+    // Welford's update over them shifted; then the block's rows are added
+    // and merged (Chan) in order 0, 1, ...
     let (mut lw, params) = cx.lowerer();
     cx.read_once(&mut lw, r, &[]);
     let it = lw.idx_type;
     let kept_idx = g.thread_results(&mut lw);
+    // One count for the thread's lanes (they see the same elements), so one
+    // division per vector.
+    lw.line(&format!("{reg} n = {zero};"));
     for j in 0..width {
-        lw.line(&format!("{reg} a{j} = {zero}, s{j} = {zero}, t{j} = {zero};"));
+        lw.line(&format!("{reg} a{j} = {zero}, m{j} = {zero}, q{j} = {zero};"));
     }
     g.chunk_bounds(&mut lw);
     lw.open("if (live) {");
@@ -96,12 +117,16 @@ pub fn build(
     let batch = cx.dev.loads_in_flight.max(1) as usize;
     crate::strided::emit(&mut lw, it, "r", "r0 + threadIdx.y", "r1", &by.to_string(), batch, |lw| {
         lw.allow_vector_loads_here();
+        lw.line(&format!("n += {one};"));
+        lw.line(&format!("const {reg} rn = {one} / n;"));
         for j in 0..width {
             let x_idx = g.x_index(lw, r, &kept_idx, j);
             let xv = lw.value_at(r.x, &x_idx)?;
             let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
             let xv = ctype::convert(r.value_dtype(f), acc, &xv);
-            lw.line(&format!("{{ const {reg} x = {xv}; a{j} += x; const {reg} y = x - k{j}; s{j} += y; t{j} += y * y; }}"));
+            lw.line(&format!(
+                "{{ const {reg} x = {xv}; a{j} += x; const {reg} y = x - k{j}; const {reg} d = y - m{j}; m{j} += d * rn; q{j} += d * (y - m{j}); }}"
+            ));
         }
         lw.lanes = None;
         Ok(())
@@ -110,23 +135,32 @@ pub fn build(
     lw.close("}");
     let cols = bx * width;
     lw.line(&format!("__shared__ {reg} fb_fa[{by}][{cols}];"));
-    lw.line(&format!("__shared__ {reg} fb_fs[{by}][{cols}];"));
-    lw.line(&format!("__shared__ {reg} fb_ft[{by}][{cols}];"));
+    lw.line(&format!("__shared__ {reg} fb_fm[{by}][{cols}];"));
+    lw.line(&format!("__shared__ {reg} fb_fq[{by}][{cols}];"));
     for j in 0..width {
         lw.line(&format!("fb_fa[threadIdx.y][threadIdx.x * {width} + {j}] = a{j};"));
-        lw.line(&format!("fb_fs[threadIdx.y][threadIdx.x * {width} + {j}] = s{j};"));
-        lw.line(&format!("fb_ft[threadIdx.y][threadIdx.x * {width} + {j}] = t{j};"));
+        lw.line(&format!("fb_fm[threadIdx.y][threadIdx.x * {width} + {j}] = m{j};"));
+        lw.line(&format!("fb_fq[threadIdx.y][threadIdx.x * {width} + {j}] = q{j};"));
     }
     lw.line("__syncthreads();");
     lw.open("if (live && threadIdx.y == 0) {");
+    // Row y covered the elements r0 + y, r0 + y + by, ... below r1.
+    lw.line(&format!("const {it} len = r1 - r0;"));
     for j in 0..width {
-        lw.line(&format!("{reg} ba{j} = a{j}, bs{j} = s{j}, bt{j} = t{j};"));
-        lw.line(&format!(
-            "for (int y = 1; y < {by}; ++y) {{ ba{j} += fb_fa[y][threadIdx.x * {width} + {j}]; bs{j} += fb_fs[y][threadIdx.x * {width} + {j}]; bt{j} += fb_ft[y][threadIdx.x * {width} + {j}]; }}"
+        let at = format!("[y][threadIdx.x * {width} + {j}]");
+        lw.line(&format!("{reg} ba{j} = a{j}, bn{j} = n, bm{j} = m{j}, bq{j} = q{j};"));
+        lw.open(&format!("for (int y = 1; y < {by} && y < len; ++y) {{"));
+        lw.line(&format!("const {reg} yn = ({reg})((len - y + {}) / {by});", by - 1));
+        lw.line(&format!("ba{j} += fb_fa{at};"));
+        lw.line(&merge(
+            reg,
+            (&format!("bn{j}"), &format!("bm{j}"), &format!("bq{j}")),
+            ("yn", &format!("fb_fm{at}"), &format!("fb_fq{at}")),
         ));
+        lw.close("}");
         lw.line(&format!("tmp{sums}[({it})blockIdx.y * {o} + o + {j}] = ba{j};"));
-        lw.line(&format!("tmp{firsts}[({it})blockIdx.y * {o} + o + {j}] = bs{j};"));
-        lw.line(&format!("tmp{seconds}[({it})blockIdx.y * {o} + o + {j}] = bt{j};"));
+        lw.line(&format!("tmp{means}[({it})blockIdx.y * {o} + o + {j}] = bm{j};"));
+        lw.line(&format!("tmp{squares}[({it})blockIdx.y * {o} + o + {j}] = bq{j};"));
     }
     lw.close("}");
     let pname = format!("{name}_p0");
@@ -143,13 +177,16 @@ pub fn build(
             choice: None,
             shared_bytes: 0,
             summary: format!(
-                "outer mean and variance of {} over {k} in one pass (its sum, and sums shifted by each result's first element), {splits} splits: {o} results, {width} per thread",
+                "outer mean and variance of {} over {k} in one pass (its sum, and Welford's update on values shifted by each result's first element), {splits} splits: {o} results, {width} per thread",
                 f.value(r.x).name
             ),
         },
     ));
 
-    // Combine: a thread per result adds the blocks' partials in order.
+    // Combine: a thread per result adds the blocks' sums and merges their
+    // moments in order; block s covered min(chunk, k - s * chunk) elements,
+    // so each merge's weights are constants (no division, and the loads of
+    // every partial issue together).
     let (mean_out, second, what) = match r.kind {
         Kind::Welford => (r.outputs[0], r.outputs[1], "M2"),
         _ => (r.outputs[1], r.outputs[0], "variance"),
@@ -163,12 +200,23 @@ pub fn build(
     let block = 128usize;
     lw.line(&format!("const {it} o = ({it})blockIdx.x * {block} + threadIdx.x;"));
     lw.line(&format!("if (o >= {o}) return;"));
-    lw.line(&format!("{reg} a = {zero}, s = {zero}, t = {zero};"));
+    lw.line(&format!("{reg} a = {zero};"));
     lw.line(&format!(
-        "for (int p = 0; p < {splits}; ++p) {{ a += tmp{sums}[({it})p * {o} + o]; s += tmp{firsts}[({it})p * {o} + o]; t += tmp{seconds}[({it})p * {o} + o]; }}"
+        "for (int p = 0; p < {splits}; ++p) a += tmp{sums}[({it})p * {o} + o];"
     ));
+    lw.line(&format!("{reg} m = tmp{means}[o], q = tmp{squares}[o];"));
+    let count = |s: usize| chunk.min(k - s * chunk) as f64;
+    let mut na = count(0);
+    for s in 1..splits {
+        let nb = count(s);
+        let c1 = ctype::literal(acc, Literal::Float(nb / (na + nb)));
+        let c2 = ctype::literal(acc, Literal::Float(na * nb / (na + nb)));
+        lw.line(&format!(
+            "{{ const {reg} d = tmp{means}[({it}){s} * {o} + o] - m; m += d * {c1}; q += tmp{squares}[({it}){s} * {o} + o] + d * d * {c2}; }}"
+        ));
+        na += nb;
+    }
     let n = ctype::literal(acc, Literal::Int(k as i64));
-    lw.line(&format!("const {reg} q = t - s * s / {n};"));
     let second_value = match r.kind {
         Kind::VarMean { correction } => {
             format!("q / {}", ctype::literal(acc, Literal::Int((k as i64 - correction).max(0))))
@@ -203,7 +251,7 @@ pub fn build(
             choice: None,
             shared_bytes: 0,
             summary: format!(
-                "adds {splits} partials into the mean and {what} of {label}{}",
+                "adds and merges {splits} partials into the mean and {what} of {label}{}",
                 if epi.is_empty() { String::new() } else { format!("; writes [{}]", epi.join(", ")) }
             ),
         },

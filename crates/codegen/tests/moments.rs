@@ -1,6 +1,6 @@
 //! A mean and variance over dims that are not fastest in memory, in one read
-//! of the input (`moments.rs`): sums of the values and their squares shifted
-//! by each result's first element.
+//! of the input (`moments.rs`): a sum for the mean, Welford's update on the
+//! values shifted by each result's first element for M2.
 
 use fusebench_codegen::{plan, Device, Schedule};
 
@@ -26,14 +26,16 @@ fn a_column_var_mean_reads_its_input_once() {
     assert_eq!(partials.len(), 1, "{:#?}", p.kernels);
     assert!(partials[0].summary.contains("in one pass"), "{}", partials[0].summary);
     // The shift loaded at reduced index 0 (a constant, not the loop's `r`),
-    // then shifted sums in the loop.
+    // then the sum and Welford's update on the shifted values in the loop,
+    // one division per vector.
     assert!(p.source.contains("if (!isfinite(k0)) k0 = 0;"), "{}", p.source);
-    assert!(p.source.contains("a0 += x; const float y = x - k0; s0 += y; t0 += y * y; }"), "{}", p.source);
+    assert!(p.source.contains("a0 += x; const float y = x - k0; const float d = y - m0; m0 += d * rn; q0 += d * (y - m0); }"), "{}", p.source);
     let loop_at = p.source.find("for (; fb_at").expect("the strided loop");
     let shift_at = p.source.find("float k0 = ").expect("the shift");
     assert!(shift_at < loop_at, "{}", p.source);
-    // The combine: mean = a / n, M2 = t - s^2 / n.
-    assert!(p.source.contains("const float q = t - s * s / 4.099e3f;"), "{}", p.source);
+    // The combine: the blocks merged with constant weights (4099 = 63 x 65
+    // + 4: block 1 joins block 0 half and half), mean = a / n.
+    assert!(p.source.contains("m += d * 5e-1f; q += "), "{}", p.source);
     assert!(p.source.contains("a / 4.099e3f"), "{}", p.source);
     // The variance divides by n - correction.
     assert!(p.source.contains("q / 4.098e3f"), "{}", p.source);
