@@ -38,20 +38,16 @@ use crate::ix::Ix;
 use crate::{ctype, view};
 use fusebench_ir::{Literal, ValueId};
 
+/// Results per thread at most: each keeps a sum, a mean, M2 and its shift
+/// (8 bf16 lanes: 64 registers, four blocks of 256 threads per SM, and the
+/// partial of a 2048x4096 bf16 LayerNorm slower than the two passes').
+pub const MAX_LANES: usize = 4;
+
 /// Whether `r` is computed in one pass here: a mean and variance of real
 /// values, unless the last block combines partials (`FUSEBENCH_COMBINE=
 /// last-block`, which folds one value per result).
 pub fn one_pass(cx: &Context, r: &Reduction) -> bool {
     !matches!(r.kind, Kind::Plain(_)) && !r.acc(cx.f).is_complex() && !cx.dev.last_block_combine
-}
-
-/// Chan's merge of (`n`, `m`, `q`) with (`nb`, `mb`, `qb`) into the first,
-/// as C statements; `n` and `nb` are counts in the accumulator type, `nb`
-/// above zero.
-fn merge(ty: &str, (n, m, q): (&str, &str, &str), (nb, mb, qb): (&str, &str, &str)) -> String {
-    format!(
-        "{{ const {ty} fb_n = {n} + {nb}; const {ty} fb_d = {mb} - {m}; {m} += fb_d * ({nb} / fb_n); {q} += {qb} + fb_d * fb_d * ({n} * {nb} / fb_n); {n} = fb_n; }}"
-    )
 }
 
 /// The shift of lane `j`'s result: its first element (reduced index 0),
@@ -114,11 +110,16 @@ pub fn build(
         shift(&mut lw, f, r, &x_idx, &format!("k{j}"))?;
     }
     lw.lanes = None;
+    // Loads batched `batch` to a bound check as elsewhere; ptxas still
+    // issues each after the previous step's updates (it keeps the registers
+    // low). Writing each batch's loads first, or one batch ahead in
+    // registers across the loop's back edge (100 registers at 8 bf16 lanes),
+    // measured no faster on 24 column-major LayerNorms (H200, 2026-12-02).
     let batch = cx.dev.loads_in_flight.max(1) as usize;
     crate::strided::emit(&mut lw, it, "r", "r0 + threadIdx.y", "r1", &by.to_string(), batch, |lw| {
         lw.allow_vector_loads_here();
         lw.line(&format!("n += {one};"));
-        lw.line(&format!("const {reg} rn = {one} / n;"));
+        lw.line(&format!("const {reg} rn = fb_rcp_count(n);"));
         for j in 0..width {
             let x_idx = g.x_index(lw, r, &kept_idx, j);
             let xv = lw.value_at(r.x, &x_idx)?;
@@ -146,18 +147,23 @@ pub fn build(
     lw.open("if (live && threadIdx.y == 0) {");
     // Row y covered the elements r0 + y, r0 + y + by, ... below r1.
     lw.line(&format!("const {it} len = r1 - r0;"));
+    // The lanes share one count, so each row's merge weights are computed
+    // once for all of them.
+    for j in 0..width {
+        lw.line(&format!("{reg} ba{j} = a{j}, bm{j} = m{j}, bq{j} = q{j};"));
+    }
+    lw.open(&format!("for (int y = 1; y < {by} && y < len; ++y) {{"));
+    lw.line(&format!("const {reg} yn = ({reg})((len - y + {}) / {by});", by - 1));
+    lw.line(&format!("const {reg} fb_n = n + yn, w1 = yn / fb_n, w2 = n * yn / fb_n;"));
+    lw.line("n = fb_n;");
     for j in 0..width {
         let at = format!("[y][threadIdx.x * {width} + {j}]");
-        lw.line(&format!("{reg} ba{j} = a{j}, bn{j} = n, bm{j} = m{j}, bq{j} = q{j};"));
-        lw.open(&format!("for (int y = 1; y < {by} && y < len; ++y) {{"));
-        lw.line(&format!("const {reg} yn = ({reg})((len - y + {}) / {by});", by - 1));
-        lw.line(&format!("ba{j} += fb_fa{at};"));
-        lw.line(&merge(
-            reg,
-            (&format!("bn{j}"), &format!("bm{j}"), &format!("bq{j}")),
-            ("yn", &format!("fb_fm{at}"), &format!("fb_fq{at}")),
+        lw.line(&format!(
+            "{{ ba{j} += fb_fa{at}; const {reg} d = fb_fm{at} - bm{j}; bm{j} += d * w1; bq{j} += fb_fq{at} + d * d * w2; }}"
         ));
-        lw.close("}");
+    }
+    lw.close("}");
+    for j in 0..width {
         lw.line(&format!("tmp{sums}[({it})blockIdx.y * {o} + o + {j}] = ba{j};"));
         lw.line(&format!("tmp{means}[({it})blockIdx.y * {o} + o + {j}] = bm{j};"));
         lw.line(&format!("tmp{squares}[({it})blockIdx.y * {o} + o + {j}] = bq{j};"));

@@ -41,7 +41,8 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    pub fn of(cx: &Context, r: &Reduction) -> Geometry {
+    /// The layout of `r`, at most `max_lanes` results per thread.
+    pub fn of(cx: &Context, r: &Reduction, max_lanes: usize) -> Geometry {
         let f = cx.f;
         let xs = f.value(r.x).shape.clone().unwrap();
         let kept = r.kept_extents(f);
@@ -59,6 +60,7 @@ impl Geometry {
                 last_kept,
                 f.inputs.iter().map(|&i| f.value(i).dtype).filter(|d| d.size_bytes() > 1),
             )
+            .min(max_lanes)
         } else {
             1
         };
@@ -136,9 +138,10 @@ pub fn build(
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
     let f = cx.f;
-    let g = Geometry::of(cx, r);
+    let one_pass = crate::moments::one_pass(cx, r);
+    let g = Geometry::of(cx, r, if one_pass { crate::moments::MAX_LANES } else { 8 });
     let acc = r.acc(f);
-    if crate::moments::one_pass(cx, r) {
+    if one_pass {
         return crate::moments::build(cx, name, r, &g, epilogue, out);
     }
     let Geometry { o, k, width, bx, by, blocks_x, splits, .. } = g;

@@ -27,9 +27,10 @@ fn a_column_var_mean_reads_its_input_once() {
     assert!(partials[0].summary.contains("in one pass"), "{}", partials[0].summary);
     // The shift loaded at reduced index 0 (a constant, not the loop's `r`),
     // then the sum and Welford's update on the shifted values in the loop,
-    // one division per vector.
+    // one branch-free reciprocal per vector.
     assert!(p.source.contains("if (!isfinite(k0)) k0 = 0;"), "{}", p.source);
     assert!(p.source.contains("a0 += x; const float y = x - k0; const float d = y - m0; m0 += d * rn; q0 += d * (y - m0); }"), "{}", p.source);
+    assert!(p.source.contains("const float rn = fb_rcp_count(n);"), "{}", p.source);
     let loop_at = p.source.find("for (; fb_at").expect("the strided loop");
     let shift_at = p.source.find("float k0 = ").expect("the shift");
     assert!(shift_at < loop_at, "{}", p.source);
