@@ -27,6 +27,7 @@ pub mod last_block;
 pub mod layout;
 pub mod lower;
 pub mod memory;
+pub mod moments;
 pub mod next_row;
 pub mod outer;
 pub mod passes;

@@ -22,6 +22,113 @@ const MAX_SPLITS: usize = 64;
 /// Threads down the reduced elements in a block of partial sums.
 const BLOCK_Y: usize = 8;
 
+/// How a reduction is laid over the partial kernel's blocks: `bx` threads
+/// across results (`width` adjacent results each) by `by` down the reduced
+/// elements, `blocks_x` blocks across the `o` results, `splits` blocks down
+/// the `k` reduced elements, `chunk` each.
+pub struct Geometry {
+    pub xs: Vec<usize>,
+    pub kept: Vec<usize>,
+    pub red: Vec<usize>,
+    pub o: usize,
+    pub k: usize,
+    pub width: usize,
+    pub bx: usize,
+    pub by: usize,
+    pub blocks_x: usize,
+    pub splits: usize,
+    pub chunk: usize,
+}
+
+impl Geometry {
+    /// The layout of `r`, at most `max_lanes` results per thread.
+    pub fn of(cx: &Context, r: &Reduction, max_lanes: usize) -> Geometry {
+        let f = cx.f;
+        let xs = f.value(r.x).shape.clone().unwrap();
+        let kept = r.kept_extents(f);
+        let red: Vec<usize> = r.dims.iter().map(|&d| xs[d]).collect();
+        let o: usize = kept.iter().product();
+        let k: usize = red.iter().product();
+        let acc = r.acc(f);
+        // Where a kept dim is fastest in memory (a column sum of a row-major
+        // matrix, a row sum of a column-major one), a thread takes `width`
+        // adjacent results, read as one 16-byte vector (bf16: 8): one result per
+        // thread and 2-byte loads read at 1.7-2.4 TB/s on the H200.
+        let last_kept = kept.last().copied().unwrap_or(1);
+        let width = if crate::memory::reduces_fastest(f, &cx.layouts, r) == Some(false) {
+            vector_width(
+                last_kept,
+                f.inputs.iter().map(|&i| f.value(i).dtype).filter(|d| d.size_bytes() > 1),
+            )
+            .min(max_lanes)
+        } else {
+            1
+        };
+        // A block is 32 threads across results by `by` down the reduced
+        // elements, folded in shared memory into one partial per result: more
+        // threads reading without more partials for the combine to read.
+        // Complex accumulators are not kept in shared memory: one row of threads.
+        let (bx, by) = if acc.is_complex() { (BLOCK as usize, 1) } else { (32, BLOCK_Y) };
+        let blocks_x = o.div_ceil(width).div_ceil(bx).max(1);
+        // Enough blocks to fill every multiprocessor, each folding at least
+        // MIN_CHUNK of the reduced elements and at most MAX_SPLITS partials per
+        // result, so that the partials stay a small share of what is read (the
+        // reductions of a column-major 2048x16384 bf16 softmax, at 4 blocks of
+        // 128 threads per SM, read at 1.7 TB/s).
+        let want = (cx.dev.sm_count as usize * cx.dev.outer_blocks_per_sm as usize).div_ceil(blocks_x);
+        let splits = want.clamp(1, (k / MIN_CHUNK).clamp(1, MAX_SPLITS));
+        let chunk = k.div_ceil(splits).max(1);
+        let splits = k.div_ceil(chunk).max(1);
+        Geometry { xs, kept, red, o, k, width, bx, by, blocks_x, splits, chunk }
+    }
+
+    /// Declares the thread's first result `o` (and whether it has one,
+    /// `live`), its index above the last kept dim `oq` and in it `oj`; returns
+    /// the index of the kept dims above the last.
+    pub fn thread_results(&self, lw: &mut Lowerer) -> Vec<Ix> {
+        let (it, bx, width, o) = (lw.idx_type, self.bx, self.width, self.o);
+        let last_kept = self.kept.last().copied().unwrap_or(1);
+        lw.line(&format!(
+            "const {it} o = (({it})blockIdx.x * {bx} + threadIdx.x) * {width};"
+        ));
+        // No early return: every thread reaches the fold's barrier.
+        lw.line(&format!("const bool live = o < {o};"));
+        lw.line(&format!("const {it} oq = o / {last_kept};"));
+        lw.line(&format!("const {it} oj = o % {last_kept};"));
+        view::delinearize(Ix::var("oq"), &self.kept[..self.kept.len().saturating_sub(1)])
+    }
+
+    /// The thread's block of reduced elements, `r0` to `r1`.
+    pub fn chunk_bounds(&self, lw: &mut Lowerer) {
+        let (it, chunk, k) = (lw.idx_type, self.chunk, self.k);
+        lw.line(&format!("const {it} r0 = ({it})blockIdx.y * {chunk};"));
+        lw.line(&format!(
+            "const {it} r1 = r0 + {chunk} < {k} ? r0 + {chunk} : {k};"
+        ));
+    }
+
+    /// The input's index of lane `j` at reduced index `r` (the strided
+    /// loop's variable), with lanes set for a wide load; `kept_idx` as
+    /// `thread_results` returned it.
+    pub fn x_index(&self, lw: &mut Lowerer, r: &Reduction, kept_idx: &[Ix], j: usize) -> Vec<Ix> {
+        let mut kept_idx = kept_idx.to_vec();
+        if !self.kept.is_empty() {
+            kept_idx.truncate(self.kept.len() - 1);
+            kept_idx.push(Ix::var("oj").add(Ix::c(j as i64)));
+        }
+        lw.lanes = (self.width > 1).then(|| Lanes {
+            var: "oj".into(),
+            width: self.width,
+            lane: j,
+        });
+        let red_idx = view::delinearize(Ix::var("r"), &self.red);
+        let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());
+        (0..self.xs.len())
+            .map(|d| if r.dims.contains(&d) { ri.next() } else { ki.next() }.unwrap().clone())
+            .collect()
+    }
+}
+
 /// Appends the kernels that compute `r` and records where its outputs are stored.
 pub fn build(
     cx: &mut Context,
@@ -31,40 +138,13 @@ pub fn build(
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
     let f = cx.f;
-    let xs = f.value(r.x).shape.clone().unwrap();
-    let kept = r.kept_extents(f);
-    let red: Vec<usize> = r.dims.iter().map(|&d| xs[d]).collect();
-    let o: usize = kept.iter().product();
-    let k: usize = red.iter().product();
+    let one_pass = crate::moments::one_pass(cx, r);
+    let g = Geometry::of(cx, r, if one_pass { crate::moments::MAX_LANES } else { 8 });
     let acc = r.acc(f);
-    // Where a kept dim is fastest in memory (a column sum of a row-major
-    // matrix, a row sum of a column-major one), a thread takes `width`
-    // adjacent results, read as one 16-byte vector (bf16: 8): one result per
-    // thread and 2-byte loads read at 1.7-2.4 TB/s on the H200.
-    let last_kept = kept.last().copied().unwrap_or(1);
-    let width = if crate::memory::reduces_fastest(f, &cx.layouts, r) == Some(false) {
-        vector_width(
-            last_kept,
-            f.inputs.iter().map(|&i| f.value(i).dtype).filter(|d| d.size_bytes() > 1),
-        )
-    } else {
-        1
-    };
-    // A block is 32 threads across results by `by` down the reduced
-    // elements, folded in shared memory into one partial per result: more
-    // threads reading without more partials for the combine to read.
-    // Complex accumulators are not kept in shared memory: one row of threads.
-    let (bx, by) = if acc.is_complex() { (BLOCK as usize, 1) } else { (32, BLOCK_Y) };
-    let blocks_x = o.div_ceil(width).div_ceil(bx).max(1);
-    // Enough blocks to fill every multiprocessor, each folding at least
-    // MIN_CHUNK of the reduced elements and at most MAX_SPLITS partials per
-    // result, so that the partials stay a small share of what is read (the
-    // reductions of a column-major 2048x16384 bf16 softmax, at 4 blocks of
-    // 128 threads per SM, read at 1.7 TB/s).
-    let want = (cx.dev.sm_count as usize * cx.dev.outer_blocks_per_sm as usize).div_ceil(blocks_x);
-    let splits = want.clamp(1, (k / MIN_CHUNK).clamp(1, MAX_SPLITS));
-    let chunk = k.div_ceil(splits).max(1);
-    let splits = k.div_ceil(chunk).max(1);
+    if one_pass {
+        return crate::moments::build(cx, name, r, &g, epilogue, out);
+    }
+    let Geometry { o, k, width, bx, by, blocks_x, splits, .. } = g;
     let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
 
     for pass in 0..r.passes() {
@@ -91,20 +171,7 @@ pub fn build(
             cx.read_once(&mut lw, r, epi);
         }
         let it = lw.idx_type;
-        lw.line(&format!(
-            "const {it} o = (({it})blockIdx.x * {bx} + threadIdx.x) * {width};"
-        ));
-        // No early return: every thread reaches the fold's barrier.
-        lw.line(&format!("const bool live = o < {o};"));
-        lw.line(&format!("const {it} oq = o / {last_kept};"));
-        lw.line(&format!("const {it} oj = o % {last_kept};"));
-        let mut kept_idx = view::delinearize(Ix::var("oq"), &kept[..kept.len().saturating_sub(1)]);
-        let lane_of = |kept_idx: &mut Vec<Ix>, j: usize| {
-            if !kept.is_empty() {
-                kept_idx.truncate(kept.len() - 1);
-                kept_idx.push(Ix::var("oj").add(Ix::c(j as i64)));
-            }
-        };
+        let kept_idx = g.thread_results(&mut lw);
         let reg = ctype::reg(acc);
         let mut means = Vec::new();
         for j in 0..width {
@@ -122,33 +189,12 @@ pub fn build(
                 means.push(name);
             }
         }
-        lw.line(&format!("const {it} r0 = ({it})blockIdx.y * {chunk};"));
-        lw.line(&format!(
-            "const {it} r1 = r0 + {chunk} < {k} ? r0 + {chunk} : {k};"
-        ));
+        g.chunk_bounds(&mut lw);
         let batch = cx.dev.loads_in_flight.max(1) as usize;
         crate::strided::emit(&mut lw, it, "r", "r0 + threadIdx.y", "r1", &by.to_string(), batch, |lw| {
             lw.allow_vector_loads_here();
-            let red_idx = view::delinearize(Ix::var("r"), &red);
             for j in 0..width {
-                lane_of(&mut kept_idx, j);
-                lw.lanes = (width > 1).then(|| Lanes {
-                    var: "oj".into(),
-                    width,
-                    lane: j,
-                });
-                let (mut ki, mut ri) = (kept_idx.iter(), red_idx.iter());
-                let x_idx: Vec<Ix> = (0..xs.len())
-                    .map(|d| {
-                        if r.dims.contains(&d) {
-                            ri.next()
-                        } else {
-                            ki.next()
-                        }
-                        .unwrap()
-                        .clone()
-                    })
-                    .collect();
+                let x_idx = g.x_index(lw, r, &kept_idx, j);
                 let xv = lw.value_at(r.x, &x_idx)?;
                 let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
                 let xv = ctype::convert(r.value_dtype(f), acc, &xv);

@@ -59,6 +59,11 @@ __device__ __forceinline__ void fb_copy_wait() {
     asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
+// The reciprocal of a count (a positive integer) with no branch: the fast approximation
+// refined by one Newton step. An IEEE division's slow-path call in a Welford loop kept
+// the loop's loads from issuing together (one load in flight per step).
+__device__ __forceinline__ float fb_rcp_count(float n) { const float r = __fdividef(1.0f, n); return fmaf(r, fmaf(-n, r, 1.0f), r); }
+__device__ __forceinline__ double fb_rcp_count(double n) { return 1.0 / n; }
 // Double to reduced float without double rounding: round to odd in f32 first.
 __device__ __forceinline__ float fb_d2f_odd(double d) {
     float f;

@@ -1,0 +1,268 @@
+//! A mean and variance (`var_mean`, `welford`) over dims that are not
+//! fastest in memory, in one read of the input. The outer schedule
+//! (outer.rs) otherwise takes two passes, the mean and then the squared
+//! deviations from it, each reading the whole input: a column-major
+//! LayerNorm of 2048x16384 bf16 read its input three times (78 us on the
+//! H200, Triton 61).
+//!
+//! Per result, a plain sum of the values, S0, for the mean S0 / n as the
+//! two passes compute it (the same order, the same bits); and Welford's
+//! update over the values shifted by one of them, its first (`K`, or 0
+//! where that is not finite), for M2: each thread runs it over its
+//! elements, the block's rows of threads and then the blocks are merged
+//! with Chan's formula in a fixed order (two runs give the same bits). A
+//! block's element count is known from the geometry, so the combine's
+//! merge weights are constants.
+//!
+//! Why this design, each step measured (H200, 24 column-major LayerNorms
+//! against the two passes) or simulated in f32 (`bench/moments_numerics.py`):
+//! - Welford's update unshifted: 1.099, slower (a division per element and
+//!   a combine of dependent merges with divisions, 18.9 us against 1.7),
+//!   and its running mean of values 1000 +- 0.5 rounds at each update: the
+//!   variance came out 2.4e-5 off, outside f32's tolerance (simulated 2e-5).
+//! - Sums shifted by K, mean = K + S1 / n: 0.821, but the mean erred by
+//!   u |K| (4e-7 on means near 1e-3).
+//! - S0, and shifted sums for M2 = S2 - S1^2 / n: 0.868, but a shift far
+//!   from the mean amplifies the rounding by 1 + ((K - mean) / std)^2: one
+//!   random fusion of 300 outside the fuzzer's bound, and 7x the bound
+//!   simulated with the first element at 6 sigma.
+//! - Welford's update on the shifted values: within 0.07 of the bound in
+//!   every simulated case (not yet timed).
+
+use crate::error::CodegenError;
+use crate::kernel::{signature, Context};
+use crate::outer::Geometry;
+use crate::plan::{Kernel, Schedule};
+use crate::reduction::{Kind, Reduction};
+use crate::ix::Ix;
+use crate::{ctype, view};
+use fusebench_ir::{Literal, ValueId};
+
+/// Results per thread at most: each keeps a sum, a mean, M2 and its shift
+/// (8 bf16 lanes: 64 registers, four blocks of 256 threads per SM, and the
+/// partial of a 2048x4096 bf16 LayerNorm slower than the two passes').
+pub const MAX_LANES: usize = 4;
+
+/// Whether `r` is computed in one pass here: a mean and variance of real
+/// values, unless the last block combines partials (`FUSEBENCH_COMBINE=
+/// last-block`, which folds one value per result).
+pub fn one_pass(cx: &Context, r: &Reduction) -> bool {
+    !matches!(r.kind, Kind::Plain(_)) && !r.acc(cx.f).is_complex() && !cx.dev.last_block_combine
+}
+
+/// The shift of lane `j`'s result: its first element (reduced index 0),
+/// or 0 where that is not finite.
+fn shift(lw: &mut crate::lower::Lowerer, f: &fusebench_ir::Fusion, r: &Reduction, x_idx: &[Ix], name: &str) -> Result<(), CodegenError> {
+    let acc = r.acc(f);
+    let xv = lw.value_at(r.x, x_idx)?;
+    let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+    let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+    let reg = ctype::reg(acc);
+    lw.line(&format!("{reg} {name} = {xv};"));
+    lw.line(&format!("if (!isfinite({name})) {name} = 0;"));
+    Ok(())
+}
+
+/// Appends the partial kernel and the combine of `r` laid out by `g`, and
+/// records where its mean and variance (or M2) are stored; the combine also
+/// writes `epilogue`.
+pub fn build(
+    cx: &mut Context,
+    name: &str,
+    r: &Reduction,
+    g: &Geometry,
+    epilogue: &[(ValueId, usize)],
+    out: &mut Vec<(String, Kernel)>,
+) -> Result<(), CodegenError> {
+    let f = cx.f;
+    let acc = r.acc(f);
+    let reg = ctype::reg(acc);
+    let zero = ctype::literal(acc, Literal::Int(0));
+    let Geometry { o, k, width, bx, by, blocks_x, splits, chunk, .. } = *g;
+    let one = ctype::literal(acc, Literal::Int(1));
+    let label = f.value(r.outputs[0]).name.clone();
+    let sums = cx.add_temp(acc, splits * o, format!("partial sums of {label}"));
+    let means = cx.add_temp(acc, splits * o, format!("partial shifted means of {label}"));
+    let squares = cx.add_temp(acc, splits * o, format!("partial squared deviations of {label}"));
+
+    // Partial kernel: thread (x, y) sums the values of reduced elements y,
+    // y + by, ... of its block's chunk, for `width` results, and runs
+    // Welford's update over them shifted; then the block's rows are added
+    // and merged (Chan) in order 0, 1, ...
+    let (mut lw, params) = cx.lowerer();
+    cx.read_once(&mut lw, r, &[]);
+    let it = lw.idx_type;
+    let kept_idx = g.thread_results(&mut lw);
+    // One count for the thread's lanes (they see the same elements), so one
+    // division per vector.
+    lw.line(&format!("{reg} n = {zero};"));
+    for j in 0..width {
+        lw.line(&format!("{reg} a{j} = {zero}, m{j} = {zero}, q{j} = {zero};"));
+    }
+    g.chunk_bounds(&mut lw);
+    lw.open("if (live) {");
+    lw.open("{");
+    lw.allow_vector_loads_here();
+    for j in 0..width {
+        // At reduced index 0 written as a constant: an index in `r` would
+        // be taken for the loop's loads of the same text.
+        let x_idx: Vec<Ix> = g.x_index(&mut lw, r, &kept_idx, j).iter().map(|i| i.subst("r", &Ix::c(0))).collect();
+        shift(&mut lw, f, r, &x_idx, &format!("k{j}"))?;
+    }
+    lw.lanes = None;
+    // Loads batched `batch` to a bound check as elsewhere; ptxas still
+    // issues each after the previous step's updates (it keeps the registers
+    // low). Writing each batch's loads first, or one batch ahead in
+    // registers across the loop's back edge (100 registers at 8 bf16 lanes),
+    // measured no faster on 24 column-major LayerNorms (H200, 2026-12-02).
+    let batch = cx.dev.loads_in_flight.max(1) as usize;
+    crate::strided::emit(&mut lw, it, "r", "r0 + threadIdx.y", "r1", &by.to_string(), batch, |lw| {
+        lw.allow_vector_loads_here();
+        lw.line(&format!("n += {one};"));
+        lw.line(&format!("const {reg} rn = fb_rcp_count(n);"));
+        for j in 0..width {
+            let x_idx = g.x_index(lw, r, &kept_idx, j);
+            let xv = lw.value_at(r.x, &x_idx)?;
+            let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
+            let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+            lw.line(&format!(
+                "{{ const {reg} x = {xv}; a{j} += x; const {reg} y = x - k{j}; const {reg} d = y - m{j}; m{j} += d * rn; q{j} += d * (y - m{j}); }}"
+            ));
+        }
+        lw.lanes = None;
+        Ok(())
+    })?;
+    lw.close("}");
+    lw.close("}");
+    let cols = bx * width;
+    lw.line(&format!("__shared__ {reg} fb_fa[{by}][{cols}];"));
+    lw.line(&format!("__shared__ {reg} fb_fm[{by}][{cols}];"));
+    lw.line(&format!("__shared__ {reg} fb_fq[{by}][{cols}];"));
+    for j in 0..width {
+        lw.line(&format!("fb_fa[threadIdx.y][threadIdx.x * {width} + {j}] = a{j};"));
+        lw.line(&format!("fb_fm[threadIdx.y][threadIdx.x * {width} + {j}] = m{j};"));
+        lw.line(&format!("fb_fq[threadIdx.y][threadIdx.x * {width} + {j}] = q{j};"));
+    }
+    lw.line("__syncthreads();");
+    lw.open("if (live && threadIdx.y == 0) {");
+    // Row y covered the elements r0 + y, r0 + y + by, ... below r1.
+    lw.line(&format!("const {it} len = r1 - r0;"));
+    // The lanes share one count, so each row's merge weights are computed
+    // once for all of them.
+    for j in 0..width {
+        lw.line(&format!("{reg} ba{j} = a{j}, bm{j} = m{j}, bq{j} = q{j};"));
+    }
+    lw.open(&format!("for (int y = 1; y < {by} && y < len; ++y) {{"));
+    lw.line(&format!("const {reg} yn = ({reg})((len - y + {}) / {by});", by - 1));
+    lw.line(&format!("const {reg} fb_n = n + yn, w1 = yn / fb_n, w2 = n * yn / fb_n;"));
+    lw.line("n = fb_n;");
+    for j in 0..width {
+        let at = format!("[y][threadIdx.x * {width} + {j}]");
+        lw.line(&format!(
+            "{{ ba{j} += fb_fa{at}; const {reg} d = fb_fm{at} - bm{j}; bm{j} += d * w1; bq{j} += fb_fq{at} + d * d * w2; }}"
+        ));
+    }
+    lw.close("}");
+    for j in 0..width {
+        lw.line(&format!("tmp{sums}[({it})blockIdx.y * {o} + o + {j}] = ba{j};"));
+        lw.line(&format!("tmp{means}[({it})blockIdx.y * {o} + o + {j}] = bm{j};"));
+        lw.line(&format!("tmp{squares}[({it})blockIdx.y * {o} + o + {j}] = bq{j};"));
+    }
+    lw.close("}");
+    let pname = format!("{name}_p0");
+    let src = format!("{} {{\n{}}}\n", signature(&pname, (bx * by) as u32, &params), lw.code);
+    out.push((
+        src,
+        Kernel {
+            name: pname,
+            schedule: Schedule::OuterPartial,
+            grid: [crate::launch::grid_dim(blocks_x), crate::launch::grid_dim(splits), 1],
+            block: [bx as u32, by as u32, 1],
+            args: params.args,
+            code_hash: String::new(),
+            choice: None,
+            shared_bytes: 0,
+            summary: format!(
+                "outer mean and variance of {} over {k} in one pass (its sum, and Welford's update on values shifted by each result's first element), {splits} splits: {o} results, {width} per thread",
+                f.value(r.x).name
+            ),
+        },
+    ));
+
+    // Combine: a thread per result adds the blocks' sums and merges their
+    // moments in order; block s covered min(chunk, k - s * chunk) elements,
+    // so each merge's weights are constants (no division, and the loads of
+    // every partial issue together).
+    let (mean_out, second, what) = match r.kind {
+        Kind::Welford => (r.outputs[0], r.outputs[1], "M2"),
+        _ => (r.outputs[1], r.outputs[0], "variance"),
+    };
+    let mean_t = cx.add_temp(f.value(mean_out).dtype, o, format!("mean of {label}"));
+    let second_t = cx.add_temp(f.value(second).dtype, o, format!("{what} of {label}"));
+    let (mut lw, mut params) = cx.lowerer();
+    for &(v, pos) in epilogue {
+        params.push_output(f, v, pos);
+    }
+    let block = 128usize;
+    lw.line(&format!("const {it} o = ({it})blockIdx.x * {block} + threadIdx.x;"));
+    lw.line(&format!("if (o >= {o}) return;"));
+    lw.line(&format!("{reg} a = {zero};"));
+    lw.line(&format!(
+        "for (int p = 0; p < {splits}; ++p) a += tmp{sums}[({it})p * {o} + o];"
+    ));
+    lw.line(&format!("{reg} m = tmp{means}[o], q = tmp{squares}[o];"));
+    let count = |s: usize| chunk.min(k - s * chunk) as f64;
+    let mut na = count(0);
+    for s in 1..splits {
+        let nb = count(s);
+        let c1 = ctype::literal(acc, Literal::Float(nb / (na + nb)));
+        let c2 = ctype::literal(acc, Literal::Float(na * nb / (na + nb)));
+        lw.line(&format!(
+            "{{ const {reg} d = tmp{means}[({it}){s} * {o} + o] - m; m += d * {c1}; q += tmp{squares}[({it}){s} * {o} + o] + d * d * {c2}; }}"
+        ));
+        na += nb;
+    }
+    let n = ctype::literal(acc, Literal::Int(k as i64));
+    let second_value = match r.kind {
+        Kind::VarMean { correction } => {
+            format!("q / {}", ctype::literal(acc, Literal::Int((k as i64 - correction).max(0))))
+        }
+        _ => "q".to_string(),
+    };
+    let out_shape = f.value(r.outputs[0]).shape.clone().unwrap_or_default();
+    for (v, t, value) in [(mean_out, mean_t, format!("a / {n}")), (second, second_t, second_value)] {
+        let d = f.value(v).dtype;
+        let h = lw.fresh("h");
+        lw.line(&format!("const {} {h} = {};", ctype::reg(d), ctype::convert(acc, d, &value)));
+        lw.line(&format!("tmp{t}[o] = {};", ctype::to_storage(d, &h)));
+        lw.hold(v, crate::lower::Held { expr: h, index: view::delinearize(Ix::var("o"), &out_shape) });
+    }
+    for &(v, pos) in epilogue {
+        let idx = view::delinearize(Ix::var("o"), f.value(v).shape.as_deref().unwrap_or(&[]));
+        let e = lw.value_at(v, &idx)?;
+        lw.line(&format!("out{pos}[o] = {};", ctype::to_storage(f.value(v).dtype, &e)));
+    }
+    let cname = format!("{name}_c0");
+    let src = format!("{} {{\n{}}}\n", signature(&cname, block as u32, &params), lw.code);
+    let epi: Vec<String> = epilogue.iter().map(|&(v, _)| f.value(v).name.clone()).collect();
+    out.push((
+        src,
+        Kernel {
+            name: cname,
+            schedule: Schedule::OuterCombine,
+            grid: [crate::launch::grid_dim(o.div_ceil(block).max(1)), 1, 1],
+            block: [block as u32, 1, 1],
+            args: params.args,
+            code_hash: String::new(),
+            choice: None,
+            shared_bytes: 0,
+            summary: format!(
+                "adds and merges {splits} partials into the mean and {what} of {label}{}",
+                if epi.is_empty() { String::new() } else { format!("; writes [{}]", epi.join(", ")) }
+            ),
+        },
+    ));
+    cx.store_in(mean_out, mean_t);
+    cx.store_in(second, second_t);
+    Ok(())
+}

@@ -1,0 +1,51 @@
+//! A mean and variance over dims that are not fastest in memory, in one read
+//! of the input (`moments.rs`): a sum for the mean, Welford's update on the
+//! values shifted by each result's first element for M2.
+
+use fusebench_codegen::{plan, Device, Schedule};
+
+fn planned(body: &str, dev: Device) -> fusebench_codegen::Plan {
+    let src = format!(
+        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
+    );
+    let f = fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"));
+    let layouts = vec![None; f.inputs.len()];
+    plan(&f, &layouts, dev).unwrap()
+}
+
+const COLUMN_STATS: &str = "    x = fd.define_tensor(shape=[4099, 96], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    v, m = fd.ops.var_mean(x, dims=[0], correction=1, keepdim=False)
+    fd.add_output(v)
+    fd.add_output(m)
+";
+
+#[test]
+fn a_column_var_mean_reads_its_input_once() {
+    let p = planned(COLUMN_STATS, Device::default());
+    let partials: Vec<_> = p.kernels.iter().filter(|k| k.schedule == Schedule::OuterPartial).collect();
+    assert_eq!(partials.len(), 1, "{:#?}", p.kernels);
+    assert!(partials[0].summary.contains("in one pass"), "{}", partials[0].summary);
+    // The shift loaded at reduced index 0 (a constant, not the loop's `r`),
+    // then the sum and Welford's update on the shifted values in the loop,
+    // one branch-free reciprocal per vector.
+    assert!(p.source.contains("if (!isfinite(k0)) k0 = 0;"), "{}", p.source);
+    assert!(p.source.contains("a0 += x; const float y = x - k0; const float d = y - m0; m0 += d * rn; q0 += d * (y - m0); }"), "{}", p.source);
+    assert!(p.source.contains("const float rn = fb_rcp_count(n);"), "{}", p.source);
+    let loop_at = p.source.find("for (; fb_at").expect("the strided loop");
+    let shift_at = p.source.find("float k0 = ").expect("the shift");
+    assert!(shift_at < loop_at, "{}", p.source);
+    // The combine: the blocks merged with constant weights (4099 = 63 x 65
+    // + 4: block 1 joins block 0 half and half), mean = a / n.
+    assert!(p.source.contains("m += d * 5e-1f; q += "), "{}", p.source);
+    assert!(p.source.contains("a / 4.099e3f"), "{}", p.source);
+    // The variance divides by n - correction.
+    assert!(p.source.contains("q / 4.098e3f"), "{}", p.source);
+}
+
+#[test]
+fn the_last_block_combine_keeps_two_passes() {
+    let dev = Device { last_block_combine: true, ..Device::default() };
+    let p = planned(COLUMN_STATS, dev);
+    let partials = p.kernels.iter().filter(|k| k.schedule == Schedule::OuterPartial).count();
+    assert_eq!(partials, 2, "{:#?}", p.kernels);
+}
