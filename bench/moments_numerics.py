@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """f32 simulation of one-pass variance designs over an outer reduction's layout (splits of `chunk`
 elements, 8 rows of threads strided within a split, sequential per thread, rows folded in order, splits
-combined in order), against the exact variance and the fuzzer's moments bound ((g + 3u) sum x^2 / div,
+combined in order, or as moments.rs's combine does), against the exact variance and the fuzzer's moments bound ((g + 3u) sum x^2 / div,
 g = (ceil(log2 n) + 1) u, u = 2^-24). No GPU: to choose a design before timing it."""
 import math, random, struct
 
@@ -88,6 +88,44 @@ def welford(xs, lay, c, shift):
         a = chan(a, p)
     return f(a[2] / (n - c))
 
+def welford_groups(xs, lay, c, groups=8):
+    """Welford's update shifted, the blocks combined as moments.rs does: the shifted mean as a sum of
+    the block means weighted by count / n, then M2 as a sum of q_s + n_s (m_s - mean)^2, each split
+    over `groups` threads (partials g, g + groups, ...) whose sums are added in order."""
+    n = len(xs)
+    k = xs[0]
+    parts = []
+    for rows in lay:
+        ts = []
+        for idx in rows:
+            cnt, m, q = 0, 0.0, 0.0
+            for i in idx:
+                y = f(xs[i] - k)
+                cnt += 1
+                d = f(y - m)
+                m = f(m + f(d * f(1.0 / cnt)))
+                q = f(q + f(d * f(y - m)))
+            ts.append((cnt, m, q))
+        b = ts[0]
+        for t in ts[1:]:
+            b = chan(b, t)
+        parts.append(b)
+    g = min(groups, len(parts))
+    wm = [0.0] * g
+    for s, (ns, ms, _) in enumerate(parts):
+        wm[s % g] = f(wm[s % g] + f(ms * f(ns / n)))
+    mean = wm[0]
+    for w in wm[1:]:
+        mean = f(mean + w)
+    qg = [0.0] * g
+    for s, (ns, ms, qs) in enumerate(parts):
+        d = f(ms - mean)
+        qg[s % g] = f(qg[s % g] + f(qs + f(f(ns * d) * d)))
+    q = qg[0]
+    for t in qg[1:]:
+        q = f(q + t)
+    return f(q / (n - c))
+
 def exact(xs, c):
     n = len(xs)
     m = math.fsum(xs) / n
@@ -108,7 +146,8 @@ def cases(rng):
 def main():
     rng = random.Random(17)
     designs = [("two passes", two_pass), ("three sums", three_sums),
-               ("welford", lambda x, l, c: welford(x, l, c, False)), ("welford shifted", lambda x, l, c: welford(x, l, c, True))]
+               ("welford", lambda x, l, c: welford(x, l, c, False)), ("welford shifted", lambda x, l, c: welford(x, l, c, True)),
+               ("shifted, grouped", welford_groups)]
     for name, xs, c in cases(rng):
         lay = layout(len(xs), min(64, max(1, len(xs) // 64)))
         e, b = exact(xs, c), bound(xs, c)

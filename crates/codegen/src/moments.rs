@@ -55,6 +55,16 @@ use fusebench_ir::{Literal, ValueId};
 /// the longest columns (2048x16384: 72.2 us against 79.2).
 pub const MAX_LANES: usize = 4;
 
+/// Threads per result in a grouped combine.
+const COMBINE_GROUPS: usize = 8;
+
+/// Partials per result from which the combine is grouped. Measured (H200,
+/// 42 column-major LayerNorms): at 64 partials per result the grouped
+/// combine took 2.3 us where the merges in order took 4.4-4.8 (7.0 in f32
+/// 2048x16384), at 32 2.1 against 2.5; at 12-17 partials it was slower
+/// (2.2-3.8 against 1.4-2.7: its barriers, and the means read twice).
+const GROUPED_FROM: usize = 32;
+
 /// Whether `r` is computed in one pass here: a mean and variance of real
 /// values, unless the last block combines partials (`FUSEBENCH_COMBINE=
 /// last-block`, which folds one value per result).
@@ -90,7 +100,7 @@ pub fn build(
     let acc = r.acc(f);
     let reg = ctype::reg(acc);
     let zero = ctype::literal(acc, Literal::Int(0));
-    let Geometry { o, k, width, bx, by, blocks_x, splits, chunk, .. } = *g;
+    let Geometry { o, k, width, bx, by, blocks_x, splits, .. } = *g;
     let one = ctype::literal(acc, Literal::Int(1));
     let label = f.value(r.outputs[0]).name.clone();
     let sums = cx.add_temp(acc, splits * o, format!("partial sums of {label}"));
@@ -201,10 +211,8 @@ pub fn build(
         },
     ));
 
-    // Combine: a thread per result adds the blocks' sums and merges their
-    // moments in order; block s covered min(chunk, k - s * chunk) elements,
-    // so each merge's weights are constants (no division, and the loads of
-    // every partial issue together).
+    // Combine: a thread per result, or 8 threads per result where the
+    // partials are many (`grouped`); the mean is a / n either way.
     let (mean_out, second, what) = match r.kind {
         Kind::Welford => (r.outputs[0], r.outputs[1], "M2"),
         _ => (r.outputs[1], r.outputs[0], "variance"),
@@ -215,25 +223,12 @@ pub fn build(
     for &(v, pos) in epilogue {
         params.push_output(f, v, pos);
     }
-    let block = 128usize;
-    lw.line(&format!("const {it} o = ({it})blockIdx.x * {block} + threadIdx.x;"));
-    lw.line(&format!("if (o >= {o}) return;"));
-    lw.line(&format!("{reg} a = {zero};"));
-    lw.line(&format!(
-        "for (int p = 0; p < {splits}; ++p) a += tmp{sums}[({it})p * {o} + o];"
-    ));
-    lw.line(&format!("{reg} m = tmp{means}[o], q = tmp{squares}[o];"));
-    let count = |s: usize| chunk.min(k - s * chunk) as f64;
-    let mut na = count(0);
-    for s in 1..splits {
-        let nb = count(s);
-        let c1 = ctype::literal(acc, Literal::Float(nb / (na + nb)));
-        let c2 = ctype::literal(acc, Literal::Float(na * nb / (na + nb)));
-        lw.line(&format!(
-            "{{ const {reg} d = tmp{means}[({it}){s} * {o} + o] - m; m += d * {c1}; q += tmp{squares}[({it}){s} * {o} + o] + d * d * {c2}; }}"
-        ));
-        na += nb;
-    }
+    let names = Partials { sums, means, squares };
+    let (bx, by) = if splits >= GROUPED_FROM {
+        grouped(&mut lw, acc, g, &names)
+    } else {
+        in_order(&mut lw, acc, g, &names)
+    };
     let n = ctype::literal(acc, Literal::Int(k as i64));
     let second_value = match r.kind {
         Kind::VarMean { correction } => {
@@ -255,15 +250,15 @@ pub fn build(
         lw.line(&format!("out{pos}[o] = {};", ctype::to_storage(f.value(v).dtype, &e)));
     }
     let cname = format!("{name}_c0");
-    let src = format!("{} {{\n{}}}\n", signature(&cname, block as u32, &params), lw.code);
+    let src = format!("{} {{\n{}}}\n", signature(&cname, (bx * by) as u32, &params), lw.code);
     let epi: Vec<String> = epilogue.iter().map(|&(v, _)| f.value(v).name.clone()).collect();
     out.push((
         src,
         Kernel {
             name: cname,
             schedule: Schedule::OuterCombine,
-            grid: [crate::launch::grid_dim(o.div_ceil(block).max(1)), 1, 1],
-            block: [block as u32, 1, 1],
+            grid: [crate::launch::grid_dim(o.div_ceil(bx).max(1)), 1, 1],
+            block: [bx as u32, by as u32, 1],
             args: params.args,
             code_hash: String::new(),
             choice: None,
@@ -277,4 +272,87 @@ pub fn build(
     cx.store_in(mean_out, mean_t);
     cx.store_in(second, second_t);
     Ok(())
+}
+
+/// The temporaries the partial kernel wrote, per split and result.
+struct Partials {
+    sums: usize,
+    means: usize,
+    squares: usize,
+}
+
+/// A thread per result: the blocks' sums added and their moments merged in
+/// order (Chan), each merge's weights constants (block s covered n_s =
+/// min(chunk, k - s * chunk) elements). Leaves `a`, `q` and `o`, returns
+/// the block's shape.
+fn in_order(lw: &mut crate::lower::Lowerer, acc: fusebench_ir::DType, g: &Geometry, t: &Partials) -> (usize, usize) {
+    let (it, reg) = (lw.idx_type, ctype::reg(acc));
+    let (o, k, chunk, splits) = (g.o, g.k, g.chunk, g.splits);
+    let Partials { sums, means, squares } = *t;
+    let block = 128usize;
+    lw.line(&format!("const {it} o = ({it})blockIdx.x * {block} + threadIdx.x;"));
+    lw.line(&format!("if (o >= {o}) return;"));
+    lw.line(&format!("{reg} a = {};", ctype::literal(acc, Literal::Int(0))));
+    lw.line(&format!("for (int p = 0; p < {splits}; ++p) a += tmp{sums}[({it})p * {o} + o];"));
+    lw.line(&format!("{reg} m = tmp{means}[o], q = tmp{squares}[o];"));
+    let count = |s: usize| chunk.min(k - s * chunk) as f64;
+    let mut na = count(0);
+    for s in 1..splits {
+        let nb = count(s);
+        let c1 = ctype::literal(acc, Literal::Float(nb / (na + nb)));
+        let c2 = ctype::literal(acc, Literal::Float(na * nb / (na + nb)));
+        lw.line(&format!(
+            "{{ const {reg} d = tmp{means}[({it}){s} * {o} + o] - m; m += d * {c1}; q += tmp{squares}[({it}){s} * {o} + o] + d * d * {c2}; }}"
+        ));
+        na += nb;
+    }
+    (block, 1)
+}
+
+/// 32 results per block, each over COMBINE_GROUPS threads (y), thread y
+/// taking partials y, y + groups, ... The mean of the shifted values is
+/// sum_s (n_s / k) m_s and M2 = sum_s q_s + n_s (m_s - mean)^2: terms
+/// independent of one another, so the loads of every partial issue
+/// together where merges in order chained them. The groups are added in
+/// order y = 0, 1, ... through shared memory: the same bits every run.
+/// Leaves `a`, `q` and `o` in the threads of y = 0 (the others return),
+/// returns the block's shape.
+fn grouped(lw: &mut crate::lower::Lowerer, acc: fusebench_ir::DType, g: &Geometry, t: &Partials) -> (usize, usize) {
+    let (it, reg) = (lw.idx_type, ctype::reg(acc));
+    let (o, k, chunk, splits) = (g.o, g.k, g.chunk, g.splits);
+    let Partials { sums, means, squares } = *t;
+    let (bx, groups) = (32usize, splits.min(COMBINE_GROUPS));
+    let last = k - (splits - 1) * chunk;
+    let weight = |n: usize| ctype::literal(acc, Literal::Float(n as f64 / k as f64));
+    let count = |n: usize| ctype::literal(acc, Literal::Int(n as i64));
+    let at = |t: usize| format!("tmp{t}[({it})s * {o} + o]");
+    let zero = ctype::literal(acc, Literal::Int(0));
+    lw.line(&format!("const {it} o = ({it})blockIdx.x * {bx} + threadIdx.x;"));
+    lw.line(&format!("const bool live = o < {o};"));
+    lw.line(&format!("__shared__ {reg} fb_ca[{groups}][{bx}], fb_cm[{groups}][{bx}];"));
+    lw.line(&format!("{reg} a = {zero}, m = {zero}, q = {zero};"));
+    lw.open(&format!("if (live) for (int s = threadIdx.y; s < {splits}; s += {groups}) {{"));
+    lw.line(&format!("a += {};", at(sums)));
+    lw.line(&format!("m += {} * (s == {} ? {} : {});", at(means), splits - 1, weight(last), weight(chunk)));
+    lw.close("}");
+    lw.line("fb_ca[threadIdx.y][threadIdx.x] = a; fb_cm[threadIdx.y][threadIdx.x] = m;");
+    lw.line("__syncthreads();");
+    lw.line("a = fb_ca[0][threadIdx.x]; m = fb_cm[0][threadIdx.x];");
+    lw.line(&format!("for (int y = 1; y < {groups}; ++y) {{ a += fb_ca[y][threadIdx.x]; m += fb_cm[y][threadIdx.x]; }}"));
+    lw.open(&format!("if (live) for (int s = threadIdx.y; s < {splits}; s += {groups}) {{"));
+    lw.line(&format!(
+        "const {reg} d = {} - m; q += {} + (s == {} ? {} : {}) * d * d;",
+        at(means),
+        at(squares),
+        splits - 1,
+        count(last),
+        count(chunk)
+    ));
+    lw.close("}");
+    lw.line("__syncthreads();");
+    lw.line("fb_ca[threadIdx.y][threadIdx.x] = q;");
+    lw.line("__syncthreads();");
+    lw.line("if (!live || threadIdx.y != 0) return;");
+    lw.line(&format!("for (int y = 1; y < {groups}; ++y) q += fb_ca[y][threadIdx.x];"));
+    (bx, groups)
 }
