@@ -64,9 +64,9 @@ def chan(a, b):
     q = f(f(qa + qb) + f(f(d * d) * f(f(na * nb) / n)))
     return (n, m, q)
 
-def welford(xs, lay, c, shift):
-    n = len(xs)
-    k = xs[0] if shift else 0.0
+def welford_blocks(xs, lay, k):
+    """Each block's (count, mean, M2) of the values shifted by k: Welford's update per row of threads,
+    the rows merged in order."""
     parts = []
     for rows in lay:
         ts = []
@@ -83,8 +83,12 @@ def welford(xs, lay, c, shift):
         for t in ts[1:]:
             b = chan(b, t)
         parts.append(b)
+    return parts
+
+def welford(xs, lay, c, shift):
+    n = len(xs)
     a = (0, 0.0, 0.0)
-    for p in parts:
+    for p in welford_blocks(xs, lay, xs[0] if shift else 0.0):
         a = chan(a, p)
     return f(a[2] / (n - c))
 
@@ -93,23 +97,7 @@ def welford_groups(xs, lay, c, groups=8):
     the block means weighted by count / n, then M2 as a sum of q_s + n_s (m_s - mean)^2, each split
     over `groups` threads (partials g, g + groups, ...) whose sums are added in order."""
     n = len(xs)
-    k = xs[0]
-    parts = []
-    for rows in lay:
-        ts = []
-        for idx in rows:
-            cnt, m, q = 0, 0.0, 0.0
-            for i in idx:
-                y = f(xs[i] - k)
-                cnt += 1
-                d = f(y - m)
-                m = f(m + f(d * f(1.0 / cnt)))
-                q = f(q + f(d * f(y - m)))
-            ts.append((cnt, m, q))
-        b = ts[0]
-        for t in ts[1:]:
-            b = chan(b, t)
-        parts.append(b)
+    parts = welford_blocks(xs, lay, xs[0])
     g = min(groups, len(parts))
     wm = [0.0] * g
     for s, (ns, ms, _) in enumerate(parts):

@@ -100,7 +100,7 @@ pub fn build(
     let acc = r.acc(f);
     let reg = ctype::reg(acc);
     let zero = ctype::literal(acc, Literal::Int(0));
-    let Geometry { o, k, width, bx, by, blocks_x, splits, .. } = *g;
+    let Geometry { o, k, width, bx, by, splits, .. } = *g;
     let one = ctype::literal(acc, Literal::Int(1));
     let label = f.value(r.outputs[0]).name.clone();
     let sums = cx.add_temp(acc, splits * o, format!("partial sums of {label}"));
@@ -193,23 +193,11 @@ pub fn build(
     lw.close("}");
     let pname = format!("{name}_p0");
     let src = format!("{} {{\n{}}}\n", signature(&pname, (bx * by) as u32, &params), lw.code);
-    out.push((
-        src,
-        Kernel {
-            name: pname,
-            schedule: Schedule::OuterPartial,
-            grid: [crate::launch::grid_dim(blocks_x), crate::launch::grid_dim(splits), 1],
-            block: [bx as u32, by as u32, 1],
-            args: params.args,
-            code_hash: String::new(),
-            choice: None,
-            shared_bytes: 0,
-            summary: format!(
-                "outer mean and variance of {} over {k} in one pass (its sum, and Welford's update on values shifted by each result's first element), {splits} splits: {o} results, {width} per thread",
-                f.value(r.x).name
-            ),
-        },
-    ));
+    let summary = format!(
+        "outer mean and variance of {} over {k} in one pass (its sum, and Welford's update on values shifted by each result's first element), {splits} splits: {o} results, {width} per thread",
+        f.value(r.x).name
+    );
+    out.push((src, g.partial_kernel(pname, params.args, summary)));
 
     // Combine: a thread per result, or 8 threads per result where the
     // partials are many (`grouped`); the mean is a / n either way.

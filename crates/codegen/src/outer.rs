@@ -82,6 +82,21 @@ impl Geometry {
         Geometry { xs, kept, red, o, k, width, bx, by, blocks_x, splits, chunk }
     }
 
+    /// The partial kernel `name` of this layout with its arguments and summary.
+    pub fn partial_kernel(&self, name: String, args: Vec<crate::plan::KernelArg>, summary: String) -> Kernel {
+        Kernel {
+            name,
+            schedule: Schedule::OuterPartial,
+            grid: [crate::launch::grid_dim(self.blocks_x), crate::launch::grid_dim(self.splits), 1],
+            block: [self.bx as u32, self.by as u32, 1],
+            args,
+            code_hash: String::new(),
+            choice: None,
+            shared_bytes: 0,
+            summary,
+        }
+    }
+
     /// Declares the thread's first result `o` (and whether it has one,
     /// `live`), its index above the last kept dim `oq` and in it `oj`; returns
     /// the index of the kept dims above the last.
@@ -255,24 +270,12 @@ pub fn build(
         }
         let pname = format!("{name}_p{pass}");
         let src = format!("{} {{\n{}}}\n", signature(&pname, (bx * by) as u32, &params), lw.code);
-        out.push((
-            src,
-            Kernel {
-                name: pname,
-                schedule: Schedule::OuterPartial,
-                grid: [crate::launch::grid_dim(blocks_x), crate::launch::grid_dim(splits), 1],
-                block: [bx as u32, by as u32, 1],
-                args: params.args,
-                code_hash: String::new(),
-                choice: None,
-                shared_bytes: 0,
-                summary: format!(
-                    "outer reduction of {} over {k} in {splits} splits: {o} results, {width} per thread{}",
-                    f.value(r.x).name,
-                    if fused.is_some() { format!(", the last block of each column combining its partials into the {what}") } else { String::new() }
-                ),
-            },
-        ));
+        let summary = format!(
+            "outer reduction of {} over {k} in {splits} splits: {o} results, {width} per thread{}",
+            f.value(r.x).name,
+            if fused.is_some() { format!(", the last block of each column combining its partials into the {what}") } else { String::new() }
+        );
+        out.push((src, g.partial_kernel(pname, params.args, summary)));
         end_pass(cx, name, r, pass, partial, splits, epi, fused.map(|(_, t)| t), out)?;
     }
     Ok(())
