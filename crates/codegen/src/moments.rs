@@ -75,11 +75,9 @@ pub fn one_pass(cx: &Context, r: &Reduction) -> bool {
 /// The shift of lane `j`'s result: its first element (reduced index 0),
 /// or 0 where that is not finite.
 fn shift(lw: &mut crate::lower::Lowerer, f: &fusebench_ir::Fusion, r: &Reduction, x_idx: &[Ix], name: &str) -> Result<(), CodegenError> {
-    let acc = r.acc(f);
     let xv = lw.value_at(r.x, x_idx)?;
-    let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
-    let xv = ctype::convert(r.value_dtype(f), acc, &xv);
-    let reg = ctype::reg(acc);
+    let xv = r.to_acc(f, &xv);
+    let reg = ctype::reg(r.acc(f));
     lw.line(&format!("{reg} {name} = {xv};"));
     lw.line(&format!("if (!isfinite({name})) {name} = 0;"));
     Ok(())
@@ -116,7 +114,7 @@ pub fn build(
     let it = lw.idx_type;
     let kept_idx = g.thread_results(&mut lw);
     // One count for the thread's lanes (they see the same elements), so one
-    // division per vector.
+    // reciprocal per vector.
     lw.line(&format!("{reg} n = {zero};"));
     for j in 0..width {
         lw.line(&format!("{reg} a{j} = {zero}, m{j} = {zero}, q{j} = {zero};"));
@@ -145,8 +143,7 @@ pub fn build(
         for j in 0..width {
             let x_idx = g.x_index(lw, r, &kept_idx, j);
             let xv = lw.value_at(r.x, &x_idx)?;
-            let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
-            let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+            let xv = r.to_acc(f, &xv);
             lw.line(&format!(
                 "{{ const {reg} x = {xv}; a{j} += x; const {reg} y = x - k{j}; const {reg} d = y - m{j}; m{j} += d * rn; q{j} += d * (y - m{j}); }}"
             ));

@@ -211,8 +211,7 @@ pub fn build(
             for j in 0..width {
                 let x_idx = g.x_index(lw, r, &kept_idx, j);
                 let xv = lw.value_at(r.x, &x_idx)?;
-                let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
-                let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+                let xv = r.to_acc(f, &xv);
                 let a = format!("a{j}");
                 match means.get(j) {
                     None => lw.line(&reduction::step(&combine_op, acc, &a, &xv)),

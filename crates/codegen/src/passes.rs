@@ -92,8 +92,7 @@ impl Passes {
     ) -> String {
         let r = &reds[i];
         let acc = r.acc(f);
-        let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), x);
-        let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+        let xv = r.to_acc(f, x);
         if self.first[i] == pass || matches!(r.kind, Kind::Plain(_)) {
             reduction::step(&Self::combine(r), acc, a, &xv)
         } else {

@@ -114,6 +114,14 @@ impl Reduction {
         }
     }
 
+    /// Element `x` of the reduced input (a C expression of its register
+    /// type) in the accumulator's type: through the value dtype first, as
+    /// the reduction's result is defined.
+    pub fn to_acc(&self, f: &Fusion, x: &str) -> String {
+        let v = ctype::convert(f.value(self.x).dtype, self.value_dtype(f), x);
+        ctype::convert(self.value_dtype(f), self.acc(f), &v)
+    }
+
     /// Small plain reductions are computed where they are read, in a loop,
     /// instead of by a kernel of their own.
     pub fn inline(&self, f: &Fusion) -> bool {

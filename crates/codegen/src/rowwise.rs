@@ -803,8 +803,7 @@ fn build_unrolled(
                         k,
                     )?;
                     let xv = lw.value_at(r.x, &idx)?;
-                    let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
-                    let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+                    let xv = r.to_acc(f, &xv);
                     let Kind::Plain(cb) = &r.kind else {
                         unreachable!()
                     };
@@ -857,8 +856,7 @@ fn build_unrolled(
                 let idx = view::delinearize(Ix::var(rv.name.clone()), &shape);
                 let xv = lw.value_at(r.x, &idx)?;
                 let acc = r.acc(f);
-                let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
-                let xv = ctype::convert(r.value_dtype(f), acc, &xv);
+                let xv = r.to_acc(f, &xv);
                 let Kind::Plain(cb) = &r.kind else {
                     unreachable!()
                 };
