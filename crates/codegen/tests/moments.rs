@@ -4,11 +4,10 @@
 
 use fusebench_codegen::{plan, Device, Schedule};
 
+mod common;
+
 fn planned(body: &str, dev: Device) -> fusebench_codegen::Plan {
-    let src = format!(
-        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
-    );
-    let f = fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"));
+    let f = common::script(body);
     let layouts = vec![None; f.inputs.len()];
     plan(&f, &layouts, dev).unwrap()
 }

@@ -4,16 +4,14 @@
 
 use fusebench_codegen::{plan, Device};
 
+mod common;
+
 fn cuda(body: &str, rows: usize, dev: Device) -> String {
     planned(body, rows, dev).source
 }
 
 fn planned(body: &str, rows: usize, dev: Device) -> fusebench_codegen::Plan {
-    let body = body.replace("ROWS", &rows.to_string());
-    let src = format!(
-        "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n{body}with FusionDefinition() as fd:\n    f(fd)\n"
-    );
-    let f = fusebench_frontend::parse_script("t.py", &src).unwrap_or_else(|e| panic!("{e}"));
+    let f = common::script(&body.replace("ROWS", &rows.to_string()));
     let layouts = vec![None; f.inputs.len()];
     plan(&f, &layouts, dev).unwrap()
 }
