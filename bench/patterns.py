@@ -32,6 +32,7 @@ Grids (--grid):
 """
 
 import argparse
+import random
 import os
 import sys
 
@@ -438,6 +439,23 @@ def grid(kind, names, dtypes):
     return out
 
 
+def sample(cases, n, seed):
+    """n of `cases`, the patterns taken in turn (each its cases shuffled by `seed`) until n are drawn or none is
+    left, so that every pattern gets its share whatever the size of its own product; in the grid's order."""
+    rng = random.Random(seed)
+    per = {}
+    for c in cases:
+        per.setdefault(c[0], []).append(c)
+    for v in per.values():
+        rng.shuffle(v)
+    kept = set()
+    while len(kept) < n and any(per.values()):
+        for v in per.values():
+            if v and len(kept) < n:
+                kept.add(v.pop())
+    return [c for c in cases if c in kept]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("dir")
@@ -449,6 +467,9 @@ def main():
     p.add_argument("--rows", help="row counts, comma-separated (alone: with the grid's row lengths)")
     p.add_argument("--dtypes", help="of bf16,f16,f32")
     p.add_argument("--layouts", help=f"of {','.join(LAYOUTS)} (default: each pattern's own)")
+    p.add_argument("--sample", type=int, help="keep N of the cases, drawn at random and spread evenly over the "
+                   "patterns: a fresh set of shapes to measure on, not the grid the engine was tuned on")
+    p.add_argument("--seed", type=int, default=0, help="the --sample draw's seed (the same seed, the same set)")
     a = p.parse_args()
     kind = "small" if a.small else a.grid
     dtypes = a.dtypes.split(",") if a.dtypes else list(DTYPES)
@@ -476,6 +497,8 @@ def main():
                 print(f"{n}: row lengths {left} left out ({FITS[n].__doc__})", file=sys.stderr)
     if layouts:
         cases = [x for x in cases if x[4] in layouts]
+    if a.sample is not None:
+        cases = sample(cases, a.sample, a.seed)
     vocab = 97 if kind == "small" else VOCAB
     os.makedirs(a.dir, exist_ok=True)
     for n, dt, r, c, lay in cases:

@@ -92,3 +92,35 @@ fn the_default_sweep_is_a_few_hundred_scripts_of_every_pattern() {
         assert!(PATTERNS.contains(&parts[3]), "{f}");
     }
 }
+
+/// `--sample N --seed S`: N scripts drawn from the product, every pattern
+/// getting its share, the same N for the same seed (a fresh set of shapes
+/// to measure on, named in BENCHMARKS.md by its command).
+#[test]
+fn a_sample_is_spread_over_the_patterns_and_fixed_by_its_seed() {
+    let args = ["--cols", "1536,2304,6144", "--rows", "512,4096", "--sample", "40", "--seed", "19"];
+    let Some((a, n, mut first)) = generate("sample-a", &args) else {
+        return;
+    };
+    let Some((b, _, mut again)) = generate("sample-b", &args) else {
+        return;
+    };
+    let mut other_args = args;
+    other_args[7] = "20";
+    let Some((c, _, mut other)) = generate("sample-c", &other_args) else {
+        return;
+    };
+    for d in [a, b, c] {
+        let _ = std::fs::remove_dir_all(&d);
+    }
+    assert_eq!(n, 40);
+    first.sort();
+    again.sort();
+    other.sort();
+    assert_eq!(first, again, "the same seed draws the same scripts");
+    assert_ne!(first, other, "another seed draws others");
+    for p in PATTERNS {
+        let k = first.iter().filter(|f| f.starts_with(&format!("{p}-"))).count();
+        assert_eq!(k, 2, "{p}: {k} of 40");
+    }
+}

@@ -39,6 +39,11 @@ pub struct Device {
     /// Blocks (of 256 threads) per multiprocessor of an outer reduction's
     /// partial sums.
     pub outer_blocks_per_sm: u32,
+    /// An outer reduction whose results are too few to give every
+    /// multiprocessor `outer_blocks_per_sm` blocks narrows its blocks
+    /// (`outer::Geometry`): fewer threads across the results, more down the
+    /// reduced elements, so more blocks read at once.
+    pub outer_narrow: bool,
     /// Threads of a row re-read in each pass (`rowwise::Shape::reload`); 0:
     /// the planner's rule (`launch::reload_threads`).
     pub reload_threads: u32,
@@ -128,6 +133,7 @@ impl Default for Device {
             pointwise_blocks_per_sm: 4,
             grid_blocks_per_sm: 4,
             outer_blocks_per_sm: 8,
+            outer_narrow: true,
             reload_threads: 0,
             row_prefetch: 2,
             column_sums_outer: true,

@@ -54,6 +54,11 @@ use fusebench_ir::{Literal, ValueId};
 /// 1.008 and 0.971 of the two passes (H200), though 8 lanes were faster on
 /// the longest columns (2048x16384: 72.2 us against 79.2).
 pub const MAX_LANES: usize = 4;
+/// Most rows of threads in a partial block (`outer::Geometry`): thread row 0
+/// merges the others' statistics one after another, each merge with two
+/// divisions, so a block 32 deep was up to 39% slower than 8 deep
+/// (LayerNorm 512x7168 bf16 column-major, H200); 16 deep was faster.
+pub const MAX_DEPTH: usize = 16;
 
 /// Threads per result in a grouped combine.
 const COMBINE_GROUPS: usize = 8;

@@ -41,8 +41,9 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// The layout of `r`, at most `max_lanes` results per thread.
-    pub fn of(cx: &Context, r: &Reduction, max_lanes: usize) -> Geometry {
+    /// The layout of `r`, at most `max_lanes` results per thread and
+    /// `max_by` threads down the reduced elements.
+    pub fn of(cx: &Context, r: &Reduction, max_lanes: usize, max_by: usize) -> Geometry {
         let f = cx.f;
         let xs = f.value(r.x).shape.clone().unwrap();
         let kept = r.kept_extents(f);
@@ -64,19 +65,20 @@ impl Geometry {
         } else {
             1
         };
-        // A block is 32 threads across results by `by` down the reduced
+        // A block is `bx` threads across results by `by` down the reduced
         // elements, folded in shared memory into one partial per result: more
         // threads reading without more partials for the combine to read.
         // Complex accumulators are not kept in shared memory: one row of threads.
-        let (bx, by) = if acc.is_complex() { (BLOCK as usize, 1) } else { (32, BLOCK_Y) };
+        let elem = f.inputs.iter().map(|&i| f.value(i).dtype.size_bytes()).filter(|&b| b > 1).min().unwrap_or(4);
+        let (bx, by) = if acc.is_complex() { (BLOCK as usize, 1) } else { block_shape(cx, o, k, (width, elem), max_by) };
         let blocks_x = o.div_ceil(width).div_ceil(bx).max(1);
         // Enough blocks to fill every multiprocessor, each folding at least
-        // MIN_CHUNK of the reduced elements and at most MAX_SPLITS partials per
+        // `min_chunk` of the reduced elements and at most MAX_SPLITS partials per
         // result, so that the partials stay a small share of what is read (the
         // reductions of a column-major 2048x16384 bf16 softmax, at 4 blocks of
         // 128 threads per SM, read at 1.7 TB/s).
         let want = (cx.dev.sm_count as usize * cx.dev.outer_blocks_per_sm as usize).div_ceil(blocks_x);
-        let splits = want.clamp(1, (k / MIN_CHUNK).clamp(1, MAX_SPLITS));
+        let splits = want.clamp(1, max_splits(cx, k, by));
         let chunk = k.div_ceil(splits).max(1);
         let splits = k.div_ceil(chunk).max(1);
         Geometry { xs, kept, red, o, k, width, bx, by, blocks_x, splits, chunk }
@@ -144,6 +146,49 @@ impl Geometry {
     }
 }
 
+/// Threads of a block of partial sums.
+const THREADS: usize = 32 * BLOCK_Y;
+/// Fewest bytes a row of a block's threads reads across the results: two
+/// 32-byte sectors.
+const MIN_SEGMENT: usize = 64;
+
+/// Most splits of `k` reduced elements for blocks `by` threads deep: each
+/// split at least MIN_CHUNK elements, and at least a batch of loads
+/// (`loads_in_flight`) for every row of threads, so none of them waits on
+/// one load after another.
+fn max_splits(cx: &Context, k: usize, by: usize) -> usize {
+    let chunk = MIN_CHUNK.max(by * cx.dev.loads_in_flight.max(1) as usize);
+    (k / chunk).clamp(1, MAX_SPLITS)
+}
+
+/// Blocks per multiprocessor below which a block of partial sums is narrowed.
+const NARROW_BELOW: usize = 2;
+
+/// Threads across the results and down the reduced elements of a block of
+/// partial sums, `o` results over `k` elements, `width` results of `elem`
+/// bytes per thread, at most `max_by` deep: 32 by BLOCK_Y, or, where that
+/// gives fewer than NARROW_BELOW blocks per multiprocessor (a column-major norm
+/// of 512 rows: 144 blocks of 256 threads for 132 SMs, each thread waiting on
+/// its loads with nothing else resident), halved across and doubled down
+/// while that gives more blocks and a row of threads still reads MIN_SEGMENT
+/// bytes (`Device::outer_narrow`). On the H200, over 58 such reductions,
+/// narrowing those below 2 blocks per SM took 8-18% off their partial kernels;
+/// narrowing those at 3 to 4 per SM made some 4-28% slower (a second wave).
+fn block_shape(cx: &Context, o: usize, k: usize, (width, elem): (usize, usize), max_by: usize) -> (usize, usize) {
+    let few = cx.dev.sm_count as usize * NARROW_BELOW;
+    let blocks = |bx: usize| o.div_ceil(width).div_ceil(bx).max(1) * max_splits(cx, k, THREADS / bx);
+    let mut bx = 32;
+    while cx.dev.outer_narrow
+        && blocks(bx) < few
+        && THREADS / (bx / 2) <= max_by
+        && (bx / 2) * width * elem >= MIN_SEGMENT
+        && blocks(bx / 2) > blocks(bx)
+    {
+        bx /= 2;
+    }
+    (bx, THREADS / bx)
+}
+
 /// Appends the kernels that compute `r` and records where its outputs are stored.
 pub fn build(
     cx: &mut Context,
@@ -154,7 +199,11 @@ pub fn build(
 ) -> Result<(), CodegenError> {
     let f = cx.f;
     let one_pass = crate::moments::one_pass(cx, r);
-    let g = Geometry::of(cx, r, if one_pass { crate::moments::MAX_LANES } else { 8 });
+    let g = if one_pass {
+        Geometry::of(cx, r, crate::moments::MAX_LANES, crate::moments::MAX_DEPTH)
+    } else {
+        Geometry::of(cx, r, 8, THREADS)
+    };
     let acc = r.acc(f);
     if one_pass {
         return crate::moments::build(cx, name, r, &g, epilogue, out);

@@ -175,6 +175,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         pointwise_blocks_per_sm: k.pointwise_blocks_per_sm.unwrap_or(d.pointwise_blocks_per_sm),
         grid_blocks_per_sm: k.grid_blocks_per_sm.unwrap_or(d.grid_blocks_per_sm),
         outer_blocks_per_sm: k.outer_blocks_per_sm.unwrap_or(d.outer_blocks_per_sm),
+        outer_narrow: k.outer_narrow.unwrap_or(d.outer_narrow),
         reload_threads: k.reload_threads.unwrap_or(d.reload_threads),
         row_prefetch: k.row_prefetch.unwrap_or(d.row_prefetch),
         column_sums_outer: k.column_sums_outer.unwrap_or(d.column_sums_outer),

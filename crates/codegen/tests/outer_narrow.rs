@@ -1,0 +1,60 @@
+//! Outer reductions with too few results to fill the GPU narrow their blocks
+//! of partial sums (`outer::Geometry`): fewer threads across the results,
+//! more down the reduced elements, so more blocks read at once.
+
+use fusebench_codegen::{plan, Device, Kernel, Schedule};
+
+mod common;
+
+fn partials(body: &str, dev: Device) -> Vec<Kernel> {
+    let f = common::script(body);
+    let layouts = vec![None; f.inputs.len()];
+    let p = plan(&f, &layouts, dev).unwrap();
+    p.kernels.into_iter().filter(|k| k.schedule == Schedule::OuterPartial).collect()
+}
+
+fn column_sum(rows: usize, cols: usize) -> String {
+    format!(
+        "    x = fd.define_tensor(shape=[{rows}, {cols}], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    s = fd.ops.sum(x, dims=[0], keepdim=False)
+    fd.add_output(s)
+"
+    )
+}
+
+fn column_stats(rows: usize, cols: usize) -> String {
+    format!(
+        "    x = fd.define_tensor(shape=[{rows}, {cols}], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    v, m = fd.ops.var_mean(x, dims=[0], correction=1, keepdim=False)
+    fd.add_output(v)
+    fd.add_output(m)
+"
+    )
+}
+
+#[test]
+fn few_results_narrow_the_blocks() {
+    // 2304 results of 8 lanes: 9 blocks of 32 threads across, 8 splits of
+    // 512 rows, 72 blocks for 132 SMs; 16 across and 16 down doubles them
+    // (8 across would not: each row of threads needs a batch of loads).
+    let k = partials(&column_sum(512, 2304), Device::default());
+    assert_eq!((k[0].block, k[0].grid), ([16, 16, 1], [18, 8, 1]), "{k:#?}");
+    let k = partials(&column_sum(512, 2304), Device { outer_narrow: false, ..Device::default() });
+    assert_eq!((k[0].block, k[0].grid), ([32, 8, 1], [9, 8, 1]), "{k:#?}");
+    // Down to 64-byte rows of threads: 8 across x 8 bf16 lanes.
+    let k = partials(&column_sum(5120, 256), Device::default());
+    assert_eq!(k[0].block, [8, 32, 1], "{k:#?}");
+}
+
+#[test]
+fn enough_blocks_keep_the_wide_shape() {
+    let k = partials(&column_sum(2048, 16384), Device::default());
+    assert_eq!(k[0].block, [32, 8, 1], "{k:#?}");
+}
+
+#[test]
+fn the_mean_and_variance_stay_at_most_16_deep() {
+    // Row 0 of the threads merges the others' statistics one by one.
+    let k = partials(&column_stats(5120, 256), Device::default());
+    assert_eq!(k[0].block, [16, 16, 1], "{k:#?}");
+}
