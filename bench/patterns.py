@@ -168,6 +168,14 @@ def gelu_bwd(f, r, c):
     f.out("gx")
 
 
+def gelu_bwd_bias(f, r, c):
+    """gelu_bwd's gradient and the bias's, its sum over the rows (nvFuser's gelu_bwd_reduction benchmark): the
+    backward of a linear layer's bias + GELU, two outputs over the same rows."""
+    gelu_bwd(f, r, c)
+    f.op("gb = fd.ops.sum(gx, dims=[0])")
+    f.out("gb")
+
+
 def silu_mul(f, r, c):
     a, b = f.main(r, c), f.main(r, c, first=False)
     f.op(f"s = fd.ops.silu({a})", f"y = fd.ops.mul(s, {b})")
@@ -370,6 +378,7 @@ PW, NORM, RED = ["rowmajor", "colmajor", "sliced", "broadcast"], ["rowmajor", "c
 PATTERNS = {
     "gelu": (gelu, PW),
     "gelu_bwd": (gelu_bwd, PW),
+    "gelu_bwd_bias": (gelu_bwd_bias, ["rowmajor", "sliced"]),
     "silu_mul": (silu_mul, PW),
     "silu_mul_bwd": (silu_mul_bwd, ["rowmajor", "colmajor", "sliced"]),
     "add_bias": (add_bias, PW),

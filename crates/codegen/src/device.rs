@@ -54,12 +54,8 @@ pub struct Device {
     /// shared memory as each block starts, so their latency overlaps the
     /// row's loads at no register cost (the seed RMSNorm 20.4 -> 19.0 us).
     pub row_prefetch: u32,
-    /// Stored sums over the rows of a row-major tensor go to the outer
-    /// reduction's schedule (blocks of 32 x 8 threads folded in shared
-    /// memory, fewer partials) rather than to column tiles walking the rows:
-    /// 4% faster over 53 column sums on the H200, up to 5% slower at 8192
-    /// rows and more.
-    pub column_sums_outer: bool,
+    /// Which schedule takes a stored sum over the rows of a row-major tensor.
+    pub column_sums: ColumnSums,
     /// Iterations of a strided reduction loop whose loads are issued
     /// together (`strided::emit`): a loop unrolled by `#pragma unroll` still
     /// checks its bound before each load, so each thread had one load in
@@ -87,6 +83,25 @@ pub struct Device {
     /// reads its input for the last time (`Context::read_once`), the
     /// read-only path elsewhere.
     pub load_hint: Option<LoadHint>,
+}
+
+/// Which schedule takes a stored sum over the rows of a row-major tensor
+/// (`FUSEBENCH_COLUMN_SUMS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnSums {
+    /// Column tiles walking the rows (`rowwise`), which also write the
+    /// elementwise outputs over the same rows x columns.
+    Rowwise,
+    /// The outer reduction's blocks of 32 x 8 threads folded in shared
+    /// memory, fewer partials: 4% faster over 53 column sums on the H200, up
+    /// to 5% slower at 8192 rows and more (twelfth session); but an
+    /// elementwise output over the same rows (a GELU backward's gradient
+    /// beside its bias gradient) then takes a kernel of its own, which reads
+    /// the inputs and computes the values again.
+    Outer,
+    /// The tiles where elementwise outputs over the same rows join them, the
+    /// outer blocks otherwise.
+    Joined,
 }
 
 /// The cache hint of global loads. nvFuser's pointwise kernels load with
@@ -136,7 +151,7 @@ impl Default for Device {
             outer_narrow: true,
             reload_threads: 0,
             row_prefetch: 2,
-            column_sums_outer: true,
+            column_sums: ColumnSums::Joined,
             loads_in_flight: 4,
             last_block_combine: false,
             contiguous_per_lane: 4,

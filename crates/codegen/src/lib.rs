@@ -50,5 +50,5 @@ pub mod view;
 
 pub use error::CodegenError;
 pub use plan::{Choice, Kernel, KernelArg, OutputSource, Plan, Schedule};
-pub use device::{Device, LoadHint};
+pub use device::{ColumnSums, Device, LoadHint};
 pub use segment::plan;

@@ -298,10 +298,16 @@ fn try_plan(
                 continue;
             }
         }
+        let joined = schedule::row_sums(f, layouts, red, &dev).is_ok_and(|(rs, is)| {
+            let (rows, cols) = (rs.iter().product(), is.iter().product());
+            let last = *is.last().unwrap();
+            pointwise_groups.iter().any(|&gi| splits(&groups[gi].0, cols, last) == Some(rows))
+        });
         let work = Work::Stored {
             red: r,
             before_rows: false,
             epilogue: vec![],
+            joined,
         };
         let u = Unit::chosen(cand(format!("fb_r{}", red.node), work), &cx, &dev)?;
         let sums = schedule::row_sums(f, layouts, red, &dev).ok();
@@ -364,6 +370,7 @@ fn try_plan(
                 red: r,
                 before_rows: true,
                 epilogue: vec![],
+                joined: false,
             };
             let name = format!("fb_r{}", all_reds[r].node);
             standalone.insert(r, Unit::chosen(cand(name, work), &cx, &dev)?);

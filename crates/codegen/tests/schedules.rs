@@ -119,6 +119,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
                 red: 0,
                 before_rows: false,
                 epilogue: vec![],
+                joined: false,
             },
         ),
         (
@@ -128,6 +129,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
                 red: 0,
                 before_rows: true,
                 epilogue: vec![],
+                joined: false,
             },
         ),
         (
@@ -137,6 +139,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
                 red: 0,
                 before_rows: false,
                 epilogue: vec![],
+                joined: false,
             },
         ),
         (
@@ -146,6 +149,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
                 red: 0,
                 before_rows: false,
                 epilogue: vec![],
+                joined: false,
             },
         ),
         (
@@ -177,6 +181,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
                 red: 0,
                 before_rows: false,
                 epilogue: vec![],
+                joined: false,
             },
             cm,
         )])

@@ -3,7 +3,7 @@
 
 use crate::error::EngineError;
 use crate::transfer::{buffer_bytes, layout};
-use fusebench_codegen::{plan, Device, KernelArg as PlanArg, LoadHint, OutputSource, Plan};
+use fusebench_codegen::{plan, ColumnSums, Device, KernelArg as PlanArg, LoadHint, OutputSource, Plan};
 use fusebench_host::{Arg, Tensor};
 use fusebench_ir::{DType, Fusion, Literal};
 use fusebench_measure::InputLayout;
@@ -178,7 +178,12 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         outer_narrow: k.outer_narrow.unwrap_or(d.outer_narrow),
         reload_threads: k.reload_threads.unwrap_or(d.reload_threads),
         row_prefetch: k.row_prefetch.unwrap_or(d.row_prefetch),
-        column_sums_outer: k.column_sums_outer.unwrap_or(d.column_sums_outer),
+        column_sums: match k.column_sums {
+            Some("rowwise") => ColumnSums::Rowwise,
+            Some("outer") => ColumnSums::Outer,
+            Some(_) => ColumnSums::Joined,
+            None => d.column_sums,
+        },
         loads_in_flight: k.loads_in_flight.unwrap_or(d.loads_in_flight),
         last_block_combine: k.last_block_combine.unwrap_or(d.last_block_combine),
         contiguous_per_lane: k.contiguous_per_lane.unwrap_or(d.contiguous_per_lane),

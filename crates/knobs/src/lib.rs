@@ -88,8 +88,8 @@ pub const DECLARED: &[Declared] = &[
         "threads of a row re-read in each pass by a backward norm past the registers (tuning experiments)"),
     knob("FUSEBENCH_ROW_PREFETCH", "0, 1 or 2", "the planner's (2)", Affects::Kernels,
         "how a row kernel reads the small inputs its outputs broadcast over the rows (a norm's weight): 0 after the row's reductions, 1 into registers before them, 2 copied to shared memory as each block starts (tuning experiments)"),
-    knob("FUSEBENCH_COLUMN_SUMS", "rowwise or outer", "the planner's (outer)", Affects::Kernels,
-        "which schedule takes a stored sum over the rows of a row-major tensor: column tiles walking the rows, or the outer reduction's blocks of 32 x 8 threads (tuning experiments)"),
+    knob("FUSEBENCH_COLUMN_SUMS", "rowwise, outer or joined", "the planner's (joined)", Affects::Kernels,
+        "which schedule takes a stored sum over the rows of a row-major tensor: column tiles walking the rows (which also write the elementwise outputs over the same rows), the outer reduction's blocks of 32 x 8 threads, or joined: the tiles where such outputs join them, else the outer blocks (tuning experiments)"),
     knob("FUSEBENCH_LOADS_IN_FLIGHT", "a whole number from 1 to 16", "the planner's (4)", Affects::Kernels,
         "iterations of a strided reduction loop (grid and outer reductions, long rows) whose loads each thread issues together; 1: the plain loop (tuning experiments)"),
     knob("FUSEBENCH_COMBINE", "kernel or last-block", "the planner's (kernel)", Affects::Kernels,
@@ -156,7 +156,8 @@ pub struct Knobs {
     pub outer_narrow: Option<bool>,
     pub reload_threads: Option<u32>,
     pub row_prefetch: Option<u32>,
-    pub column_sums_outer: Option<bool>,
+    /// "rowwise", "outer" or "joined".
+    pub column_sums: Option<&'static str>,
     pub loads_in_flight: Option<u32>,
     pub last_block_combine: Option<bool>,
     pub contiguous_per_lane: Option<u32>,
@@ -194,7 +195,7 @@ impl Default for Knobs {
             outer_narrow: None,
             reload_threads: None,
             row_prefetch: None,
-            column_sums_outer: None,
+            column_sums: None,
             loads_in_flight: None,
             last_block_combine: None,
             contiguous_per_lane: None,
@@ -292,12 +293,10 @@ impl Knobs {
                     _ => None,
                 },
                 "FUSEBENCH_ROW_PREFETCH" => count(value, 0, 2).map(|n| k.row_prefetch = Some(n)),
-                "FUSEBENCH_COLUMN_SUMS" => match value {
-                    "rowwise" => Some(false),
-                    "outer" => Some(true),
-                    _ => None,
-                }
-                .map(|b| k.column_sums_outer = Some(b)),
+                "FUSEBENCH_COLUMN_SUMS" => ["rowwise", "outer", "joined"]
+                    .into_iter()
+                    .find(|&h| h == value)
+                    .map(|h| k.column_sums = Some(h)),
                 "FUSEBENCH_LOADS_IN_FLIGHT" => count(value, 1, 16).map(|n| k.loads_in_flight = Some(n)),
                 "FUSEBENCH_COMBINE" => match value {
                     "kernel" => Some(false),
@@ -464,9 +463,11 @@ mod tests {
     #[test]
     fn the_row_kernel_knobs_parse() {
         let k = Knobs::from_vars([("FUSEBENCH_ROW_PREFETCH", "0"), ("FUSEBENCH_COLUMN_SUMS", "rowwise")]).unwrap();
-        assert_eq!((k.row_prefetch, k.column_sums_outer), (Some(0), Some(false)));
+        assert_eq!((k.row_prefetch, k.column_sums), (Some(0), Some("rowwise")));
         let k = Knobs::from_vars([("FUSEBENCH_COLUMN_SUMS", "outer")]).unwrap();
-        assert_eq!((k.row_prefetch, k.column_sums_outer), (None, Some(true)));
+        assert_eq!((k.row_prefetch, k.column_sums), (None, Some("outer")));
+        let k = Knobs::from_vars([("FUSEBENCH_COLUMN_SUMS", "joined")]).unwrap();
+        assert_eq!(k.column_sums, Some("joined"));
     }
 
     #[test]

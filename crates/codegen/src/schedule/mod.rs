@@ -93,6 +93,9 @@ pub enum Work {
         /// Outputs computed from this reduction's results alone, one element
         /// per result in order (`crate::epilogue`): written by its last kernel.
         epilogue: Vec<(ValueId, usize)>,
+        /// A sum over rows with elementwise outputs over the same rows x
+        /// columns, which a row kernel computing it would write too.
+        joined: bool,
     },
     /// Outputs of one shape, each element computed from inputs alone (or
     /// stored reductions).

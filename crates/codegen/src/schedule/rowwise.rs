@@ -3,7 +3,7 @@
 //! row's passes. Launch numbers come from `crate::launch`.
 
 use super::{Candidate, Reason, Rows, Schedule, Work};
-use crate::device::Device;
+use crate::device::{ColumnSums, Device};
 use crate::error::CodegenError;
 use crate::kernel::Context;
 use crate::persistent::RowTarget;
@@ -133,14 +133,20 @@ impl Schedule for Rowwise {
                 shape_reason(c, (r.rows(), r.inner.len() + r.totals.len()), r.cols(), w, whole, reload_threads(r, w, dev), dev)
             }
             Work::Stored {
-                red, before_rows, ..
+                red, before_rows, joined, ..
             } => {
                 let (rows, inner) = row_sums(c.f, &cx.layouts, &c.reds[*red], dev)?;
                 if *before_rows {
                     return Err("read by another stored reduction, so computed on its own before the row kernels".into());
                 }
-                if dev.column_sums_outer {
-                    return Err("a stored sum over rows, which FUSEBENCH_COLUMN_SUMS=outer gives to the outer schedule".into());
+                match dev.column_sums {
+                    ColumnSums::Outer => {
+                        return Err("a stored sum over rows, which FUSEBENCH_COLUMN_SUMS=outer gives to the outer schedule".into())
+                    }
+                    ColumnSums::Joined if !joined => {
+                        return Err("a stored sum over rows with no elementwise output over the same rows to write beside it: the outer schedule's (FUSEBENCH_COLUMN_SUMS=joined)".into())
+                    }
+                    _ => {}
                 }
                 let cols: usize = inner.iter().product();
                 let w = c.row_width(*inner.last().unwrap_or(&1));
