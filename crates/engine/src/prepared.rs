@@ -136,7 +136,15 @@ impl Engine {
                 Ok(b)
             })
             .collect::<Result<Vec<_>, EngineError>>()?;
-        let bytes = bytes_moved(f, inputs, plan.written_bytes());
+        // Outputs the plan returns as views: no kernel reads for them.
+        let views: Vec<_> = f
+            .outputs
+            .iter()
+            .zip(&plan.outputs)
+            .filter(|(_, o)| !matches!(o.source, OutputSource::Written))
+            .map(|(&v, _)| v)
+            .collect();
+        let bytes = bytes_moved(f, inputs, plan.written_bytes(), &views);
         Ok(Prepared {
             gpu: self.gpu.clone(),
             input_layouts: input_layouts(inputs),
@@ -240,8 +248,9 @@ fn input_layout(a: &Arg) -> InputLayout {
 /// Bytes the fusion must move: what it must read of each input (a gather
 /// table only the rows its ids select, counted from the ids' distinct values
 /// here, where they are known) and every output a kernel writes; with the
-/// line that says how they were counted.
-fn bytes_moved(f: &Fusion, inputs: &[Arg], written: usize) -> (usize, String) {
+/// line that says how they were counted. What only the outputs `views` (the
+/// plan's aliases) read is not counted.
+fn bytes_moved(f: &Fusion, inputs: &[Arg], written: usize, views: &[fusebench_ir::ValueId]) -> (usize, String) {
     let shapes: Vec<Option<fusebench_ir::InputShape>> = inputs
         .iter()
         .map(|a| match a {
@@ -254,7 +263,7 @@ fn bytes_moved(f: &Fusion, inputs: &[Arg], written: usize) -> (usize, String) {
         })
         .collect();
     let distinct = fusebench_host::facts::distinct_ids(f, inputs);
-    let t = fusebench_ir::traffic(f, &shapes, &distinct);
+    let t = fusebench_ir::traffic_with_views(f, &shapes, &distinct, views);
     (t.read as usize + written, t.describe(written as u64))
 }
 

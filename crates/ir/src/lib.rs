@@ -35,5 +35,5 @@ pub use op_gemm::GemmOp;
 pub use op_index::IndexOp;
 pub use op::{BinaryOp, Op, ReduceOp, RngDist, ScanOp, TernaryOp, UnaryOp};
 pub use recipe::{InputIssue, InputRecipe};
-pub use traffic::{traffic, InputShape, InputTraffic, Traffic};
+pub use traffic::{traffic, traffic_with_views, InputShape, InputTraffic, Traffic};
 pub use value::{Literal, TensorDecl, Value, ValueDef, ValueId};

@@ -5,6 +5,8 @@
 //! (a broadcast) counts one element, and an input read by several ops counts
 //! once. Some inputs count less, because the fusion never needs more:
 //! - an input no op reads (unused, or returned as it is) counts nothing;
+//! - what only outputs the caller returns as views read (a slice of a fused
+//!   qkv returned reshaped and permuted) counts nothing ([`traffic_with_views`]);
 //! - a gather table (the `x` of `index_select`) that nothing else reads counts
 //!   the slices its ids select: ids x row bytes, or distinct ids x row bytes
 //!   when the caller knows the index values, never more than the whole table;
@@ -173,7 +175,20 @@ fn describe_gather(g: &GatherRead) -> String {
 /// than the inputs). Only inputs that feed a gather's index matter there:
 /// [`crate::analysis::index_inputs`] names them.
 pub fn traffic(f: &Fusion, inputs: &[Option<InputShape>], distinct: &[Option<u64>]) -> Traffic {
+    traffic_with_views(f, inputs, distinct, &[])
+}
+
+/// As [`traffic`], where the outputs `views` are returned as views of what
+/// they are computed from (the GPU plan's aliases): no kernel reads for them,
+/// so an input, or a slice of one, that only they reach counts nothing.
+pub fn traffic_with_views(
+    f: &Fusion,
+    inputs: &[Option<InputShape>],
+    distinct: &[Option<u64>],
+    views: &[ValueId],
+) -> Traffic {
     let uses = uses_of(f);
+    let seen = Seen { f, uses: &uses, views };
     let mut out = Vec::new();
     for (i, &v) in f.inputs.iter().enumerate() {
         let val = f.value(v);
@@ -193,7 +208,7 @@ pub fn traffic(f: &Fusion, inputs: &[Option<InputShape>], distinct: &[Option<u64
         let counted = if &layout.shape != declared || layout.strides.len() != declared.len() {
             Counted::WholeBecause("its layout does not match the definition's shape".into())
         } else {
-            count(f, &uses, v, &layout, distinct)
+            count(&seen, v, &layout, distinct)
         };
         let size = layout.dtype.size_bytes() as u128;
         let bytes = match &counted {
@@ -319,13 +334,41 @@ fn moves_elements(op: &Op) -> bool {
     )
 }
 
+/// The fusion with the nodes that read each value and the outputs returned
+/// as views.
+struct Seen<'a> {
+    f: &'a Fusion,
+    uses: &'a [Vec<usize>],
+    views: &'a [ValueId],
+}
+
+impl Seen<'_> {
+    /// Whether every element of `v` that anything needs reaches only outputs
+    /// returned as views, through ops that move elements or slice: then no
+    /// kernel reads `v` for them.
+    fn only_viewed(&self, v: ValueId) -> bool {
+        let (f, uses) = (self.f, &self.uses[v.index()]);
+        if self.views.contains(&v) {
+            return uses.is_empty() || uses.iter().all(|&n| self.viewing(n));
+        }
+        !f.outputs.contains(&v) && !uses.is_empty() && uses.iter().all(|&n| self.viewing(n))
+    }
+
+    /// Whether node `n` moves or slices its operand into a value only views reach.
+    fn viewing(&self, n: usize) -> bool {
+        let node = &self.f.nodes[n];
+        (moves_elements(&node.op) || matches!(node.op, Op::Slice { .. })) && self.only_viewed(node.outputs[0])
+    }
+}
+
 /// Every read of `input`, following the ops that move its elements.
-fn reads_of(f: &Fusion, uses: &[Vec<usize>], input: ValueId) -> Vec<Read> {
+fn reads_of(seen: &Seen, input: ValueId) -> Vec<Read> {
+    let (f, uses) = (seen.f, seen.uses);
     let mut reads = Vec::new();
     // (value, every element of it is one element of the input, first op on the way)
     let mut todo = vec![(input, true, None::<&'static str>)];
     while let Some((v, one_to_one, via)) = todo.pop() {
-        if v != input && f.outputs.contains(&v) {
+        if v != input && f.outputs.contains(&v) && !seen.views.contains(&v) {
             reads.push(Read::Full {
                 by: format!("output {}", f.value(v).name),
                 partial: false,
@@ -335,7 +378,9 @@ fn reads_of(f: &Fusion, uses: &[Vec<usize>], input: ValueId) -> Vec<Read> {
             let op = &f.nodes[node].op;
             let name = op.name();
             let gather = gather_of(f, op).filter(|g| g.table == v && g.index != v);
-            if gather.is_some() && one_to_one {
+            if matches!(op, Op::Slice { .. }) && seen.only_viewed(f.nodes[node].outputs[0]) {
+                // A slice only views return: read by no kernel.
+            } else if gather.is_some() && one_to_one {
                 reads.push(Read::Gather {
                     node,
                     table: v,
@@ -369,14 +414,9 @@ fn reads_of(f: &Fusion, uses: &[Vec<usize>], input: ValueId) -> Vec<Read> {
     reads
 }
 
-fn count(
-    f: &Fusion,
-    uses: &[Vec<usize>],
-    input: ValueId,
-    layout: &InputShape,
-    distinct: &[Option<u64>],
-) -> Counted {
-    let reads = reads_of(f, uses, input);
+fn count(seen: &Seen, input: ValueId, layout: &InputShape, distinct: &[Option<u64>]) -> Counted {
+    let f = seen.f;
+    let reads = reads_of(seen, input);
     if reads.is_empty() {
         return Counted::NotRead;
     }

@@ -394,3 +394,33 @@ fn embedding_fwd_reads_the_rows_its_ids_select() {
     assert_eq!(t.read, 16 * 64 * BF16 + 16 * 8);
     assert_eq!(gathered(&t.inputs[1].counted).len(), 1);
 }
+
+#[test]
+fn what_only_views_return_is_not_read() {
+    // A fused qkv [2, 1024, 3072]: q and k computed on, v returned as a view
+    // (slice, reshape, permute): the GPU plan's alias, read by no kernel.
+    let mut fd = FusionBuilder::new();
+    let qkv = fd.tensor(&[2, 1024, 3072], DType::BFloat16).unwrap();
+    for (a, b) in [(0, 2048), (2048, 2560)] {
+        let s = fd.slice(qkv, &[0, 0, a], &[2, 1024, b]).unwrap();
+        neg_output(&mut fd, s);
+    }
+    let v = fd.slice(qkv, &[0, 0, 2560], &[2, 1024, 3072]).unwrap();
+    let v = fd.reshape(v, &[2, 1024, 8, 64]).unwrap();
+    let v = fd.permute(v, &[0, 2, 1, 3]).unwrap();
+    fd.add_output(v).unwrap();
+    let f = fd.finish();
+    assert_eq!(traffic(&f, &[], &[]).read, 2 * 1024 * 3072 * BF16);
+    let t = fusebench_ir::traffic_with_views(&f, &[], &[], &[v]);
+    assert_eq!(t.read, 2 * 1024 * 2560 * BF16);
+    assert_eq!(t.inputs[0].counted, Counted::Sliced { slices: 2, elements: 2 * 1024 * 2560 });
+    // An input returned whole as a view is not read at all.
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[4, 6], DType::Float).unwrap();
+    let y = fd.permute(x, &[1, 0]).unwrap();
+    fd.add_output(y).unwrap();
+    let f = fd.finish();
+    assert_eq!(traffic(&f, &[], &[]).inputs[0].counted, Counted::Whole);
+    let t = fusebench_ir::traffic_with_views(&f, &[], &[], &[y]);
+    assert_eq!((t.read, &t.inputs[0].counted), (0, &Counted::NotRead));
+}
