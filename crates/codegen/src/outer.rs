@@ -161,6 +161,9 @@ fn max_splits(cx: &Context, k: usize, by: usize) -> usize {
     (k / chunk).clamp(1, MAX_SPLITS)
 }
 
+/// Most rows of threads in a block of partial sums: row 0 folds the others
+/// one after another; 32 is the deepest measured (H200, nineteenth session).
+const MAX_DEPTH: usize = 32;
 /// Blocks per multiprocessor below which a block of partial sums is narrowed.
 const NARROW_BELOW: usize = 2;
 
@@ -179,6 +182,7 @@ fn block_shape(cx: &Context, o: usize, k: usize, (width, elem): (usize, usize), 
     let blocks = |bx: usize| o.div_ceil(width).div_ceil(bx).max(1) * max_splits(cx, k, THREADS / bx);
     let mut bx = 32;
     while cx.dev.outer_narrow
+        && bx > 1
         && blocks(bx) < few
         && THREADS / (bx / 2) <= max_by
         && (bx / 2) * width * elem >= MIN_SEGMENT
@@ -202,7 +206,7 @@ pub fn build(
     let g = if one_pass {
         Geometry::of(cx, r, crate::moments::MAX_LANES, crate::moments::MAX_DEPTH)
     } else {
-        Geometry::of(cx, r, 8, THREADS)
+        Geometry::of(cx, r, 8, MAX_DEPTH)
     };
     let acc = r.acc(f);
     if one_pass {
