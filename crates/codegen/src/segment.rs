@@ -287,7 +287,8 @@ fn try_plan(
     let mut standalone: BTreeMap<usize, Unit> = BTreeMap::new();
     for &r in &store {
         let red = &all_reds[r];
-        if let Ok((rs, is)) = schedule::row_sums(f, layouts, red, &dev) {
+        let sums = schedule::row_sums(f, layouts, red, &dev).ok();
+        if let Some((rs, is)) = &sums {
             let key = (
                 rs.iter().product(),
                 is.iter().product(),
@@ -298,27 +299,25 @@ fn try_plan(
                 continue;
             }
         }
-        let joined = schedule::row_sums(f, layouts, red, &dev).is_ok_and(|(rs, is)| {
+        // The pointwise group over the same rows x columns, which a row
+        // kernel computing this sum would write too.
+        let beside = sums.as_ref().and_then(|(rs, is)| {
             let (rows, cols) = (rs.iter().product(), is.iter().product());
             let last = *is.last().unwrap();
-            pointwise_groups.iter().any(|&gi| splits(&groups[gi].0, cols, last) == Some(rows))
+            pointwise_groups
+                .iter()
+                .position(|&gi| splits(&groups[gi].0, cols, last) == Some(rows))
         });
         let work = Work::Stored {
             red: r,
             before_rows: false,
             epilogue: vec![],
-            joined,
+            joined: beside.is_some(),
         };
         let u = Unit::chosen(cand(format!("fb_r{}", red.node), work), &cx, &dev)?;
-        let sums = schedule::row_sums(f, layouts, red, &dev).ok();
         match sums {
             Some((rows_shape, inner_shape)) if u.schedule.carries_row_sums() => {
-                let (rows, cols) = (rows_shape.iter().product(), inner_shape.iter().product());
-                let last = *inner_shape.last().unwrap();
-                let gi = pointwise_groups
-                    .iter()
-                    .position(|&gi| splits(&groups[gi].0, cols, last) == Some(rows));
-                let full = match gi {
+                let full = match beside {
                     Some(i) => groups[pointwise_groups.remove(i)].1.clone(),
                     None => vec![],
                 };
