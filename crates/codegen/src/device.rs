@@ -44,6 +44,10 @@ pub struct Device {
     /// (`outer::Geometry`): fewer threads across the results, more down the
     /// reduced elements, so more blocks read at once.
     pub outer_narrow: bool,
+    /// An outer reduction over few reduced elements folds them all in one
+    /// block where narrower blocks still give half a block per
+    /// multiprocessor (`outer::alone`): no combine kernel.
+    pub outer_alone: bool,
     /// Threads of a row re-read in each pass (`rowwise::Shape::reload`); 0:
     /// the planner's rule (`launch::reload_threads`).
     pub reload_threads: u32,
@@ -78,6 +82,11 @@ pub struct Device {
     /// not, 1 its 16-byte vectors, 2 its per-row 4-byte values too (a
     /// backward RMSNorm's saved reciprocal, which each row waited for).
     pub next_row: u32,
+    /// Accumulators each thread of a row kernel keeps per reduction and row,
+    /// the thread's elements dealt among them in turn (`Passes::declare`):
+    /// one accumulator chains every add or maximum of the row's elements
+    /// behind the one before, and the block reduction waits on the chain.
+    pub row_accumulators: u32,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
     /// planner's choice, streaming loads where a reduction's partial kernel
     /// reads its input for the last time (`Context::read_once`), the
@@ -149,6 +158,7 @@ impl Default for Device {
             grid_blocks_per_sm: 4,
             outer_blocks_per_sm: 8,
             outer_narrow: true,
+            outer_alone: false,
             reload_threads: 0,
             row_prefetch: 2,
             column_sums: ColumnSums::Joined,
@@ -157,6 +167,7 @@ impl Default for Device {
             contiguous_per_lane: 4,
             row_cache: true,
             next_row: 2,
+            row_accumulators: 1,
             load_hint: None,
         }
     }

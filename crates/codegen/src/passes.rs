@@ -13,6 +13,16 @@ use crate::reduction::{self, Combine, Kind, Reduction};
 use crate::view;
 use fusebench_ir::{DType, Fusion, Literal, ValueId};
 
+/// The accumulators of one reduction and row (`Passes::declare`).
+pub struct Accs(Vec<String>);
+
+impl Accs {
+    /// The accumulator of a thread's element number `e` of the row.
+    pub fn at(&self, e: usize) -> &str {
+        &self.0[e % self.0.len()]
+    }
+}
+
 pub struct Passes {
     /// The pass in which each reduction starts.
     first: Vec<usize>,
@@ -65,16 +75,39 @@ impl Passes {
         }
     }
 
-    /// Declares a fresh accumulator for `r` at its identity.
-    pub fn declare(lw: &mut Lowerer, f: &Fusion, r: &Reduction) -> String {
+    /// Declares `n` fresh accumulators for `r` at its identity. A thread
+    /// deals its elements among them in turn (`Accs::at`): with one, every
+    /// add or maximum waits on the one before (a NaN-propagating maximum is
+    /// three dependent instructions), and the block reduction on the chain.
+    pub fn declare(lw: &mut Lowerer, f: &Fusion, r: &Reduction, n: usize) -> Accs {
         let acc = r.acc(f);
-        let a = lw.fresh("a");
-        lw.line(&format!(
-            "{} {a} = {};",
-            ctype::reg(acc),
-            reduction::init(&Self::combine(r), acc)
-        ));
-        a
+        let names = (0..n.max(1))
+            .map(|_| {
+                let a = lw.fresh("a");
+                lw.line(&format!(
+                    "{} {a} = {};",
+                    ctype::reg(acc),
+                    reduction::init(&Self::combine(r), acc)
+                ));
+                a
+            })
+            .collect();
+        Accs(names)
+    }
+
+    /// Folds `accs` pairwise into the first and returns its name.
+    pub fn fold(lw: &mut Lowerer, f: &Fusion, r: &Reduction, accs: &Accs) -> String {
+        let a = &accs.0;
+        let mut stride = 1;
+        while stride < a.len() {
+            for i in (0..a.len()).step_by(2 * stride) {
+                if i + stride < a.len() {
+                    lw.line(&reduction::step(&Self::combine(r), r.acc(f), &a[i], &a[i + stride]));
+                }
+            }
+            stride *= 2;
+        }
+        a[0].clone()
     }
 
     /// Adds the element `x` (lowered, in the input's dtype) to accumulator `a`

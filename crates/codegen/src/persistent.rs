@@ -12,7 +12,7 @@ use crate::kernel::{
     lane_arrays, round_up, signature, store_lane_arrays, vector_width, Context, Params,
 };
 use crate::lower::{Lanes, Lowerer};
-use crate::passes::Passes;
+use crate::passes::{Accs, Passes};
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Kind, Reduction};
 use crate::row_cache::{RowCache, ValueCache};
@@ -232,9 +232,10 @@ fn lower_with(
             rc.pass = pass;
         }
         let active = passes.active(reds, pass);
-        let accs: Vec<String> = active
+        let split = (cx.dev.row_accumulators as usize).min(width);
+        let accs: Vec<Accs> = active
             .iter()
-            .map(|&i| Passes::declare(&mut lw, f, &reds[i]))
+            .map(|&i| Passes::declare(&mut lw, f, &reds[i], split))
             .collect();
         row_loop(&mut lw, spec.inner_shape, width, block, cx.dev.loads_in_flight, |lw| {
             if let Some(vc) = &mut lw.value_cache {
@@ -248,7 +249,7 @@ fn lower_with(
                     if let Some(st) = lw.value_cache.as_mut().and_then(|vc| vc.store(reds[i].x, &xv)) {
                         lw.line(&st);
                     }
-                    let stmt = passes.step(f, reds, i, pass, &accs[j], &xv, means[i].as_deref());
+                    let stmt = passes.step(f, reds, i, pass, accs[j].at(k), &xv, means[i].as_deref());
                     lw.line(&stmt);
                 }
             }
@@ -259,7 +260,8 @@ fn lower_with(
             Ok(())
         })?;
         for (j, &i) in active.iter().enumerate() {
-            if let Some(m) = passes.finish(&mut lw, f, reds, i, pass, &accs[j], "row") {
+            let a = Passes::fold(&mut lw, f, &reds[i], &accs[j]);
+            if let Some(m) = passes.finish(&mut lw, f, reds, i, pass, &a, "row") {
                 means[i] = Some(m);
             }
         }

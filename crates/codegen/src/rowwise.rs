@@ -12,7 +12,7 @@ use crate::ix::Ix;
 use crate::kernel::{lane_arrays, signature, store_lane_arrays, Context};
 use crate::lower::{Lanes, Lowerer};
 use crate::next_row::NextRow;
-use crate::passes::Passes;
+use crate::passes::{Accs, Passes};
 use crate::persistent::{push_row_outputs, RowTarget};
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Kind, Reduction};
@@ -710,12 +710,14 @@ fn build_unrolled(
     let mut means: Vec<Vec<Option<String>>> = vec![vec![None; u_rows]; reds.len()];
     for pass in 0..passes.count {
         let active = passes.active(reds, pass);
-        // accs[j][u]: accumulator of active reduction j for row u.
-        let accs: Vec<Vec<String>> = active
+        // accs[j][u]: accumulators of active reduction j for row u, each
+        // taking every `row_accumulators`-th of the thread's elements.
+        let split = (cx.dev.row_accumulators as usize).min(cols.len() * w);
+        let accs: Vec<Vec<Accs>> = active
             .iter()
             .map(|&i| {
                 (0..u_rows)
-                    .map(|_| Passes::declare(&mut lw, f, &reds[i]))
+                    .map(|_| Passes::declare(&mut lw, f, &reds[i], split))
                     .collect()
             })
             .collect();
@@ -726,7 +728,7 @@ fn build_unrolled(
             lw.allow_vector_loads_here();
         }
         for (u, rv) in row_vars.iter().enumerate() {
-            for col in &cols {
+            for (c, col) in cols.iter().enumerate() {
                 for k in 0..w {
                     lanes(&mut lw, col, k);
                     for (j, &i) in active.iter().enumerate() {
@@ -744,7 +746,7 @@ fn build_unrolled(
                             reds,
                             i,
                             pass,
-                            &accs[j][u],
+                            accs[j][u].at(c * w + k),
                             &xv,
                             means[i][u].as_deref(),
                         );
@@ -760,8 +762,8 @@ fn build_unrolled(
         }
         for (j, &i) in active.iter().enumerate() {
             for (u, rv) in row_vars.iter().enumerate() {
-                if let Some(m) = passes.finish(&mut lw, f, reds, i, pass, &accs[j][u], &rv.name)
-                {
+                let a = Passes::fold(&mut lw, f, &reds[i], &accs[j][u]);
+                if let Some(m) = passes.finish(&mut lw, f, reds, i, pass, &a, &rv.name) {
                     means[i][u] = Some(m);
                 }
             }

@@ -37,9 +37,10 @@ fn few_results_narrow_the_blocks() {
     // 2304 results of 8 lanes: 9 blocks of 32 threads across, 8 splits of
     // 512 rows, 72 blocks for 132 SMs; 16 across and 16 down doubles them
     // (8 across would not: each row of threads needs a batch of loads).
-    let k = partials(&column_sum(512, 2304), Device::default());
+    let split = Device { outer_alone: false, ..Device::default() };
+    let k = partials(&column_sum(512, 2304), split);
     assert_eq!((k[0].block, k[0].grid), ([16, 16, 1], [18, 8, 1]), "{k:#?}");
-    let k = partials(&column_sum(512, 2304), Device { outer_narrow: false, ..Device::default() });
+    let k = partials(&column_sum(512, 2304), Device { outer_narrow: false, ..split });
     assert_eq!((k[0].block, k[0].grid), ([32, 8, 1], [9, 8, 1]), "{k:#?}");
     // Down to 64-byte rows of threads: 8 across x 8 bf16 lanes.
     let k = partials(&column_sum(5120, 256), Device::default());
@@ -57,4 +58,22 @@ fn the_mean_and_variance_stay_at_most_16_deep() {
     // Row 0 of the threads merges the others' statistics one by one.
     let k = partials(&column_stats(5120, 256), Device::default());
     assert_eq!(k[0].block, [16, 16, 1], "{k:#?}");
+}
+
+#[test]
+fn few_rows_fold_in_one_block_with_no_combine() {
+    // 512 rows: 4 bf16 lanes by 8 threads across (64 bytes) and 32 down give
+    // 72 blocks, each folding all 512 rows and writing the results.
+    let alone = Device { outer_alone: true, ..Device::default() };
+    let f = common::script(&column_sum(512, 2304));
+    let p = plan(&f, &vec![None; f.inputs.len()], alone).unwrap();
+    assert_eq!(p.kernels.len(), 1, "{:#?}", p.kernels);
+    assert_eq!((p.kernels[0].block, p.kernels[0].grid), ([8, 32, 1], [72, 1, 1]), "{:#?}", p.kernels);
+    // Over more than 1024 rows, or too few blocks (768 columns: 24), the
+    // rows are split over blocks and combined.
+    for (rows, cols) in [(2048, 2304), (512, 768)] {
+        let f = common::script(&column_sum(rows, cols));
+        let p = plan(&f, &vec![None; f.inputs.len()], alone).unwrap();
+        assert!(p.kernels.iter().any(|k| k.schedule == Schedule::OuterCombine), "{rows}x{cols}: {:#?}", p.kernels);
+    }
 }

@@ -184,6 +184,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         grid_blocks_per_sm: k.grid_blocks_per_sm.unwrap_or(d.grid_blocks_per_sm),
         outer_blocks_per_sm: k.outer_blocks_per_sm.unwrap_or(d.outer_blocks_per_sm),
         outer_narrow: k.outer_narrow.unwrap_or(d.outer_narrow),
+        outer_alone: k.outer_alone.unwrap_or(d.outer_alone),
         reload_threads: k.reload_threads.unwrap_or(d.reload_threads),
         row_prefetch: k.row_prefetch.unwrap_or(d.row_prefetch),
         column_sums: match k.column_sums {
@@ -197,6 +198,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         contiguous_per_lane: k.contiguous_per_lane.unwrap_or(d.contiguous_per_lane),
         row_cache: k.row_cache.unwrap_or(d.row_cache),
         next_row: k.next_row.unwrap_or(d.next_row),
+        row_accumulators: k.row_accumulators.unwrap_or(d.row_accumulators),
         load_hint: match k.loads {
             Some("cs") => Some(LoadHint::Streaming),
             Some("plain") => Some(LoadHint::Plain),

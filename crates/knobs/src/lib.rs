@@ -84,6 +84,8 @@ pub const DECLARED: &[Declared] = &[
         "blocks per SM of an outer reduction's partial sums (tuning experiments)"),
     knob("FUSEBENCH_OUTER_NARROW", "0 or 1", "the planner's (1)", Affects::Kernels,
         "1: an outer reduction with too few results to fill the GPU gives each block fewer results and more threads down the reduced elements (down to 64-byte row segments); 0: always 32 threads across (tuning experiments)"),
+    knob("FUSEBENCH_OUTER_ALONE", "0 or 1", "the planner's (0)", Affects::Kernels,
+        "1: an outer reduction over at most 1024 elements folds them all in one block, with no combine kernel, where narrower blocks still give half a block per SM; 0: split over blocks as any other (tuning experiments)"),
     knob("FUSEBENCH_RELOAD_THREADS", "256, 512 or 1024", "the planner's (1024, or 512 where two column sums would not fit the registers)", Affects::Kernels,
         "threads of a row re-read in each pass by a backward norm past the registers (tuning experiments)"),
     knob("FUSEBENCH_ROW_PREFETCH", "0, 1 or 2", "the planner's (2)", Affects::Kernels,
@@ -100,6 +102,8 @@ pub const DECLARED: &[Declared] = &[
         "row kernels that walk many rows copy the next row to shared memory while the current one reduces: 0 not, 1 its 16-byte vectors, 2 its per-row 4-byte values too (tuning experiments)"),
     knob("FUSEBENCH_ROW_CACHE", "0 or 1", "the planner's (1)", Affects::Kernels,
         "1: a row too long for the registers is kept in shared memory between its passes (as much of it as fits two blocks per multiprocessor); 0: every pass reads it again from global memory (tuning experiments)"),
+    knob("FUSEBENCH_ROW_ACCUMULATORS", "a whole number from 1 to 8", "the planner's (1)", Affects::Kernels,
+        "accumulators each thread of a row kernel keeps per reduction, its elements dealt among them in turn: independent chains of adds (or maxima) instead of one (tuning experiments)"),
     knob("FUSEBENCH_LOADS", "nc, cs or plain", "the planner's (nc)", Affects::Kernels,
         "how kernels read global memory: the read-only path (__ldg), streaming loads evicted first (__ldcs), or plain loads (tuning experiments)"),
     knob("FUSEBENCH_CACHE_DIR", "a directory", "$XDG_CACHE_HOME/fusebench/kernels, else ~/.cache/fusebench/kernels", Affects::Nothing,
@@ -154,6 +158,7 @@ pub struct Knobs {
     pub grid_blocks_per_sm: Option<u32>,
     pub outer_blocks_per_sm: Option<u32>,
     pub outer_narrow: Option<bool>,
+    pub outer_alone: Option<bool>,
     pub reload_threads: Option<u32>,
     pub row_prefetch: Option<u32>,
     /// "rowwise", "outer" or "joined".
@@ -163,6 +168,7 @@ pub struct Knobs {
     pub contiguous_per_lane: Option<u32>,
     pub row_cache: Option<bool>,
     pub next_row: Option<u32>,
+    pub row_accumulators: Option<u32>,
     /// "nc", "cs" or "plain".
     pub loads: Option<&'static str>,
     pub cache_dir: Option<PathBuf>,
@@ -193,6 +199,7 @@ impl Default for Knobs {
             grid_blocks_per_sm: None,
             outer_blocks_per_sm: None,
             outer_narrow: None,
+            outer_alone: None,
             reload_threads: None,
             row_prefetch: None,
             column_sums: None,
@@ -201,6 +208,7 @@ impl Default for Knobs {
             contiguous_per_lane: None,
             row_cache: None,
             next_row: None,
+            row_accumulators: None,
             loads: None,
             cache_dir: None,
             no_kernel_cache: false,
@@ -288,6 +296,7 @@ impl Knobs {
                 "FUSEBENCH_GRID_BLOCKS_PER_SM" => count(value, 1, 32).map(|n| k.grid_blocks_per_sm = Some(n)),
                 "FUSEBENCH_OUTER_BLOCKS_PER_SM" => count(value, 1, 32).map(|n| k.outer_blocks_per_sm = Some(n)),
                 "FUSEBENCH_OUTER_NARROW" => flag(value).map(|b| k.outer_narrow = Some(b)),
+                "FUSEBENCH_OUTER_ALONE" => flag(value).map(|b| k.outer_alone = Some(b)),
                 "FUSEBENCH_RELOAD_THREADS" => match value {
                     "256" | "512" | "1024" => value.parse().ok().map(|n| k.reload_threads = Some(n)),
                     _ => None,
@@ -307,6 +316,7 @@ impl Knobs {
                 "FUSEBENCH_CONTIGUOUS_PER_LANE" => count(value, 1, 64).map(|n| k.contiguous_per_lane = Some(n)),
                 "FUSEBENCH_ROW_CACHE" => flag(value).map(|b| k.row_cache = Some(b)),
                 "FUSEBENCH_NEXT_ROW" => count(value, 0, 2).map(|n| k.next_row = Some(n)),
+                "FUSEBENCH_ROW_ACCUMULATORS" => count(value, 1, 8).map(|n| k.row_accumulators = Some(n)),
                 "FUSEBENCH_LOADS" => ["nc", "cs", "plain"]
                     .into_iter()
                     .find(|&h| h == value)
