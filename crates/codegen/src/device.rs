@@ -158,7 +158,7 @@ impl Default for Device {
             grid_blocks_per_sm: 4,
             outer_blocks_per_sm: 8,
             outer_narrow: true,
-            outer_alone: false,
+            outer_alone: true,
             reload_threads: 0,
             row_prefetch: 2,
             column_sums: ColumnSums::Joined,

@@ -69,9 +69,9 @@ fn few_rows_fold_in_one_block_with_no_combine() {
     let p = plan(&f, &vec![None; f.inputs.len()], alone).unwrap();
     assert_eq!(p.kernels.len(), 1, "{:#?}", p.kernels);
     assert_eq!((p.kernels[0].block, p.kernels[0].grid), ([8, 32, 1], [72, 1, 1]), "{:#?}", p.kernels);
-    // Over more than 1024 rows, or too few blocks (768 columns: 24), the
+    // Over more than 512 rows, or too few blocks (768 columns: 24), the
     // rows are split over blocks and combined.
-    for (rows, cols) in [(2048, 2304), (512, 768)] {
+    for (rows, cols) in [(1024, 2304), (512, 768)] {
         let f = common::script(&column_sum(rows, cols));
         let p = plan(&f, &vec![None; f.inputs.len()], alone).unwrap();
         assert!(p.kernels.iter().any(|k| k.schedule == Schedule::OuterCombine), "{rows}x{cols}: {:#?}", p.kernels);
