@@ -179,7 +179,7 @@ pub fn build(
                 ),
             },
         ));
-        outer::end_pass(cx, name, r, pass, partial, splits, epi, fused.map(|(_, t)| t), out)?;
+        outer::end_pass(cx, name, r, pass, Some(partial), splits, epi, fused.map(|(_, t)| t), out)?;
     }
     Ok(())
 }

@@ -69,7 +69,7 @@ impl Geometry {
         // elements, folded in shared memory into one partial per result: more
         // threads reading without more partials for the combine to read.
         // Complex accumulators are not kept in shared memory: one row of threads.
-        let elem = f.inputs.iter().map(|&i| f.value(i).dtype.size_bytes()).filter(|&b| b > 1).min().unwrap_or(4);
+        let elem = elem_bytes(f);
         let (bx, by) = if acc.is_complex() { (BLOCK as usize, 1) } else { block_shape(cx, o, k, (width, elem), max_by) };
         let blocks_x = o.div_ceil(width).div_ceil(bx).max(1);
         // Enough blocks to fill every multiprocessor, each folding at least
@@ -146,6 +146,12 @@ impl Geometry {
     }
 }
 
+/// Bytes of the narrowest input element (bytes and bools aside), which sets
+/// how many results a row of threads needs to read MIN_SEGMENT bytes.
+fn elem_bytes(f: &fusebench_ir::Fusion) -> usize {
+    f.inputs.iter().map(|&i| f.value(i).dtype.size_bytes()).filter(|&b| b > 1).min().unwrap_or(4)
+}
+
 /// Threads of a block of partial sums.
 const THREADS: usize = 32 * BLOCK_Y;
 /// Fewest bytes a row of a block's threads reads across the results: two
@@ -210,7 +216,7 @@ fn alone(cx: &Context, g: &Geometry) -> Option<Geometry> {
     if !cx.dev.outer_alone || g.splits == 1 || g.k > ALONE_MAX_K || g.by == 1 {
         return None;
     }
-    let elem = cx.f.inputs.iter().map(|&i| cx.f.value(i).dtype.size_bytes()).filter(|&b| b > 1).min().unwrap_or(4);
+    let elem = elem_bytes(cx.f);
     let mut best: Option<(usize, usize, usize)> = None;
     let mut width = g.width;
     while width >= 1 {
@@ -268,10 +274,10 @@ pub fn build(
     let g = alone(cx, &g).unwrap_or(g);
     let Geometry { o, k, width, bx, by, blocks_x, splits, .. } = g;
     let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
+    // One split (`alone`): the block's fold is the result, written here.
+    let direct = splits == 1 && cx.dev.outer_alone;
 
     for pass in 0..r.passes() {
-        // One split (`alone`): the block's fold is the result, written here.
-        let direct = splits == 1 && cx.dev.outer_alone;
         let partial = (!direct).then(|| cx.add_temp(acc, splits * o, format!("partials of {}", f.value(r.outputs[0]).name)));
         let combine_op = match &r.kind {
             Kind::Plain(c) => c.clone(),
@@ -281,11 +287,11 @@ pub fn build(
         let epi = if last { epilogue } else { &[] };
         // The last block of each column of blocks combines their partials
         // (last_block.rs): a thread per result of the block's columns.
-        let (_, what) = crate::last_block::target(r, pass);
+        let (target, what) = crate::last_block::target(r, pass);
         let fused = (cx.dev.last_block_combine && crate::last_block::fits(f, r) && by > 1 && !direct)
             .then(|| crate::last_block::add_temps(cx, r, pass, blocks_x));
         let result = direct.then(|| {
-            cx.add_temp(f.value(crate::last_block::target(r, pass).0).dtype, o, format!("{what} of {}", f.value(r.outputs[0]).name))
+            cx.add_temp(f.value(target).dtype, o, format!("{what} of {}", f.value(r.outputs[0]).name))
         });
         // Partial kernel: thread t holds results o .. o + width (one kept
         // row of the results: the width divides the last kept extent).
@@ -330,7 +336,8 @@ pub fn build(
             Ok(())
         })?;
         lw.close("}");
-        if result.is_some() {
+        // The partial kernel writes the epilogue where it ends the pass.
+        if result.is_some() || fused.is_some() {
             for &(v, pos) in epi {
                 params.push_output(f, v, pos);
             }
@@ -373,9 +380,6 @@ pub fn build(
         }
         lw.close("}");
         if let Some((counters, result)) = fused {
-            for &(v, pos) in epi {
-                params.push_output(f, v, pos);
-            }
             let cols = bx * width;
             crate::last_block::open(&mut lw, counters, "blockIdx.x", splits);
             lw.line(&format!("const int t = threadIdx.y * {bx} + threadIdx.x;"));
@@ -399,11 +403,7 @@ pub fn build(
             if fused.is_some() { format!(", the last block of each column combining its partials into the {what}") } else { String::new() }
         );
         out.push((src, g.partial_kernel(pname, params.args, summary)));
-        match (fused.map(|(_, t)| t).or(result), partial) {
-            (Some(t), _) => cx.store_in(crate::last_block::target(r, pass).0, t),
-            (None, Some(p)) => combine(cx, name, r, pass, p, splits, epi, out)?,
-            (None, None) => unreachable!("one split writes its result"),
-        }
+        end_pass(cx, name, r, pass, partial, splits, epi, fused.map(|(_, t)| t).or(result), out)?;
     }
     Ok(())
 }
@@ -416,21 +416,23 @@ fn mean_value(r: &Reduction) -> ValueId {
 }
 
 /// Ends pass `pass` of `r` whose partials are in temp `partial`: where the
-/// last block combined them into temp `combined`, records that the pass's
-/// value is stored there; otherwise appends the combine kernel.
+/// last block combined them, or one block folded them all, into temp
+/// `combined`, records that the pass's value is stored there; otherwise
+/// appends the combine kernel.
 #[allow(clippy::too_many_arguments)]
 pub fn end_pass(
     cx: &mut Context,
     name: &str,
     r: &Reduction,
     pass: usize,
-    partial: usize,
+    partial: Option<usize>,
     splits: usize,
     epilogue: &[(ValueId, usize)],
     combined: Option<usize>,
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
     let Some(temp) = combined else {
+        let partial = partial.expect("a pass its own kernel does not end has partials");
         return combine(cx, name, r, pass, partial, splits, epilogue, out);
     };
     cx.store_in(crate::last_block::target(r, pass).0, temp);
