@@ -291,6 +291,16 @@ def cross_entropy(f, r, c):
     f.out("loss", keep_float=True)
 
 
+def logsumexp(f, r, c):
+    """log(sum(exp(x - max))) + max of each row, the max / sum / log form: the statistic a fused
+    cross-entropy or attention keeps for its backward; one Float per row."""
+    x = f.main(r, c)
+    f.op(f"m = fd.ops.max({x}, dims=[1], keepdim=True)", f"mb = fd.ops.expand(m, shape=[{r}, {c}])",
+         f"d = fd.ops.sub({x}, mb)", "e = fd.ops.exp(d)", "s = fd.ops.sum(e, dims=[1], keepdim=True)",
+         "ls = fd.ops.log(s)", "lse = fd.ops.add(ls, m)", f"o = fd.ops.reshape(lse, new_shape=[{r}])")
+    f.out("o", keep_float=True)
+
+
 def dropout_residual_norm(f, r, c):
     """layernorm(residual + dropout(x)) with weight and bias; the mask is uniform(0, 1) < 1 - p, as nvFuser's
     benchmark draws it. Outputs: the normalized rows, mean, rsqrt(var + eps) and the mask."""
@@ -390,6 +400,7 @@ PATTERNS = {
     "softmax": (softmax, NORM),
     "softmax_bwd": (softmax_bwd, ["rowmajor", "sliced"]),
     "cross_entropy": (cross_entropy, ["rowmajor", "sliced"]),
+    "logsumexp": (logsumexp, NORM),
     "dropout_residual_norm": (dropout_residual_norm, ["rowmajor"]),
     "rope": (rope, ["rowmajor"]),
     "transpose": (transpose, ["rowmajor", "colmajor"]),

@@ -87,6 +87,23 @@ pub struct Device {
     /// one accumulator chains every add or maximum of the row's elements
     /// behind the one before, and the block reduction waits on the chain.
     pub row_accumulators: u32,
+    /// Row elements (times the row-sized tensors read) one block of a row
+    /// kernel may hold in registers (`rowwise::BLOCK_HELD_MAX`); longer rows
+    /// go to the loop schedule, which keeps them in shared memory. 8192
+    /// measured 7.6% slower over 71 rows of 6144-16384 on the H200 (the
+    /// loop's second pass from shared memory costs more than the blocks it
+    /// adds), so the default stays.
+    pub block_held: usize,
+    /// The least blocks per multiprocessor a row kernel that holds its row
+    /// declares (`__launch_bounds__`'s second number): 0 none, else the
+    /// compiler caps each thread's registers to fit that many, spilling
+    /// what does not fit. 3 measured 18.5% slower over the same 71 (up to
+    /// 3.2x where 100-124 registers were cut to 40), so 0.
+    pub row_min_blocks: u32,
+    /// A pointwise kernel whose outermost dim is short and has an input
+    /// broadcast over it walks that dim in each thread
+    /// (`schedule::pointwise::walk`): RoPE 0.926 over 36 fusions.
+    pub pointwise_walk: bool,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
     /// planner's choice, streaming loads where a reduction's partial kernel
     /// reads its input for the last time (`Context::read_once`), the
@@ -168,6 +185,9 @@ impl Default for Device {
             row_cache: true,
             next_row: 2,
             row_accumulators: 1,
+            block_held: crate::rowwise::BLOCK_HELD_MAX,
+            row_min_blocks: 0,
+            pointwise_walk: true,
             load_hint: None,
         }
     }

@@ -230,8 +230,18 @@ impl<'f> Context<'f> {
 
 /// The `extern "C" __global__` line of a kernel.
 pub fn signature(name: &str, block: u32, params: &Params) -> String {
+    signature_fitting(name, block, 0, params)
+}
+
+/// `signature` asking the compiler to fit `min_blocks` blocks per
+/// multiprocessor (0: no such bound), registers capped to match.
+pub fn signature_fitting(name: &str, block: u32, min_blocks: u32, params: &Params) -> String {
+    let bounds = match min_blocks {
+        0 => block.to_string(),
+        n => format!("{block}, {n}"),
+    };
     format!(
-        "extern \"C\" __global__ void __launch_bounds__({block}) {name}({})",
+        "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}({})",
         params.decls.join(", ")
     )
 }

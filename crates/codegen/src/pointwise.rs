@@ -11,14 +11,20 @@ use fusebench_ir::ValueId;
 use std::ops::{Add, Mul};
 
 /// `outputs`: (value, position among the fusion's outputs), all of `shape`;
-/// blocks of `block` threads, each thread `unroll` vectors a block apart.
+/// blocks of `block` threads, each thread `unroll` vectors a block apart,
+/// or, with `walk` > 1, the same vector at each of the `walk` positions of
+/// the outermost dim (`walk` is then that dim's extent): an input broadcast
+/// over that dim (RoPE's cos and sin over the heads) is loaded once per
+/// thread, not once per position.
 pub fn build(
     cx: &Context,
     name: &str,
     shape: &[usize],
     outputs: &[(ValueId, usize)],
-    (block, unroll): (u32, u32),
+    (block, unroll, walk): (u32, u32, usize),
 ) -> Result<(String, Kernel), CodegenError> {
+    let walk = walk.max(1);
+    let (unroll, copies) = if walk > 1 { (1, walk) } else { (unroll, 1) };
     let f = cx.f;
     let (mut lw, mut params) = cx.lowerer();
     for &(v, pos) in outputs {
@@ -26,7 +32,8 @@ pub fn build(
     }
     let n = shape.len();
     let last = if n == 0 { 1 } else { shape[n - 1] };
-    let numel: usize = shape.iter().product();
+    // Elements of one position of the walked dim (all of them without a walk).
+    let numel: usize = shape.iter().product::<usize>() / copies;
     let input_dtypes = f
         .inputs
         .iter()
@@ -75,51 +82,28 @@ pub fn build(
             t.clone().rem(per_row, None).mul(width as i64)
         ));
         lw.line(&format!("const {it} r = {};", t.div(per_row, None)));
-        idx = view::delinearize(Ix::var("r"), &shape[..n - 1]);
+        idx = match copies {
+            1 => view::delinearize(Ix::var("r"), &shape[..n - 1]),
+            _ => view::delinearize(Ix::var("r"), &shape[1..n - 1]),
+        };
     }
-    lw.allow_vector_loads_here();
-    // Each lane rounded, then converted to store (not `LaneStores`): with
-    // the rounding undone or lanes converted in pairs, GELU bf16 ran 4-10%
-    // slower on the H200 at 3072 columns and more (fp16 and short rows 3-7%
-    // faster); not explained, so pointwise kernels keep the measured form.
-    let arrays = lane_arrays(&mut lw, f, outputs, width);
-    // Every input read elementwise at the output's index is loaded before any
-    // arithmetic: a load emitted after a division or an exp in program order
-    // was issued after it, one input's latency after another's.
-    if n > 0 {
-        lw.lanes = Some(crate::lower::Lanes { var: "ii".into(), width, lane: 0 });
-        let mut lane_idx = idx.clone();
-        lane_idx.push(Ix::var("ii"));
-        for (i, at) in read_elementwise(cx, outputs, &lane_idx) {
-            lw.value_at(i, &at)?;
+    for copy in 0..copies {
+        let mut idx = idx.clone();
+        if copies > 1 {
+            idx.insert(0, Ix::c(copy as i64));
         }
+        let mut at = Ix::var("t").mul(width as i64);
+        if copy > 0 {
+            at = at.add(Ix::c((copy * numel) as i64));
+        }
+        elements(cx, &mut lw, outputs, (&idx, n > 0), &at, width)?;
     }
-    for k in 0..width {
-        if n > 0 {
-            lw.lanes = Some(crate::lower::Lanes {
-                var: "ii".into(),
-                width,
-                lane: k,
-            });
-        }
-        let mut lane_idx = idx.clone();
-        if n > 0 {
-            lane_idx.push(Ix::var("ii").add(Ix::c(k as i64)));
-        }
-        for (j, &(v, _)) in outputs.iter().enumerate() {
-            let e = lw.value_at(v, &lane_idx)?;
-            let st = ctype::to_storage(f.value(v).dtype, &e);
-            lw.line(&format!("{}[{k}] = {st};", arrays[j]));
-        }
-    }
-    lw.lanes = None;
-    let at = Ix::var("t").mul(width as i64);
-    store_lane_arrays(&mut lw, f, outputs, &arrays, &at, width);
     if unroll > 1 {
         lw.close("}");
     }
     let src = format!("{} {{\n{}}}\n", signature(name, block, &params), lw.code);
     let grid = crate::launch::grid_dim((vectors as u64).div_ceil((block * unroll) as u64).max(1));
+    let walked = if copies > 1 { format!(", each thread at all {copies} positions of dim 0") } else { String::new() };
     let names: Vec<String> = outputs
         .iter()
         .map(|&(v, _)| f.value(v).name.clone())
@@ -134,11 +118,62 @@ pub fn build(
         choice: None,
         shared_bytes: 0,
         summary: format!(
-            "pointwise over {shape:?}, {width} elements per thread: {}",
+            "pointwise over {shape:?}, {width} elements per thread{walked}: {}",
             names.join(", ")
         ),
     };
     Ok((src, kernel))
+}
+
+/// One vector of every output at `idx` (the output index less its innermost
+/// dim, whose position is `ii`), stored at element `at` of each output.
+fn elements(
+    cx: &Context,
+    lw: &mut crate::lower::Lowerer,
+    outputs: &[(ValueId, usize)],
+    (idx, dims): (&[Ix], bool),
+    at: &Ix,
+    width: usize,
+) -> Result<(), CodegenError> {
+    let f = cx.f;
+    lw.allow_vector_loads_here();
+    // Each lane rounded, then converted to store (not `LaneStores`): with
+    // the rounding undone or lanes converted in pairs, GELU bf16 ran 4-10%
+    // slower on the H200 at 3072 columns and more (fp16 and short rows 3-7%
+    // faster); not explained, so pointwise kernels keep the measured form.
+    let arrays = lane_arrays(lw, f, outputs, width);
+    // Every input read elementwise at the output's index is loaded before any
+    // arithmetic: a load emitted after a division or an exp in program order
+    // was issued after it, one input's latency after another's.
+    if dims {
+        lw.lanes = Some(crate::lower::Lanes { var: "ii".into(), width, lane: 0 });
+        let mut lane_idx = idx.to_vec();
+        lane_idx.push(Ix::var("ii"));
+        for (i, pos) in read_elementwise(cx, outputs, &lane_idx) {
+            lw.value_at(i, &pos)?;
+        }
+    }
+    for k in 0..width {
+        if dims {
+            lw.lanes = Some(crate::lower::Lanes {
+                var: "ii".into(),
+                width,
+                lane: k,
+            });
+        }
+        let mut lane_idx = idx.to_vec();
+        if dims {
+            lane_idx.push(Ix::var("ii").add(Ix::c(k as i64)));
+        }
+        for (j, &(v, _)) in outputs.iter().enumerate() {
+            let e = lw.value_at(v, &lane_idx)?;
+            let st = ctype::to_storage(f.value(v).dtype, &e);
+            lw.line(&format!("{}[{k}] = {st};", arrays[j]));
+        }
+    }
+    lw.lanes = None;
+    store_lane_arrays(lw, f, outputs, &arrays, at, width);
+    Ok(())
 }
 
 /// Tensor inputs that the outputs read through elementwise ops and

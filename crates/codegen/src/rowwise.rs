@@ -9,7 +9,7 @@
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{lane_arrays, signature, store_lane_arrays, Context};
+use crate::kernel::{lane_arrays, signature_fitting, store_lane_arrays, Context};
 use crate::lower::{Lanes, Lowerer};
 use crate::next_row::NextRow;
 use crate::passes::{Accs, Passes};
@@ -79,7 +79,8 @@ pub const HELD_MAX: usize = 32;
 
 /// Row elements one block may hold: a quarter of the register file, so
 /// that a 1024-thread block is not pushed past 64 registers per thread
-/// (512 threads x 32 values, or 1024 x 16).
+/// (512 threads x 32 values, or 1024 x 16). The planner's default for
+/// `Device::block_held`.
 pub const BLOCK_HELD_MAX: usize = 16384;
 
 /// Threads per row and vectors per thread for a row of `cols` elements in
@@ -102,8 +103,15 @@ pub const BLOCK_HELD_MAX: usize = 16384;
 /// With `spread` (`spread`: few rows, a block each, and one block-wide
 /// reduction per row) a whole row is laid over up to `SPREAD_THREADS`
 /// threads with the fewest vectors each.
-pub fn shape(cols: usize, width: usize, whole_row: bool, held: usize, reload: Option<usize>, spread: bool) -> Option<Shape> {
-    let sh = shape_held(cols, width, whole_row, held, reload)?;
+pub fn shape(
+    cols: usize,
+    width: usize,
+    whole_row: bool,
+    (held, block_held): (usize, usize),
+    reload: Option<usize>,
+    spread: bool,
+) -> Option<Shape> {
+    let sh = shape_held(cols, width, whole_row, (held, block_held), reload)?;
     if !spread || !whole_row || sh.reload || sh.vectors == 1 {
         return Some(sh);
     }
@@ -138,7 +146,13 @@ pub fn spread(rows: usize, reductions: usize, dev: &crate::device::Device) -> bo
 }
 
 /// `shape` for rows that fill the GPU: the fewest warps that hold the row.
-fn shape_held(cols: usize, width: usize, whole_row: bool, held: usize, reload: Option<usize>) -> Option<Shape> {
+fn shape_held(
+    cols: usize,
+    width: usize,
+    whole_row: bool,
+    (held, block_held): (usize, usize),
+    reload: Option<usize>,
+) -> Option<Shape> {
     if width == 0 || !cols.is_multiple_of(width) || cols == 0 {
         return None;
     }
@@ -169,7 +183,7 @@ fn shape_held(cols: usize, width: usize, whole_row: bool, held: usize, reload: O
         let vectors = n.div_ceil(warps_threads);
         let active = n.div_ceil(vectors);
         let threads = active.div_ceil(32) * 32;
-        (vectors <= max_vectors && threads * vectors * width * held <= BLOCK_HELD_MAX).then_some(
+        (vectors <= max_vectors && threads * vectors * width * held <= block_held).then_some(
             Shape {
                 threads,
                 active,
@@ -222,7 +236,7 @@ pub fn groups_per_block(
     reload: Option<usize>,
 ) -> Result<usize, CodegenError> {
     let spread = spread(rows, reductions, &cx.dev);
-    let sh = shape(cols, width, whole_row, held(cx.f, rows, cols), reload, spread).ok_or_else(|| {
+    let sh = shape(cols, width, whole_row, (held(cx.f, rows, cols), cx.dev.block_held), reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!("a row of {cols} does not fit a block of {width}-wide vectors"))
     })?;
     Ok(rows_per_block(rows, !outer.is_empty(), &sh, cx.dev.sm_count as usize))
@@ -284,7 +298,7 @@ pub fn instead_of_loop(
     let last = *spec.inner_shape.last()?;
     let dtypes = f.values.iter().filter(|v| v.is_tensor()).map(|v| v.dtype);
     let width = crate::kernel::vector_width(last, dtypes);
-    shape(cols, width, true, held(f, rows, cols), None, spread(rows, spec.reductions.len(), &cx.dev))?;
+    shape(cols, width, true, (held(f, rows, cols), cx.dev.block_held), None, spread(rows, spec.reductions.len(), &cx.dev))?;
     // Complex products keep the schedule they were written for.
     if spec.reductions.iter().any(|r| r.acc(f).is_complex()) {
         return None;
@@ -375,7 +389,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let whole_row = !spec.inner.is_empty() || !spec.per_row.is_empty();
     let held = held(cx.f, spec.rows, spec.cols);
     let spread = spread(spec.rows, spec.inner.len() + spec.totals.len(), &cx.dev);
-    let sh = shape(spec.cols, spec.width, whole_row, held, spec.reload, spread).ok_or_else(|| {
+    let sh = shape(spec.cols, spec.width, whole_row, (held, cx.dev.block_held), spec.reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!(
             "a row of {} does not fit a block of {}-wide vectors",
             spec.cols, spec.width
@@ -904,9 +918,12 @@ fn build_unrolled(
             }
         }
     }
+    // Held rows may ask for more blocks per multiprocessor than their
+    // registers allow (`Device::row_min_blocks`).
+    let min_blocks = if (!reds.is_empty() || !spec.per_row.is_empty()) && !sh.reload { cx.dev.row_min_blocks } else { 0 };
     let src = format!(
         "{} {{\n{}}}\n",
-        signature(name, block as u32, &params),
+        signature_fitting(name, block as u32, min_blocks, &params),
         lw.code
     );
     let mut what: Vec<String> = reds
@@ -1130,20 +1147,20 @@ mod tests {
     use super::*;
 
     fn whole(cols: usize, width: usize) -> Option<(usize, usize, usize)> {
-        shape(cols, width, true, 1, None, false).map(|s| (s.threads, s.active, s.vectors))
+        shape(cols, width, true, (1, BLOCK_HELD_MAX), None, false).map(|s| (s.threads, s.active, s.vectors))
     }
 
     #[test]
     fn few_rows_are_spread_over_up_to_512_threads() {
-        let spread = |cols, width| shape(cols, width, true, 1, None, true).map(|s| (s.threads, s.active, s.vectors));
+        let spread = |cols, width| shape(cols, width, true, (1, BLOCK_HELD_MAX), None, true).map(|s| (s.threads, s.active, s.vectors));
         assert_eq!(spread(4096, 8), Some((512, 512, 1)));
         assert_eq!(spread(1000, 8), Some((128, 125, 1)));
         // Already as spread as a block allows: unchanged.
         assert_eq!(spread(16384, 4), whole(16384, 4));
         // Column tiles (no whole row) keep their shape.
         assert_eq!(
-            shape(4096, 8, false, 1, None, true).map(|s| s.threads),
-            shape(4096, 8, false, 1, None, false).map(|s| s.threads)
+            shape(4096, 8, false, (1, BLOCK_HELD_MAX), None, true).map(|s| s.threads),
+            shape(4096, 8, false, (1, BLOCK_HELD_MAX), None, false).map(|s| s.threads)
         );
     }
 
@@ -1186,15 +1203,15 @@ mod tests {
         assert_eq!(whole(32768, 8), None);
         assert_eq!(whole(20000, 4), None);
         // Two tensors of rows x columns held: half the row length fits.
-        assert_eq!(shape(16384, 8, true, 2, None, false), None);
-        assert_eq!(shape(8192, 8, true, 2, None, false).map(|s| (s.threads, s.vectors)), Some((512, 2)));
-        assert_eq!(shape(1000, 3, true, 1, None, false), None);
+        assert_eq!(shape(16384, 8, true, (2, BLOCK_HELD_MAX), None, false), None);
+        assert_eq!(shape(8192, 8, true, (2, BLOCK_HELD_MAX), None, false).map(|s| (s.threads, s.vectors)), Some((512, 2)));
+        assert_eq!(shape(1000, 3, true, (1, BLOCK_HELD_MAX), None, false), None);
     }
 
     #[test]
     fn rows_past_the_registers_are_re_read_when_asked() {
         let re = |cols, width, held| {
-            shape(cols, width, true, held, Some(1024), false).map(|s| (s.threads, s.active, s.vectors, s.reload))
+            shape(cols, width, true, (held, BLOCK_HELD_MAX), Some(1024), false).map(|s| (s.threads, s.active, s.vectors, s.reload))
         };
         // Rows that fit are held whatever is asked.
         assert_eq!(re(8192, 8, 2), Some((512, 512, 2, false)));
@@ -1209,9 +1226,9 @@ mod tests {
 
     #[test]
     fn column_tiles_take_whole_warps_and_idle_tails() {
-        let s = shape(4096, 8, false, 1, None, false).unwrap();
+        let s = shape(4096, 8, false, (1, BLOCK_HELD_MAX), None, false).unwrap();
         assert_eq!((s.threads, s.tiles), (256, 2));
-        let t = |cols, width| shape(cols, width, false, 1, None, false).map(|s| (s.threads, s.tiles));
+        let t = |cols, width| shape(cols, width, false, (1, BLOCK_HELD_MAX), None, false).map(|s| (s.threads, s.tiles));
         // 96 vectors: one tile of 3 warps.
         assert_eq!(t(768, 8), Some((96, 1)));
         // 1376 vectors = 43 x 32: not 43 blocks of one warp but 6 tiles of 256, the last one 96 full.

@@ -139,8 +139,11 @@ fn try_plan(
 
     // Which groups keep their reductions on chip.
     struct Norm {
-        /// The group of written outputs it was made for; None for a group
-        /// made for reductions over all its rows (`totals`).
+        /// The kernel's name.
+        name: String,
+        /// The group of written outputs over rows x columns it was made for;
+        /// None for one made for outputs with one element per row only, or
+        /// for reductions over all its rows (`totals`).
         group: Option<usize>,
         reds: Vec<usize>,
         rows: Vec<usize>,
@@ -158,6 +161,7 @@ fn try_plan(
         if fits {
             let k = all_reds[deps[0]].dims.len();
             norms.push(Norm {
+                name: format!("fb_n{gi}"),
                 group: Some(gi),
                 reds: deps,
                 rows: shape[..shape.len() - k].to_vec(),
@@ -170,7 +174,11 @@ fn try_plan(
         }
     }
     // A group with one element per row of a normalization, reading only its
-    // reductions, is written by that kernel.
+    // reductions, is written by that kernel. Without one, a group reading
+    // two or more reductions of the same rows that fit on chip gets a row
+    // kernel of its own (a logsumexp: the maximum, then the sum of
+    // exponentials, the row read once), rather than a kernel per stored
+    // reduction.
     pointwise_groups.retain(|&gi| {
         let (shape, outs) = &groups[gi];
         let deps = closure(f, outs.iter().map(|o| o.0), all_reds);
@@ -184,7 +192,23 @@ fn try_plan(
                 return false;
             }
         }
-        true
+        let on_chip = (deps.len() >= 2)
+            .then(|| crate::totals::on_chip(f, layouts, dev, all_reds, &deps, forced))
+            .flatten()
+            .filter(|(s, k)| squeeze(shape) == squeeze(&s[..s.len() - k]));
+        let Some((s, k)) = on_chip else {
+            return true;
+        };
+        norms.push(Norm {
+            name: format!("fb_n{gi}"),
+            group: None,
+            reds: deps,
+            rows: s[..s.len() - k].to_vec(),
+            inner: s[s.len() - k..].to_vec(),
+            per_row: outs.clone(),
+            totals: vec![],
+        });
+        false
     });
     for &gi in &pointwise_groups {
         store.extend(direct(f, groups[gi].1.iter().map(|o| o.0), all_reds));
@@ -214,6 +238,7 @@ fn try_plan(
                 nm.totals.push(r);
             }
             None => norms.push(Norm {
+                name: format!("fb_t{}", all_reds[r].node),
                 group: None,
                 reds: deps,
                 rows,
@@ -235,10 +260,7 @@ fn try_plan(
     let mut carrying: Vec<Unit> = Vec::new();
     let mut looped: Vec<Unit> = Vec::new();
     for nm in norms {
-        let name = match nm.group {
-            Some(g) => format!("fb_n{g}"),
-            None => format!("fb_t{}", all_reds[nm.totals[0]].node),
-        };
+        let name = nm.name;
         let (n_rows, n_cols, last) = (
             nm.rows.iter().product::<usize>(),
             nm.inner.iter().product::<usize>(),

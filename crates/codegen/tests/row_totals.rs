@@ -188,3 +188,47 @@ fn a_total_read_by_a_stored_reduction_falls_back_to_stored_row_reductions() {
     let p = planned(&f, &[None, None]);
     assert!(p.temps.iter().any(|t| t.what == "m (stored)"), "{:#?}", p.kernels);
 }
+
+/// A logsumexp over rows of `cols` floats, its one value per row the only
+/// output.
+fn logsumexp(cols: usize) -> fusebench_ir::Fusion {
+    script(&format!(
+        "    t0 = fd.define_tensor(shape=[512, {cols}], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    m = fd.ops.max(t0, dims=[1], keepdim=True)
+    mb = fd.ops.expand(m, shape=[512, {cols}])
+    d = fd.ops.sub(t0, mb)
+    e = fd.ops.exp(d)
+    s = fd.ops.sum(e, dims=[1], keepdim=True)
+    ls = fd.ops.log(s)
+    lse = fd.ops.add(ls, m)
+    o = fd.ops.reshape(lse, new_shape=[512])
+    fd.add_output(o)
+"
+    ))
+}
+
+#[test]
+fn a_logsumexp_alone_is_one_row_kernel() {
+    // Its reductions were stored one kernel each, the row read twice, and
+    // the output written by a third kernel.
+    for (cols, schedule) in [(1000, "rowwise"), (40000, "persistent")] {
+        let p = planned(&logsumexp(cols), &[None]);
+        assert_eq!(chosen(&p), [("fb_n0".to_string(), schedule.to_string())], "{:#?}", p.kernels);
+        assert!(p.kernels[0].summary.contains("m, s"), "{}", p.kernels[0].summary);
+        assert!(p.temps.is_empty(), "{:?}", p.temps.iter().map(|t| &t.what).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn one_reduction_per_row_stays_a_stored_reduction() {
+    // A plain row sum keeps its own schedule (the sweep's sum_inner).
+    let f = script(
+        "    t0 = fd.define_tensor(shape=[512, 1000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    s = fd.ops.sum(t0, dims=[1], keepdim=False)
+    fd.add_output(s)
+",
+    );
+    let p = planned(&f, &[None]);
+    assert_eq!(p.kernels.len(), 1, "{:#?}", p.kernels);
+    assert!(!p.kernels[0].name.starts_with("fb_n"), "{:#?}", p.kernels);
+}

@@ -199,6 +199,9 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         row_cache: k.row_cache.unwrap_or(d.row_cache),
         next_row: k.next_row.unwrap_or(d.next_row),
         row_accumulators: k.row_accumulators.unwrap_or(d.row_accumulators),
+        block_held: k.block_held.map_or(d.block_held, |n| n as usize),
+        row_min_blocks: k.row_min_blocks.unwrap_or(d.row_min_blocks),
+        pointwise_walk: k.pointwise_walk.unwrap_or(d.pointwise_walk),
         load_hint: match k.loads {
             Some("cs") => Some(LoadHint::Streaming),
             Some("plain") => Some(LoadHint::Plain),

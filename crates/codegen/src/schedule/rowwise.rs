@@ -77,7 +77,7 @@ fn shape_reason(
         .unwrap_or_default();
     let vectors = cols / w.max(1);
     let held = crate::rowwise::held(c.f, rows, cols);
-    match crate::rowwise::shape(cols, w, whole, held, reload, spread) {
+    match crate::rowwise::shape(cols, w, whole, (held, dev.block_held), reload, spread) {
         Some(s) if s.threads > dev.max_threads_per_block as usize => Err(format!(
             "a row of {cols}{d} needs {} threads; the device allows {} per block",
             s.threads, dev.max_threads_per_block
@@ -108,7 +108,7 @@ fn shape_reason(
         None if whole => Err(format!(
             "row of {cols}{d} = {vectors} vectors of {w}: more than the registers of one block hold ({} values per thread, {} per block, x {held} tensors read)",
             crate::rowwise::HELD_MAX,
-            crate::rowwise::BLOCK_HELD_MAX
+            dev.block_held
         )),
         None => Err(format!(
             "row of {cols}{d} = {vectors} vectors of {w}: no block of whole warps tiles it"
@@ -205,7 +205,7 @@ fn build_rows(
     let reload = reload_threads(r, w, dev);
     let reductions = r.inner.len() + r.totals.len();
     let spread = crate::rowwise::spread(rows, reductions, dev);
-    let shape = crate::rowwise::shape(cols, w, whole, held, reload, spread).ok_or_else(|| {
+    let shape = crate::rowwise::shape(cols, w, whole, (held, dev.block_held), reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
     })?;
     let tiles = shape.tiles;

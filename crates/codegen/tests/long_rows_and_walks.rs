@@ -1,0 +1,107 @@
+//! Three planner settings measured against the defaults: rows past
+//! `Device::block_held` go to the loop schedule, which keeps them in shared
+//! memory; a row kernel that holds its row may ask for more blocks per
+//! multiprocessor (`Device::row_min_blocks`); a pointwise kernel walks a
+//! short outermost dim that an input is broadcast over
+//! (`Device::pointwise_walk`). The first two measured slower on the H200 and
+//! are off by default; the walk is on.
+
+use fusebench_codegen::{plan, Device, Plan, Schedule};
+
+mod common;
+
+/// Cross-entropy's statistics over 4096 rows of 14336 bf16 (a vocabulary).
+const LOG_SUM_EXP: &str = "    x = fd.define_tensor(shape=[4096, 14336], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    f = fd.ops.cast(x, dtype=DataType.Float)
+    m = fd.ops.max(f, dims=[1], keepdim=True)
+    mb = fd.ops.expand(m, shape=[4096, 14336])
+    d = fd.ops.sub(f, mb)
+    e = fd.ops.exp(d)
+    s = fd.ops.sum(e, dims=[1], keepdim=False)
+    fd.add_output(s)
+";
+
+/// RoPE's rotation of 8 heads of 128 over 4096 tokens: cos and sin are
+/// broadcast over the heads.
+const ROTATE: &str = "    q = fd.define_tensor(shape=[8, 4096, 128], contiguity=[True, True, True], dtype=DataType.Float, is_cpu=False)
+    c = fd.define_tensor(shape=[4096, 128], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    s = fd.define_tensor(shape=[4096, 128], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    cb = fd.ops.broadcast_in_dim(c, shape=[8, 4096, 128], broadcast_dims=[1, 2])
+    sb = fd.ops.broadcast_in_dim(s, shape=[8, 4096, 128], broadcast_dims=[1, 2])
+    q1 = fd.ops.slice(q, start_indices=[0, 0, 0], end_indices=[8, 4096, 64])
+    q2 = fd.ops.slice(q, start_indices=[0, 0, 64], end_indices=[8, 4096, 128])
+    q2n = fd.ops.neg(q2)
+    qr = fd.ops.cat([q2n, q1], dim=-1)
+    a = fd.ops.mul(q, cb)
+    b = fd.ops.mul(qr, sb)
+    o = fd.ops.add(a, b)
+    fd.add_output(o)
+";
+
+fn planned(body: &str, dev: Device) -> Plan {
+    let f = common::script(body);
+    plan(&f, &vec![None; f.inputs.len()], dev).unwrap()
+}
+
+#[test]
+fn a_row_past_the_block_limit_goes_to_the_loop_schedule() {
+    let held = planned(LOG_SUM_EXP, Device::default());
+    assert_eq!(held.kernels[0].block[0], 448, "{}", held.kernels[0].summary);
+    assert!(held.kernels[0].summary.starts_with("row-wise"), "{}", held.kernels[0].summary);
+    let looped = planned(LOG_SUM_EXP, Device { block_held: 8192, ..Device::default() });
+    let k = &looped.kernels[0];
+    assert_eq!(k.schedule, Schedule::InnerPersistent);
+    assert!(k.summary.starts_with("inner persistent"), "{}", k.summary);
+    // The row re-read by the second pass is kept in shared memory.
+    assert!(k.shared_bytes >= 14336 * 2, "{} bytes: {}", k.shared_bytes, k.summary);
+}
+
+#[test]
+fn held_rows_may_ask_for_more_blocks_per_multiprocessor() {
+    let code = |n| common::kernels(&planned(LOG_SUM_EXP, Device { row_min_blocks: n, ..Device::default() })).to_string();
+    assert!(code(0).contains("__launch_bounds__(448) "));
+    assert!(code(3).contains("__launch_bounds__(448, 3) "));
+}
+
+#[test]
+fn a_short_outer_dim_broadcast_over_is_walked_in_each_thread() {
+    // 4096 tokens give 512 blocks of 128 threads per head: enough for one
+    // block per multiprocessor, not the default four.
+    let base = Device { pointwise_blocks_per_sm: 1, ..Device::default() };
+    let flat = planned(ROTATE, Device { pointwise_walk: false, ..base });
+    let walked = planned(ROTATE, base);
+    let (a, b) = (&flat.kernels[0], &walked.kernels[0]);
+    assert_eq!(b.grid[0] * 8, a.grid[0], "a thread per position of the 8 heads: {}", b.summary);
+    assert!(b.summary.contains("all 8 positions of dim 0"), "{}", b.summary);
+    let code = common::kernels(&walked).to_string();
+    // cos and sin loaded once per thread, q at each head (and its rotated half).
+    assert_eq!(code.matches("in1[").count(), 1, "{code}");
+    assert_eq!(code.matches("in2[").count(), 1, "{code}");
+    assert!(code.matches("in0[").count() >= 8, "{code}");
+    // Each head's vector is stored at its own offset: head 7 at 7 x 4096 x 128.
+    assert!(code.contains(&format!("+ {}", 7 * 4096 * 128)), "{code}");
+}
+
+#[test]
+fn a_walk_needs_an_input_broadcast_over_the_dim() {
+    // cos and sin as large as q, each element read once.
+    let body = ROTATE
+        .replace("shape=[4096, 128], contiguity=[True, True]", "shape=[8, 4096, 128], contiguity=[True, True, True]")
+        .replace("broadcast_dims=[1, 2]", "broadcast_dims=[0, 1, 2]");
+    let base = Device { pointwise_blocks_per_sm: 1, ..Device::default() };
+    let on = planned(&body, base);
+    let off = planned(&body, Device { pointwise_walk: false, ..base });
+    assert_eq!(on.kernels[0].grid, off.kernels[0].grid, "{}", on.kernels[0].summary);
+}
+
+#[test]
+fn fp16_inputs_are_not_walked() {
+    // Measured slower with the walk in fp16 (schedule/pointwise.rs).
+    let body = ROTATE.replace("DataType.Float", "DataType.Half");
+    let base = Device { pointwise_blocks_per_sm: 1, ..Device::default() };
+    let on = planned(&body, base);
+    let off = planned(&body, Device { pointwise_walk: false, ..base });
+    assert_eq!(on.kernels[0].grid, off.kernels[0].grid, "{}", on.kernels[0].summary);
+    let bf16 = planned(&ROTATE.replace("DataType.Float", "DataType.BFloat16"), base);
+    assert!(bf16.kernels[0].summary.contains("positions of dim 0"), "{}", bf16.kernels[0].summary);
+}
