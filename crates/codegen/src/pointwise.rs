@@ -12,19 +12,18 @@ use std::ops::{Add, Mul};
 
 /// `outputs`: (value, position among the fusion's outputs), all of `shape`;
 /// blocks of `block` threads, each thread `unroll` vectors a block apart,
-/// or, with `walk` > 1, the same vector at each of the `walk` positions of
-/// the outermost dim (`walk` is then that dim's extent): an input broadcast
-/// over that dim (RoPE's cos and sin over the heads) is loaded once per
-/// thread, not once per position.
+/// or, with `walk` (and two dims or more), the same vector at each position
+/// of the outermost dim: an input broadcast over that dim (RoPE's cos and
+/// sin over the heads) is loaded once per thread, not once per position.
 pub fn build(
     cx: &Context,
     name: &str,
     shape: &[usize],
     outputs: &[(ValueId, usize)],
-    (block, unroll, walk): (u32, u32, usize),
+    (block, unroll, walk): (u32, u32, bool),
 ) -> Result<(String, Kernel), CodegenError> {
-    let walk = walk.max(1);
-    let (unroll, copies) = if walk > 1 { (1, walk) } else { (unroll, 1) };
+    let copies = if walk && shape.len() >= 2 { shape[0].max(1) } else { 1 };
+    let unroll = if copies > 1 { 1 } else { unroll };
     let f = cx.f;
     let (mut lw, mut params) = cx.lowerer();
     for &(v, pos) in outputs {
