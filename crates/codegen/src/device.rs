@@ -102,8 +102,9 @@ pub struct Device {
     pub row_min_blocks: u32,
     /// A pointwise kernel whose outermost dim is short and has an input
     /// broadcast over it walks that dim in each thread
-    /// (`schedule::pointwise::walk`): RoPE 0.926 over 36 fusions.
-    pub pointwise_walk: bool,
+    /// (`schedule::pointwise::walk`): RoPE 0.926 over 36 fusions. 0 never,
+    /// 1 dims of at most 16, 2 longer dims too, in chunks (not measured).
+    pub pointwise_walk: u32,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
     /// planner's choice, streaming loads where a reduction's partial kernel
     /// reads its input for the last time (`Context::read_once`), the
@@ -187,7 +188,7 @@ impl Default for Device {
             row_accumulators: 1,
             block_held: crate::rowwise::BLOCK_HELD_MAX,
             row_min_blocks: 0,
-            pointwise_walk: true,
+            pointwise_walk: 1,
             load_hint: None,
         }
     }

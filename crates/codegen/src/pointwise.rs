@@ -12,17 +12,19 @@ use std::ops::{Add, Mul};
 
 /// `outputs`: (value, position among the fusion's outputs), all of `shape`;
 /// blocks of `block` threads, each thread `unroll` vectors a block apart,
-/// or, with `walk` (and two dims or more), the same vector at each position
-/// of the outermost dim: an input broadcast over that dim (RoPE's cos and
-/// sin over the heads) is loaded once per thread, not once per position.
+/// or, with `walk` > 1 dividing the outermost dim (of two or more), the same
+/// vector at `walk` consecutive positions of that dim: an input broadcast
+/// over it (RoPE's cos and sin over the heads) is loaded once per `walk`
+/// positions, not once per position.
 pub fn build(
     cx: &Context,
     name: &str,
     shape: &[usize],
     outputs: &[(ValueId, usize)],
-    (block, unroll, walk): (u32, u32, bool),
+    (block, unroll, walk): (u32, u32, usize),
 ) -> Result<(String, Kernel), CodegenError> {
-    let copies = if walk && shape.len() >= 2 { shape[0].max(1) } else { 1 };
+    let walks = walk > 1 && shape.len() >= 2 && shape[0].is_multiple_of(walk);
+    let (copies, chunks) = if walks { (walk, shape[0] / walk) } else { (1, 1) };
     let unroll = if copies > 1 { 1 } else { unroll };
     let f = cx.f;
     let (mut lw, mut params) = cx.lowerer();
@@ -32,7 +34,7 @@ pub fn build(
     let n = shape.len();
     let last = if n == 0 { 1 } else { shape[n - 1] };
     // Elements of one position of the walked dim (all of them without a walk).
-    let numel: usize = shape.iter().product::<usize>() / copies;
+    let numel: usize = shape.iter().product::<usize>() / (copies * chunks);
     let input_dtypes = f
         .inputs
         .iter()
@@ -55,7 +57,9 @@ pub fn build(
     while width > 1 && numel / width < cover {
         width /= 2;
     }
-    let vectors = numel / width;
+    // Vectors of one position; threads: one per vector of each chunk.
+    let per_position = numel / width;
+    let vectors = per_position * chunks;
     let it = lw.idx_type;
     if unroll > 1 {
         lw.line(&format!(
@@ -72,10 +76,19 @@ pub fn build(
         ));
         lw.line(&format!("if (t >= {vectors}) return;"));
     }
+    // With chunks of the walked dim, thread t takes chunk q at vector tt of
+    // a position.
+    let (t_var, q) = if chunks > 1 {
+        lw.line(&format!("const {it} q = t / {per_position};"));
+        lw.line(&format!("const {it} tt = t % {per_position};"));
+        ("tt", Some(Ix::var("q")))
+    } else {
+        ("t", None)
+    };
     let per_row = (last / width) as i64;
     let mut idx: Vec<Ix> = Vec::new();
     if n > 0 {
-        let t = Ix::var("t");
+        let t = Ix::var(t_var);
         lw.line(&format!(
             "const {it} ii = {};",
             t.clone().rem(per_row, None).mul(width as i64)
@@ -88,10 +101,13 @@ pub fn build(
     }
     for copy in 0..copies {
         let mut idx = idx.clone();
-        if copies > 1 {
+        let mut at = Ix::var(t_var).mul(width as i64);
+        if let Some(q) = &q {
+            idx.insert(0, q.clone().mul(copies as i64).add(Ix::c(copy as i64)));
+            at = at.add(q.clone().mul((copies * numel) as i64));
+        } else if copies > 1 {
             idx.insert(0, Ix::c(copy as i64));
         }
-        let mut at = Ix::var("t").mul(width as i64);
         if copy > 0 {
             at = at.add(Ix::c((copy * numel) as i64));
         }
@@ -102,7 +118,11 @@ pub fn build(
     }
     let src = format!("{} {{\n{}}}\n", signature(name, block, &params), lw.code);
     let grid = crate::launch::grid_dim((vectors as u64).div_ceil((block * unroll) as u64).max(1));
-    let walked = if copies > 1 { format!(", each thread at all {copies} positions of dim 0") } else { String::new() };
+    let walked = match (copies, chunks) {
+        (1, _) => String::new(),
+        (c, 1) => format!(", each thread at all {c} positions of dim 0"),
+        (c, k) => format!(", each thread at {c} consecutive positions of dim 0 ({k} chunks)"),
+    };
     let names: Vec<String> = outputs
         .iter()
         .map(|&(v, _)| f.value(v).name.clone())

@@ -68,7 +68,7 @@ fn a_short_outer_dim_broadcast_over_is_walked_in_each_thread() {
     // 4096 tokens give 512 blocks of 128 threads per head: enough for one
     // block per multiprocessor, not the default four.
     let base = Device { pointwise_blocks_per_sm: 1, ..Device::default() };
-    let flat = planned(ROTATE, Device { pointwise_walk: false, ..base });
+    let flat = planned(ROTATE, Device { pointwise_walk: 0, ..base });
     let walked = planned(ROTATE, base);
     let (a, b) = (&flat.kernels[0], &walked.kernels[0]);
     assert_eq!(b.grid[0] * 8, a.grid[0], "a thread per position of the 8 heads: {}", b.summary);
@@ -90,7 +90,7 @@ fn a_walk_needs_an_input_broadcast_over_the_dim() {
         .replace("broadcast_dims=[1, 2]", "broadcast_dims=[0, 1, 2]");
     let base = Device { pointwise_blocks_per_sm: 1, ..Device::default() };
     let on = planned(&body, base);
-    let off = planned(&body, Device { pointwise_walk: false, ..base });
+    let off = planned(&body, Device { pointwise_walk: 0, ..base });
     assert_eq!(on.kernels[0].grid, off.kernels[0].grid, "{}", on.kernels[0].summary);
 }
 
@@ -100,8 +100,26 @@ fn fp16_inputs_are_not_walked() {
     let body = ROTATE.replace("DataType.Float", "DataType.Half");
     let base = Device { pointwise_blocks_per_sm: 1, ..Device::default() };
     let on = planned(&body, base);
-    let off = planned(&body, Device { pointwise_walk: false, ..base });
+    let off = planned(&body, Device { pointwise_walk: 0, ..base });
     assert_eq!(on.kernels[0].grid, off.kernels[0].grid, "{}", on.kernels[0].summary);
     let bf16 = planned(&ROTATE.replace("DataType.Float", "DataType.BFloat16"), base);
     assert!(bf16.kernels[0].summary.contains("positions of dim 0"), "{}", bf16.kernels[0].summary);
+}
+
+#[test]
+fn a_longer_dim_is_walked_in_chunks_when_asked() {
+    // 48 heads: past the 16 a thread walks whole, so not walked by default;
+    // at 2, three chunks of 16, cos and sin loaded once per chunk.
+    let body = ROTATE.replace("[8, 4096, 128]", "[48, 4096, 128]").replace("[8, 4096, 64]", "[48, 4096, 64]");
+    let base = Device { pointwise_blocks_per_sm: 1, ..Device::default() };
+    let flat = planned(&body, base);
+    assert!(!flat.kernels[0].summary.contains("dim 0"), "{}", flat.kernels[0].summary);
+    let chunks = planned(&body, Device { pointwise_walk: 2, ..base });
+    let k = &chunks.kernels[0];
+    assert!(k.summary.contains("16 consecutive positions of dim 0 (3 chunks)"), "{}", k.summary);
+    assert_eq!(k.grid[0] * 16, flat.kernels[0].grid[0], "{}", k.summary);
+    let code = common::kernels(&chunks).to_string();
+    assert_eq!(code.matches("in1[").count(), 1, "{code}");
+    // Chunk q of head 16q + j: q's 16 heads of 4096 x 128 apart.
+    assert!(code.contains(&format!("q * {}", 16 * 4096 * 128)), "{code}");
 }

@@ -108,8 +108,8 @@ pub const DECLARED: &[Declared] = &[
         "row elements (times the row-sized tensors read) one block of a row kernel holds in registers; longer rows go to the loop schedule, which keeps them in shared memory (tuning experiments)"),
     knob("FUSEBENCH_ROW_MIN_BLOCKS", "a whole number from 0 to 8", "the planner's (0)", Affects::Kernels,
         "blocks per multiprocessor a row kernel holding its row asks the compiler to fit (launch bounds), registers capped to match and spilled past that; 0: no such bound (tuning experiments)"),
-    knob("FUSEBENCH_POINTWISE_WALK", "0 or 1", "the planner's (1)", Affects::Kernels,
-        "1: a pointwise kernel whose outermost dim is short (at most 16) and has an input broadcast over it walks that dim in each thread, loading the broadcast input once (not where an input is fp16); 0: a thread per vector (tuning experiments)"),
+    knob("FUSEBENCH_POINTWISE_WALK", "0, 1 or 2", "the planner's (1)", Affects::Kernels,
+        "1: a pointwise kernel whose outermost dim is short (at most 16) and has an input broadcast over it walks that dim in each thread, loading the broadcast input once (not where an input is fp16); 2: a longer such dim too, in chunks of its largest divisor up to 16; 0: a thread per vector (tuning experiments)"),
     knob("FUSEBENCH_LOADS", "nc, cs or plain", "the planner's (nc)", Affects::Kernels,
         "how kernels read global memory: the read-only path (__ldg), streaming loads evicted first (__ldcs), or plain loads (tuning experiments)"),
     knob("FUSEBENCH_CACHE_DIR", "a directory", "$XDG_CACHE_HOME/fusebench/kernels, else ~/.cache/fusebench/kernels", Affects::Nothing,
@@ -177,7 +177,7 @@ pub struct Knobs {
     pub row_accumulators: Option<u32>,
     pub block_held: Option<u32>,
     pub row_min_blocks: Option<u32>,
-    pub pointwise_walk: Option<bool>,
+    pub pointwise_walk: Option<u32>,
     /// "nc", "cs" or "plain".
     pub loads: Option<&'static str>,
     pub cache_dir: Option<PathBuf>,
@@ -331,7 +331,7 @@ impl Knobs {
                 "FUSEBENCH_ROW_ACCUMULATORS" => count(value, 1, 8).map(|n| k.row_accumulators = Some(n)),
                 "FUSEBENCH_BLOCK_HELD" => count(value, 1024, 65536).map(|n| k.block_held = Some(n)),
                 "FUSEBENCH_ROW_MIN_BLOCKS" => count(value, 0, 8).map(|n| k.row_min_blocks = Some(n)),
-                "FUSEBENCH_POINTWISE_WALK" => flag(value).map(|b| k.pointwise_walk = Some(b)),
+                "FUSEBENCH_POINTWISE_WALK" => count(value, 0, 2).map(|n| k.pointwise_walk = Some(n)),
                 "FUSEBENCH_LOADS" => ["nc", "cs", "plain"]
                     .into_iter()
                     .find(|&h| h == value)

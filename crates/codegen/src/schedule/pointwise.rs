@@ -80,39 +80,46 @@ fn unroll(c: &Candidate, shape: &[usize], dev: &Device) -> u32 {
     }
 }
 
-/// Whether each thread walks every position of the outermost dim
-/// (`pointwise::build`): where the knob allows it, the dim is short (at most
+/// Positions of the outermost dim each thread walks (`pointwise::build`; 1:
+/// none): all of them where the knob allows it, the dim is short (at most
 /// `WALK_MAX`), an input of more than one element is broadcast over it
 /// (RoPE's cos and sin over the heads, loaded once per thread instead of
-/// once per head), and the rest still gives every multiprocessor
-/// `pointwise_blocks_per_sm` blocks.
+/// once per head), and each position still gives every multiprocessor
+/// `pointwise_blocks_per_sm` blocks. With the knob at 2, a longer dim is
+/// walked in chunks: its largest divisor up to `WALK_MAX`.
 ///
 /// Measured on the H200 over 36 RoPE fusions (768-2048 wide, 8192-16384
 /// tokens): f32 0.77-0.97 of the time without the walk, bf16 0.86-0.96, but
 /// fp16 0.96-1.14 (12288x1024 30.4 -> 34.5 us), not explained; so no walk
-/// where an input is fp16.
-fn walk(c: &Candidate, shape: &[usize], dev: &Device) -> bool {
+/// where an input is fp16. Chunks are not measured yet.
+fn walk(c: &Candidate, shape: &[usize], dev: &Device) -> usize {
     use fusebench_ir::{DType, Op};
-    let Some(&e) = shape.first() else { return false };
-    if !dev.pointwise_walk || shape.len() < 3 || !(2..=WALK_MAX).contains(&e) {
-        return false;
+    let Some(&e) = shape.first() else { return 1 };
+    if dev.pointwise_walk == 0 || shape.len() < 3 || e < 2 {
+        return 1;
     }
-    if c.f.inputs.iter().any(|&i| c.f.value(i).dtype == DType::Half) {
-        return false;
+    let g = match e {
+        e if e <= WALK_MAX => e,
+        _ if dev.pointwise_walk >= 2 => (2..=WALK_MAX).rev().find(|g| e.is_multiple_of(*g)).unwrap_or(1),
+        _ => 1,
+    };
+    if g < 2 || c.f.inputs.iter().any(|&i| c.f.value(i).dtype == DType::Half) {
+        return 1;
     }
     let per_copy: usize = shape[1..].iter().product();
     // Blocks of one position, at 8 elements a thread (16-bit vectors).
     let blocks = per_copy / 8 / dev.pointwise_block as usize;
     if blocks < (dev.sm_count * dev.pointwise_blocks_per_sm) as usize {
-        return false;
+        return 1;
     }
-    c.f.nodes.iter().any(|n| match &n.op {
+    let over_dim0 = c.f.nodes.iter().any(|n| match &n.op {
         Op::BroadcastInDim { x, shape: to, broadcast_dims } => {
             let to: Vec<usize> = to.iter().map(|&d| d as usize).collect();
             to == shape && !broadcast_dims.contains(&0) && c.f.value(*x).numel() > 1
         }
         _ => false,
-    })
+    });
+    if over_dim0 { g } else { 1 }
 }
 
 /// The longest outermost dim a pointwise thread walks (`walk`): each
