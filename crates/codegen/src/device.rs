@@ -94,6 +94,12 @@ pub struct Device {
     /// loop's second pass from shared memory costs more than the blocks it
     /// adds), so the default stays.
     pub block_held: usize,
+    /// Vectors each thread of a row kernel holding its row may take at most
+    /// (`rowwise::Holding`): the fewest warps that hold the row within this
+    /// and the registers. 32 leaves the registers the only bound; fewer
+    /// spread a row over more threads (a plain row sum's loads over more
+    /// blocks). Not measured yet.
+    pub row_vectors: usize,
     /// The least blocks per multiprocessor a row kernel that holds its row
     /// declares (`__launch_bounds__`'s second number): 0 none, else the
     /// compiler caps each thread's registers to fit that many, spilling
@@ -187,6 +193,7 @@ impl Default for Device {
             next_row: 2,
             row_accumulators: 1,
             block_held: crate::rowwise::BLOCK_HELD_MAX,
+            row_vectors: 32,
             row_min_blocks: 0,
             pointwise_walk: 1,
             load_hint: None,

@@ -83,6 +83,26 @@ pub const HELD_MAX: usize = 32;
 /// `Device::block_held`.
 pub const BLOCK_HELD_MAX: usize = 16384;
 
+/// What a row kernel may hold: the tensors of rows x columns it reads
+/// (`held`), the row elements a block may hold (`Device::block_held`) and
+/// the vectors each thread may hold (`Device::row_vectors`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Holding {
+    pub tensors: usize,
+    pub per_block: usize,
+    pub vectors: usize,
+}
+
+impl Holding {
+    pub fn of(dev: &crate::device::Device, tensors: usize) -> Holding {
+        Holding {
+            tensors,
+            per_block: dev.block_held,
+            vectors: dev.row_vectors.max(1),
+        }
+    }
+}
+
 /// Threads per row and vectors per thread for a row of `cols` elements in
 /// vectors of `width`, `held` tensors of rows x columns read; None when the
 /// row does not fit. Whole rows (reduced in one block): the fewest warps
@@ -107,11 +127,11 @@ pub fn shape(
     cols: usize,
     width: usize,
     whole_row: bool,
-    (held, block_held): (usize, usize),
+    holding: Holding,
     reload: Option<usize>,
     spread: bool,
 ) -> Option<Shape> {
-    let sh = shape_held(cols, width, whole_row, (held, block_held), reload)?;
+    let sh = shape_held(cols, width, whole_row, holding, reload)?;
     if !spread || !whole_row || sh.reload || sh.vectors == 1 {
         return Some(sh);
     }
@@ -150,7 +170,7 @@ fn shape_held(
     cols: usize,
     width: usize,
     whole_row: bool,
-    (held, block_held): (usize, usize),
+    holding: Holding,
     reload: Option<usize>,
 ) -> Option<Shape> {
     if width == 0 || !cols.is_multiple_of(width) || cols == 0 {
@@ -177,13 +197,13 @@ fn shape_held(
             reload: false,
         });
     }
-    let held = held.max(1);
-    let max_vectors = (HELD_MAX / (width * held)).max(1);
+    let held = holding.tensors.max(1);
+    let max_vectors = (HELD_MAX / (width * held)).max(1).min(holding.vectors);
     let kept = (1..=32).map(|w| w * 32).find_map(|warps_threads| {
         let vectors = n.div_ceil(warps_threads);
         let active = n.div_ceil(vectors);
         let threads = active.div_ceil(32) * 32;
-        (vectors <= max_vectors && threads * vectors * width * held <= block_held).then_some(
+        (vectors <= max_vectors && threads * vectors * width * held <= holding.per_block).then_some(
             Shape {
                 threads,
                 active,
@@ -236,7 +256,7 @@ pub fn groups_per_block(
     reload: Option<usize>,
 ) -> Result<usize, CodegenError> {
     let spread = spread(rows, reductions, &cx.dev);
-    let sh = shape(cols, width, whole_row, (held(cx.f, rows, cols), cx.dev.block_held), reload, spread).ok_or_else(|| {
+    let sh = shape(cols, width, whole_row, Holding::of(&cx.dev, held(cx.f, rows, cols)), reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!("a row of {cols} does not fit a block of {width}-wide vectors"))
     })?;
     Ok(rows_per_block(rows, !outer.is_empty(), &sh, cx.dev.sm_count as usize))
@@ -298,7 +318,7 @@ pub fn instead_of_loop(
     let last = *spec.inner_shape.last()?;
     let dtypes = f.values.iter().filter(|v| v.is_tensor()).map(|v| v.dtype);
     let width = crate::kernel::vector_width(last, dtypes);
-    shape(cols, width, true, (held(f, rows, cols), cx.dev.block_held), None, spread(rows, spec.reductions.len(), &cx.dev))?;
+    shape(cols, width, true, Holding::of(&cx.dev, held(f, rows, cols)), None, spread(rows, spec.reductions.len(), &cx.dev))?;
     // Complex products keep the schedule they were written for.
     if spec.reductions.iter().any(|r| r.acc(f).is_complex()) {
         return None;
@@ -389,7 +409,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let whole_row = !spec.inner.is_empty() || !spec.per_row.is_empty();
     let held = held(cx.f, spec.rows, spec.cols);
     let spread = spread(spec.rows, spec.inner.len() + spec.totals.len(), &cx.dev);
-    let sh = shape(spec.cols, spec.width, whole_row, (held, cx.dev.block_held), spec.reload, spread).ok_or_else(|| {
+    let sh = shape(spec.cols, spec.width, whole_row, Holding::of(&cx.dev, held), spec.reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!(
             "a row of {} does not fit a block of {}-wide vectors",
             spec.cols, spec.width
@@ -1146,21 +1166,25 @@ fn store_partials(dst: &str, at: &str, vals: &[String], dtype: DType, cols: usiz
 mod tests {
     use super::*;
 
+    fn hold(tensors: usize) -> Holding {
+        Holding::of(&crate::device::Device::default(), tensors)
+    }
+
     fn whole(cols: usize, width: usize) -> Option<(usize, usize, usize)> {
-        shape(cols, width, true, (1, BLOCK_HELD_MAX), None, false).map(|s| (s.threads, s.active, s.vectors))
+        shape(cols, width, true, hold(1), None, false).map(|s| (s.threads, s.active, s.vectors))
     }
 
     #[test]
     fn few_rows_are_spread_over_up_to_512_threads() {
-        let spread = |cols, width| shape(cols, width, true, (1, BLOCK_HELD_MAX), None, true).map(|s| (s.threads, s.active, s.vectors));
+        let spread = |cols, width| shape(cols, width, true, hold(1), None, true).map(|s| (s.threads, s.active, s.vectors));
         assert_eq!(spread(4096, 8), Some((512, 512, 1)));
         assert_eq!(spread(1000, 8), Some((128, 125, 1)));
         // Already as spread as a block allows: unchanged.
         assert_eq!(spread(16384, 4), whole(16384, 4));
         // Column tiles (no whole row) keep their shape.
         assert_eq!(
-            shape(4096, 8, false, (1, BLOCK_HELD_MAX), None, true).map(|s| s.threads),
-            shape(4096, 8, false, (1, BLOCK_HELD_MAX), None, false).map(|s| s.threads)
+            shape(4096, 8, false, hold(1), None, true).map(|s| s.threads),
+            shape(4096, 8, false, hold(1), None, false).map(|s| s.threads)
         );
     }
 
@@ -1203,15 +1227,15 @@ mod tests {
         assert_eq!(whole(32768, 8), None);
         assert_eq!(whole(20000, 4), None);
         // Two tensors of rows x columns held: half the row length fits.
-        assert_eq!(shape(16384, 8, true, (2, BLOCK_HELD_MAX), None, false), None);
-        assert_eq!(shape(8192, 8, true, (2, BLOCK_HELD_MAX), None, false).map(|s| (s.threads, s.vectors)), Some((512, 2)));
-        assert_eq!(shape(1000, 3, true, (1, BLOCK_HELD_MAX), None, false), None);
+        assert_eq!(shape(16384, 8, true, hold(2), None, false), None);
+        assert_eq!(shape(8192, 8, true, hold(2), None, false).map(|s| (s.threads, s.vectors)), Some((512, 2)));
+        assert_eq!(shape(1000, 3, true, hold(1), None, false), None);
     }
 
     #[test]
     fn rows_past_the_registers_are_re_read_when_asked() {
         let re = |cols, width, held| {
-            shape(cols, width, true, (held, BLOCK_HELD_MAX), Some(1024), false).map(|s| (s.threads, s.active, s.vectors, s.reload))
+            shape(cols, width, true, hold(held), Some(1024), false).map(|s| (s.threads, s.active, s.vectors, s.reload))
         };
         // Rows that fit are held whatever is asked.
         assert_eq!(re(8192, 8, 2), Some((512, 512, 2, false)));
@@ -1226,9 +1250,9 @@ mod tests {
 
     #[test]
     fn column_tiles_take_whole_warps_and_idle_tails() {
-        let s = shape(4096, 8, false, (1, BLOCK_HELD_MAX), None, false).unwrap();
+        let s = shape(4096, 8, false, hold(1), None, false).unwrap();
         assert_eq!((s.threads, s.tiles), (256, 2));
-        let t = |cols, width| shape(cols, width, false, (1, BLOCK_HELD_MAX), None, false).map(|s| (s.threads, s.tiles));
+        let t = |cols, width| shape(cols, width, false, hold(1), None, false).map(|s| (s.threads, s.tiles));
         // 96 vectors: one tile of 3 warps.
         assert_eq!(t(768, 8), Some((96, 1)));
         // 1376 vectors = 43 x 32: not 43 blocks of one warp but 6 tiles of 256, the last one 96 full.

@@ -123,3 +123,28 @@ fn a_longer_dim_is_walked_in_chunks_when_asked() {
     // Chunk q of head 16q + j: q's 16 heads of 4096 x 128 apart.
     assert!(code.contains(&format!("q * {}", 16 * 4096 * 128)), "{code}");
 }
+
+#[test]
+fn fewer_vectors_per_thread_spread_a_row_over_more_threads() {
+    // 2560 floats = 640 vectors of 4: 96 threads x 7 by default (the fewest
+    // warps the registers allow), 160 x 4 with at most 4 per thread.
+    let body = "    x = fd.define_tensor(shape=[4096, 2560], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    s = fd.ops.sum(x, dims=[1], keepdim=False)
+    fd.add_output(s)
+";
+    let threads = |n| {
+        let p = planned(body, Device { row_vectors: n, ..Device::default() });
+        let k = &p.kernels[0];
+        (k.block[0] / summary_rows_per_block(&k.summary), k.summary.clone())
+    };
+    let (default, s) = threads(32);
+    assert_eq!(default, 96, "{s}");
+    let (four, s) = threads(4);
+    assert_eq!(four, 160, "{s}");
+}
+
+/// "N rows per block" of a row kernel's summary.
+fn summary_rows_per_block(summary: &str) -> u32 {
+    let at = summary.find(" rows per block").unwrap_or_else(|| panic!("{summary}"));
+    summary[..at].rsplit(' ').next().unwrap().parse().unwrap()
+}

@@ -200,6 +200,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         next_row: k.next_row.unwrap_or(d.next_row),
         row_accumulators: k.row_accumulators.unwrap_or(d.row_accumulators),
         block_held: k.block_held.map_or(d.block_held, |n| n as usize),
+        row_vectors: k.row_vectors.map_or(d.row_vectors, |n| n as usize),
         row_min_blocks: k.row_min_blocks.unwrap_or(d.row_min_blocks),
         pointwise_walk: k.pointwise_walk.unwrap_or(d.pointwise_walk),
         load_hint: match k.loads {

@@ -106,6 +106,8 @@ pub const DECLARED: &[Declared] = &[
         "accumulators each thread of a row kernel keeps per reduction, its elements dealt among them in turn: independent chains of adds (or maxima) instead of one (tuning experiments)"),
     knob("FUSEBENCH_BLOCK_HELD", "a whole number from 1024 to 65536", "the planner's (16384)", Affects::Kernels,
         "row elements (times the row-sized tensors read) one block of a row kernel holds in registers; longer rows go to the loop schedule, which keeps them in shared memory (tuning experiments)"),
+    knob("FUSEBENCH_ROW_VECTORS", "a whole number from 1 to 32", "the planner's (32: the registers decide)", Affects::Kernels,
+        "vectors each thread of a row kernel holding its row takes at most; fewer spread the row over more threads (tuning experiments)"),
     knob("FUSEBENCH_ROW_MIN_BLOCKS", "a whole number from 0 to 8", "the planner's (0)", Affects::Kernels,
         "blocks per multiprocessor a row kernel holding its row asks the compiler to fit (launch bounds), registers capped to match and spilled past that; 0: no such bound (tuning experiments)"),
     knob("FUSEBENCH_POINTWISE_WALK", "0, 1 or 2", "the planner's (1)", Affects::Kernels,
@@ -176,6 +178,7 @@ pub struct Knobs {
     pub next_row: Option<u32>,
     pub row_accumulators: Option<u32>,
     pub block_held: Option<u32>,
+    pub row_vectors: Option<u32>,
     pub row_min_blocks: Option<u32>,
     pub pointwise_walk: Option<u32>,
     /// "nc", "cs" or "plain".
@@ -219,6 +222,7 @@ impl Default for Knobs {
             next_row: None,
             row_accumulators: None,
             block_held: None,
+            row_vectors: None,
             row_min_blocks: None,
             pointwise_walk: None,
             loads: None,
@@ -330,6 +334,7 @@ impl Knobs {
                 "FUSEBENCH_NEXT_ROW" => count(value, 0, 2).map(|n| k.next_row = Some(n)),
                 "FUSEBENCH_ROW_ACCUMULATORS" => count(value, 1, 8).map(|n| k.row_accumulators = Some(n)),
                 "FUSEBENCH_BLOCK_HELD" => count(value, 1024, 65536).map(|n| k.block_held = Some(n)),
+                "FUSEBENCH_ROW_VECTORS" => count(value, 1, 32).map(|n| k.row_vectors = Some(n)),
                 "FUSEBENCH_ROW_MIN_BLOCKS" => count(value, 0, 8).map(|n| k.row_min_blocks = Some(n)),
                 "FUSEBENCH_POINTWISE_WALK" => count(value, 0, 2).map(|n| k.pointwise_walk = Some(n)),
                 "FUSEBENCH_LOADS" => ["nc", "cs", "plain"]

@@ -77,7 +77,7 @@ fn shape_reason(
         .unwrap_or_default();
     let vectors = cols / w.max(1);
     let held = crate::rowwise::held(c.f, rows, cols);
-    match crate::rowwise::shape(cols, w, whole, (held, dev.block_held), reload, spread) {
+    match crate::rowwise::shape(cols, w, whole, crate::rowwise::Holding::of(dev, held), reload, spread) {
         Some(s) if s.threads > dev.max_threads_per_block as usize => Err(format!(
             "a row of {cols}{d} needs {} threads; the device allows {} per block",
             s.threads, dev.max_threads_per_block
@@ -205,7 +205,7 @@ fn build_rows(
     let reload = reload_threads(r, w, dev);
     let reductions = r.inner.len() + r.totals.len();
     let spread = crate::rowwise::spread(rows, reductions, dev);
-    let shape = crate::rowwise::shape(cols, w, whole, (held, dev.block_held), reload, spread).ok_or_else(|| {
+    let shape = crate::rowwise::shape(cols, w, whole, crate::rowwise::Holding::of(dev, held), reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
     })?;
     let tiles = shape.tiles;
