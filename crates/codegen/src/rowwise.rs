@@ -104,8 +104,9 @@ impl Holding {
 }
 
 /// Threads per row and vectors per thread for a row of `cols` elements in
-/// vectors of `width`, `held` tensors of rows x columns read; None when the
-/// row does not fit. Whole rows (reduced in one block): the fewest warps
+/// vectors of `width`, within what `holding` allows (the tensors of rows x
+/// columns read, the elements a block and the vectors a thread hold); None
+/// when the row does not fit. Whole rows (reduced in one block): the fewest warps
 /// that cover the row with at most as many vectors per thread as the
 /// registers allow. Many vectors per thread keep many loads in flight per
 /// thread, and few warps per row make the block reductions (the serial part
