@@ -51,6 +51,14 @@ pub struct Spec<'a> {
     pub reload: Option<usize>,
 }
 
+impl Spec<'_> {
+    /// Whether each row is reduced or written per row in one block (whole
+    /// rows), rather than only summed over the rows in column tiles.
+    fn whole_row(&self) -> bool {
+        !self.inner.is_empty() || !self.per_row.is_empty()
+    }
+}
+
 /// How a row is laid over a block's threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
@@ -407,7 +415,7 @@ fn unroll(spec: &Spec, sh: &Shape, held: usize, per_block: usize) -> usize {
 const UNROLLED_LINES_MAX: usize = 1500;
 
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
-    let whole_row = !spec.inner.is_empty() || !spec.per_row.is_empty();
+    let whole_row = spec.whole_row();
     let held = held(cx.f, spec.rows, spec.cols);
     let spread = spread(spec.rows, spec.inner.len() + spec.totals.len(), &cx.dev);
     let sh = shape(spec.cols, spec.width, whole_row, Holding::of(&cx.dev, held), spec.reload, spread).ok_or_else(|| {
@@ -941,7 +949,7 @@ fn build_unrolled(
     }
     // Held rows may ask for more blocks per multiprocessor than their
     // registers allow (`Device::row_min_blocks`).
-    let min_blocks = if (!reds.is_empty() || !spec.per_row.is_empty()) && !sh.reload { cx.dev.row_min_blocks } else { 0 };
+    let min_blocks = if spec.whole_row() && !sh.reload { cx.dev.row_min_blocks } else { 0 };
     let src = format!(
         "{} {{\n{}}}\n",
         signature_fitting(name, block as u32, min_blocks, &params),
