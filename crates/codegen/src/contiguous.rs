@@ -37,17 +37,17 @@ pub fn fits(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], r: &Reduction, min_
 }
 
 /// Lanes per result and the vector width. A group is wide enough to fill
-/// the GPU (1024 threads per SM over the results, at least a warp) but no
+/// the GPU (`fill` threads per SM over the results, at least a warp) but no
 /// wider than leaves each lane `per_lane` vectors (`Device::contiguous_per_lane`),
 /// and at most the block.
-fn shape(f: &Fusion, red: &[usize], k: usize, o: usize, sm_count: usize, per_lane: usize) -> (usize, usize) {
+fn shape(f: &Fusion, red: &[usize], k: usize, o: usize, sm_count: usize, per_lane: usize, fill: usize) -> (usize, usize) {
     let width = vector_width(
         red.last().copied().unwrap_or(1),
         f.inputs.iter().map(|&i| f.value(i).dtype).filter(|d| d.size_bytes() > 1),
     );
     let vectors = k.div_ceil(width).max(1);
     let work = vectors.div_ceil(per_lane.max(1)).next_power_of_two();
-    let fill = (sm_count * 1024).div_ceil(o.max(1)).next_power_of_two().max(32);
+    let fill = (sm_count * fill).div_ceil(o.max(1)).next_power_of_two().max(32);
     (work.min(fill).min(BLOCK), width)
 }
 
@@ -71,7 +71,8 @@ pub fn build(
     let o = f.value(r.outputs[0]).numel();
     let k = r.count(f);
     let acc = r.acc(f);
-    let (group, width) = shape(f, &red, k, o, cx.dev.sm_count as usize, cx.dev.contiguous_per_lane as usize);
+    let dev = cx.dev;
+    let (group, width) = shape(f, &red, k, o, dev.sm_count as usize, dev.contiguous_per_lane as usize, dev.contiguous_fill as usize);
     let per_block = BLOCK / group;
     let target = r.outputs[0];
     let d = f.value(target).dtype;

@@ -64,6 +64,9 @@ pub struct Lowerer<'f> {
     pub lanes: Option<Lanes>,
     /// Wide loads done so far: (buffer, offset of lane 0, branch path) -> array.
     vector_loads: HashMap<VectorLoad, String>,
+    /// The arrays of those loads: buffer, array, word type, words, elements
+    /// per word.
+    vector_words: Vec<(ValueId, String, &'static str, usize, usize)>,
     /// Philox blocks drawn in this vector scope: (seed and offset, the
     /// vector's first element, block) -> the register holding it.
     philox: HashMap<(String, Ix, i64), String>,
@@ -114,6 +117,7 @@ impl<'f> Lowerer<'f> {
             scalar_params: HashMap::new(),
             lanes: None,
             vector_loads: HashMap::new(),
+            vector_words: Vec::new(),
             philox: HashMap::new(),
             vector_depth: 1,
             branch_path: Vec::new(),
@@ -159,12 +163,45 @@ impl<'f> Lowerer<'f> {
     pub fn allow_vector_loads_here(&mut self) {
         self.vector_depth = self.scopes.len();
         self.vector_loads.clear();
+        self.vector_words.clear();
         self.philox.clear();
     }
 
     /// Makes `v` available in a register at `h.index`.
     pub fn hold(&mut self, v: ValueId, h: Held) {
         self.held.entry(v).or_default().push(h);
+    }
+
+    /// Rows held as loaded (`Device::row_packed`): the vectors loaded so far
+    /// of the `packed` inputs are marked changed (`fb_keep`) and every value
+    /// computed from those inputs is forgotten, so what follows converts the
+    /// loaded halves again and the registers hold them, not floats, from
+    /// here on. Values computed again are the same bits.
+    pub fn repack(&mut self, packed: &[ValueId]) {
+        if packed.is_empty() {
+            return;
+        }
+        for (buf, arr, word, words, per) in self.vector_words.clone() {
+            if packed.contains(&buf) {
+                for c in 0..words {
+                    self.line(&format!("fb_keep(*reinterpret_cast<{word}*>(&{arr}[{}]));", c * per));
+                }
+            }
+        }
+        let f = self.f;
+        let mut from = HashMap::new();
+        for s in &mut self.scopes {
+            s.retain(|(v, _), _| {
+                !*from.entry(*v).or_insert_with(|| {
+                    let mut hit = false;
+                    f.walk_up([*v], |x| {
+                        hit |= packed.contains(&x);
+                        !hit
+                    });
+                    hit
+                })
+            });
+        }
     }
 
     pub fn fresh(&mut self, prefix: &str) -> String {
@@ -547,6 +584,7 @@ impl<'f> Lowerer<'f> {
                     }
                 }
                 self.vector_loads.insert(key, a.clone());
+                self.vector_words.push((v, a.clone(), word, chunks, per));
                 a
             }
         };

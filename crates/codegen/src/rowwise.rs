@@ -91,22 +91,47 @@ pub const HELD_MAX: usize = 32;
 /// `Device::block_held`.
 pub const BLOCK_HELD_MAX: usize = 16384;
 
-/// What a row kernel may hold: the tensors of rows x columns it reads
-/// (`held`), the row elements a block may hold (`Device::block_held`) and
-/// the vectors each thread may hold (`Device::row_vectors`).
+/// What a row kernel may hold: the tensors of rows x columns it reads, in
+/// halves of a 32-bit register per element (`held_halves`), the row
+/// elements a block may hold (`Device::block_held`) and the vectors each
+/// thread may hold (`Device::row_vectors`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Holding {
-    pub tensors: usize,
+    pub halves: usize,
     pub per_block: usize,
     pub vectors: usize,
+    /// Rows, and the threads the GPU holds at once that they should fill
+    /// (`Device::row_fill`; 0: no such bound): a thread then takes at most
+    /// the vectors that leave none of those threads idle.
+    pub fill: (usize, usize),
 }
 
 impl Holding {
-    pub fn of(dev: &crate::device::Device, tensors: usize) -> Holding {
+    /// What a row kernel over `rows x cols` of `f` may hold on `dev`;
+    /// `stats_only`: the kernel writes only statistics of its rows
+    /// (`stats_only`), so 16-bit rows may be held as loaded.
+    pub fn of(dev: &crate::device::Device, f: &fusebench_ir::Fusion, rows: usize, cols: usize, stats_only: bool) -> Holding {
         Holding {
-            tensors,
+            fill: (rows, dev.sm_count as usize * dev.row_fill as usize),
+            ..Holding::halves(dev, held_halves(f, rows, cols, dev.row_packed && stats_only))
+        }
+    }
+
+    pub fn halves(dev: &crate::device::Device, halves: usize) -> Holding {
+        Holding {
+            halves,
             per_block: dev.block_held,
             vectors: dev.row_vectors.max(1),
+            fill: (0, 0),
+        }
+    }
+
+    /// The most vectors a thread of a row of `n` vectors takes while the
+    /// rows fill `fill`'s threads (at least what 1024 threads need).
+    fn filling(&self, n: usize) -> usize {
+        match self.fill {
+            (_, 0) => usize::MAX,
+            (rows, threads) => (rows * n).div_ceil(threads).max(n.div_ceil(1024)).max(1),
         }
     }
 }
@@ -206,13 +231,13 @@ fn shape_held(
             reload: false,
         });
     }
-    let held = holding.tensors.max(1);
-    let max_vectors = (HELD_MAX / (width * held)).max(1).min(holding.vectors);
+    let halves = holding.halves.max(1);
+    let max_vectors = (2 * HELD_MAX / (width * halves)).max(1).min(holding.vectors).min(holding.filling(n));
     let kept = (1..=32).map(|w| w * 32).find_map(|warps_threads| {
         let vectors = n.div_ceil(warps_threads);
         let active = n.div_ceil(vectors);
         let threads = active.div_ceil(32) * 32;
-        (vectors <= max_vectors && threads * vectors * width * held <= holding.per_block).then_some(
+        (vectors <= max_vectors && threads * vectors * width * halves <= 2 * holding.per_block).then_some(
             Shape {
                 threads,
                 active,
@@ -261,11 +286,11 @@ pub fn groups_per_block(
     cols: usize,
     width: usize,
     outer: &[(Reduction, usize)],
-    (whole_row, reductions): (bool, usize),
+    (whole_row, reductions, stats): (bool, usize, bool),
     reload: Option<usize>,
 ) -> Result<usize, CodegenError> {
     let spread = spread(rows, reductions, &cx.dev);
-    let sh = shape(cols, width, whole_row, Holding::of(&cx.dev, held(cx.f, rows, cols)), reload, spread).ok_or_else(|| {
+    let sh = shape(cols, width, whole_row, Holding::of(&cx.dev, cx.f, rows, cols, stats), reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!("a row of {cols} does not fit a block of {width}-wide vectors"))
     })?;
     Ok(rows_per_block(rows, !outer.is_empty(), &sh, cx.dev.sm_count as usize))
@@ -274,12 +299,46 @@ pub fn groups_per_block(
 /// Tensors of rows x columns the fusion reads: each holds its part of a row
 /// in registers.
 pub fn held(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> usize {
+    row_inputs(f, rows, cols).count().max(1)
+}
+
+fn row_inputs(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> impl Iterator<Item = &fusebench_ir::Value> {
     f.inputs
         .iter()
         .map(|&i| f.value(i))
-        .filter(|v| v.is_tensor() && v.numel() == rows * cols)
-        .count()
-        .max(1)
+        .filter(move |v| v.is_tensor() && v.numel() == rows * cols)
+}
+
+/// Whether a row kernel with `full` outputs over rows x columns, `outer`
+/// sums over rows and `inner` row reductions writes only statistics of its
+/// rows from two or more reductions: what its later passes read is then the
+/// rows as loaded (and the statistics), which `Device::row_packed` holds as
+/// loaded. Where later passes read values computed from the rows (a
+/// softmax's exponentials for its output, a dropout's draws, the column
+/// sums' products), holding the loaded halves instead meant computing those
+/// again or holding both: 1.31-1.44x slower over those on the H200.
+pub fn stats_only(full: usize, outer: usize, inner: usize) -> bool {
+    full == 0 && outer == 0 && inner >= 2
+}
+
+/// The 16-bit tensors of rows x columns the fusion reads.
+fn packed_inputs(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> Vec<fusebench_ir::ValueId> {
+    f.inputs
+        .iter()
+        .copied()
+        .filter(|&i| f.value(i).is_tensor() && f.value(i).numel() == rows * cols && f.value(i).dtype.size_bytes() == 2)
+        .collect()
+}
+
+/// What the tensors of rows x columns the fusion reads hold per element, in
+/// halves of a 32-bit register: two each, or one for a 16-bit tensor where
+/// rows are `packed` (held as loaded, converted again in each pass:
+/// `Lowerer::repack`).
+pub fn held_halves(f: &fusebench_ir::Fusion, rows: usize, cols: usize, packed: bool) -> usize {
+    match row_inputs(f, rows, cols).map(|v| if packed && v.dtype.size_bytes() == 2 { 1 } else { 2 }).sum() {
+        0 => 2,
+        n => n,
+    }
 }
 
 /// Where in a shape of `rows x cols` elements the element (row, lane) lies.
@@ -327,7 +386,8 @@ pub fn instead_of_loop(
     let last = *spec.inner_shape.last()?;
     let dtypes = f.values.iter().filter(|v| v.is_tensor()).map(|v| v.dtype);
     let width = crate::kernel::vector_width(last, dtypes);
-    shape(cols, width, true, Holding::of(&cx.dev, held(f, rows, cols)), None, spread(rows, spec.reductions.len(), &cx.dev))?;
+    let stats = stats_only(spec.full.len(), 0, spec.reductions.len());
+    shape(cols, width, true, Holding::of(&cx.dev, f, rows, cols, stats), None, spread(rows, spec.reductions.len(), &cx.dev))?;
     // Complex products keep the schedule they were written for.
     if spec.reductions.iter().any(|r| r.acc(f).is_complex()) {
         return None;
@@ -389,8 +449,11 @@ fn both(a: &Option<String>, b: &Option<String>) -> Option<String> {
 /// loads in flight per thread, which is what hides DRAM latency when few
 /// blocks walk many rows. One row at a time when a row already fills the
 /// registers.
-fn unroll(spec: &Spec, sh: &Shape, held: usize, per_block: usize) -> usize {
-    if sh.reload {
+fn unroll(spec: &Spec, sh: &Shape, holding: &Holding, per_block: usize) -> usize {
+    let halves = holding.halves;
+    // Rows that do not fill the threads `Device::row_fill` asks for are not
+    // doubled up in a thread.
+    if sh.reload || (holding.fill.1 > 0 && (spec.rows / 2) * sh.threads / per_block.max(1) < holding.fill.1) {
         return 1;
     }
     if sh.vectors == 1 && per_block == 1 {
@@ -403,8 +466,8 @@ fn unroll(spec: &Spec, sh: &Shape, held: usize, per_block: usize) -> usize {
         .into_iter()
         .find(|&u| {
             u == 1
-                || (sh.vectors * spec.width * held * u <= HELD_MAX
-                    && sh.threads * per_block * sh.vectors * spec.width * held * u <= BLOCK_HELD_MAX
+                || (sh.vectors * spec.width * halves * u <= 2 * HELD_MAX
+                    && sh.threads * per_block * sh.vectors * spec.width * halves * u <= 2 * BLOCK_HELD_MAX
                     && spec.rows / (u * per_block) >= spec.row_blocks.max(1))
         })
         .unwrap_or(1)
@@ -416,9 +479,10 @@ const UNROLLED_LINES_MAX: usize = 1500;
 
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
     let whole_row = spec.whole_row();
-    let held = held(cx.f, spec.rows, spec.cols);
+    let stats = stats_only(spec.full.len(), spec.outer.len(), spec.inner.len());
+    let holding = Holding::of(&cx.dev, cx.f, spec.rows, spec.cols, stats);
     let spread = spread(spec.rows, spec.inner.len() + spec.totals.len(), &cx.dev);
-    let sh = shape(spec.cols, spec.width, whole_row, Holding::of(&cx.dev, held), spec.reload, spread).ok_or_else(|| {
+    let sh = shape(spec.cols, spec.width, whole_row, holding, spec.reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!(
             "a row of {} does not fit a block of {}-wide vectors",
             spec.cols, spec.width
@@ -427,7 +491,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     let per_block = rows_per_block(spec.rows, !spec.outer.is_empty(), &sh, cx.dev.sm_count as usize);
     // Spread rows: a block each, one at a time (what two rows per thread
     // would hide is latency the other blocks do not have to hide).
-    let u = if spread { 1 } else { unroll(spec, &sh, held, per_block) };
+    let u = if spread { 1 } else { unroll(spec, &sh, &holding, per_block) };
     let first = build_next_row(cx, name, spec, &sh, per_block, u)?;
     if first.0.lines().count() > UNROLLED_LINES_MAX && u > 1 {
         return build_next_row(cx, name, spec, &sh, per_block, 1);
@@ -751,7 +815,16 @@ fn build_unrolled(
         lw.lanes = None;
     }
     let mut means: Vec<Vec<Option<String>>> = vec![vec![None; u_rows]; reds.len()];
+    // 16-bit rows held as loaded: each pass after the first converts them
+    // again (`Device::row_packed`).
+    let packed = match cx.dev.row_packed && stats_only(spec.full.len(), spec.outer.len(), spec.inner.len()) && !sh.reload {
+        true => packed_inputs(f, spec.rows, spec.cols),
+        false => Vec::new(),
+    };
     for pass in 0..passes.count {
+        if pass > 0 {
+            lw.repack(&packed);
+        }
         let active = passes.active(reds, pass);
         // accs[j][u]: accumulators of active reduction j for row u, each
         // taking every `row_accumulators`-th of the thread's elements.
@@ -815,6 +888,9 @@ fn build_unrolled(
     if !copied.is_empty() && !copying {
         lw.line("fb_copy_wait();");
         lw.line("__syncthreads();");
+    }
+    if passes.count > 0 && (!spec.full.is_empty() || !spec.outer.is_empty()) {
+        lw.repack(&packed);
     }
     // The rows' outputs and their contributions to the column sums.
     for rv in &row_vars {
@@ -1176,7 +1252,7 @@ mod tests {
     use super::*;
 
     fn hold(tensors: usize) -> Holding {
-        Holding::of(&crate::device::Device::default(), tensors)
+        Holding::halves(&crate::device::Device::default(), 2 * tensors)
     }
 
     fn whole(cols: usize, width: usize) -> Option<(usize, usize, usize)> {

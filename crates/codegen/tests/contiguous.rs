@@ -38,6 +38,18 @@ fn the_group_of_lanes_follows_the_work() {
 }
 
 #[test]
+fn the_lane_groups_widen_with_the_threads_they_fill() {
+    // 7168 results of 4096 floats: 1024 threads per SM over them give a warp
+    // each, 8 per block (`Device::contiguous_fill`); 8192 a block of 256 each.
+    let k = |fill| column_sum(4096, 7168, Device { contiguous_fill: fill, ..Device::default() }).kernels[0].clone();
+    let (narrow, wide) = (k(1024), k(8192));
+    assert!(narrow.summary.contains("32 lanes each, 8 per block"), "{}", narrow.summary);
+    assert_eq!(narrow.grid[0], 896);
+    assert!(wide.summary.contains("256 lanes each, 1 per block"), "{}", wide.summary);
+    assert_eq!(wide.grid[0], 7168);
+}
+
+#[test]
 fn strided_loops_issue_a_batch_of_loads_then_the_rest() {
     let f = script("    x = fd.define_tensor(shape=[1048576], contiguity=[True], dtype=DataType.Float, is_cpu=False)\n    y = fd.ops.sum(x, dims=[0])\n    fd.add_output(y)\n");
     let p = plan(&f, &[None], Device::default()).unwrap();

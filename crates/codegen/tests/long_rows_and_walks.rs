@@ -4,7 +4,10 @@
 //! multiprocessor (`Device::row_min_blocks`); a pointwise kernel walks a
 //! short outermost dim that an input is broadcast over
 //! (`Device::pointwise_walk`). The first two measured slower on the H200 and
-//! are off by default; the walk is on.
+//! are off by default; the walk is on. 16-bit rows may be held as loaded
+//! where a kernel writes only statistics of its rows (`Device::row_packed`,
+//! on), and few rows may spread over more threads to fill the GPU
+//! (`Device::row_fill`).
 
 use fusebench_codegen::{plan, Device, Plan, Schedule};
 
@@ -45,10 +48,12 @@ fn planned(body: &str, dev: Device) -> Plan {
 
 #[test]
 fn a_row_past_the_block_limit_goes_to_the_loop_schedule() {
-    let held = planned(LOG_SUM_EXP, Device::default());
+    // Held as floats (16-bit rows held as loaded take half: below).
+    let floats = Device { row_packed: false, ..Device::default() };
+    let held = planned(LOG_SUM_EXP, floats);
     assert_eq!(held.kernels[0].block[0], 448, "{}", held.kernels[0].summary);
     assert!(held.kernels[0].summary.starts_with("row-wise"), "{}", held.kernels[0].summary);
-    let looped = planned(LOG_SUM_EXP, Device { block_held: 8192, ..Device::default() });
+    let looped = planned(LOG_SUM_EXP, Device { block_held: 8192, ..floats });
     let k = &looped.kernels[0];
     assert_eq!(k.schedule, Schedule::InnerPersistent);
     assert!(k.summary.starts_with("inner persistent"), "{}", k.summary);
@@ -58,7 +63,7 @@ fn a_row_past_the_block_limit_goes_to_the_loop_schedule() {
 
 #[test]
 fn held_rows_may_ask_for_more_blocks_per_multiprocessor() {
-    let code = |n| common::kernels(&planned(LOG_SUM_EXP, Device { row_min_blocks: n, ..Device::default() })).to_string();
+    let code = |n| common::kernels(&planned(LOG_SUM_EXP, Device { row_min_blocks: n, row_packed: false, ..Device::default() })).to_string();
     assert!(code(0).contains("__launch_bounds__(448) "));
     assert!(code(3).contains("__launch_bounds__(448, 3) "));
 }
@@ -147,4 +152,57 @@ fn fewer_vectors_per_thread_spread_a_row_over_more_threads() {
 fn summary_rows_per_block(summary: &str) -> u32 {
     let at = summary.find(" rows per block").unwrap_or_else(|| panic!("{summary}"));
     summary[..at].rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn packed_rows_hold_twice_the_elements_and_convert_again_in_each_pass() {
+    // 14336 bf16 = 1792 vectors of 8: 448 threads x 4 as floats, 224 x 8
+    // held as loaded, each later pass converting the loaded halves again.
+    let floats = planned(LOG_SUM_EXP, Device { row_packed: false, ..Device::default() });
+    let packed = planned(LOG_SUM_EXP, Device::default());
+    assert_eq!(floats.kernels[0].block[0], 448, "{}", floats.kernels[0].summary);
+    assert_eq!(packed.kernels[0].block[0], 224, "{}", packed.kernels[0].summary);
+    assert!(packed.kernels[0].summary.contains("224 of 224 threads x 8 vectors"), "{}", packed.kernels[0].summary);
+    let code = common::kernels(&packed).to_string();
+    // Marked before the second pass (the sum of exponentials): its 8 vectors.
+    assert_eq!(code.matches("fb_keep(").count(), 8, "{code}");
+    assert!(!common::kernels(&floats).to_string().contains("fb_keep("));
+    // The second pass converts the loaded halves again: 14336 / 224 = 64
+    // conversions per pass, not 64 in all.
+    assert_eq!(code.matches("fb_bf2f(w").count(), 128, "{code}");
+    // A row of floats is held the same either way.
+    let f32_body = LOG_SUM_EXP.replace("dtype=DataType.BFloat16", "dtype=DataType.Float");
+    let a = common::kernels(&planned(&f32_body, Device::default())).to_string();
+    let b = common::kernels(&planned(&f32_body, Device { row_packed: false, ..Device::default() })).to_string();
+    assert_eq!(a, b);
+    // A softmax's output reads the exponentials its sum computed: its rows
+    // stay held as floats (`rowwise::stats_only`).
+    let softmax = LOG_SUM_EXP.replace("keepdim=False)\n    fd.add_output(s)", "keepdim=True)\n    sb = fd.ops.expand(s, shape=[4096, 14336])\n    y = fd.ops.div(e, sb)\n    fd.add_output(y)");
+    assert!(softmax.contains("fd.ops.div"), "{softmax}");
+    let a = common::kernels(&planned(&softmax, Device::default())).to_string();
+    let b = common::kernels(&planned(&softmax, Device { row_packed: false, ..Device::default() })).to_string();
+    assert_eq!(a, b);
+    assert!(!a.contains("fb_keep("));
+}
+
+#[test]
+fn few_rows_fill_the_gpu_with_more_threads_each() {
+    // 512 rows of 2560 f16 = 320 vectors of 8 each: 96 threads x 4 by
+    // default; 132 x 2048 threads to fill leave one vector per thread, and
+    // no thread doubles up rows.
+    let body = "    x = fd.define_tensor(shape=[512, 2560], contiguity=[True, True], dtype=DataType.Half, is_cpu=False)
+    f = fd.ops.cast(x, dtype=DataType.Float)
+    q = fd.ops.mul(f, f)
+    s = fd.ops.sum(q, dims=[1], keepdim=False)
+    fd.add_output(s)
+";
+    let k = |fill| planned(body, Device { row_fill: fill, ..Device::default() }).kernels[0].clone();
+    let (held, filled) = (k(0), k(2048));
+    assert_eq!(held.block[0], 96, "{}", held.summary);
+    assert_eq!(filled.block[0], 320, "{}", filled.summary);
+    assert_eq!(filled.grid[0], 512, "{}", filled.summary);
+    // 4096 rows fill it anyway: unchanged.
+    let many = body.replace("512", "4096");
+    let a = planned(&many, Device::default()).kernels[0].block[0];
+    assert_eq!(planned(&many, Device { row_fill: 2048, ..Device::default() }).kernels[0].block[0], a);
 }

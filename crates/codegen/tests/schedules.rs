@@ -322,5 +322,5 @@ fn sums_over_rows_grid_sums_and_pointwise_say_their_schedule() {
     let f = sum(&[2048, 4096], &[0]);
     let p = plan(&f, &[Some((vec![1, 2048], 0))], Device::default()).unwrap();
     assert_eq!(chosen(&p), [("fb_r0".to_string(), "contiguous".to_string())]);
-    assert!(p.kernels[0].summary.contains("4096 results, 64 lanes each"), "{}", p.kernels[0].summary);
+    assert!(p.kernels[0].summary.contains("4096 results, 128 lanes each"), "{}", p.kernels[0].summary);
 }

@@ -34,6 +34,12 @@ __device__ __forceinline__ unsigned fb_f2h2(float lo, float hi) {
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
 }
+// The compiler must take these registers as changed here (an empty asm that
+// reads and writes them): a 16-bit row held as loaded is converted again in
+// each pass after it, not kept converted to floats (Lowerer::repack).
+__device__ __forceinline__ void fb_keep(unsigned int& x) { asm volatile("" : "+r"(x)); }
+__device__ __forceinline__ void fb_keep(uint2& x) { asm volatile("" : "+r"(x.x), "+r"(x.y)); }
+__device__ __forceinline__ void fb_keep(uint4& x) { asm volatile("" : "+r"(x.x), "+r"(x.y), "+r"(x.z), "+r"(x.w)); }
 // Round a float to the nearest value the reduced type can hold.
 __device__ __forceinline__ float fb_rbf(float f) { return fb_bf2f(fb_f2bf(f)); }
 __device__ __forceinline__ float fb_rh(float f) { return fb_h2f(fb_f2h(f)); }
