@@ -128,8 +128,10 @@ fn cross_entropy_of_one_row_finishes_its_total_in_the_row_kernel() {
     for (cols, dtype, schedule) in [
         (4096, "BFloat16", "rowwise"),
         (1000, "BFloat16", "rowwise"),
-        (32064, "BFloat16", "rowwise"),
-        (32064, "Float", "persistent"),
+        // One row leaves the GPU's threads idle: held as floats, past the
+        // registers (`Device::row_packed` holds rows as loaded only where
+        // they are many).
+        (32064, "BFloat16", "persistent"),
     ] {
         let f = cross_entropy(1, cols, dtype);
         assert_finished_in_the_row_kernel(&planned(&f, &[None, None]), schedule);

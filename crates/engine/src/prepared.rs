@@ -222,6 +222,7 @@ pub fn device_of(info: &fusebench_runtime::DeviceInfo) -> Device {
     Device {
         sm_count: info.sm_count,
         max_threads_per_block: info.max_threads_per_block,
+        max_threads_per_sm: info.max_threads_per_sm,
         max_grid: info.max_grid,
         shared_memory_per_block: info.max_shared_memory_per_block,
         shared_memory_per_sm: info.max_shared_memory_per_sm,

@@ -113,7 +113,7 @@ pub const DECLARED: &[Declared] = &[
     knob("FUSEBENCH_ROW_MIN_BLOCKS", "a whole number from 0 to 8", "the planner's (0)", Affects::Kernels,
         "blocks per multiprocessor a row kernel holding its row asks the compiler to fit (launch bounds), registers capped to match and spilled past that; 0: no such bound (tuning experiments)"),
     knob("FUSEBENCH_ROW_PACKED", "0 or 1", "the planner's (1)", Affects::Kernels,
-        "1: a row kernel that writes only statistics of its rows (a cross-entropy, a logsumexp) holds 16-bit rows in registers as loaded and converts them again in each pass, so each thread holds twice the elements; 0: held as floats (tuning experiments)"),
+        "1: a row kernel that writes only statistics of its rows (a cross-entropy, a logsumexp) holds 16-bit rows in registers as loaded and converts them again in each pass, so each thread holds twice the elements, where the rows give each of the GPU's threads four 16-byte vectors or more; 0: held as floats (tuning experiments)"),
     knob("FUSEBENCH_ROW_FILL", "a whole number from 0 to 2048", "the planner's (0)", Affects::Kernels,
         "threads per multiprocessor a row kernel holding its rows fills before a thread takes more vectors: few rows spread over more threads each; 0: the registers alone decide (tuning experiments)"),
     knob("FUSEBENCH_POINTWISE_WALK", "0, 1 or 2", "the planner's (1)", Affects::Kernels,
