@@ -313,11 +313,11 @@ pub fn held(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> usize {
     row_inputs(f, rows, cols).count().max(1)
 }
 
-fn row_inputs(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> impl Iterator<Item = &fusebench_ir::Value> {
+fn row_inputs(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> impl Iterator<Item = fusebench_ir::ValueId> + '_ {
     f.inputs
         .iter()
-        .map(|&i| f.value(i))
-        .filter(move |v| v.is_tensor() && v.numel() == rows * cols)
+        .copied()
+        .filter(move |&i| f.value(i).is_tensor() && f.value(i).numel() == rows * cols)
 }
 
 /// Whether a row kernel with `full` outputs over rows x columns, `outer`
@@ -334,11 +334,7 @@ pub fn stats_only(full: usize, outer: usize, inner: usize) -> bool {
 
 /// The 16-bit tensors of rows x columns the fusion reads.
 fn packed_inputs(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> Vec<fusebench_ir::ValueId> {
-    f.inputs
-        .iter()
-        .copied()
-        .filter(|&i| f.value(i).is_tensor() && f.value(i).numel() == rows * cols && f.value(i).dtype.size_bytes() == 2)
-        .collect()
+    row_inputs(f, rows, cols).filter(|&i| f.value(i).dtype.size_bytes() == 2).collect()
 }
 
 /// What the tensors of rows x columns the fusion reads hold per element, in
@@ -346,7 +342,7 @@ fn packed_inputs(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> Vec<fuse
 /// rows are `packed` (held as loaded, converted again in each pass:
 /// `Lowerer::repack`).
 pub fn held_halves(f: &fusebench_ir::Fusion, rows: usize, cols: usize, packed: bool) -> usize {
-    match row_inputs(f, rows, cols).map(|v| if packed && v.dtype.size_bytes() == 2 { 1 } else { 2 }).sum() {
+    match row_inputs(f, rows, cols).map(|i| if packed && f.value(i).dtype.size_bytes() == 2 { 1 } else { 2 }).sum() {
         0 => 2,
         n => n,
     }
@@ -464,7 +460,7 @@ fn unroll(spec: &Spec, sh: &Shape, holding: &Holding, per_block: usize) -> usize
     let halves = holding.halves;
     // Rows that do not fill the threads `Device::row_fill` asks for are not
     // doubled up in a thread.
-    if sh.reload || (holding.fill.1 > 0 && (spec.rows / 2) * sh.threads / per_block.max(1) < holding.fill.1) {
+    if sh.reload || (holding.fill.1 > 0 && (spec.rows / 2) * sh.threads < holding.fill.1) {
         return 1;
     }
     if sh.vectors == 1 && per_block == 1 {
