@@ -76,6 +76,9 @@ pub struct Shape {
     /// part of the row (from L1, which holds a block's row between passes)
     /// instead of keeping it, and only the sums over rows stay in registers.
     pub reload: bool,
+    /// 16-bit rows are held as loaded and converted again in each pass
+    /// (`Holding::packed`, `Lowerer::repack`).
+    pub packed: bool,
 }
 
 /// Row elements one thread may hold in registers (fp32 values, times the
@@ -104,6 +107,9 @@ pub struct Holding {
     /// (`Device::row_fill`; 0: no such bound): a thread then takes at most
     /// the vectors that leave none of those threads idle.
     pub fill: (usize, usize),
+    /// 16-bit rows are held as loaded (`Device::row_packed`): `halves`
+    /// counts them at one each.
+    pub packed: bool,
 }
 
 impl Holding {
@@ -119,13 +125,9 @@ impl Holding {
         let packed = dev.row_packed && stats_only && rows * cols >= 4 * 8 * threads;
         Holding {
             fill: (rows, dev.sm_count as usize * dev.row_fill as usize),
+            packed,
             ..Holding::halves(dev, held_halves(f, rows, cols, packed))
         }
-    }
-
-    /// Whether the rows are held as loaded (`Device::row_packed`).
-    pub fn packed(&self, f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> bool {
-        self.halves < held_halves(f, rows, cols, false)
     }
 
     pub fn halves(dev: &crate::device::Device, halves: usize) -> Holding {
@@ -134,6 +136,7 @@ impl Holding {
             per_block: dev.block_held,
             vectors: dev.row_vectors.max(1),
             fill: (0, 0),
+            packed: false,
         }
     }
 
@@ -192,6 +195,7 @@ pub fn shape(
         vectors,
         tiles: 1,
         reload: false,
+        packed: sh.packed,
     })
 }
 
@@ -240,6 +244,7 @@ fn shape_held(
             vectors: 1,
             tiles: n.div_ceil(threads),
             reload: false,
+            packed: false,
         });
     }
     let halves = holding.halves.max(1);
@@ -255,6 +260,7 @@ fn shape_held(
                 vectors,
                 tiles: 1,
                 reload: false,
+                packed: holding.packed,
             },
         )
     });
@@ -271,6 +277,7 @@ fn shape_held(
         vectors,
         tiles: 1,
         reload: true,
+        packed: false,
     })
 }
 
@@ -824,8 +831,7 @@ fn build_unrolled(
     let mut means: Vec<Vec<Option<String>>> = vec![vec![None; u_rows]; reds.len()];
     // 16-bit rows held as loaded: each pass after the first converts them
     // again (`Device::row_packed`).
-    let stats = stats_only(spec.full.len(), spec.outer.len(), spec.inner.len());
-    let packed = match Holding::of(&cx.dev, f, spec.rows, spec.cols, stats).packed(f, spec.rows, spec.cols) && !sh.reload {
+    let packed = match sh.packed {
         true => packed_inputs(f, spec.rows, spec.cols),
         false => Vec::new(),
     };
