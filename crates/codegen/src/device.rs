@@ -117,7 +117,7 @@ pub struct Device {
     /// 3.2x where 100-124 registers were cut to 40), so 0.
     pub row_min_blocks: u32,
     /// A row kernel that writes only statistics of its rows
-    /// (`rowwise::stats_only`: a cross-entropy, a logsumexp) holds 16-bit
+    /// (`rowwise::Writes::Statistics`: a cross-entropy, a logsumexp) holds 16-bit
     /// rows as loaded and converts them again in each pass
     /// (`Lowerer::repack`), so a thread holds twice the elements in the same
     /// registers (`rowwise::held_halves`): a bf16 row of 14336 took 448
@@ -130,12 +130,22 @@ pub struct Device {
     /// Threads per multiprocessor a row kernel holding its rows fills before
     /// a thread takes more vectors (`rowwise::Holding::filling`): 512 rows of
     /// 2560 f16 took 96 threads x 4 vectors each, 0.82 of torch.compile's 512
-    /// threads per row. 0: the registers alone decide. Not measured yet.
+    /// threads per row. 0: the registers alone decide. 2048 measured 1.012
+    /// over 40 rows of 256-2048 on the H200 (0.69 to 1.31), so 0.
     pub row_fill: u32,
+    /// Vectors each thread of a kernel that writes one statistic of each row
+    /// (`rowwise::Writes::OneStatistic`: a plain row sum) takes at most, one
+    /// row per thread, where the rows are at least 8 per multiprocessor and
+    /// the row fits 512 threads so (`rowwise::Holding::summing`): a sum of
+    /// 4096 rows of 2560 f32 took 96 threads x 7 vectors, two rows per
+    /// thread group, and 17.4 us on the H200; 224 x 3, one row each, 15.5.
+    /// 0: as other row kernels.
+    pub row_sum_vectors: usize,
     /// A pointwise kernel whose outermost dim is short and has an input
     /// broadcast over it walks that dim in each thread
     /// (`schedule::pointwise::walk`): RoPE 0.926 over 36 fusions. 0 never,
-    /// 1 dims of at most 16, 2 longer dims too, in chunks (not measured).
+    /// 1 dims of at most 16, 2 longer dims too, in chunks of at most 16
+    /// (RoPE of 18-56 heads: 0.872 of 1 over 8 fusions on the H200).
     pub pointwise_walk: u32,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
     /// planner's choice, streaming loads where a reduction's partial kernel
@@ -225,7 +235,8 @@ impl Default for Device {
             row_min_blocks: 0,
             row_packed: true,
             row_fill: 0,
-            pointwise_walk: 1,
+            row_sum_vectors: 3,
+            pointwise_walk: 2,
             load_hint: None,
         }
     }

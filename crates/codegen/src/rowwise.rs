@@ -88,6 +88,9 @@ pub struct Shape {
 /// scheduler. Longer rows go to the loop schedule (persistent.rs).
 pub const HELD_MAX: usize = 32;
 
+/// Threads a plain row sum is spread over at most (`Holding::summing`).
+pub const SUM_THREADS: usize = 512;
+
 /// Row elements one block may hold: a quarter of the register file, so
 /// that a 1024-thread block is not pushed past 64 registers per thread
 /// (512 threads x 32 values, or 1024 x 16). The planner's default for
@@ -110,22 +113,32 @@ pub struct Holding {
     /// 16-bit rows are held as loaded (`Device::row_packed`): `halves`
     /// counts them at one each.
     pub packed: bool,
+    /// Vectors a thread takes at most where the kernel writes one statistic
+    /// of each row (`Device::row_sum_vectors`; 0: no such bound).
+    pub sum_vectors: usize,
 }
 
 impl Holding {
-    /// What a row kernel over `rows x cols` of `f` may hold on `dev`;
-    /// `stats_only`: the kernel writes only statistics of its rows
-    /// (`stats_only`), so 16-bit rows may be held as loaded.
-    pub fn of(dev: &crate::device::Device, f: &fusebench_ir::Fusion, rows: usize, cols: usize, stats_only: bool) -> Holding {
+    /// What a row kernel over `rows x cols` of `f` that writes `writes` may
+    /// hold on `dev`.
+    pub fn of(dev: &crate::device::Device, f: &fusebench_ir::Fusion, rows: usize, cols: usize, writes: Writes) -> Holding {
         // Held as loaded, a thread takes twice the vectors, so half the
         // threads hold the rows: only where the rows give every thread the
         // GPU holds four 16-byte vectors of halves or more. Fewer (2048 rows
         // of 4096 bf16) left threads idle: 1.11x slower on the H200.
         let threads = dev.sm_count as usize * dev.max_threads_per_sm as usize;
-        let packed = dev.row_packed && stats_only && rows * cols >= 4 * 8 * threads;
+        let packed = dev.row_packed && writes == Writes::Statistics && rows * cols >= 4 * 8 * threads;
+        // A plain row sum reads each element once and keeps nothing for a
+        // later pass: with rows enough to fill the GPU, more threads with
+        // fewer vectors each read it faster (a sum of 4096 rows of 2560 f32:
+        // 17.4 -> 15.5 us on the H200). With fewer rows (512) it was 1-9%
+        // slower: the vectors each thread holds are then what keeps loads in
+        // flight.
+        let sum = writes == Writes::OneStatistic && rows >= 8 * dev.sm_count as usize;
         Holding {
             fill: (rows, dev.sm_count as usize * dev.row_fill as usize),
             packed,
+            sum_vectors: if sum { dev.row_sum_vectors } else { 0 },
             ..Holding::halves(dev, held_halves(f, rows, cols, packed))
         }
     }
@@ -137,6 +150,20 @@ impl Holding {
             vectors: dev.row_vectors.max(1),
             fill: (0, 0),
             packed: false,
+            sum_vectors: 0,
+        }
+    }
+
+    /// The most vectors a thread of a row of `n` vectors takes under
+    /// `sum_vectors`: none past it, unless the row would then take more than
+    /// `SUM_THREADS` threads; then no such bound. On the H200, rows past
+    /// that ran slower so: 1195 threads (4096 x 14336 f32) 1.23x, 854
+    /// (1536 x 10240 f32) 1.04x, 534 (12800 16-bit) 0.97-1.06x.
+    fn summing(&self, n: usize) -> usize {
+        match self.sum_vectors {
+            0 => usize::MAX,
+            v if n.div_ceil(v) > SUM_THREADS => usize::MAX,
+            v => v,
         }
     }
 
@@ -248,7 +275,7 @@ fn shape_held(
         });
     }
     let halves = holding.halves.max(1);
-    let max_vectors = (2 * HELD_MAX / (width * halves)).max(1).min(holding.vectors).min(holding.filling(n));
+    let max_vectors = (2 * HELD_MAX / (width * halves)).max(1).min(holding.vectors).min(holding.filling(n)).min(holding.summing(n));
     let kept = (1..=32).map(|w| w * 32).find_map(|warps_threads| {
         let vectors = n.div_ceil(warps_threads);
         let active = n.div_ceil(vectors);
@@ -304,7 +331,7 @@ pub fn groups_per_block(
     cols: usize,
     width: usize,
     outer: &[(Reduction, usize)],
-    (whole_row, reductions, stats): (bool, usize, bool),
+    (whole_row, reductions, stats): (bool, usize, Writes),
     reload: Option<usize>,
 ) -> Result<usize, CodegenError> {
     let spread = spread(rows, reductions, &cx.dev);
@@ -327,16 +354,33 @@ fn row_inputs(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> impl Iterat
         .filter(move |&i| f.value(i).is_tensor() && f.value(i).numel() == rows * cols)
 }
 
-/// Whether a row kernel with `full` outputs over rows x columns, `outer`
-/// sums over rows and `inner` row reductions writes only statistics of its
-/// rows from two or more reductions: what its later passes read is then the
+/// What a row kernel with `full` outputs over rows x columns, `outer` sums
+/// over rows and `inner` row reductions writes. Where it writes only
+/// statistics of its rows from two or more reductions, what its later passes read is then the
 /// rows as loaded (and the statistics), which `Device::row_packed` holds as
 /// loaded. Where later passes read values computed from the rows (a
 /// softmax's exponentials for its output, a dropout's draws, the column
 /// sums' products), holding the loaded halves instead meant computing those
 /// again or holding both: 1.31-1.44x slower over those on the H200.
-pub fn stats_only(full: usize, outer: usize, inner: usize) -> bool {
-    full == 0 && outer == 0 && inner >= 2
+pub fn writes(full: usize, outer: usize, inner: usize) -> Writes {
+    match (full, outer, inner) {
+        (0, 0, 1) => Writes::OneStatistic,
+        (0, 0, n) if n >= 2 => Writes::Statistics,
+        _ => Writes::Rows,
+    }
+}
+
+/// What a row kernel writes, which decides what it may hold (`writes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writes {
+    /// Outputs over rows x columns, or sums over rows.
+    Rows,
+    /// Statistics of each row from two or more reductions (a cross-entropy,
+    /// a logsumexp): 16-bit rows may be held as loaded.
+    Statistics,
+    /// One reduction of each row (a plain row sum): the row may be spread
+    /// over more threads (`Device::row_sum_vectors`).
+    OneStatistic,
 }
 
 /// The 16-bit tensors of rows x columns the fusion reads.
@@ -400,7 +444,7 @@ pub fn instead_of_loop(
     let last = *spec.inner_shape.last()?;
     let dtypes = f.values.iter().filter(|v| v.is_tensor()).map(|v| v.dtype);
     let width = crate::kernel::vector_width(last, dtypes);
-    let stats = stats_only(spec.full.len(), 0, spec.reductions.len());
+    let stats = writes(spec.full.len(), 0, spec.reductions.len());
     shape(cols, width, true, Holding::of(&cx.dev, f, rows, cols, stats), None, spread(rows, spec.reductions.len(), &cx.dev))?;
     // Complex products keep the schedule they were written for.
     if spec.reductions.iter().any(|r| r.acc(f).is_complex()) {
@@ -470,6 +514,11 @@ fn unroll(spec: &Spec, sh: &Shape, holding: &Holding, per_block: usize) -> usize
     if sh.reload || (holding.fill.1 > 0 && (spec.rows / 2) * sh.threads < holding.fill.1) {
         return 1;
     }
+    // A plain row sum spread over more threads (`Holding::summing`) takes
+    // one row at a time, as measured.
+    if holding.summing(spec.cols / spec.width.max(1)) != usize::MAX {
+        return 1;
+    }
     if sh.vectors == 1 && per_block == 1 {
         return [spec.unroll.max(1), 2, 1]
             .into_iter()
@@ -493,7 +542,7 @@ const UNROLLED_LINES_MAX: usize = 1500;
 
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
     let whole_row = spec.whole_row();
-    let stats = stats_only(spec.full.len(), spec.outer.len(), spec.inner.len());
+    let stats = writes(spec.full.len(), spec.outer.len(), spec.inner.len());
     let holding = Holding::of(&cx.dev, cx.f, spec.rows, spec.cols, stats);
     let spread = spread(spec.rows, spec.inner.len() + spec.totals.len(), &cx.dev);
     let sh = shape(spec.cols, spec.width, whole_row, holding, spec.reload, spread).ok_or_else(|| {

@@ -4,10 +4,11 @@
 //! multiprocessor (`Device::row_min_blocks`); a pointwise kernel walks a
 //! short outermost dim that an input is broadcast over
 //! (`Device::pointwise_walk`). The first two measured slower on the H200 and
-//! are off by default; the walk is on. 16-bit rows may be held as loaded
-//! where a kernel writes only statistics of its rows (`Device::row_packed`,
-//! on), and few rows may spread over more threads to fill the GPU
-//! (`Device::row_fill`).
+//! are off by default; the walk is on, past 16 positions in chunks. 16-bit
+//! rows may be held as loaded where a kernel writes only statistics of its
+//! rows (`Device::row_packed`, on), few rows may spread over more threads to
+//! fill the GPU (`Device::row_fill`, off), and a plain row sum of many rows
+//! takes few vectors a thread (`Device::row_sum_vectors`, on).
 
 use fusebench_codegen::{plan, Device, Plan, Schedule};
 
@@ -112,14 +113,15 @@ fn fp16_inputs_are_not_walked() {
 }
 
 #[test]
-fn a_longer_dim_is_walked_in_chunks_when_asked() {
-    // 48 heads: past the 16 a thread walks whole, so not walked by default;
-    // at 2, three chunks of 16, cos and sin loaded once per chunk.
+fn a_longer_dim_is_walked_in_chunks() {
+    // 48 heads: past the 16 a thread walks whole, so three chunks of 16, cos
+    // and sin loaded once per chunk (`pointwise_walk` 2, the default; at 1
+    // not walked).
     let body = ROTATE.replace("[8, 4096, 128]", "[48, 4096, 128]").replace("[8, 4096, 64]", "[48, 4096, 64]");
     let base = Device { pointwise_blocks_per_sm: 1, ..Device::default() };
-    let flat = planned(&body, base);
+    let flat = planned(&body, Device { pointwise_walk: 1, ..base });
     assert!(!flat.kernels[0].summary.contains("dim 0"), "{}", flat.kernels[0].summary);
-    let chunks = planned(&body, Device { pointwise_walk: 2, ..base });
+    let chunks = planned(&body, base);
     let k = &chunks.kernels[0];
     assert!(k.summary.contains("16 consecutive positions of dim 0 (3 chunks)"), "{}", k.summary);
     assert_eq!(k.grid[0] * 16, flat.kernels[0].grid[0], "{}", k.summary);
@@ -129,23 +131,63 @@ fn a_longer_dim_is_walked_in_chunks_when_asked() {
     assert!(code.contains(&format!("q * {}", 16 * 4096 * 128)), "{code}");
 }
 
-#[test]
-fn fewer_vectors_per_thread_spread_a_row_over_more_threads() {
-    // 2560 floats = 640 vectors of 4: 96 threads x 7 by default (the fewest
-    // warps the registers allow), 160 x 4 with at most 4 per thread.
-    let body = "    x = fd.define_tensor(shape=[4096, 2560], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+/// A plain sum over each of `rows` rows of `cols` floats.
+fn row_sum(rows: usize, cols: usize) -> String {
+    format!(
+        "    x = fd.define_tensor(shape=[{rows}, {cols}], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
     s = fd.ops.sum(x, dims=[1], keepdim=False)
     fd.add_output(s)
-";
-    let threads = |n| {
-        let p = planned(body, Device { row_vectors: n, ..Device::default() });
-        let k = &p.kernels[0];
-        (k.block[0] / summary_rows_per_block(&k.summary), k.summary.clone())
-    };
-    let (default, s) = threads(32);
+"
+    )
+}
+
+/// Threads per row and rows per block of the first kernel of `body` on `dev`.
+fn row_threads(body: &str, dev: Device) -> (u32, u32, String) {
+    let p = planned(body, dev);
+    let k = &p.kernels[0];
+    let rows = summary_rows_per_block(&k.summary);
+    (k.block[0] / rows, rows, k.summary.clone())
+}
+
+#[test]
+fn fewer_vectors_per_thread_spread_a_row_over_more_threads() {
+    // 2560 floats = 640 vectors of 4: 96 threads x 7 where the registers
+    // alone decide (the fewest warps), 160 x 4 with at most 4 per thread.
+    let body = row_sum(4096, 2560);
+    let off = Device { row_sum_vectors: 0, ..Device::default() };
+    let (default, _, s) = row_threads(&body, Device { row_vectors: 32, ..off });
     assert_eq!(default, 96, "{s}");
-    let (four, s) = threads(4);
+    let (four, _, s) = row_threads(&body, Device { row_vectors: 4, ..off });
     assert_eq!(four, 160, "{s}");
+}
+
+#[test]
+fn plain_row_sums_of_many_rows_take_three_vectors_a_thread_one_row_each() {
+    // The default (`row_sum_vectors` 3): 214 of 224 threads x 3 vectors, one
+    // row per block, where it was 96 x 7 and two rows per block.
+    let (threads, rows, s) = row_threads(&row_sum(4096, 2560), Device::default());
+    assert_eq!((threads, rows), (224, 1), "{s}");
+    assert!(s.contains("x 3 vectors per row") && s.contains("1 rows at a time"), "{s}");
+    // Fewer than 8 rows per multiprocessor: as other row kernels.
+    let (threads, _, s) = row_threads(&row_sum(512, 2560), Device::default());
+    assert_eq!(threads, 96, "{s}");
+    // 14336 floats at 3 vectors would need 1195 threads, more than
+    // `SUM_THREADS`: no such bound.
+    let wide = row_sum(4096, 14336);
+    let off = Device { row_sum_vectors: 0, ..Device::default() };
+    assert_eq!(planned(&wide, Device::default()).kernels[0].summary, planned(&wide, off).kernels[0].summary);
+    // A kernel that also writes over its rows (a softmax) is left alone.
+    let softmax = "    x = fd.define_tensor(shape=[4096, 2560], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    m = fd.ops.max(x, dims=[1], keepdim=True)
+    mb = fd.ops.expand(m, shape=[4096, 2560])
+    d = fd.ops.sub(x, mb)
+    e = fd.ops.exp(d)
+    s = fd.ops.sum(e, dims=[1], keepdim=True)
+    sb = fd.ops.expand(s, shape=[4096, 2560])
+    y = fd.ops.div(e, sb)
+    fd.add_output(y)
+";
+    assert_eq!(planned(softmax, Device::default()).kernels[0].summary, planned(softmax, off).kernels[0].summary);
 }
 
 /// "N rows per block" of a row kernel's summary.

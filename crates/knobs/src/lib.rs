@@ -116,7 +116,9 @@ pub const DECLARED: &[Declared] = &[
         "1: a row kernel that writes only statistics of its rows (a cross-entropy, a logsumexp) holds 16-bit rows in registers as loaded and converts them again in each pass, so each thread holds twice the elements, where the rows give each of the GPU's threads four 16-byte vectors or more; 0: held as floats (tuning experiments)"),
     knob("FUSEBENCH_ROW_FILL", "a whole number from 0 to 2048", "the planner's (0)", Affects::Kernels,
         "threads per multiprocessor a row kernel holding its rows fills before a thread takes more vectors: few rows spread over more threads each; 0: the registers alone decide (tuning experiments)"),
-    knob("FUSEBENCH_POINTWISE_WALK", "0, 1 or 2", "the planner's (1)", Affects::Kernels,
+    knob("FUSEBENCH_ROW_SUM_VECTORS", "a whole number from 0 to 32", "the planner's (3)", Affects::Kernels,
+        "vectors each thread of a kernel that writes one statistic of each row (a plain row sum) takes at most, one row per thread, where the rows are at least 8 per multiprocessor and the row fits 512 threads so; 0: as other row kernels (tuning experiments)"),
+    knob("FUSEBENCH_POINTWISE_WALK", "0, 1 or 2", "the planner's (2)", Affects::Kernels,
         "1: a pointwise kernel whose outermost dim is short (at most 16) and has an input broadcast over it walks that dim in each thread, loading the broadcast input once (not where an input is fp16); 2: a longer such dim too, in chunks of its largest divisor up to 16; 0: a thread per vector (tuning experiments)"),
     knob("FUSEBENCH_LOADS", "nc, cs or plain", "the planner's (nc)", Affects::Kernels,
         "how kernels read global memory: the read-only path (__ldg), streaming loads evicted first (__ldcs), or plain loads (tuning experiments)"),
@@ -189,6 +191,7 @@ pub struct Knobs {
     pub row_min_blocks: Option<u32>,
     pub row_packed: Option<bool>,
     pub row_fill: Option<u32>,
+    pub row_sum_vectors: Option<u32>,
     pub pointwise_walk: Option<u32>,
     /// "nc", "cs" or "plain".
     pub loads: Option<&'static str>,
@@ -236,6 +239,7 @@ impl Default for Knobs {
             row_min_blocks: None,
             row_packed: None,
             row_fill: None,
+            row_sum_vectors: None,
             pointwise_walk: None,
             loads: None,
             cache_dir: None,
@@ -351,6 +355,7 @@ impl Knobs {
                 "FUSEBENCH_ROW_MIN_BLOCKS" => count(value, 0, 8).map(|n| k.row_min_blocks = Some(n)),
                 "FUSEBENCH_ROW_PACKED" => flag(value).map(|b| k.row_packed = Some(b)),
                 "FUSEBENCH_ROW_FILL" => count(value, 0, 2048).map(|n| k.row_fill = Some(n)),
+                "FUSEBENCH_ROW_SUM_VECTORS" => count(value, 0, 32).map(|n| k.row_sum_vectors = Some(n)),
                 "FUSEBENCH_POINTWISE_WALK" => count(value, 0, 2).map(|n| k.pointwise_walk = Some(n)),
                 "FUSEBENCH_LOADS" => ["nc", "cs", "plain"]
                     .into_iter()

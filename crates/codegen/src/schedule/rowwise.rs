@@ -63,7 +63,7 @@ fn reload_threads(r: &Rows, w: usize, dev: &Device) -> Option<usize> {
 /// Whether rows of `cols` in vectors of `w` fit `rowwise::shape`, in words.
 fn shape_reason(
     c: &Candidate,
-    (rows, reductions, stats): (usize, usize, bool),
+    (rows, reductions, stats): (usize, usize, crate::rowwise::Writes),
     cols: usize,
     w: usize,
     whole: bool,
@@ -130,7 +130,7 @@ impl Schedule for Rowwise {
             Work::Rows(r) => {
                 let whole = !r.inner.is_empty() || !r.per_row.is_empty();
                 let w = c.row_width(r.last());
-                let stats = crate::rowwise::stats_only(r.full.len(), r.outer.len(), r.inner.len());
+                let stats = crate::rowwise::writes(r.full.len(), r.outer.len(), r.inner.len());
                 shape_reason(c, (r.rows(), r.inner.len() + r.totals.len(), stats), r.cols(), w, whole, reload_threads(r, w, dev), dev)
             }
             Work::Stored {
@@ -151,7 +151,7 @@ impl Schedule for Rowwise {
                 }
                 let cols: usize = inner.iter().product();
                 let w = c.row_width(*inner.last().unwrap_or(&1));
-                shape_reason(c, (rows.iter().product(), 0, false), cols, w, false, None, dev)
+                shape_reason(c, (rows.iter().product(), 0, crate::rowwise::Writes::Rows), cols, w, false, None, dev)
             }
             Work::Elementwise { .. } => Err("elementwise work, no reduction".into()),
         }
@@ -205,7 +205,7 @@ fn build_rows(
     let reload = reload_threads(r, w, dev);
     let reductions = r.inner.len() + r.totals.len();
     let spread = crate::rowwise::spread(rows, reductions, dev);
-    let stats = crate::rowwise::stats_only(r.full.len(), r.outer.len(), r.inner.len());
+    let stats = crate::rowwise::writes(r.full.len(), r.outer.len(), r.inner.len());
     let shape = crate::rowwise::shape(cols, w, whole, crate::rowwise::Holding::of(dev, c.f, rows, cols, stats), reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
     })?;
