@@ -7,8 +7,8 @@
 //! are off by default; the walk is on, past 16 positions in chunks. 16-bit
 //! rows may be held as loaded where a kernel writes only statistics of its
 //! rows (`Device::row_packed`, on), few rows may spread over more threads to
-//! fill the GPU (`Device::row_fill`, off), and a plain row sum of many rows
-//! takes few vectors a thread (`Device::row_sum_vectors`, on).
+//! fill the GPU (`Device::row_fill`, off), and a plain row sum takes few
+//! vectors a thread (`Device::row_sum_vectors`, on).
 
 use fusebench_codegen::{plan, Device, Plan, Schedule};
 
@@ -162,15 +162,15 @@ fn fewer_vectors_per_thread_spread_a_row_over_more_threads() {
 }
 
 #[test]
-fn plain_row_sums_of_many_rows_take_three_vectors_a_thread_one_row_each() {
+fn plain_row_sums_take_three_vectors_a_thread_one_row_each() {
     // The default (`row_sum_vectors` 3): 214 of 224 threads x 3 vectors, one
     // row per block, where it was 96 x 7 and two rows per block.
     let (threads, rows, s) = row_threads(&row_sum(4096, 2560), Device::default());
     assert_eq!((threads, rows), (224, 1), "{s}");
     assert!(s.contains("x 3 vectors per row") && s.contains("1 rows at a time"), "{s}");
-    // Fewer than 8 rows per multiprocessor: as other row kernels.
-    let (threads, _, s) = row_threads(&row_sum(512, 2560), Device::default());
-    assert_eq!(threads, 96, "{s}");
+    // Few rows too (768 rows of 2816: 96 x 8 before, two rows per block).
+    let (threads, rows, s) = row_threads(&row_sum(768, 2816), Device::default());
+    assert_eq!((threads, rows), (256, 1), "{s}");
     // 14336 floats at 3 vectors would need 1195 threads, more than
     // `SUM_THREADS`: no such bound.
     let wide = row_sum(4096, 14336);
@@ -224,7 +224,7 @@ fn packed_rows_hold_twice_the_elements_and_convert_again_in_each_pass() {
     let b = common::kernels(&planned(&few, Device { row_packed: false, ..Device::default() })).to_string();
     assert_eq!(a, b);
     // A softmax's output reads the exponentials its sum computed: its rows
-    // stay held as floats (`rowwise::stats_only`).
+    // stay held as floats (`rowwise::writes`).
     let softmax = LOG_SUM_EXP.replace("keepdim=False)\n    fd.add_output(s)", "keepdim=True)\n    sb = fd.ops.expand(s, shape=[4096, 14336])\n    y = fd.ops.div(e, sb)\n    fd.add_output(y)");
     assert!(softmax.contains("fd.ops.div"), "{softmax}");
     let a = common::kernels(&planned(&softmax, Device::default())).to_string();
@@ -244,13 +244,15 @@ fn few_rows_fill_the_gpu_with_more_threads_each() {
     s = fd.ops.sum(q, dims=[1], keepdim=False)
     fd.add_output(s)
 ";
-    let k = |fill| planned(body, Device { row_fill: fill, ..Device::default() }).kernels[0].clone();
+    // A plain row sum: as other row kernels here (`row_sum_vectors` 0).
+    let base = Device { row_sum_vectors: 0, ..Device::default() };
+    let k = |fill| planned(body, Device { row_fill: fill, ..base }).kernels[0].clone();
     let (held, filled) = (k(0), k(2048));
     assert_eq!(held.block[0], 96, "{}", held.summary);
     assert_eq!(filled.block[0], 320, "{}", filled.summary);
     assert_eq!(filled.grid[0], 512, "{}", filled.summary);
     // 4096 rows fill it anyway: unchanged.
     let many = body.replace("512", "4096");
-    let a = planned(&many, Device::default()).kernels[0].block[0];
-    assert_eq!(planned(&many, Device { row_fill: 2048, ..Device::default() }).kernels[0].block[0], a);
+    let a = planned(&many, base).kernels[0].block[0];
+    assert_eq!(planned(&many, Device { row_fill: 2048, ..base }).kernels[0].block[0], a);
 }

@@ -97,8 +97,8 @@ fn a_row_sum_alone_is_row_wise() {
     let p = plan_of(&script("BFloat16", 2048, 3200, "y = fd.ops.sum(f0, dims=[1])", &["y"]));
     let (n, block, _, summary) = launch(&p);
     // One kernel: it writes the sums itself, no copy from the stored ones.
-    // 2048 rows are 8 or more per multiprocessor, so a thread takes at most
-    // 3 vectors and one row (`Device::row_sum_vectors`).
+    // A plain row sum: a thread takes at most 3 vectors and one row
+    // (`Device::row_sum_vectors`).
     assert_eq!((n, block), (1, 160), "{summary}");
     assert!(p.source.contains("out0[row0] = "), "{}", p.source);
     // Also a value computed from the sum alone (its cast back to bf16).

@@ -117,7 +117,7 @@ pub const DECLARED: &[Declared] = &[
     knob("FUSEBENCH_ROW_FILL", "a whole number from 0 to 2048", "the planner's (0)", Affects::Kernels,
         "threads per multiprocessor a row kernel holding its rows fills before a thread takes more vectors: few rows spread over more threads each; 0: the registers alone decide (tuning experiments)"),
     knob("FUSEBENCH_ROW_SUM_VECTORS", "a whole number from 0 to 32", "the planner's (3)", Affects::Kernels,
-        "vectors each thread of a kernel that writes one statistic of each row (a plain row sum) takes at most, one row per thread, where the rows are at least 8 per multiprocessor and the row fits 512 threads so; 0: as other row kernels (tuning experiments)"),
+        "vectors each thread of a kernel that writes one statistic of each row (a plain row sum) takes at most, one row per thread, where the row fits 512 threads so; 0: as other row kernels (tuning experiments)"),
     knob("FUSEBENCH_POINTWISE_WALK", "0, 1 or 2", "the planner's (2)", Affects::Kernels,
         "1: a pointwise kernel whose outermost dim is short (at most 16) and has an input broadcast over it walks that dim in each thread, loading the broadcast input once (not where an input is fp16); 2: a longer such dim too, in chunks of its largest divisor up to 16; 0: a thread per vector (tuning experiments)"),
     knob("FUSEBENCH_LOADS", "nc, cs or plain", "the planner's (nc)", Affects::Kernels,
