@@ -329,11 +329,11 @@ pub fn groups_per_block(
     cols: usize,
     width: usize,
     outer: &[(Reduction, usize)],
-    (whole_row, reductions, stats): (bool, usize, Writes),
+    (whole_row, reductions, written): (bool, usize, Writes),
     reload: Option<usize>,
 ) -> Result<usize, CodegenError> {
     let spread = spread(rows, reductions, &cx.dev);
-    let sh = shape(cols, width, whole_row, Holding::of(&cx.dev, cx.f, rows, cols, stats), reload, spread).ok_or_else(|| {
+    let sh = shape(cols, width, whole_row, Holding::of(&cx.dev, cx.f, rows, cols, written), reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!("a row of {cols} does not fit a block of {width}-wide vectors"))
     })?;
     Ok(rows_per_block(rows, !outer.is_empty(), &sh, cx.dev.sm_count as usize))
@@ -354,9 +354,9 @@ fn row_inputs(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> impl Iterat
 
 /// What a row kernel with `full` outputs over rows x columns, `outer` sums
 /// over rows and `inner` row reductions writes. Where it writes only
-/// statistics of its rows from two or more reductions, what its later passes read is then the
-/// rows as loaded (and the statistics), which `Device::row_packed` holds as
-/// loaded. Where later passes read values computed from the rows (a
+/// statistics of its rows from two or more reductions, what its later
+/// passes read is the rows as loaded (and the statistics), which
+/// `Device::row_packed` holds as loaded. Where later passes read values computed from the rows (a
 /// softmax's exponentials for its output, a dropout's draws, the column
 /// sums' products), holding the loaded halves instead meant computing those
 /// again or holding both: 1.31-1.44x slower over those on the H200.
@@ -442,8 +442,8 @@ pub fn instead_of_loop(
     let last = *spec.inner_shape.last()?;
     let dtypes = f.values.iter().filter(|v| v.is_tensor()).map(|v| v.dtype);
     let width = crate::kernel::vector_width(last, dtypes);
-    let stats = writes(spec.full.len(), 0, spec.reductions.len());
-    shape(cols, width, true, Holding::of(&cx.dev, f, rows, cols, stats), None, spread(rows, spec.reductions.len(), &cx.dev))?;
+    let written = writes(spec.full.len(), 0, spec.reductions.len());
+    shape(cols, width, true, Holding::of(&cx.dev, f, rows, cols, written), None, spread(rows, spec.reductions.len(), &cx.dev))?;
     // Complex products keep the schedule they were written for.
     if spec.reductions.iter().any(|r| r.acc(f).is_complex()) {
         return None;
@@ -540,8 +540,8 @@ const UNROLLED_LINES_MAX: usize = 1500;
 
 pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), CodegenError> {
     let whole_row = spec.whole_row();
-    let stats = writes(spec.full.len(), spec.outer.len(), spec.inner.len());
-    let holding = Holding::of(&cx.dev, cx.f, spec.rows, spec.cols, stats);
+    let written = writes(spec.full.len(), spec.outer.len(), spec.inner.len());
+    let holding = Holding::of(&cx.dev, cx.f, spec.rows, spec.cols, written);
     let spread = spread(spec.rows, spec.inner.len() + spec.totals.len(), &cx.dev);
     let sh = shape(spec.cols, spec.width, whole_row, holding, spec.reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!(
@@ -877,7 +877,9 @@ fn build_unrolled(
     }
     let mut means: Vec<Vec<Option<String>>> = vec![vec![None; u_rows]; reds.len()];
     // 16-bit rows held as loaded: each pass after the first converts them
-    // again (`Device::row_packed`).
+    // again (`Device::row_packed`). Only a kernel that writes statistics of
+    // its rows alone holds them so (`Writes::Statistics`): nothing over its
+    // rows is written after the passes.
     let packed = match sh.packed {
         true => packed_inputs(f, spec.rows, spec.cols),
         false => Vec::new(),
@@ -949,9 +951,6 @@ fn build_unrolled(
     if !copied.is_empty() && !copying {
         lw.line("fb_copy_wait();");
         lw.line("__syncthreads();");
-    }
-    if passes.count > 0 && (!spec.full.is_empty() || !spec.outer.is_empty()) {
-        lw.repack(&packed);
     }
     // The rows' outputs and their contributions to the column sums.
     for rv in &row_vars {

@@ -47,7 +47,7 @@ impl Schedule for Persistent {
                     let cols: usize = xs[xs.len() - k..].iter().product();
                     let rows: usize = xs[..xs.len() - k].iter().product();
                     let last = xs.last().copied().unwrap_or(1);
-                    Ok(match crate::rowwise::shape(cols, c.row_width(last), true, crate::rowwise::Holding::of(dev, c.f, rows, cols, crate::rowwise::writes(0, 0, 1)), None, crate::rowwise::spread(rows, 1, dev)) {
+                    Ok(match crate::rowwise::shape(cols, c.row_width(last), true, crate::rowwise::Holding::of(dev, c.f, rows, cols, crate::rowwise::Writes::OneStatistic), None, crate::rowwise::spread(rows, 1, dev)) {
                         Some(s) => format!(
                             "reduces the innermost {cols} of each of {rows} rows, results stored: the row fits the registers, so built row-wise ({} of {} threads x {} vectors per row)",
                             s.active, s.threads, s.vectors

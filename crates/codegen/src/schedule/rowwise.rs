@@ -63,7 +63,7 @@ fn reload_threads(r: &Rows, w: usize, dev: &Device) -> Option<usize> {
 /// Whether rows of `cols` in vectors of `w` fit `rowwise::shape`, in words.
 fn shape_reason(
     c: &Candidate,
-    (rows, reductions, stats): (usize, usize, crate::rowwise::Writes),
+    (rows, reductions, written): (usize, usize, crate::rowwise::Writes),
     cols: usize,
     w: usize,
     whole: bool,
@@ -77,7 +77,7 @@ fn shape_reason(
         .unwrap_or_default();
     let vectors = cols / w.max(1);
     let held = crate::rowwise::held(c.f, rows, cols);
-    match crate::rowwise::shape(cols, w, whole, crate::rowwise::Holding::of(dev, c.f, rows, cols, stats), reload, spread) {
+    match crate::rowwise::shape(cols, w, whole, crate::rowwise::Holding::of(dev, c.f, rows, cols, written), reload, spread) {
         Some(s) if s.threads > dev.max_threads_per_block as usize => Err(format!(
             "a row of {cols}{d} needs {} threads; the device allows {} per block",
             s.threads, dev.max_threads_per_block
@@ -130,8 +130,8 @@ impl Schedule for Rowwise {
             Work::Rows(r) => {
                 let whole = !r.inner.is_empty() || !r.per_row.is_empty();
                 let w = c.row_width(r.last());
-                let stats = crate::rowwise::writes(r.full.len(), r.outer.len(), r.inner.len());
-                shape_reason(c, (r.rows(), r.inner.len() + r.totals.len(), stats), r.cols(), w, whole, reload_threads(r, w, dev), dev)
+                let written = crate::rowwise::writes(r.full.len(), r.outer.len(), r.inner.len());
+                shape_reason(c, (r.rows(), r.inner.len() + r.totals.len(), written), r.cols(), w, whole, reload_threads(r, w, dev), dev)
             }
             Work::Stored {
                 red, before_rows, joined, ..
@@ -205,8 +205,8 @@ fn build_rows(
     let reload = reload_threads(r, w, dev);
     let reductions = r.inner.len() + r.totals.len();
     let spread = crate::rowwise::spread(rows, reductions, dev);
-    let stats = crate::rowwise::writes(r.full.len(), r.outer.len(), r.inner.len());
-    let shape = crate::rowwise::shape(cols, w, whole, crate::rowwise::Holding::of(dev, c.f, rows, cols, stats), reload, spread).ok_or_else(|| {
+    let written = crate::rowwise::writes(r.full.len(), r.outer.len(), r.inner.len());
+    let shape = crate::rowwise::shape(cols, w, whole, crate::rowwise::Holding::of(dev, c.f, rows, cols, written), reload, spread).ok_or_else(|| {
         CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
     })?;
     let tiles = shape.tiles;
@@ -238,7 +238,7 @@ fn build_rows(
         .collect();
     // Totals: one partial per row group of a block; the kernel's grid (known
     // once built: unrolling decides it) says how many were written.
-    let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, (whole, reductions, stats), reload)?;
+    let groups = crate::rowwise::groups_per_block(cx, rows, cols, w, &outer, (whole, reductions, written), reload)?;
     let slots = rows.div_ceil(groups).max(row_blocks) * groups;
     // One partial: the row kernel finishes the totals itself.
     let (totals, here) = crate::totals::temps(cx, &r.totals, c.reds, slots, "row-group partials");
