@@ -34,9 +34,6 @@ use crate::{ctype, view};
 use fusebench_ir::{DType, ValueId};
 use std::ops::Add;
 
-/// Threads per block: 8 warps, enough loads in flight per multiprocessor
-/// with up to 8 resident blocks.
-pub const THREADS: u32 = 256;
 /// Both tiled dims need at least one full warp's width; below that the
 /// pointwise schedule's partial coalescing costs little.
 pub const MIN_EXTENT: usize = 32;
@@ -62,6 +59,12 @@ struct Tiling {
     b: usize,
     tile: usize,
     reads: Vec<TileRead>,
+    /// Threads per block (`Device::transpose_threads`).
+    threads: usize,
+    /// Elements per access of phase 1's reads along B and phase 2's stores
+    /// along A (`widths`).
+    read_width: usize,
+    store_width: usize,
 }
 
 fn dvar(k: usize) -> String {
@@ -232,18 +235,47 @@ fn analyze(
     // small matrices want more, smaller blocks.
     let rest: usize = (0..n).filter(|&k| k != a && k != b).map(|k| shape[k]).product();
     let blocks64 = shape[a].div_ceil(64) * shape[b].div_ceil(64) * rest;
-    let tile = if shape[a] >= 64
-        && shape[b] >= 64
-        && blocks64 >= 2 * cx.dev.sm_count as usize
-        && bytes(64) <= SHARED_BYTES
-    {
-        64
-    } else if bytes(32) <= SHARED_BYTES {
-        32
-    } else {
-        return Err(format!("{} tiles do not fit in shared memory", reads.len()));
+    let wide = shape[a] >= 64 && shape[b] >= 64 && bytes(64) <= SHARED_BYTES;
+    let tile = match cx.dev.transpose_tile {
+        64 if wide => 64,
+        0 if wide && blocks64 >= 2 * cx.dev.sm_count as usize => 64,
+        _ if bytes(32) <= SHARED_BYTES => 32,
+        _ => return Err(format!("{} tiles do not fit in shared memory", reads.len())),
     };
-    Ok(Tiling { a, b, tile, reads })
+    let threads = cx.dev.transpose_threads as usize;
+    let outs = outputs.iter().map(|&(v, _)| cx.f.value(v).dtype);
+    let (read_width, store_width) = widths(cx.dev.transpose_bytes as usize, &reads, outs, (shape[a], shape[b]), tile, threads);
+    Ok(Tiling { a, b, tile, reads, threads, read_width, store_width })
+}
+
+/// Elements per access: phase 1's reads along B, phase 2's stores along A.
+/// `bytes` 0: 2-byte tiled reads in pairs where B's extent is even, stores
+/// one element. Otherwise as many elements as make `bytes` of the widest type
+/// read (stored), where the extent and the tile are multiples of them and
+/// the block's threads still walk within one tile.
+fn widths(
+    bytes: usize,
+    reads: &[TileRead],
+    outputs: impl Iterator<Item = DType>,
+    (ea, eb): (usize, usize),
+    tile: usize,
+    threads: usize,
+) -> (usize, usize) {
+    let along_b = || reads.iter().filter(|r| r.along_b).map(|r| r.dtype.size_bytes());
+    if bytes == 0 {
+        let pair = along_b().any(|b| b == 2) && eb.is_multiple_of(2);
+        return (if pair { 2 } else { 1 }, 1);
+    }
+    let fit = |widest: usize, extent: usize| {
+        let mut w = (bytes / widest.max(1)).max(1);
+        while w > 1 && (!extent.is_multiple_of(w) || !tile.is_multiple_of(w) || threads * w > tile * tile) {
+            w /= 2;
+        }
+        w
+    };
+    let read = fit(along_b().max().unwrap_or(4), eb);
+    let store = fit(outputs.map(|d| d.size_bytes()).max().unwrap_or(4), ea);
+    (read, store)
 }
 
 /// `outputs`: (value, position among the fusion's outputs), all of `shape`.
@@ -253,7 +285,7 @@ pub fn build(
     shape: &[usize],
     outputs: &[(ValueId, usize)],
 ) -> Result<(String, Kernel), CodegenError> {
-    let Tiling { a, b, tile, reads } =
+    let Tiling { a, b, tile, reads, threads, read_width, store_width } =
         analyze(cx, shape, outputs).map_err(CodegenError::NoFit)?;
     let f = cx.f;
     let (mut lw, mut params) = cx.lowerer();
@@ -261,7 +293,7 @@ pub fn build(
         params.push_output(f, v, pos);
     }
     let it = lw.idx_type;
-    let rows = THREADS as usize / tile;
+    let rows = threads / tile;
     let (ea, eb) = (shape[a], shape[b]);
     let (na, nb) = (ea.div_ceil(tile), eb.div_ceil(tile));
     let rest: Vec<usize> = (0..shape.len()).filter(|&k| k != a && k != b).collect();
@@ -316,23 +348,22 @@ pub fn build(
         }
     };
     // Phase 1: fill the tiles, each walked along its consecutive dim.
-    // Reads of 2-byte values along B go in pairs: each load then moves 4
-    // bytes, as many bytes in flight per thread as f32 (measured: one 2-byte
-    // load each reached ~57% of the copy ceiling, f32 ~93%). The lowerer makes
-    // a pair one wide load where the offsets allow (`Lanes`), scalar loads
-    // otherwise; pairs never straddle B's edge when its extent is even.
-    let pair = reads
-        .iter()
-        .any(|r| r.along_b && r.dtype.size_bytes() == 2)
-        && eb % 2 == 0;
-    if pair {
-        paired_walk(&mut lw, it, tile, a, ea, eb);
+    // Reads along B go `read_width` elements to a thread (`widths`): one
+    // 2-byte load each reached ~57% of the copy ceiling, pairs about f32's
+    // ~93%, and 16 bytes to a thread, stored 16 bytes at a time too, ran
+    // 0.934 of pairs over 52 fresh transposes on the H200 (12000-row
+    // column-major ones 0.75-0.78). The lowerer makes the lanes one wide load
+    // where the offsets allow (`Lanes`), scalar loads otherwise; they never
+    // straddle B's edge since its extent is a multiple of the width.
+    let wide_reads = read_width > 1;
+    if wide_reads {
+        lane_walk(&mut lw, it, (tile, threads), read_width, a, ea, eb);
         for (i, r) in reads.iter().enumerate() {
             if r.along_b {
-                for k in 0..2 {
+                for k in 0..read_width {
                     lw.lanes = Some(crate::lower::Lanes {
                         var: "db".into(),
-                        width: 2,
+                        width: read_width,
                         lane: k,
                     });
                     let at = Ix::var("db").add(Ix::c(k as i64));
@@ -347,7 +378,7 @@ pub fn build(
         lw.close("}");
     }
     for along_b in [true, false] {
-        if !reads.iter().any(|r| r.along_b == along_b) || (along_b && pair) {
+        if !reads.iter().any(|r| r.along_b == along_b) || (along_b && wide_reads) {
             continue;
         }
         walk(&mut lw, along_b);
@@ -371,18 +402,43 @@ pub fn build(
             },
         );
     }
-    walk(&mut lw, false);
     let idx = out_index(shape);
-    let at = view::linearize(&idx, shape);
-    for &(v, pos) in outputs {
-        let e = lw.value_at(v, &idx)?;
-        let d = f.value(v).dtype;
-        let st = ctype::to_storage(d, &lw.unrounded(d, &e));
-        lw.line(&format!("out{pos}[{at}] = {st};"));
+    if store_width == 1 {
+        walk(&mut lw, false);
+        let at = view::linearize(&idx, shape);
+        for &(v, pos) in outputs {
+            let e = lw.value_at(v, &idx)?;
+            let d = f.value(v).dtype;
+            let st = ctype::to_storage(d, &lw.unrounded(d, &e));
+            lw.line(&format!("out{pos}[{at}] = {st};"));
+        }
+    } else {
+        // Each thread computes `store_width` outputs along A, one lane per
+        // scope (its own `la` and A index, so the tiles serve it as above),
+        // and stores them as one wide store: aligned, since A's extent is a
+        // multiple of the width and every output is row-major.
+        store_walk(&mut lw, it, (tile, threads), store_width, ea, (b, eb));
+        let arrays = crate::kernel::lane_arrays(&mut lw, f, outputs, store_width);
+        for k in 0..store_width {
+            lw.open("{");
+            lw.line(&format!("const {it} la = la0 + {k};"));
+            lw.line(&format!("const {it} {} = da + {k};", dvar(a)));
+            for (&(v, _), arr) in outputs.iter().zip(&arrays) {
+                let e = lw.value_at(v, &idx)?;
+                let d = f.value(v).dtype;
+                let st = ctype::to_storage(d, &lw.unrounded(d, &e));
+                lw.line(&format!("{arr}[{k}] = {st};"));
+            }
+            lw.close("}");
+        }
+        let mut first = idx.clone();
+        first[a] = Ix::var("da");
+        let at = view::linearize(&first, shape);
+        crate::kernel::store_lane_arrays(&mut lw, f, outputs, &arrays, &at, store_width);
     }
     lw.close("}");
     lw.close("}");
-    let src = format!("{} {{\n{}}}\n", signature(name, THREADS, &params), lw.code);
+    let src = format!("{} {{\n{}}}\n", signature(name, threads as u32, &params), lw.code);
     let names: Vec<String> = outputs
         .iter()
         .map(|&(v, _)| f.value(v).name.clone())
@@ -398,25 +454,30 @@ pub fn build(
         choice: None,
         shared_bytes: 0,
         summary: format!(
-            "transpose over {shape:?}, {tile}x{tile} tiles of dims {a} and {b}, {} staged in shared memory: {}",
+            "transpose over {shape:?}, {tile}x{tile} tiles of dims {a} and {b}, {} staged in shared memory{}: {}",
             tiled.join(", "),
+            if (read_width, store_width) == (1, 1) || (read_width, store_width) == (2, 1) {
+                String::new()
+            } else {
+                format!(", {read_width} elements per read, {store_width} per store")
+            },
             names.join(", ")
         ),
     };
     Ok((src, kernel))
 }
 
-/// Phase 1's walk for paired reads: the block's threads, in order, take
-/// consecutive pairs of a tile row (B) and then the next rows (A); `db`, the
-/// pair's first B index, is even.
-fn paired_walk(lw: &mut Lowerer, it: &str, tile: usize, a: usize, ea: usize, eb: usize) {
-    let per_row = tile / 2;
-    let rows = THREADS as usize / per_row;
+/// Phase 1's walk for reads of `width` elements: the block's threads, in
+/// order, take consecutive groups of a tile row (B) and then the next rows
+/// (A); `db`, the group's first B index, is a multiple of the width.
+fn lane_walk(lw: &mut Lowerer, it: &str, (tile, threads): (usize, usize), width: usize, a: usize, ea: usize, eb: usize) {
+    let per_row = tile / width;
+    let rows = threads / per_row;
     lw.line("#pragma unroll");
     lw.open(&format!("for (int j = 0; j < {tile}; j += {rows}) {{"));
     lw.line(&format!("const {it} tid = threadIdx.y * {tile} + threadIdx.x;"));
     lw.line(&format!("const {it} la = tid / {per_row} + j;"));
-    lw.line(&format!("const {it} lb = tid % {per_row} * 2;"));
+    lw.line(&format!("const {it} lb = tid % {per_row} * {width};"));
     lw.line(&format!("const {it} {} = tile_a * {tile} + la;", dvar(a)));
     lw.line(&format!("const {it} db = tile_b * {tile} + lb;"));
     let conds: Vec<String> = [(dvar(a), ea), ("db".to_string(), eb)]
@@ -430,4 +491,37 @@ fn paired_walk(lw: &mut Lowerer, it: &str, tile: usize, a: usize, ea: usize, eb:
         lw.open(&format!("if ({}) {{", conds.join(" && ")));
     }
     lw.allow_vector_loads_here();
+}
+
+/// Phase 2's walk for stores of `width` elements: the block's threads, in
+/// order, take consecutive groups of a tile column (A) and then the next
+/// columns (B); `la0` and `da`, the group's first A index in the tile and in
+/// the output, are multiples of the width.
+fn store_walk(
+    lw: &mut Lowerer,
+    it: &str,
+    (tile, threads): (usize, usize),
+    width: usize,
+    ea: usize,
+    (b, eb): (usize, usize),
+) {
+    let per_col = tile / width;
+    let cols = threads / per_col;
+    lw.line("#pragma unroll");
+    lw.open(&format!("for (int j = 0; j < {tile}; j += {cols}) {{"));
+    lw.line(&format!("const {it} tid = threadIdx.y * {tile} + threadIdx.x;"));
+    lw.line(&format!("const {it} lb = tid / {per_col} + j;"));
+    lw.line(&format!("const {it} la0 = tid % {per_col} * {width};"));
+    lw.line(&format!("const {it} da = tile_a * {tile} + la0;"));
+    lw.line(&format!("const {it} {} = tile_b * {tile} + lb;", dvar(b)));
+    let conds: Vec<String> = [("da".to_string(), ea), (dvar(b), eb)]
+        .iter()
+        .filter(|(_, e)| e % tile != 0)
+        .map(|(v, e)| format!("{v} < {e}"))
+        .collect();
+    if conds.is_empty() {
+        lw.open("{");
+    } else {
+        lw.open(&format!("if ({}) {{", conds.join(" && ")));
+    }
 }

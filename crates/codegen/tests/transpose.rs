@@ -74,13 +74,67 @@ fn large_bf16_tiles_are_64_wide_and_keep_the_register_type() {
     assert!(p.source.contains("__shared__ float tile0[64][65];"), "{}", p.source);
     // 8192 rows fill whole tiles: only the 1000 columns are predicated.
     assert!(p.source.contains("if (d1 < 1000) {"), "{}", p.source);
+    assert!(p.source.contains("if (da < 1000) {"), "{}", p.source);
     assert!(!p.source.contains("d0 < 8192"));
-    // Phase 1 loads bf16 pairs as one 4-byte word.
+    // Phase 1 loads 8 bf16 as one 16-byte word (`Device::transpose_bytes`),
+    // 8 threads to a tile row; phase 2 stores 4 of the float output as one.
+    assert!(
+        p.source.contains("__ldg(reinterpret_cast<const uint4*>(&in0[(db + (d1 * 8192))]))"),
+        "{}",
+        p.source
+    );
+    assert!(p.source.contains("const int lb = tid % 8 * 8;"), "{}", p.source);
+    assert!(p.source.contains("*reinterpret_cast<uint4*>(&out0[(da + (d0 * 1000))])"), "{}", p.source);
+    assert!(k.summary.contains("8 elements per read, 4 per store"), "{}", k.summary);
+}
+
+/// Plans under `dev` with the script's stride orders.
+fn plan_on(body: &str, dev: Device) -> Plan {
+    let f = script(body);
+    let layouts: Vec<Option<(Vec<i64>, i64)>> = f
+        .inputs
+        .iter()
+        .map(|&v| match &f.value(v).def {
+            fusebench_ir::ValueDef::TensorInput(d) => Some((d.dense_strides(f.value(v).shape.as_ref().unwrap()), 0)),
+            _ => None,
+        })
+        .collect();
+    plan(&f, &layouts, dev).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn accesses_narrow_to_what_the_extents_divide() {
+    // f32: 4 elements make 16 bytes. B = 8192 takes them; A = 1000 = 8 x 125
+    // takes 4 too. A = 66 = 2 x 33 takes 2 (8 bytes); B = 65 takes 1.
+    let wide = plan_of(&neg(&[8192, 1000], "Float", Some("[0, 1]")));
+    assert!(wide.kernels[0].summary.contains("4 elements per read, 4 per store"), "{}", wide.kernels[0].summary);
+    let narrow = plan_of(&neg(&[65, 66], "Float", Some("[0, 1]")));
+    assert!(narrow.kernels[0].summary.contains("1 elements per read, 2 per store"), "{}", narrow.kernels[0].summary);
+    assert!(narrow.source.contains("*reinterpret_cast<uint2*>(&out0["), "{}", narrow.source);
+}
+
+#[test]
+fn transpose_bytes_0_pairs_2_byte_reads_and_stores_elements() {
+    let dev = Device { transpose_bytes: 0, ..Device::default() };
+    let p = plan_on(&neg(&[8192, 1000], "BFloat16", Some("[0, 1]")), dev);
     assert!(
         p.source.contains("__ldg(reinterpret_cast<const unsigned int*>(&in0[(db + (d1 * 8192))]))"),
         "{}",
         p.source
     );
+    assert!(p.source.contains("out0[(d1 + (d0 * 1000))] = "), "{}", p.source);
+    assert!(!p.kernels[0].summary.contains("per store"));
+}
+
+#[test]
+fn more_threads_than_a_tile_row_of_vectors_narrow_the_vectors() {
+    // 32-wide tiles of bf16 at 512 threads: 8 elements each would need 128
+    // tile rows per pass, more than the tile's 32; 2 each fill it exactly.
+    let dev = Device { transpose_tile: 32, transpose_threads: 512, ..Device::default() };
+    let p = plan_on(&neg(&[8192, 1024], "BFloat16", Some("[0, 1]")), dev);
+    let k = &p.kernels[0];
+    assert_eq!(k.block, [32, 16, 1]);
+    assert!(k.summary.contains("2 elements per read, 2 per store"), "{}", k.summary);
 }
 
 #[test]

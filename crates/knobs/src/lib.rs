@@ -120,6 +120,12 @@ pub const DECLARED: &[Declared] = &[
         "vectors each thread of a kernel that writes one statistic of each row (a plain row sum) takes at most, one row per thread, where the row fits 512 threads so; 0: as other row kernels (tuning experiments)"),
     knob("FUSEBENCH_POINTWISE_WALK", "0, 1 or 2", "the planner's (2)", Affects::Kernels,
         "1: a pointwise kernel whose outermost dim is short (at most 16) and has an input broadcast over it walks that dim in each thread, loading the broadcast input once (not where an input is fp16); 2: a longer such dim too, in chunks of its largest divisor up to 16; 0: a thread per vector (tuning experiments)"),
+    knob("FUSEBENCH_TRANSPOSE_TILE", "0, 32 or 64", "the planner's (0: 64 where every multiprocessor still gets two blocks, else 32)", Affects::Kernels,
+        "width of the square shared-memory tiles of the transpose schedule (tuning experiments)"),
+    knob("FUSEBENCH_TRANSPOSE_BYTES", "0, 4, 8 or 16", "the planner's (16)", Affects::Kernels,
+        "bytes a transpose thread reads and writes per access: 0 pairs 2-byte tiled reads and stores one element at a time; 4, 8 or 16 widen both where the extents allow (tuning experiments)"),
+    knob("FUSEBENCH_TRANSPOSE_THREADS", "128, 256 or 512", "the planner's (256)", Affects::Kernels,
+        "threads per block of the transpose schedule (tuning experiments)"),
     knob("FUSEBENCH_LOADS", "nc, cs or plain", "the planner's (nc)", Affects::Kernels,
         "how kernels read global memory: the read-only path (__ldg), streaming loads evicted first (__ldcs), or plain loads (tuning experiments)"),
     knob("FUSEBENCH_CACHE_DIR", "a directory", "$XDG_CACHE_HOME/fusebench/kernels, else ~/.cache/fusebench/kernels", Affects::Nothing,
@@ -193,6 +199,9 @@ pub struct Knobs {
     pub row_fill: Option<u32>,
     pub row_sum_vectors: Option<u32>,
     pub pointwise_walk: Option<u32>,
+    pub transpose_tile: Option<u32>,
+    pub transpose_bytes: Option<u32>,
+    pub transpose_threads: Option<u32>,
     /// "nc", "cs" or "plain".
     pub loads: Option<&'static str>,
     pub cache_dir: Option<PathBuf>,
@@ -241,6 +250,9 @@ impl Default for Knobs {
             row_fill: None,
             row_sum_vectors: None,
             pointwise_walk: None,
+            transpose_tile: None,
+            transpose_bytes: None,
+            transpose_threads: None,
             loads: None,
             cache_dir: None,
             no_kernel_cache: false,
@@ -357,6 +369,18 @@ impl Knobs {
                 "FUSEBENCH_ROW_FILL" => count(value, 0, 2048).map(|n| k.row_fill = Some(n)),
                 "FUSEBENCH_ROW_SUM_VECTORS" => count(value, 0, 32).map(|n| k.row_sum_vectors = Some(n)),
                 "FUSEBENCH_POINTWISE_WALK" => count(value, 0, 2).map(|n| k.pointwise_walk = Some(n)),
+                "FUSEBENCH_TRANSPOSE_TILE" => match value {
+                    "0" | "32" | "64" => value.parse().ok().map(|n| k.transpose_tile = Some(n)),
+                    _ => None,
+                },
+                "FUSEBENCH_TRANSPOSE_BYTES" => match value {
+                    "0" | "4" | "8" | "16" => value.parse().ok().map(|n| k.transpose_bytes = Some(n)),
+                    _ => None,
+                },
+                "FUSEBENCH_TRANSPOSE_THREADS" => match value {
+                    "128" | "256" | "512" => value.parse().ok().map(|n| k.transpose_threads = Some(n)),
+                    _ => None,
+                },
                 "FUSEBENCH_LOADS" => ["nc", "cs", "plain"]
                     .into_iter()
                     .find(|&h| h == value)
