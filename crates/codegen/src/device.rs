@@ -145,7 +145,11 @@ pub struct Device {
     /// broadcast over it walks that dim in each thread
     /// (`schedule::pointwise::walk`): RoPE 0.926 over 36 fusions. 0 never,
     /// 1 dims of at most 16, 2 longer dims too, in chunks of at most 16
-    /// (RoPE of 18-56 heads: 0.872 of 1 over 8 fusions on the H200).
+    /// (RoPE of 18-56 heads: 0.872 of 1 over 8 fusions on the H200). 3 also
+    /// walks the rows of a rank-2 kernel with an input broadcast over them
+    /// by its layout, computing what reads only such inputs once per chunk
+    /// (`schedule::pointwise::walk_layout_rows`, `Lowerer::hoist_invariant`);
+    /// not yet timed, so not the default.
     pub pointwise_walk: u32,
     /// Transpose tiles (`transpose.rs`): 0, the planner's (64 wide where
     /// every multiprocessor still gets two blocks, else 32); 32 or 64.

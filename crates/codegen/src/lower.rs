@@ -97,6 +97,13 @@ pub struct Lowerer<'f> {
     /// The intrinsic global loads go through (`Device::load_hint`); empty
     /// for a plain load.
     pub load_fn: &'static str,
+    /// When set, a value that does not change along some dims (`invariant`)
+    /// is looked up and computed at index 0 there, so code that visits
+    /// several positions of such a dim computes it once (the pointwise
+    /// schedule's walk over the rows of a row given broadcast by its layout).
+    pub hoist_invariant: bool,
+    /// Per value, the dims it does not change along (`invariant`).
+    invariant_dims: HashMap<ValueId, Vec<bool>>,
 }
 
 fn unsupported(m: String) -> CodegenError {
@@ -129,6 +136,8 @@ impl<'f> Lowerer<'f> {
             value_cache: None,
             next_row: None,
             load_fn: "__ldg",
+            hoist_invariant: false,
+            invariant_dims: HashMap::new(),
         }
     }
 
@@ -265,6 +274,64 @@ impl<'f> Lowerer<'f> {
     }
 
     /// The value of `v` at `idx`, as a C expression of its register type.
+    /// The dims of `v` (of rank `rank`) its value does not change along: an
+    /// input read with stride 0 there, and an elementwise op (unary, binary,
+    /// ternary, where, cast: functions of their operands' values alone) of
+    /// such values and scalars. Anything else, and a value held in registers
+    /// at one index, changes along every dim.
+    fn invariant(&mut self, v: ValueId, rank: usize) -> Vec<bool> {
+        if let Some(d) = self.invariant_dims.get(&v) {
+            return d.clone();
+        }
+        let val = self.f.value(v);
+        let none = vec![false; rank];
+        let dims = if val.constant.is_some() || self.scalar_params.contains_key(&v) {
+            vec![true; rank]
+        } else if self.held.contains_key(&v) || self.shape(v).len() != rank {
+            none
+        } else if let Some(b) = self.buffers.get(&v) {
+            b.strides.iter().map(|&s| s == 0).chain(std::iter::repeat(false)).take(rank).collect()
+        } else {
+            match &val.def {
+                ValueDef::Node { node, .. } => match &self.f.nodes[*node].op {
+                    op @ (Op::Unary { .. } | Op::Binary { .. } | Op::Ternary { .. } | Op::Where { .. } | Op::Cast { .. }) => {
+                        let mut d = vec![true; rank];
+                        for u in op.operands() {
+                            let scalar = self.f.value(u).constant.is_some() || self.shape(u).is_empty();
+                            if !scalar {
+                                let du = if self.shape(u) == self.shape(v) { self.invariant(u, rank) } else { none.clone() };
+                                d.iter_mut().zip(du).for_each(|(a, b)| *a &= b);
+                            }
+                        }
+                        d
+                    }
+                    // A dim the broadcast adds, or one of extent 1 it
+                    // expands, does not change the value; the others as the
+                    // operand's.
+                    Op::BroadcastInDim { x, broadcast_dims, .. } => {
+                        let xs = self.shape(*x);
+                        if xs.len() != broadcast_dims.len() {
+                            return none;
+                        }
+                        let dx = self.invariant(*x, xs.len());
+                        // Negative dims count from the end, as the script may write them.
+                        let at = |b: i64| if b < 0 { b + rank as i64 } else { b };
+                        (0..rank)
+                            .map(|j| match broadcast_dims.iter().position(|&b| at(b) == j as i64) {
+                                None => true,
+                                Some(i) => xs.get(i).is_some_and(|&e| e == 1) || dx.get(i).copied().unwrap_or(false),
+                            })
+                            .collect()
+                    }
+                    _ => none,
+                },
+                _ => none,
+            }
+        };
+        self.invariant_dims.insert(v, dims.clone());
+        dims
+    }
+
     pub fn value_at(&mut self, v: ValueId, idx: &[Ix]) -> Result<String, CodegenError> {
         let pulled: Vec<Ix>;
         let idx = match &self.lanes {
@@ -284,6 +351,18 @@ impl<'f> Lowerer<'f> {
         if let Some(p) = self.scalar_params.get(&v) {
             return Ok(p.clone());
         }
+        let hoisted: Vec<Ix>;
+        let idx = match self.hoist_invariant.then(|| self.invariant(v, idx.len())) {
+            Some(inv) if inv.iter().zip(idx).any(|(&i, x)| i && *x != Ix::c(0)) => {
+                hoisted = idx
+                    .iter()
+                    .zip(&inv)
+                    .map(|(x, &i)| if i { Ix::c(0) } else { x.clone() })
+                    .collect();
+                &hoisted[..]
+            }
+            _ => idx,
+        };
         let key = (v, idx.to_vec());
         if let Some(n) = self.lookup(&key) {
             return Ok(n);

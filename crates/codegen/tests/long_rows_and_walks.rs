@@ -4,7 +4,9 @@
 //! multiprocessor (`Device::row_min_blocks`); a pointwise kernel walks a
 //! short outermost dim that an input is broadcast over
 //! (`Device::pointwise_walk`). The first two measured slower on the H200 and
-//! are off by default; the walk is on, past 16 positions in chunks. 16-bit
+//! are off by default; the walk is on, past 16 positions in chunks (and, at
+//! 3, not yet the default, over the rows of a row broadcast by its layout).
+//! 16-bit
 //! rows may be held as loaded where a kernel writes only statistics of its
 //! rows (`Device::row_packed`, on), few rows may spread over more threads to
 //! fill the GPU (`Device::row_fill`, off), and a plain row sum takes few
@@ -255,4 +257,76 @@ fn few_rows_fill_the_gpu_with_more_threads_each() {
     let many = body.replace("512", "4096");
     let a = planned(&many, base).kernels[0].block[0];
     assert_eq!(planned(&many, Device { row_fill: 2048, ..base }).kernels[0].block[0], a);
+}
+
+/// A SiLU-mul whose first input is one row of 4096 given broadcast over 3072
+/// rows by its layout (stride 0 over the rows: contiguity None), planned
+/// with the layouts the script's contiguity gives.
+fn silu_of_a_broadcast_row(dev: Device) -> Plan {
+    let f = common::script(
+        "    g = fd.define_tensor(shape=[3072, 4096], contiguity=[None, True], dtype=DataType.BFloat16, is_cpu=False)
+    u = fd.define_tensor(shape=[3072, 4096], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    gf = fd.ops.cast(g, dtype=DataType.Float)
+    uf = fd.ops.cast(u, dtype=DataType.Float)
+    s = fd.ops.silu(gf)
+    y = fd.ops.mul(s, uf)
+    o = fd.ops.cast(y, dtype=DataType.BFloat16)
+    fd.add_output(o)
+",
+    );
+    let layouts: Vec<Option<(Vec<i64>, i64)>> = f
+        .inputs
+        .iter()
+        .map(|&v| match &f.value(v).def {
+            fusebench_ir::ValueDef::TensorInput(d) => Some((d.dense_strides(f.value(v).shape.as_ref().unwrap()), 0)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(layouts[0].as_ref().unwrap().0, vec![0, 1]);
+    plan(&f, &layouts, dev).unwrap()
+}
+
+#[test]
+fn rows_of_a_row_broadcast_by_its_layout_are_walked_at_3_and_its_silu_computed_once() {
+    // At 2 (the default) a thread per vector: the SiLU once per element.
+    let flat = silu_of_a_broadcast_row(Device::default());
+    let code = common::kernels(&flat).to_string();
+    assert!(!flat.kernels[0].summary.contains("dim 0"), "{}", flat.kernels[0].summary);
+    assert_eq!(code.matches("fb_sigmoidf(").count(), 8, "{code}");
+    // At 3: 16 rows a thread (3072 / 16 = 192 chunks x 512 vectors of 8 =
+    // 768 blocks of 128, at least 4 per SM), the row's vector loaded and its
+    // SiLU computed once per chunk, the other input read and the output
+    // written for each of the 16 rows.
+    let walked = silu_of_a_broadcast_row(Device { pointwise_walk: 3, ..Device::default() });
+    let k = &walked.kernels[0];
+    assert!(k.summary.contains("8 elements per thread, each thread at 16 consecutive positions of dim 0 (192 chunks)"), "{}", k.summary);
+    assert_eq!(k.grid[0], 768);
+    let code = common::kernels(&walked).to_string();
+    assert_eq!(code.matches("fb_sigmoidf(").count(), 8, "{code}");
+    assert_eq!(code.matches("&in0[").count(), 1, "{code}");
+    assert_eq!(code.matches("&in1[").count(), 16, "{code}");
+    assert_eq!(code.matches("&out0[").count(), 16, "{code}");
+}
+
+#[test]
+fn a_broadcast_in_dim_over_the_rows_is_computed_once_per_chunk_too() {
+    // GELU backward's z = x + bias: x a row broadcast by its layout, the
+    // bias broadcast by the op; the tanh of z reads neither row-wise.
+    let f = common::script(
+        "    x = fd.define_tensor(shape=[2048, 4096], contiguity=[None, True], dtype=DataType.Float, is_cpu=False)
+    dy = fd.define_tensor(shape=[2048, 4096], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    b = fd.define_tensor(shape=[4096], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+    bb = fd.ops.broadcast_in_dim(b, shape=[2048, 4096], broadcast_dims=[1])
+    z = fd.ops.add(x, bb)
+    t = fd.ops.tanh(z)
+    y = fd.ops.mul(t, dy)
+    fd.add_output(y)
+",
+    );
+    let layouts = vec![Some((vec![0, 1], 0)), Some((vec![4096, 1], 0)), Some((vec![1], 0))];
+    let p = plan(&f, &layouts, Device { pointwise_walk: 3, ..Device::default() }).unwrap();
+    let code = common::kernels(&p).to_string();
+    assert!(p.kernels[0].summary.contains("consecutive positions of dim 0"), "{}", p.kernels[0].summary);
+    // f32: 4 lanes, the tanh once per lane for the whole chunk.
+    assert_eq!(code.matches("tanhf(").count(), 4, "{code}");
 }
