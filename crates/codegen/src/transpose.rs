@@ -336,16 +336,7 @@ pub fn build(
         lw.line(&format!("const {it} {} = tile_a * {tile} + la;", dvar(a)));
         lw.line(&format!("const {it} {} = tile_b * {tile} + lb;", dvar(b)));
         // Only dims whose extent is not a multiple of the tile have edge tiles.
-        let conds: Vec<String> = [(a, ea), (b, eb)]
-            .iter()
-            .filter(|(_, e)| e % tile != 0)
-            .map(|&(k, e)| format!("{} < {e}", dvar(k)))
-            .collect();
-        if conds.is_empty() {
-            lw.open("{");
-        } else {
-            lw.open(&format!("if ({}) {{", conds.join(" && ")));
-        }
+        open_step(lw, tile, &[(dvar(a), ea), (dvar(b), eb)]);
     };
     // Phase 1: fill the tiles, each walked along its consecutive dim.
     // Reads along B go `read_width` elements to a thread (`widths`): one
@@ -480,16 +471,7 @@ fn lane_walk(lw: &mut Lowerer, it: &str, (tile, threads): (usize, usize), width:
     lw.line(&format!("const {it} lb = tid % {per_row} * {width};"));
     lw.line(&format!("const {it} {} = tile_a * {tile} + la;", dvar(a)));
     lw.line(&format!("const {it} db = tile_b * {tile} + lb;"));
-    let conds: Vec<String> = [(dvar(a), ea), ("db".to_string(), eb)]
-        .iter()
-        .filter(|(_, e)| e % tile != 0)
-        .map(|(v, e)| format!("{v} < {e}"))
-        .collect();
-    if conds.is_empty() {
-        lw.open("{");
-    } else {
-        lw.open(&format!("if ({}) {{", conds.join(" && ")));
-    }
+    open_step(lw, tile, &[(dvar(a), ea), ("db".to_string(), eb)]);
     lw.allow_vector_loads_here();
 }
 
@@ -514,7 +496,13 @@ fn store_walk(
     lw.line(&format!("const {it} la0 = tid % {per_col} * {width};"));
     lw.line(&format!("const {it} da = tile_a * {tile} + la0;"));
     lw.line(&format!("const {it} {} = tile_b * {tile} + lb;", dvar(b)));
-    let conds: Vec<String> = [("da".to_string(), ea), (dvar(b), eb)]
+    open_step(lw, tile, &[("da".to_string(), ea), (dvar(b), eb)]);
+}
+
+/// Opens one step's scope, predicated on the index of each dim whose extent
+/// is not a multiple of the tile (only those have edge tiles).
+fn open_step(lw: &mut Lowerer, tile: usize, bounds: &[(String, usize)]) {
+    let conds: Vec<String> = bounds
         .iter()
         .filter(|(_, e)| e % tile != 0)
         .map(|(v, e)| format!("{v} < {e}"))

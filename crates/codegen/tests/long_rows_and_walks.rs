@@ -274,14 +274,7 @@ fn silu_of_a_broadcast_row(dev: Device) -> Plan {
     fd.add_output(o)
 ",
     );
-    let layouts: Vec<Option<(Vec<i64>, i64)>> = f
-        .inputs
-        .iter()
-        .map(|&v| match &f.value(v).def {
-            fusebench_ir::ValueDef::TensorInput(d) => Some((d.dense_strides(f.value(v).shape.as_ref().unwrap()), 0)),
-            _ => None,
-        })
-        .collect();
+    let layouts = common::declared_layouts(&f);
     assert_eq!(layouts[0].as_ref().unwrap().0, vec![0, 1]);
     plan(&f, &layouts, dev).unwrap()
 }

@@ -15,18 +15,7 @@ fn define(name: &str, shape: &[usize], dtype: &str, order: Option<&str>) -> Stri
 
 /// Plans with the layouts the script's define_tensor stride orders give.
 fn plan_of(body: &str) -> Plan {
-    let f = script(body);
-    let layouts: Vec<Option<(Vec<i64>, i64)>> = f
-        .inputs
-        .iter()
-        .map(|&v| match &f.value(v).def {
-            fusebench_ir::ValueDef::TensorInput(d) => {
-                Some((d.dense_strides(f.value(v).shape.as_ref().unwrap()), 0))
-            }
-            _ => None,
-        })
-        .collect();
-    plan(&f, &layouts, Device::default()).unwrap_or_else(|e| panic!("{e}"))
+    plan_on(body, Device::default())
 }
 
 /// The output is declared row-major: left to itself it would take its
@@ -91,15 +80,7 @@ fn large_bf16_tiles_are_64_wide_and_keep_the_register_type() {
 /// Plans under `dev` with the script's stride orders.
 fn plan_on(body: &str, dev: Device) -> Plan {
     let f = script(body);
-    let layouts: Vec<Option<(Vec<i64>, i64)>> = f
-        .inputs
-        .iter()
-        .map(|&v| match &f.value(v).def {
-            fusebench_ir::ValueDef::TensorInput(d) => Some((d.dense_strides(f.value(v).shape.as_ref().unwrap()), 0)),
-            _ => None,
-        })
-        .collect();
-    plan(&f, &layouts, dev).unwrap_or_else(|e| panic!("{e}"))
+    plan(&f, &common::declared_layouts(&f), dev).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
