@@ -151,6 +151,14 @@ pub struct Device {
     /// (`schedule::pointwise::walk_layout_rows`, `Lowerer::hoist_invariant`);
     /// not yet timed, so not the default.
     pub pointwise_walk: u32,
+    /// Rows each block of a row kernel with sums over rows and no row
+    /// reductions (a bias gradient beside its gradient) walks at least
+    /// (`launch::row_blocks`): fewer, longer blocks write fewer partials for
+    /// the combine. 8: bf16 5000x2176 GELU backward with its bias gradient
+    /// runs 528 x 2 blocks of about 10 rows and a 5 us combine of 528
+    /// partials (nvFuser: 31 row splits, no combine kernel). Not yet timed
+    /// otherwise.
+    pub column_sum_rows: u32,
     /// Transpose tiles (`transpose.rs`): 0, the planner's (64 wide where
     /// every multiprocessor still gets two blocks, else 32); 32 or 64.
     pub transpose_tile: u32,
@@ -253,6 +261,7 @@ impl Default for Device {
             row_fill: 0,
             row_sum_vectors: 3,
             pointwise_walk: 2,
+            column_sum_rows: 8,
             transpose_tile: 0,
             transpose_bytes: 16,
             transpose_threads: 256,

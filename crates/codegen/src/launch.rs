@@ -50,8 +50,9 @@ pub fn row_blocks(dev: &Device, rows: usize, (tiles, threads): (usize, usize), i
                 .min((dev.sm_count * dev.norm_blocks_per_sm) as usize)
         }
     } else if !inner {
-        // Each block walks at least 8 rows, so the partials stay small.
-        (rows / 8)
+        // Each block walks at least `column_sum_rows` rows (8), so the
+        // partials stay small.
+        (rows / dev.column_sum_rows.max(1) as usize)
             .max(1)
             .min(((dev.sm_count * 8) as usize / tiles).max(1))
     } else {

@@ -207,6 +207,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         row_fill: k.row_fill.unwrap_or(d.row_fill),
         row_sum_vectors: k.row_sum_vectors.map_or(d.row_sum_vectors, |n| n as usize),
         pointwise_walk: k.pointwise_walk.unwrap_or(d.pointwise_walk),
+        column_sum_rows: k.column_sum_rows.unwrap_or(d.column_sum_rows),
         transpose_tile: k.transpose_tile.unwrap_or(d.transpose_tile),
         transpose_bytes: k.transpose_bytes.unwrap_or(d.transpose_bytes),
         transpose_threads: k.transpose_threads.unwrap_or(d.transpose_threads),
