@@ -273,7 +273,6 @@ impl<'f> Lowerer<'f> {
             .fold(Ix::c(b.offset), |acc, (i, &s)| acc.add(i.clone().mul(s)))
     }
 
-    /// The value of `v` at `idx`, as a C expression of its register type.
     /// The dims of `v` (of rank `rank`) its value does not change along: an
     /// input read with stride 0 there, and an elementwise op (unary, binary,
     /// ternary, where, cast: functions of their operands' values alone) of
@@ -308,18 +307,15 @@ impl<'f> Lowerer<'f> {
                     // A dim the broadcast adds, or one of extent 1 it
                     // expands, does not change the value; the others as the
                     // operand's.
-                    Op::BroadcastInDim { x, broadcast_dims, .. } => {
+                    Op::BroadcastInDim { x, broadcast_dims, .. } if self.shape(*x).len() == broadcast_dims.len() => {
                         let xs = self.shape(*x);
-                        if xs.len() != broadcast_dims.len() {
-                            return none;
-                        }
                         let dx = self.invariant(*x, xs.len());
                         // Negative dims count from the end, as the script may write them.
                         let at = |b: i64| if b < 0 { b + rank as i64 } else { b };
                         (0..rank)
                             .map(|j| match broadcast_dims.iter().position(|&b| at(b) == j as i64) {
                                 None => true,
-                                Some(i) => xs.get(i).is_some_and(|&e| e == 1) || dx.get(i).copied().unwrap_or(false),
+                                Some(i) => xs[i] == 1 || dx[i],
                             })
                             .collect()
                     }
@@ -332,6 +328,7 @@ impl<'f> Lowerer<'f> {
         dims
     }
 
+    /// The value of `v` at `idx`, as a C expression of its register type.
     pub fn value_at(&mut self, v: ValueId, idx: &[Ix]) -> Result<String, CodegenError> {
         let pulled: Vec<Ix>;
         let idx = match &self.lanes {

@@ -54,20 +54,21 @@ pub fn build(
     // on the H200, the peers' 32 blocks of 1 per thread 1.4 us; over 33x4096,
     // aiming at 4 blocks per SM rather than 1 took 1.9 us instead of 2.3).
     let cover = block as usize * cx.dev.sm_count as usize * cx.dev.pointwise_blocks_per_sm as usize;
-    // A walk over rows (rank 2) has a thread per vector of each chunk, so its
-    // chunks count; a walk over RoPE's heads keeps the per-position rule it
-    // was measured with.
-    let threads_over = if walks && n == 2 { numel * chunks } else { numel };
+    // A walk over rows (rank 2: rows that some input is broadcast along by its
+    // layout, `schedule::pointwise::walk_layout_rows`) has a thread per vector
+    // of each chunk, so its chunks count; a walk over RoPE's heads keeps the
+    // per-position rule it was measured with.
+    let row_walk = walks && n == 2;
+    let threads_over = if row_walk { numel * chunks } else { numel };
     while width > 1 && threads_over / width < cover {
         width /= 2;
     }
     // Vectors of one position; threads: one per vector of each chunk.
     let per_position = numel / width;
     let vectors = per_position * chunks;
-    // A rank-2 walk is over rows that some input is broadcast along by its
-    // layout (`schedule::pointwise::walk_layout_rows`): what reads only such
-    // inputs is computed once per chunk.
-    lw.hoist_invariant = walks && n == 2;
+    // What reads only the inputs broadcast along the walked rows is computed
+    // once per chunk.
+    lw.hoist_invariant = row_walk;
     let it = lw.idx_type;
     if unroll > 1 {
         lw.line(&format!(

@@ -394,13 +394,17 @@ pub fn build(
         );
     }
     let idx = out_index(shape);
+    // Output `v` at the thread's element, as stored.
+    let stored = |lw: &mut Lowerer, v: ValueId| -> Result<String, CodegenError> {
+        let e = lw.value_at(v, &idx)?;
+        let d = f.value(v).dtype;
+        Ok(ctype::to_storage(d, &lw.unrounded(d, &e)))
+    };
     if store_width == 1 {
         walk(&mut lw, false);
         let at = view::linearize(&idx, shape);
         for &(v, pos) in outputs {
-            let e = lw.value_at(v, &idx)?;
-            let d = f.value(v).dtype;
-            let st = ctype::to_storage(d, &lw.unrounded(d, &e));
+            let st = stored(&mut lw, v)?;
             lw.line(&format!("out{pos}[{at}] = {st};"));
         }
     } else {
@@ -415,9 +419,7 @@ pub fn build(
             lw.line(&format!("const {it} la = la0 + {k};"));
             lw.line(&format!("const {it} {} = da + {k};", dvar(a)));
             for (&(v, _), arr) in outputs.iter().zip(&arrays) {
-                let e = lw.value_at(v, &idx)?;
-                let d = f.value(v).dtype;
-                let st = ctype::to_storage(d, &lw.unrounded(d, &e));
+                let st = stored(&mut lw, v)?;
                 lw.line(&format!("{arr}[{k}] = {st};"));
             }
             lw.close("}");
@@ -447,7 +449,7 @@ pub fn build(
         summary: format!(
             "transpose over {shape:?}, {tile}x{tile} tiles of dims {a} and {b}, {} staged in shared memory{}: {}",
             tiled.join(", "),
-            if (read_width, store_width) == (1, 1) || (read_width, store_width) == (2, 1) {
+            if cx.dev.transpose_bytes == 0 {
                 String::new()
             } else {
                 format!(", {read_width} elements per read, {store_width} per store")
