@@ -291,6 +291,12 @@ tests)
         echo "exit $?"
         grep -E "^test |test result|mismatch|MISMATCH|panicked|skipped" "$out/$(basename $t).txt" | tail -15
     done
+    # The harness test orders the cold copy ceiling above the warm one only after a write flush.
+    echo "== .gpu/tests/harness_gpu under FUSEBENCH_FLUSH=write"
+    FUSEBENCH_FLUSH=write FUSEBENCH_SHARED=$shared .gpu/tests/harness_gpu seed_rmsnorm --include-ignored --nocapture \
+        >"$out/harness_gpu-write.txt" 2>&1
+    echo "exit $?"
+    grep -E "^test |test result|panicked|skipped" "$out/harness_gpu-write.txt" | tail -5
     ;;
 figures)
     # Every figure beside the headline, measured the way it is: the copy ceilings (peak), the

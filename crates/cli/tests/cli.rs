@@ -466,7 +466,7 @@ fn a_misspelt_setting_is_an_error_naming_what_is_accepted() {
     let o = run("FUSEBENCH_FLUSH", "Read");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        text(&o).contains("FUSEBENCH_FLUSH takes write or read"),
+        text(&o).contains("FUSEBENCH_FLUSH takes read or write"),
         "{}",
         text(&o)
     );

@@ -110,6 +110,14 @@ pub struct Device {
     /// spread a row over more threads (a plain row sum's loads over more
     /// blocks). Not measured yet.
     pub row_vectors: usize,
+    /// A row kernel holding its row lets a thread take one vector past
+    /// `rowwise::HELD_MAX`'s share (at most a quarter past it) where that
+    /// leaves fewer thread slots idle (`rowwise::Holding::slack`): a row of
+    /// 6400 bf16 as 160 threads x 5 vectors, as nvFuser lays it, not 200 of
+    /// 224 x 4. Over 44 fresh row kernels it changes (H200): 0.970 of off
+    /// (0.77 to 1.12; 33 faster, the slowest cross-entropies of 1664-2560
+    /// rows, where the fewer threads no longer fill the GPU).
+    pub row_slack: bool,
     /// The least blocks per multiprocessor a row kernel that holds its row
     /// declares (`__launch_bounds__`'s second number): 0 none, else the
     /// compiler caps each thread's registers to fit that many, spilling
@@ -148,9 +156,18 @@ pub struct Device {
     /// (RoPE of 18-56 heads: 0.872 of 1 over 8 fusions on the H200). 3 also
     /// walks the rows of a rank-2 kernel with an input broadcast over them
     /// by its layout, computing what reads only such inputs once per chunk
-    /// (`schedule::pointwise::walk_layout_rows`, `Lowerer::hoist_invariant`);
-    /// not yet timed, so not the default.
+    /// (`schedule::pointwise::walk_layout_rows`, `Lowerer::hoist_invariant`),
+    /// where the inputs read at full size are 16-bit; 4 whatever their
+    /// dtypes. Over 40 fresh SiLU-mul and GELU backward fusions with a
+    /// broadcast row (H200): bf16 and fp16 0.75-0.94 of 2 (one of 24 at
+    /// 1.03), f32 1.05 (1.01-1.07 on 13 of 16).
     pub pointwise_walk: u32,
+    /// A thread walking such rows issues every row's loads of its chunk
+    /// before any row's arithmetic (`pointwise::build`); false: row by row.
+    /// Over the same 40 (H200): 16-bit SiLU-mul 0.95-0.96 of row by row
+    /// (more registers, 96-109, fewer threads, more loads in flight), GELU
+    /// backward 1.00; f32 at walk 4 still 1.02-1.06 of no walk.
+    pub walk_loads_first: bool,
     /// Rows each block of a row kernel with sums over rows and no row
     /// reductions (a bias gradient beside its gradient) walks at least
     /// (`launch::row_blocks`): fewer, longer blocks write fewer partials for
@@ -256,11 +273,13 @@ impl Default for Device {
             row_accumulators: 1,
             block_held: crate::rowwise::BLOCK_HELD_MAX,
             row_vectors: 32,
+            row_slack: true,
             row_min_blocks: 0,
             row_packed: true,
             row_fill: 0,
             row_sum_vectors: 3,
-            pointwise_walk: 2,
+            pointwise_walk: 3,
+            walk_loads_first: true,
             column_sum_rows: 8,
             transpose_tile: 0,
             transpose_bytes: 16,

@@ -108,19 +108,36 @@ pub fn build(
             _ => view::delinearize(Ix::var("r"), &shape[1..n - 1]),
         };
     }
-    for copy in 0..copies {
-        let mut idx = idx.clone();
-        let mut at = Ix::var(t_var).mul(width as i64);
-        if let Some(q) = &q {
-            idx.insert(0, q.clone().mul(copies as i64).add(Ix::c(copy as i64)));
-            at = at.add(q.clone().mul((copies * numel) as i64));
-        } else if copies > 1 {
-            idx.insert(0, Ix::c(copy as i64));
+    let positions: Vec<(Vec<Ix>, Ix)> = (0..copies)
+        .map(|copy| {
+            let mut idx = idx.clone();
+            let mut at = Ix::var(t_var).mul(width as i64);
+            if let Some(q) = &q {
+                idx.insert(0, q.clone().mul(copies as i64).add(Ix::c(copy as i64)));
+                at = at.add(q.clone().mul((copies * numel) as i64));
+            } else if copies > 1 {
+                idx.insert(0, Ix::c(copy as i64));
+            }
+            if copy > 0 {
+                at = at.add(Ix::c((copy * numel) as i64));
+            }
+            (idx, at)
+        })
+        .collect();
+    // `Device::walk_loads_first`: every walked row's loads in flight
+    // together rather than one row's at a time.
+    let loads_first = row_walk && cx.dev.walk_loads_first && n > 0;
+    if loads_first {
+        lw.allow_vector_loads_here();
+        for (idx, _) in &positions {
+            load_inputs(cx, &mut lw, outputs, idx, width)?;
         }
-        if copy > 0 {
-            at = at.add(Ix::c((copy * numel) as i64));
+    }
+    for (idx, at) in &positions {
+        if !loads_first {
+            lw.allow_vector_loads_here();
         }
-        elements(cx, &mut lw, outputs, (&idx, n > 0), &at, width)?;
+        elements(cx, &mut lw, outputs, (idx, n > 0), at, width)?;
     }
     if unroll > 1 {
         lw.close("}");
@@ -164,7 +181,6 @@ fn elements(
     width: usize,
 ) -> Result<(), CodegenError> {
     let f = cx.f;
-    lw.allow_vector_loads_here();
     // Each lane rounded, then converted to store (not `LaneStores`): with
     // the rounding undone or lanes converted in pairs, GELU bf16 ran 4-10%
     // slower on the H200 at 3072 columns and more (fp16 and short rows 3-7%
@@ -174,12 +190,7 @@ fn elements(
     // arithmetic: a load emitted after a division or an exp in program order
     // was issued after it, one input's latency after another's.
     if dims {
-        lw.lanes = Some(crate::lower::Lanes { var: "ii".into(), width, lane: 0 });
-        let mut lane_idx = idx.to_vec();
-        lane_idx.push(Ix::var("ii"));
-        for (i, pos) in read_elementwise(cx, outputs, &lane_idx) {
-            lw.value_at(i, &pos)?;
-        }
+        load_inputs(cx, lw, outputs, idx, width)?;
     }
     for k in 0..width {
         if dims {
@@ -201,6 +212,25 @@ fn elements(
     }
     lw.lanes = None;
     store_lane_arrays(lw, f, outputs, &arrays, at, width);
+    Ok(())
+}
+
+/// Loads every input that `outputs` read elementwise at `idx` (less its
+/// innermost dim, at `ii`), lane 0's wide load serving the vector.
+fn load_inputs(
+    cx: &Context,
+    lw: &mut crate::lower::Lowerer,
+    outputs: &[(ValueId, usize)],
+    idx: &[Ix],
+    width: usize,
+) -> Result<(), CodegenError> {
+    lw.lanes = Some(crate::lower::Lanes { var: "ii".into(), width, lane: 0 });
+    let mut lane_idx = idx.to_vec();
+    lane_idx.push(Ix::var("ii"));
+    for (i, pos) in read_elementwise(cx, outputs, &lane_idx) {
+        lw.value_at(i, &pos)?;
+    }
+    lw.lanes = None;
     Ok(())
 }
 

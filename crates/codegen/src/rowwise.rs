@@ -116,6 +116,9 @@ pub struct Holding {
     /// Vectors a thread takes at most where the kernel writes one statistic
     /// of each row (`Device::row_sum_vectors`; 0: no such bound).
     pub sum_vectors: usize,
+    /// A thread may take one vector past the registers' share where that
+    /// leaves fewer thread slots idle (`Device::row_slack`).
+    pub slack: bool,
 }
 
 impl Holding {
@@ -149,6 +152,7 @@ impl Holding {
             fill: (0, 0),
             packed: false,
             sum_vectors: 0,
+            slack: dev.row_slack,
         }
     }
 
@@ -274,21 +278,33 @@ fn shape_held(
     }
     let halves = holding.halves.max(1);
     let max_vectors = (2 * HELD_MAX / (width * halves)).max(1).min(holding.vectors).min(holding.filling(n)).min(holding.summing(n));
-    let kept = (1..=32).map(|w| w * 32).find_map(|warps_threads| {
-        let vectors = n.div_ceil(warps_threads);
-        let active = n.div_ceil(vectors);
-        let threads = active.div_ceil(32) * 32;
-        (vectors <= max_vectors && threads * vectors * width * halves <= 2 * holding.per_block).then_some(
-            Shape {
+    let fewest_warps = |max_vectors: usize| {
+        (1..=32).map(|w| w * 32).find_map(|warps_threads| {
+            let vectors = n.div_ceil(warps_threads);
+            let active = n.div_ceil(vectors);
+            let threads = active.div_ceil(32) * 32;
+            (vectors <= max_vectors && threads * vectors * width * halves <= 2 * holding.per_block).then_some(Shape {
                 threads,
                 active,
                 vectors,
                 tiles: 1,
                 reload: false,
                 packed: holding.packed,
-            },
-        )
-    });
+            })
+        })
+    };
+    let mut kept = fewest_warps(max_vectors);
+    // `Holding::slack`: one more vector a thread, at most a quarter past
+    // `HELD_MAX`, where its warps cover the row with fewer idle slots (800
+    // vectors: 160 threads x 5, not 200 of 224 x 4).
+    let more = max_vectors + 1;
+    if holding.slack && more * width * halves * 4 <= 2 * HELD_MAX * 5 && more <= holding.vectors.min(holding.filling(n)).min(holding.summing(n)) {
+        if let (Some(k), Some(m)) = (&kept, fewest_warps(more)) {
+            if m.vectors == more && m.threads * m.vectors < k.threads * k.vectors {
+                kept = Some(m);
+            }
+        }
+    }
     let Some(threads) = reload.filter(|_| kept.is_none()) else {
         return kept;
     };
@@ -1311,8 +1327,27 @@ fn store_partials(dst: &str, at: &str, vals: &[String], dtype: DType, cols: usiz
 mod tests {
     use super::*;
 
+    /// Without `slack` (its own test below): the registers' share alone.
     fn hold(tensors: usize) -> Holding {
-        Holding::halves(&crate::device::Device::default(), 2 * tensors)
+        Holding { slack: false, ..Holding::halves(&crate::device::Device::default(), 2 * tensors) }
+    }
+
+    #[test]
+    fn slack_takes_one_more_vector_where_fewer_slots_stay_idle() {
+        let slack = |cols, width, tensors| {
+            let h = Holding { slack: true, ..hold(tensors) };
+            shape(cols, width, true, h, None, false).map(|s| (s.threads, s.active, s.vectors))
+        };
+        // 800 vectors: 160 x 5 (800 slots), not 200 of 224 x 4 (896).
+        assert_eq!(whole(6400, 8), Some((224, 200, 4)));
+        assert_eq!(slack(6400, 8, 1), Some((160, 160, 5)));
+        // 400 vectors: 80 of 96 x 5 (480 slots) against 100 of 128 x 4 (512).
+        assert_eq!(slack(3200, 8, 1), Some((96, 80, 5)));
+        // An exact cover keeps its shape: 512 vectors as 128 x 4.
+        assert_eq!(slack(4096, 8, 1), whole(4096, 8));
+        // Two tensors held leave 2 vectors a thread; a third would be half
+        // again past the share, not a quarter: no slack.
+        assert_eq!(slack(6400, 8, 2), shape(6400, 8, true, hold(2), None, false).map(|s| (s.threads, s.active, s.vectors)));
     }
 
     fn whole(cols: usize, width: usize) -> Option<(usize, usize, usize)> {

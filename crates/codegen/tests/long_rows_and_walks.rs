@@ -246,8 +246,9 @@ fn few_rows_fill_the_gpu_with_more_threads_each() {
     s = fd.ops.sum(q, dims=[1], keepdim=False)
     fd.add_output(s)
 ";
-    // A plain row sum: as other row kernels here (`row_sum_vectors` 0).
-    let base = Device { row_sum_vectors: 0, ..Device::default() };
+    // A plain row sum: as other row kernels here (`row_sum_vectors` 0); the
+    // registers' share alone (with `row_slack`, 64 threads x 5).
+    let base = Device { row_sum_vectors: 0, row_slack: false, ..Device::default() };
     let k = |fill| planned(body, Device { row_fill: fill, ..base }).kernels[0].clone();
     let (held, filled) = (k(0), k(2048));
     assert_eq!(held.block[0], 96, "{}", held.summary);
@@ -281,16 +282,16 @@ fn silu_of_a_broadcast_row(dev: Device) -> Plan {
 
 #[test]
 fn rows_of_a_row_broadcast_by_its_layout_are_walked_at_3_and_its_silu_computed_once() {
-    // At 2 (the default) a thread per vector: the SiLU once per element.
-    let flat = silu_of_a_broadcast_row(Device::default());
+    // At 2 a thread per vector: the SiLU once per element.
+    let flat = silu_of_a_broadcast_row(Device { pointwise_walk: 2, ..Device::default() });
     let code = common::kernels(&flat).to_string();
     assert!(!flat.kernels[0].summary.contains("dim 0"), "{}", flat.kernels[0].summary);
     assert_eq!(code.matches("fb_sigmoidf(").count(), 8, "{code}");
-    // At 3: 16 rows a thread (3072 / 16 = 192 chunks x 512 vectors of 8 =
-    // 768 blocks of 128, at least 4 per SM), the row's vector loaded and its
-    // SiLU computed once per chunk, the other input read and the output
-    // written for each of the 16 rows.
-    let walked = silu_of_a_broadcast_row(Device { pointwise_walk: 3, ..Device::default() });
+    // At 3 (the default; bf16): 16 rows a thread (3072 / 16 = 192 chunks x
+    // 512 vectors of 8 = 768 blocks of 128, at least 4 per SM), the row's
+    // vector loaded and its SiLU computed once per chunk, the other input
+    // read and the output written for each of the 16 rows.
+    let walked = silu_of_a_broadcast_row(Device::default());
     let k = &walked.kernels[0];
     assert!(k.summary.contains("8 elements per thread, each thread at 16 consecutive positions of dim 0 (192 chunks)"), "{}", k.summary);
     assert_eq!(k.grid[0], 768);
@@ -299,6 +300,14 @@ fn rows_of_a_row_broadcast_by_its_layout_are_walked_at_3_and_its_silu_computed_o
     assert_eq!(code.matches("&in0[").count(), 1, "{code}");
     assert_eq!(code.matches("&in1[").count(), 16, "{code}");
     assert_eq!(code.matches("&out0[").count(), 16, "{code}");
+    // Every row's loads come before the first row's math
+    // (`walk_loads_first`, the default); row by row without it.
+    let last_load = code.rfind("&in1[").unwrap();
+    assert!(last_load < code.find("fb_sigmoidf(").unwrap(), "{code}");
+    let rows = silu_of_a_broadcast_row(Device { walk_loads_first: false, ..Device::default() });
+    let code = common::kernels(&rows).to_string();
+    assert!(code.rfind("&in1[").unwrap() > code.find("fb_sigmoidf(").unwrap(), "{code}");
+    assert_eq!(code.matches("&in1[").count(), 16, "{code}");
 }
 
 #[test]
@@ -317,7 +326,11 @@ fn a_broadcast_in_dim_over_the_rows_is_computed_once_per_chunk_too() {
 ",
     );
     let layouts = vec![Some((vec![0, 1], 0)), Some((vec![4096, 1], 0)), Some((vec![1], 0))];
-    let p = plan(&f, &layouts, Device { pointwise_walk: 3, ..Device::default() }).unwrap();
+    // f32 inputs: at 3 (the default) not walked, as measured slower; at 4
+    // walked whatever the dtypes.
+    let flat = plan(&f, &layouts, Device::default()).unwrap();
+    assert!(!flat.kernels[0].summary.contains("dim 0"), "{}", flat.kernels[0].summary);
+    let p = plan(&f, &layouts, Device { pointwise_walk: 4, ..Device::default() }).unwrap();
     let code = common::kernels(&p).to_string();
     assert!(p.kernels[0].summary.contains("consecutive positions of dim 0"), "{}", p.kernels[0].summary);
     // f32: 4 lanes, the tanh once per lane for the whole chunk.

@@ -52,8 +52,8 @@ const fn knob(
 
 /// Every knob, in the order `--help` texts and docs list them.
 pub const DECLARED: &[Declared] = &[
-    knob("FUSEBENCH_FLUSH", "write or read", "write", Affects::ColdSetup,
-        "how a cold sample evicts L2: by writing a buffer twice the L2 (dirty lines, as nvbench and Triton do) or by reading it (clean lines)"),
+    knob("FUSEBENCH_FLUSH", "read or write", "read", Affects::ColdSetup,
+        "how a cold sample evicts L2: by reading a buffer twice the L2 (clean lines: the CLI and kernel_time agree within 1%) or by writing it (dirty lines, as nvbench and Triton do; the kernel pays their write-back, by a share that differs between front ends)"),
     knob("FUSEBENCH_FLUSH_MIB", "a whole number of MiB, at least 1", "twice the L2, at least 8 MiB", Affects::ColdSetup,
         "a larger L2 flush buffer, for experiments on what else a flush evicts"),
     knob("FUSEBENCH_EVICT_CODE", "0 or 1", "1", Affects::ColdSetup,
@@ -110,6 +110,8 @@ pub const DECLARED: &[Declared] = &[
         "row elements (times the row-sized tensors read) one block of a row kernel holds in registers; longer rows go to the loop schedule, which keeps them in shared memory (tuning experiments)"),
     knob("FUSEBENCH_ROW_VECTORS", "a whole number from 1 to 32", "the planner's (32: the registers decide)", Affects::Kernels,
         "vectors each thread of a row kernel holding its row takes at most; fewer spread the row over more threads (tuning experiments)"),
+    knob("FUSEBENCH_ROW_SLACK", "0 or 1", "the planner's (1)", Affects::Kernels,
+        "1: a row kernel holding its row lets a thread take one vector past the registers' share (at most a quarter more) where its warps then leave fewer thread slots idle (a row of 800 vectors as 160 threads x 5, not 200 of 224 x 4); 0: never (tuning experiments)"),
     knob("FUSEBENCH_ROW_MIN_BLOCKS", "a whole number from 0 to 8", "the planner's (0)", Affects::Kernels,
         "blocks per multiprocessor a row kernel holding its row asks the compiler to fit (launch bounds), registers capped to match and spilled past that; 0: no such bound (tuning experiments)"),
     knob("FUSEBENCH_ROW_PACKED", "0 or 1", "the planner's (1)", Affects::Kernels,
@@ -118,8 +120,10 @@ pub const DECLARED: &[Declared] = &[
         "threads per multiprocessor a row kernel holding its rows fills before a thread takes more vectors: few rows spread over more threads each; 0: the registers alone decide (tuning experiments)"),
     knob("FUSEBENCH_ROW_SUM_VECTORS", "a whole number from 0 to 32", "the planner's (3)", Affects::Kernels,
         "vectors each thread of a kernel that writes one statistic of each row (a plain row sum) takes at most, one row per thread, where the row fits 512 threads so; 0: as other row kernels (tuning experiments)"),
-    knob("FUSEBENCH_POINTWISE_WALK", "0, 1, 2 or 3", "the planner's (2)", Affects::Kernels,
-        "1: a pointwise kernel whose outermost dim is short (at most 16) and has an input broadcast over it walks that dim in each thread, loading the broadcast input once (not where an input is fp16); 2: a longer such dim too, in chunks of its largest divisor up to 16; 3: also a rank-2 kernel with an input broadcast over its rows by its layout (stride 0), rows walked in chunks and what reads only such inputs computed once per chunk; 0: a thread per vector (tuning experiments)"),
+    knob("FUSEBENCH_POINTWISE_WALK", "0, 1, 2, 3 or 4", "the planner's (3)", Affects::Kernels,
+        "1: a pointwise kernel whose outermost dim is short (at most 16) and has an input broadcast over it walks that dim in each thread, loading the broadcast input once (not where an input is fp16); 2: a longer such dim too, in chunks of its largest divisor up to 16; 3: also a rank-2 kernel with an input broadcast over its rows by its layout (stride 0) whose inputs read at full size are all 16-bit, rows walked in chunks and what reads only such inputs computed once per chunk; 4: that walk whatever the dtypes; 0: a thread per vector (tuning experiments)"),
+    knob("FUSEBENCH_WALK_LOADS_FIRST", "0 or 1", "the planner's (1)", Affects::Kernels,
+        "1: a pointwise thread walking the rows of a row broadcast by its layout issues the loads of every row of its chunk before any row's arithmetic; 0: row by row (tuning experiments)"),
     knob("FUSEBENCH_COLUMN_SUM_ROWS", "a whole number from 1 to 1024", "the planner's (8)", Affects::Kernels,
         "rows each block of a row kernel with sums over rows and no row reductions (a bias gradient beside its gradient) walks at least: more rows, fewer partials for the combine (tuning experiments)"),
     knob("FUSEBENCH_TRANSPOSE_TILE", "0, 32 or 64", "the planner's (0: 64 where every multiprocessor still gets two blocks, else 32)", Affects::Kernels,
@@ -149,7 +153,10 @@ pub const DECLARED: &[Declared] = &[
 pub enum Flush {
     /// A memset of the flush buffer: leaves dirty lines the next kernel writes back.
     Write,
-    /// A kernel that reads the flush buffer: leaves clean lines.
+    /// A kernel that reads the flush buffer: leaves clean lines. The default:
+    /// on the H200 `fusebench bench` and `kernel_time` read the same kernels
+    /// 1.001-1.011 apart after it (geomean over 12 and 11 fusions), 1.024-1.080
+    /// after a write flush (up to 1.26 on 2-3 us kernels).
     Read,
 }
 
@@ -196,11 +203,13 @@ pub struct Knobs {
     pub row_accumulators: Option<u32>,
     pub block_held: Option<u32>,
     pub row_vectors: Option<u32>,
+    pub row_slack: Option<bool>,
     pub row_min_blocks: Option<u32>,
     pub row_packed: Option<bool>,
     pub row_fill: Option<u32>,
     pub row_sum_vectors: Option<u32>,
     pub pointwise_walk: Option<u32>,
+    pub walk_loads_first: Option<bool>,
     pub column_sum_rows: Option<u32>,
     pub transpose_tile: Option<u32>,
     pub transpose_bytes: Option<u32>,
@@ -219,7 +228,7 @@ pub struct Knobs {
 impl Default for Knobs {
     fn default() -> Knobs {
         Knobs {
-            flush: Flush::Write,
+            flush: Flush::Read,
             flush_mib: None,
             evict_code: true,
             tlb_gib: 0,
@@ -248,11 +257,13 @@ impl Default for Knobs {
             row_accumulators: None,
             block_held: None,
             row_vectors: None,
+            row_slack: None,
             row_min_blocks: None,
             row_packed: None,
             row_fill: None,
             row_sum_vectors: None,
             pointwise_walk: None,
+            walk_loads_first: None,
             column_sum_rows: None,
             transpose_tile: None,
             transpose_bytes: None,
@@ -368,11 +379,13 @@ impl Knobs {
                 "FUSEBENCH_ROW_ACCUMULATORS" => count(value, 1, 8).map(|n| k.row_accumulators = Some(n)),
                 "FUSEBENCH_BLOCK_HELD" => count(value, 1024, 65536).map(|n| k.block_held = Some(n)),
                 "FUSEBENCH_ROW_VECTORS" => count(value, 1, 32).map(|n| k.row_vectors = Some(n)),
+                "FUSEBENCH_ROW_SLACK" => flag(value).map(|b| k.row_slack = Some(b)),
                 "FUSEBENCH_ROW_MIN_BLOCKS" => count(value, 0, 8).map(|n| k.row_min_blocks = Some(n)),
                 "FUSEBENCH_ROW_PACKED" => flag(value).map(|b| k.row_packed = Some(b)),
                 "FUSEBENCH_ROW_FILL" => count(value, 0, 2048).map(|n| k.row_fill = Some(n)),
                 "FUSEBENCH_ROW_SUM_VECTORS" => count(value, 0, 32).map(|n| k.row_sum_vectors = Some(n)),
-                "FUSEBENCH_POINTWISE_WALK" => count(value, 0, 3).map(|n| k.pointwise_walk = Some(n)),
+                "FUSEBENCH_POINTWISE_WALK" => count(value, 0, 4).map(|n| k.pointwise_walk = Some(n)),
+                "FUSEBENCH_WALK_LOADS_FIRST" => flag(value).map(|b| k.walk_loads_first = Some(b)),
                 "FUSEBENCH_COLUMN_SUM_ROWS" => count(value, 1, 1024).map(|n| k.column_sum_rows = Some(n)),
                 "FUSEBENCH_TRANSPOSE_TILE" => match value {
                     "0" | "32" | "64" => value.parse().ok().map(|n| k.transpose_tile = Some(n)),
@@ -492,20 +505,20 @@ mod tests {
     #[test]
     fn values_are_parsed_and_remembered() {
         let k = Knobs::from_vars([
-            ("FUSEBENCH_FLUSH", "read"),
+            ("FUSEBENCH_FLUSH", "write"),
             ("FUSEBENCH_COLD_SETS", "2"),
             ("FUSEBENCH_ROW_UNROLL", "1"),
             ("FUSEBENCH_DB", "/tmp/x.sqlite"),
         ])
         .unwrap();
-        assert_eq!(k.flush, Flush::Read);
+        assert_eq!(k.flush, Flush::Write);
         assert_eq!(k.cold_sets, 2);
         assert_eq!(k.row_unroll, Some(1));
         assert_eq!(
             k.affecting(&[Affects::ColdSetup]),
             BTreeMap::from([
                 ("FUSEBENCH_COLD_SETS".to_string(), "2".to_string()),
-                ("FUSEBENCH_FLUSH".to_string(), "read".to_string())
+                ("FUSEBENCH_FLUSH".to_string(), "write".to_string())
             ])
         );
         assert_eq!(
@@ -519,7 +532,7 @@ mod tests {
         let e = Knobs::from_vars([("FUSEBENCH_FLUSH", "Read")]).unwrap_err();
         let text = e.to_string();
         assert!(text.contains("FUSEBENCH_FLUSH=\"Read\""), "{text}");
-        assert!(text.contains("write or read"), "{text}");
+        assert!(text.contains("read or write"), "{text}");
         for (name, value) in [
             ("FUSEBENCH_COLD_SETS", "0"),
             ("FUSEBENCH_COLD_SETS", "four"),

@@ -88,7 +88,7 @@ fn gpu_status() -> (bool, String) {
 /// shapes) differ from those of the last warm-up call is rejected.
 ///
 /// cache: "cold" (before each call, outside the time: the SMs' instruction caches evicted and L2
-/// flushed by a write; the record's `cold_setup` says so) or "warm".
+/// flushed by a read, FUSEBENCH_FLUSH; the record's `cold_setup` says so) or "warm".
 /// stop: a stopping rule by name ("noise:1%", "samples:30", "time:2s"); without it,
 /// target/max_time give the noise rule and samples a fixed count (samples=1 with warmup=5
 /// and cache="warm" is the common "five warm-ups, one profiled call" method).
