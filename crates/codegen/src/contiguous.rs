@@ -11,11 +11,12 @@
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{signature, vector_width, Context};
+use crate::kernel::{lane_arrays, signature, store_lane_arrays, vector_width, Context};
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Kind, Reduction};
 use crate::{ctype, view};
 use fusebench_ir::{Fusion, ValueId};
+use std::ops::{Add, Mul};
 
 const BLOCK: usize = 256;
 
@@ -52,12 +53,16 @@ fn shape(f: &Fusion, red: &[usize], k: usize, o: usize, sm_count: usize, per_lan
 }
 
 /// Appends the kernel that computes `r` and writes `epilogue` (outputs with
-/// one element per result that read only its results and inputs).
+/// one element per result that read only its results and inputs) and
+/// `full` (elementwise outputs shaped as the results by the reduced dims in
+/// memory order, none reading `r`: each element written as the lanes read
+/// the reduced elements at its index, `Device::contiguous_join`).
 pub fn build(
     cx: &mut Context,
     name: &str,
     r: &Reduction,
     epilogue: &[(ValueId, usize)],
+    full: &[(ValueId, usize)],
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
     let f = cx.f;
@@ -79,7 +84,7 @@ pub fn build(
     let out_shape = f.value(target).shape.clone().unwrap();
     let result = cx.add_temp(d, o, format!("result of {}", f.value(target).name));
     let (mut lw, mut params) = cx.lowerer();
-    for &(v, pos) in epilogue {
+    for &(v, pos) in epilogue.iter().chain(full) {
         params.push_output(f, v, pos);
     }
     let it = lw.idx_type;
@@ -99,7 +104,24 @@ pub fn build(
     let start = format!("({rt})lane * {width}");
     let walked = crate::grid::Walked { f, r, xs: &xs, walk: &walk, red: &red, kept_idx: &kept_idx, width };
     crate::strided::emit(&mut lw, rt, "r", &start, &k.to_string(), &step.to_string(), batch, |lw| {
-        walked.fold(lw, |lw, xv| lw.line(&reduction::step(op, acc, "a", xv)))
+        // Each joined output's lanes, computed beside the fold at the same
+        // elements (its loads shared with the reduction's where they are the
+        // same tensors at the same index), then stored as one vector.
+        let arrays = lane_arrays(lw, f, full, width);
+        walked.fold(lw, |lw, xv, lane, red_idx| {
+            lw.line(&reduction::step(op, acc, "a", xv));
+            let idx: Vec<Ix> = kept_idx.iter().chain(red_idx).cloned().collect();
+            for (j, &(v, _)) in full.iter().enumerate() {
+                let e = lw.value_at(v, &idx)?;
+                lw.line(&format!("{}[{lane}] = {};", arrays[j], ctype::to_storage(f.value(v).dtype, &e)));
+            }
+            Ok(())
+        })?;
+        if !full.is_empty() {
+            let at = Ix::var("o").mul(k as i64).add(Ix::var("r"));
+            store_lane_arrays(lw, f, full, &arrays, &at, width);
+        }
+        Ok(())
     })?;
     lw.close("}");
     if group > 1 {
@@ -140,7 +162,7 @@ pub fn build(
     }
     lw.close("}");
     let src = format!("{} {{\n{}}}\n", signature(name, BLOCK as u32, &params), lw.code);
-    let epi: Vec<String> = epilogue.iter().map(|&(v, _)| f.value(v).name.clone()).collect();
+    let epi: Vec<String> = epilogue.iter().chain(full).map(|&(v, _)| f.value(v).name.clone()).collect();
     out.push((
         src,
         Kernel {

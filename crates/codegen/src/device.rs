@@ -82,6 +82,14 @@ pub struct Device {
     /// 8192 measured 0.981 of 1024 over 28 such reductions on the H200
     /// (0.855 to 1.016).
     pub contiguous_fill: u32,
+    /// A stored reduction over elements contiguous in memory (the
+    /// contiguous schedule) also writes the elementwise outputs laid out as
+    /// its results by those elements, reading them once
+    /// (`segment::try_plan`, `contiguous::build`'s `full`): a column-major
+    /// backward RMSNorm's gradient beside its weight gradient, 7 transfers
+    /// of the row-sized tensors down to 5. Not yet checked on the GPU or
+    /// timed, so off.
+    pub contiguous_join: bool,
     /// A row the loop schedule walks more than once (persistent.rs) is kept
     /// in shared memory after its first read, as much of it as leaves room
     /// for two blocks per multiprocessor (`row_cache`).
@@ -268,6 +276,7 @@ impl Default for Device {
             last_block_combine: false,
             contiguous_per_lane: 4,
             contiguous_fill: 8192,
+            contiguous_join: false,
             row_cache: true,
             next_row: 2,
             row_accumulators: 1,

@@ -123,12 +123,13 @@ pub fn build(
         let step = (splits * tile).to_string();
         let walked = Walked { f, r, xs: &xs, walk: &walk, red: &red, kept_idx: &kept_idx, width };
         crate::strided::emit_guarded(&mut lw, rt, "r", &start, &k.to_string(), &step, batch, |lw, ok| {
-            walked.fold(lw, |lw, xv| {
+            walked.fold(lw, |lw, xv, _, _| {
                 let fold = match &mean {
                     None => reduction::step(&op, acc, "a", xv),
                     Some(m) => format!("{{ const {t} dv = {xv} - {m}; a += dv * dv; }}", t = ctype::reg(acc)),
                 };
-                lw.line(&crate::strided::guarded(ok, &fold))
+                lw.line(&crate::strided::guarded(ok, &fold));
+                Ok(())
             })
         })?;
         lw.line(&format!(
@@ -200,11 +201,11 @@ pub(crate) struct Walked<'a> {
 impl Walked<'_> {
     /// Writes one iteration at walk index `r`: each lane's element, read
     /// (a wide load where the lanes allow) and converted to the accumulator,
-    /// handed to `step`.
+    /// handed to `step` with the lane and its index over the walked dims.
     pub fn fold(
         &self,
         lw: &mut crate::lower::Lowerer,
-        mut step: impl FnMut(&mut crate::lower::Lowerer, &str),
+        mut step: impl FnMut(&mut crate::lower::Lowerer, &str, usize, &[Ix]) -> Result<(), CodegenError>,
     ) -> Result<(), CodegenError> {
         let (f, r, red, width) = (self.f, self.r, self.red, self.width);
         let it = lw.idx_type;
@@ -235,7 +236,7 @@ impl Walked<'_> {
             let xv = lw.value_at(r.x, &x_idx)?;
             let xv = ctype::convert(f.value(r.x).dtype, r.value_dtype(f), &xv);
             let xv = ctype::convert(r.value_dtype(f), r.acc(f), &xv);
-            step(lw, &xv);
+            step(lw, &xv, j, &red_idx)?;
         }
         lw.lanes = None;
         Ok(())

@@ -335,6 +335,7 @@ fn try_plan(
             before_rows: false,
             epilogue: vec![],
             joined: beside.is_some(),
+            full: vec![],
         };
         let u = Unit::chosen(cand(format!("fb_r{}", red.node), work), &cx, &dev)?;
         match sums {
@@ -392,6 +393,7 @@ fn try_plan(
                 before_rows: true,
                 epilogue: vec![],
                 joined: false,
+                full: vec![],
             };
             let name = format!("fb_r{}", all_reds[r].node);
             standalone.insert(r, Unit::chosen(cand(name, work), &cx, &dev)?);
@@ -413,6 +415,42 @@ fn try_plan(
                 )),
                 Some(rw.inner.iter().chain(&rw.totals).copied().collect()),
             ));
+        }
+    }
+    // `Device::contiguous_join`: a stored reduction over elements contiguous
+    // in memory writes the elementwise outputs laid out as its results by
+    // those elements (a column-major backward RMSNorm's gradient beside its
+    // weight gradient), reading them once. It is built after the other
+    // stored reductions, whose results those outputs may read, so only where
+    // no other reduction reads it.
+    let mut joined: Vec<(usize, Unit)> = Vec::new();
+    if dev.contiguous_join {
+        let keys: Vec<usize> = standalone.keys().copied().collect();
+        for r in keys {
+            let red = &all_reds[r];
+            let read_by_others = all_reds
+                .iter()
+                .enumerate()
+                .any(|(i, o)| i != r && direct(f, std::iter::once(o.x), all_reds).contains(&r));
+            if standalone[&r].schedule.name() != "contiguous" || read_by_others {
+                continue;
+            }
+            let xs = f.value(red.x).shape.clone().unwrap_or_default();
+            let mut shape = red.kept_extents(f);
+            shape.extend(crate::memory::by_memory(f, layouts, red.x, &red.dims).iter().map(|&d| xs[d]));
+            let Some(i) = pointwise_groups.iter().position(|&gi| {
+                let (s, outs) = &groups[gi];
+                let reads = direct(f, outs.iter().map(|o| o.0), all_reds);
+                *s == shape && reads.iter().all(|d| *d != r && standalone.contains_key(d))
+            }) else {
+                continue;
+            };
+            let full = groups[pointwise_groups.remove(i)].1.clone();
+            let mut u = standalone.remove(&r).expect("a key of standalone");
+            if let Work::Stored { full: f, .. } = &mut u.c.work {
+                *f = full;
+            }
+            joined.push((r, u));
         }
     }
     // Pointwise groups with one element per column that read only a row
@@ -492,7 +530,8 @@ fn try_plan(
     }
     // Then stored reductions, row kernels (those with partials of sums over
     // rows first) and elementwise kernels: the order temporaries are numbered in.
-    for (&r, u) in standalone.iter_mut() {
+    let stored = standalone.iter_mut().map(|(&r, u)| (r, u)).chain(joined.iter_mut().map(|(r, u)| (*r, u)));
+    for (r, u) in stored {
         let red = &all_reds[r];
         // Pointwise groups that read only this reduction, one element per
         // result in order, are written by its last kernel.
@@ -506,7 +545,11 @@ fn try_plan(
             }
             !fits
         });
-        let roots = std::iter::once(red.x).chain(epilogue.iter().map(|o| o.0));
+        let full = match &u.c.work {
+            Work::Stored { full, .. } => full.clone(),
+            _ => vec![],
+        };
+        let roots = std::iter::once(red.x).chain(epilogue.iter().chain(&full).map(|o| o.0));
         build_specials(&mut cx, &mut kernels, roots.collect())?;
         if let Work::Stored { epilogue: e, .. } = &mut u.c.work {
             *e = epilogue;

@@ -78,3 +78,71 @@ fn strided_loops_issue_a_batch_of_loads_then_the_rest() {
     let g = &p.source[p.source.find("fb_r0_g0(").unwrap()..];
     assert!(g.contains("__ldg(") && !g.contains("__ldcs("), "{g}");
 }
+
+/// A column-major backward RMSNorm (as `bench/patterns.py` writes it): the
+/// weight gradient sums over dim 0, which is fastest in memory; the input
+/// gradient reads the per-row sum `ps` (over dim 1, stored first) at every
+/// element. `extra` appends ops before the outputs.
+fn column_major_rmsnorm_backward(dev: Device, extra: &str) -> Plan {
+    let f = script(&format!(
+        "    t0 = fd.define_tensor(shape=[1024, 2048], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False, stride_order=[0, 1])
+    t1 = fd.define_tensor(shape=[1024, 2048], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False, stride_order=[0, 1])
+    t2 = fd.define_tensor(shape=[1024, 1], contiguity=[True, None], dtype=DataType.Float, is_cpu=False)
+    t3 = fd.define_tensor(shape=[2048], contiguity=[True], dtype=DataType.BFloat16, is_cpu=False)
+    f0 = fd.ops.cast(t0, dtype=DataType.Float)
+    f1 = fd.ops.cast(t1, dtype=DataType.Float)
+    f3 = fd.ops.cast(t3, dtype=DataType.Float)
+    rb = fd.ops.expand(t2, shape=[1024, 2048])
+    xh = fd.ops.mul(f0, rb)
+    gxh = fd.ops.mul(f1, xh)
+    gwt = fd.ops.sum(gxh, dims=[0])
+    wb = fd.ops.broadcast_in_dim(f3, shape=[1024, 2048], broadcast_dims=[1])
+    gw = fd.ops.mul(f1, wb)
+    p = fd.ops.mul(gw, xh)
+    ps = fd.ops.sum(p, dims=[1], keepdim=True)
+    pmb = fd.ops.expand(ps, shape=[1024, 2048])
+    t = fd.ops.mul(xh, pmb)
+    d = fd.ops.sub(gw, t)
+    gx = fd.ops.mul(d, rb)
+{extra}    o0 = fd.ops.cast(gx, dtype=DataType.BFloat16)
+    o1 = fd.ops.cast(gwt, dtype=DataType.BFloat16)
+    fd.add_output(o0)
+    fd.add_output(o1)
+"
+    ));
+    let layouts = common::declared_layouts(&f);
+    plan(&f, &layouts, dev).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn the_elementwise_gradient_joins_the_contiguous_weight_gradient_when_asked() {
+    // Off (the default): the weight gradient, the row sum (partials and a
+    // combine) and the gradient each read the two row-sized inputs.
+    let apart = column_major_rmsnorm_backward(Device::default(), "");
+    assert_eq!(apart.kernels.len(), 4, "{:?}", apart.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>());
+    // Joined: the row sum first, then one contiguous kernel sums the weight
+    // gradient and writes the gradient (its permute into memory order) from
+    // the same loads, a 16-byte store per vector.
+    let joined = column_major_rmsnorm_backward(Device { contiguous_join: true, ..Device::default() }, "");
+    let names: Vec<_> = joined.kernels.iter().map(|k| k.schedule).collect();
+    assert_eq!(names, [Schedule::OuterPartial, Schedule::OuterCombine, Schedule::Contiguous]);
+    let k = &joined.kernels[2];
+    assert!(k.summary.contains("writes [o1, o0_alloc]"), "{}", k.summary);
+    let code = common::kernels(&joined);
+    let body = &code[code.find(&format!(" {}(", k.name)).unwrap()..];
+    // The batch's first copy: each input loaded once for both.
+    let copy = &body[..body.find("const int r = fb_at1 + (int)(1)").unwrap()];
+    assert_eq!(copy.matches("&in0[").count(), 1, "{copy}");
+    assert_eq!(copy.matches("&in1[").count(), 1, "{copy}");
+    assert!(copy.contains("*reinterpret_cast<uint4*>(&out0[((o * 1024) + r)])"), "{copy}");
+}
+
+#[test]
+fn an_output_that_reads_the_contiguous_sum_stays_apart() {
+    // gx shifted by the weight gradient it sits beside: it cannot be written
+    // before that sum is done, so no join.
+    let extra = "    gwb = fd.ops.broadcast_in_dim(gwt, shape=[1024, 2048], broadcast_dims=[1])\n    gx = fd.ops.add(gx, gwb)\n";
+    let p = column_major_rmsnorm_backward(Device { contiguous_join: true, ..Device::default() }, extra);
+    assert!(p.kernels.iter().all(|k| !k.summary.contains("o0_alloc]") || k.schedule != Schedule::Contiguous));
+    assert_eq!(p.kernels.len(), 4, "{:?}", p.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>());
+}

@@ -18,24 +18,32 @@ fn planning_never_panics() {
             .iter()
             .map(|r| r.strides().map(|s| (s, 0)))
             .collect();
-        match plan(&f, &layouts, Device::default()) {
-            Ok(p) => {
-                for (o, out) in p.outputs.iter().enumerate() {
-                    if matches!(out.source, OutputSource::Written) {
-                        let written = p
-                            .kernels
-                            .iter()
-                            .any(|k| k.args.contains(&KernelArg::Output(o)));
-                        assert!(
-                            written,
-                            "fusion {i}: output {o} has no kernel: {:?}",
-                            p.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>()
-                        );
+        // Also with the contiguous join (off by default), which moves
+        // outputs into a reduction's kernel.
+        let join = Device {
+            contiguous_join: true,
+            ..Device::default()
+        };
+        for dev in [Device::default(), join] {
+            match plan(&f, &layouts, dev) {
+                Ok(p) => {
+                    for (o, out) in p.outputs.iter().enumerate() {
+                        if matches!(out.source, OutputSource::Written) {
+                            let written = p
+                                .kernels
+                                .iter()
+                                .any(|k| k.args.contains(&KernelArg::Output(o)));
+                            assert!(
+                                written,
+                                "fusion {i}: output {o} has no kernel: {:?}",
+                                p.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>()
+                            );
+                        }
                     }
                 }
+                // Unsupported shapes are errors with a reason, not crashes.
+                Err(e) => assert!(!e.to_string().is_empty()),
             }
-            // Unsupported shapes are errors with a reason, not crashes.
-            Err(e) => assert!(!e.to_string().is_empty()),
         }
     }
 }

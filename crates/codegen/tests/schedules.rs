@@ -120,6 +120,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
                 before_rows: false,
                 epilogue: vec![],
                 joined: false,
+                full: vec![],
             },
         ),
         (
@@ -130,6 +131,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
                 before_rows: true,
                 epilogue: vec![],
                 joined: false,
+                full: vec![],
             },
         ),
         (
@@ -140,6 +142,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
                 before_rows: false,
                 epilogue: vec![],
                 joined: false,
+                full: vec![],
             },
         ),
         (
@@ -150,6 +153,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
                 before_rows: false,
                 epilogue: vec![],
                 joined: false,
+                full: vec![],
             },
         ),
         (
@@ -182,6 +186,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
                 before_rows: false,
                 epilogue: vec![],
                 joined: false,
+                full: vec![],
             },
             cm,
         )])

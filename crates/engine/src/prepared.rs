@@ -197,6 +197,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         last_block_combine: k.last_block_combine.unwrap_or(d.last_block_combine),
         contiguous_per_lane: k.contiguous_per_lane.unwrap_or(d.contiguous_per_lane),
         contiguous_fill: k.contiguous_fill.unwrap_or(d.contiguous_fill),
+        contiguous_join: k.contiguous_join.unwrap_or(d.contiguous_join),
         row_cache: k.row_cache.unwrap_or(d.row_cache),
         next_row: k.next_row.unwrap_or(d.next_row),
         row_accumulators: k.row_accumulators.unwrap_or(d.row_accumulators),

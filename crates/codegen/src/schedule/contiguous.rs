@@ -46,6 +46,10 @@ impl Schedule for Contiguous {
         out: &mut Vec<(String, Kernel)>,
     ) -> Result<(), CodegenError> {
         let (red, epilogue) = c.stored(self.name()).map_err(CodegenError::NoFit)?;
-        crate::contiguous::build(cx, &c.name, &c.reds[red], epilogue, out)
+        let full = match &c.work {
+            Work::Stored { full, .. } => full.as_slice(),
+            _ => &[],
+        };
+        crate::contiguous::build(cx, &c.name, &c.reds[red], epilogue, full, out)
     }
 }

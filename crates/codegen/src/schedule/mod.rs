@@ -96,6 +96,11 @@ pub enum Work {
         /// A sum over rows with elementwise outputs over the same rows x
         /// columns, which a row kernel computing it would write too.
         joined: bool,
+        /// Elementwise outputs over the reduced elements, laid out as the
+        /// results (kept dims) by the reduced dims in memory order, written
+        /// as the kernel reads those elements (`contiguous` only;
+        /// `Device::contiguous_join`).
+        full: Vec<(ValueId, usize)>,
     },
     /// Outputs of one shape, each element computed from inputs alone (or
     /// stored reductions).
@@ -155,6 +160,9 @@ impl Candidate<'_> {
     /// only `Work::Stored`; the error names `schedule` and the candidate.
     pub fn stored(&self, schedule: &str) -> Result<StoredWork<'_>, String> {
         match &self.work {
+            Work::Stored { full, .. } if !full.is_empty() && schedule != "contiguous" => {
+                Err(format!("{schedule}: {} writes elementwise outputs only the contiguous schedule writes", self.name))
+            }
             Work::Stored { red, epilogue, .. } => Ok((*red, epilogue)),
             _ => Err(format!("{schedule}: {} is not a stored reduction", self.name)),
         }
