@@ -425,30 +425,41 @@ fn try_plan(
     // no other reduction reads it.
     let mut joined: Vec<(usize, Unit)> = Vec::new();
     if dev.contiguous_join {
-        let keys: Vec<usize> = standalone.keys().copied().collect();
-        for r in keys {
+        // Each candidate reduction with the pointwise group laid out over its
+        // reduced elements; then those whose group reads another candidate
+        // are dropped, so every group reads only results stored before it.
+        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        for (&r, u) in &standalone {
             let red = &all_reds[r];
             let read_by_others = all_reds
                 .iter()
                 .enumerate()
                 .any(|(i, o)| i != r && direct(f, std::iter::once(o.x), all_reds).contains(&r));
-            if standalone[&r].schedule.name() != "contiguous" || read_by_others {
+            if u.schedule.name() != "contiguous" || read_by_others {
                 continue;
             }
             let xs = f.value(red.x).shape.clone().unwrap_or_default();
             let mut shape = red.kept_extents(f);
             shape.extend(crate::memory::by_memory(f, layouts, red.x, &red.dims).iter().map(|&d| xs[d]));
-            let Some(i) = pointwise_groups.iter().position(|&gi| {
-                let (s, outs) = &groups[gi];
+            let taken = |gi: &usize| pairs.iter().any(|&(_, g)| g == *gi);
+            let found = pointwise_groups.iter().copied().find(|gi| {
+                let (s, outs) = &groups[*gi];
                 let reads = direct(f, outs.iter().map(|o| o.0), all_reds);
-                *s == shape && reads.iter().all(|d| *d != r && standalone.contains_key(d))
-            }) else {
-                continue;
-            };
-            let full = groups[pointwise_groups.remove(i)].1.clone();
+                *s == shape && !taken(gi) && reads.iter().all(|d| *d != r && standalone.contains_key(d))
+            });
+            if let Some(gi) = found {
+                pairs.push((r, gi));
+            }
+        }
+        let candidates: Vec<usize> = pairs.iter().map(|&(r, _)| r).collect();
+        pairs.retain(|&(_, gi)| {
+            !direct(f, groups[gi].1.iter().map(|o| o.0), all_reds).iter().any(|d| candidates.contains(d))
+        });
+        for (r, gi) in pairs {
+            pointwise_groups.retain(|&g| g != gi);
             let mut u = standalone.remove(&r).expect("a key of standalone");
-            if let Work::Stored { full: f, .. } = &mut u.c.work {
-                *f = full;
+            if let Work::Stored { full, .. } = &mut u.c.work {
+                *full = groups[gi].1.clone();
             }
             joined.push((r, u));
         }
