@@ -14,4 +14,4 @@ $venv/bin/maturin build --release -m crates/python/Cargo.toml -o target/wheels
 $venv/bin/python -m pip install -q --disable-pip-version-check --force-reinstall target/wheels/fusebench-*.whl
 # numpy exports DLPack on the CPU: the reader's tests use it.
 $venv/bin/python -m pip install -q --disable-pip-version-check numpy
-(cd target && pyvenv/bin/python ../crates/python/tests/test_fusebench.py -v)
+(cd target && pyvenv/bin/python ../crates/python/tests/test_fusebench.py -v && pyvenv/bin/python ../crates/python/tests/test_thunder.py -v)

@@ -1,0 +1,59 @@
+"""`fusebench.thunder.report` on litgpt models, forward and backward, on the GPU machine.
+
+Each model (a few layers of a litgpt config, bf16, batch x 1024 tokens) is compiled with
+`thunder.jit(model, nv_store_fusion_inputs=True)`; one training step (the forward, then the backward of the
+loss) is reported: every nvFusion in the step, online and from its saved repro in a fresh process.
+
+    source .peer/activate.sh && pip install --no-deps --target /tmp/fbpy .gpu/fusebench-*.whl
+    PYTHONPATH=/tmp/fbpy:$PYTHONPATH python3 bench/thunder_report.py OUT_DIR [--models Llama-3-8B:2,phi-2:2] [--batch 2]
+"""
+import argparse
+import os
+
+import torch
+
+import fusebench.thunder
+
+
+def model_step(name, layers, batch):
+    import thunder
+    from litgpt import GPT, Config
+
+    torch.manual_seed(0)
+    cfg = Config.from_name(name, n_layer=layers, block_size=1024)
+    with torch.device("cuda"):
+        torch.set_default_dtype(torch.bfloat16)
+        model = GPT(cfg)
+        torch.set_default_dtype(torch.float32)
+    jm = thunder.jit(model, nv_store_fusion_inputs=True)
+    idx = torch.randint(0, cfg.padded_vocab_size, (batch, 1024), device="cuda")
+    target = torch.randint(0, cfg.padded_vocab_size, (batch, 1024), device="cuda")
+
+    def step():
+        logits = jm(idx)
+        loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), target.flatten())
+        loss.backward()
+
+    return jm, step
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--models", default="Llama-3-8B:2,phi-2:2", help="NAME:LAYERS, comma-separated")
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--max-time", type=float, default=0.5)
+    a = ap.parse_args()
+    for spec in a.models.split(","):
+        name, layers = spec.split(":")
+        jm, step = model_step(name, int(layers), a.batch)
+        out = os.path.join(a.out, name)
+        r = fusebench.thunder.report(jm, out=out, step=step, max_time=a.max_time)
+        print(f"== {name}, {layers} layers, batch {a.batch} x 1024 tokens")
+        print(r)
+        r.to_json(os.path.join(out, "report.json"))
+        r.to_markdown(os.path.join(out, "report.md"))
+
+
+if __name__ == "__main__":
+    main()
