@@ -114,6 +114,20 @@ class TheReport(unittest.TestCase):
         self.assertEqual(doc["step"]["kernels"], 9)
 
 
+class TheCause(unittest.TestCase):
+    def test_explains_most_likely_cause_or_its_verdict(self):
+        import pathlib
+
+        import fusebench
+
+        fx = pathlib.Path(__file__).resolve().parents[3] / "crates" / "measure" / "tests" / "fixtures" / "explain"
+        rec = lambda n: fusebench.Measurement.from_json((fx / f"{n}.json").read_text())
+        cause = ft.first_cause(fusebench.explain(rec("b1-cold"), rec("b1-warm")))
+        self.assertTrue(cause.startswith("working set vs L2 size"), cause)
+        same = ft.first_cause(fusebench.explain(rec("seed-cold-1"), rec("seed-cold-2")))
+        self.assertTrue(same, same)
+
+
 class SavedRunner(unittest.TestCase):
     def test_the_definition_leaves_out_the_execute_call(self):
         script = "import torch\nwith FusionDefinition() as fd:\n    nvfuser_fusion(fd)\ninputs = [1]\nfd.execute(inputs)\n"

@@ -276,7 +276,7 @@ def report(compiled, *args, out="fusions", step=None, max_time=1.0, **kwargs):
             ),
             "peak_mib_alone": saved.get("peak_mib"),
             "repro": path,
-            "cause": _first_cause(fusebench.explain(cold, s_cold)),
+            "cause": first_cause(fusebench.explain(cold, s_cold)),
             "explain_online_vs_saved_cold": str(fusebench.explain(cold, s_cold)),
         })
     fusion_us = sum(r["in_step_us"] or 0.0 for r in rows)
@@ -289,12 +289,15 @@ def _rel(m):
     return (hi - lo) / 2 / m.median if m.median else 0.0
 
 
-def _first_cause(explanation):
-    """The first line of `explain`'s text that names a cause (its verdict), for the table."""
-    for line in str(explanation).splitlines():
-        line = line.strip()
-        if line:
-            return line
+def first_cause(explanation):
+    """`explain`'s most likely cause with its share, or its verdict where it names none (within noise)."""
+    lines = [line.strip() for line in str(explanation).splitlines()]
+    for line in lines:
+        if line.startswith("Most likely cause:"):
+            return line[len("Most likely cause:"):].strip()
+    for line in lines:
+        if line.startswith("B − A") or line.startswith("B - A"):
+            return line.split(":")[-1].strip()
     return ""
 
 
