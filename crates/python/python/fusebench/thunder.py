@@ -260,6 +260,7 @@ def report(compiled, *args, out="fusions", step=None, max_time=1.0, **kwargs):
             notes.append(f"{key}: its {len(sig)} kernels were not found as one run in the step's {len(step_kernels)}")
         lo, hi = s_cold.ci
         ratio = in_step / s_cold.median if in_step else None
+        why = fusebench.explain(cold, s_cold)
         rows.append({
             "key": key,
             "kernels": len(sig),
@@ -276,8 +277,8 @@ def report(compiled, *args, out="fusions", step=None, max_time=1.0, **kwargs):
             ),
             "peak_mib_alone": saved.get("peak_mib"),
             "repro": path,
-            "cause": first_cause(fusebench.explain(cold, s_cold)),
-            "explain_online_vs_saved_cold": str(fusebench.explain(cold, s_cold)),
+            "cause": first_cause(why),
+            "explain_online_vs_saved_cold": str(why),
         })
     fusion_us = sum(r["in_step_us"] or 0.0 for r in rows)
     step_row = {"median_us": m_step.median, "kernels": len(step_kernels), "fusion_us": fusion_us, "peak_mib": step_peak}
