@@ -5,7 +5,7 @@ Each model (a few layers of a litgpt config, bf16, batch x 1024 tokens) is compi
 loss) is reported: every nvFusion in the step, online and from its saved repro in a fresh process.
 
     source .peer/activate.sh && pip install --no-deps --target /tmp/fbpy .gpu/fusebench-*.whl
-    PYTHONPATH=/tmp/fbpy:$PYTHONPATH python3 bench/thunder_report.py OUT_DIR [--models Llama-3-8B:2,phi-2:2] [--batch 2]
+    PYTHONPATH=/tmp/fbpy:$PYTHONPATH python3 bench/thunder_report.py OUT_DIR [--models Llama-3.2-1B:2,phi-2:2] [--batch 2]   (or scripts/gpu.sh thunder)
 """
 import argparse
 import os
@@ -40,7 +40,7 @@ def model_step(name, layers, batch):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--models", default="Llama-3-8B:2,phi-2:2", help="NAME:LAYERS, comma-separated")
+    ap.add_argument("--models", default="Llama-3.2-1B:2,phi-2:2", help="NAME:LAYERS, comma-separated")
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--max-time", type=float, default=0.5)
     a = ap.parse_args()

@@ -6,6 +6,7 @@
 #          scripts/gpu.sh repro [ARGS] (two invocations compared, cache policies, copy ceilings)
 #          scripts/gpu.sh program      (programs saved, compared in-program vs standalone, explain pairs)
 #          scripts/gpu.sh python [ARGS] (the Python module's GPU tests, the report redone, bench/peers.py)
+#          scripts/gpu.sh thunder [ARGS] (fusebench.thunder.report on litgpt models, ARGS to bench/thunder_report.py; carry .peer)
 #          scripts/gpu.sh nvbench      (a file nvbench itself writes; cuda-bench wheels in .gpu/wheels)
 #          scripts/gpu.sh flush [ARGS] (L2 flush by write vs by read: copy ceilings, cold program vs standalone)
 #          scripts/gpu.sh figures      (copy ceilings by the same method, % of copy, gather bytes, explain's planted pairs)
@@ -264,6 +265,17 @@ python)
     python3 bench/report_repro.py "$out/report" 2>"$out/report-stderr.txt" || tail -20 "$out/report-stderr.txt"
     python3 bench/peers.py $shared/corpus --json "$out/peers.json" "$@" 2>"$out/peers-stderr.txt"
     grep -B1 FAILED "$out/peers-stderr.txt" | head -20
+    ;;
+thunder)
+    # Issue 16: every nvFusion of litgpt models' training steps, in the step, online and saved
+    # (bench/thunder_report.py; default Llama-3.2-1B and phi-2 at 2 layers, batch 2 x 1024).
+    shift || true
+    mkdir -p "$out"
+    source .peer/activate.sh
+    pip install -q --no-deps --no-index --target /tmp/fbpy .gpu/fusebench-*.whl
+    export PYTHONPATH=/tmp/fbpy:${PYTHONPATH:-}
+    python3 bench/thunder_report.py "$out/thunder" --models Llama-3.2-1B:2,phi-2:2 "$@" 2>"$out/thunder-stderr.txt" \
+        || tail -30 "$out/thunder-stderr.txt"
     ;;
 flush)
     # The L2 flush by a write (memset) against one by a read: copy ceilings, and every
