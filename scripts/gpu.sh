@@ -25,6 +25,13 @@ bin=./target/release/fusebench
 out=${OUT:-/tmp/fusebench-out}
 shared=.gpu/shared
 
+# peer_python: the peers' Python (.peer: nvFuser, Thunder, PyTorch) with the staged wheel importable.
+peer_python() {
+    source .peer/activate.sh
+    pip install -q --no-deps --no-index --target /tmp/fbpy .gpu/fusebench-*.whl
+    export PYTHONPATH=/tmp/fbpy:${PYTHONPATH:-}
+}
+
 # rec NAME COMMAND...: the record of a `bench --json` of one fusion, as $out/planted/NAME.json.
 rec() {
     local name=$1
@@ -86,9 +93,7 @@ patterns)
     for a in "$@" +; do
         if [ "$a" = + ]; then python3 bench/patterns.py /tmp/sweep "${sel[@]}"; sel=(); else sel+=("$a"); fi
     done
-    source .peer/activate.sh
-    pip install -q --no-deps --no-index --target /tmp/fbpy .gpu/fusebench-*.whl
-    export PYTHONPATH=/tmp/fbpy:${PYTHONPATH:-}
+    peer_python
     python3 bench/peers.py /tmp/sweep --compile all --skip eager --precompile 14 --by-pattern \
         --json "$out/sweep.json" >"$out/sweep.txt" 2>"$out/sweep-stderr.txt"
     echo "peers exit $?"
@@ -258,9 +263,7 @@ python)
     # original report redone, and every corpus fusion timed by each peer (carry .gpu and .peer).
     shift || true
     mkdir -p "$out"
-    source .peer/activate.sh
-    pip install -q --no-deps --no-index --target /tmp/fbpy .gpu/fusebench-*.whl
-    export PYTHONPATH=/tmp/fbpy:${PYTHONPATH:-}
+    peer_python
     python3 crates/python/tests/test_fusebench.py 2>&1 | tail -4
     python3 bench/report_repro.py "$out/report" 2>"$out/report-stderr.txt" || tail -20 "$out/report-stderr.txt"
     python3 bench/peers.py $shared/corpus --json "$out/peers.json" "$@" 2>"$out/peers-stderr.txt"
@@ -271,9 +274,7 @@ thunder)
     # (bench/thunder_report.py; default Llama-3.2-1B and phi-2 at 2 layers, batch 2 x 1024).
     shift || true
     mkdir -p "$out"
-    source .peer/activate.sh
-    pip install -q --no-deps --no-index --target /tmp/fbpy .gpu/fusebench-*.whl
-    export PYTHONPATH=/tmp/fbpy:${PYTHONPATH:-}
+    peer_python
     python3 bench/thunder_report.py "$out/thunder" --models Llama-3.2-1B:2,phi-2:2 "$@" 2>"$out/thunder-stderr.txt" \
         || tail -30 "$out/thunder-stderr.txt"
     ;;
