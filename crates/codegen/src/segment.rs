@@ -429,13 +429,14 @@ fn try_plan(
         // reduced elements; then those whose group reads another candidate
         // are dropped, so every group reads only results stored before it.
         let mut pairs: Vec<(usize, usize)> = Vec::new();
+        // Reductions that another reduction reads (a reduction never reads itself).
+        let read: BTreeSet<usize> = all_reds
+            .iter()
+            .flat_map(|o| direct(f, std::iter::once(o.x), all_reds))
+            .collect();
         for (&r, u) in &standalone {
             let red = &all_reds[r];
-            let read_by_others = all_reds
-                .iter()
-                .enumerate()
-                .any(|(i, o)| i != r && direct(f, std::iter::once(o.x), all_reds).contains(&r));
-            if u.schedule.name() != "contiguous" || read_by_others {
+            if u.schedule.name() != "contiguous" || read.contains(&r) {
                 continue;
             }
             let xs = f.value(red.x).shape.clone().unwrap_or_default();
