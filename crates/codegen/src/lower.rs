@@ -311,9 +311,9 @@ impl<'f> Lowerer<'f> {
                         let xs = self.shape(*x);
                         let dx = self.invariant(*x, xs.len());
                         // Negative dims count from the end, as the script may write them.
-                        let at = |b: i64| if b < 0 { b + rank as i64 } else { b };
+                        let at = |b: i64| fusebench_ir::infer::norm_dim("broadcast_in_dim", b, rank).ok();
                         (0..rank)
-                            .map(|j| match broadcast_dims.iter().position(|&b| at(b) == j as i64) {
+                            .map(|j| match broadcast_dims.iter().position(|&b| at(b) == Some(j)) {
                                 None => true,
                                 Some(i) => xs[i] == 1 || dx[i],
                             })
