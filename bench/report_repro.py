@@ -19,6 +19,7 @@ import sys
 import torch
 
 import fusebench
+from fusebench._saved import definition
 
 TOKENS = 255  # the report fed ids drawn from [0, 255)
 
@@ -73,7 +74,7 @@ def online(out_dir):
 
 
 def saved(path):
-    text = open(path).read().replace("fd.execute(inputs)", "")
+    text = definition(open(path).read())
     ns = {}
     exec(compile(text, path, "exec"), ns)
     fd, inputs = ns["fd"], ns["inputs"]
