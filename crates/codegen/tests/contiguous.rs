@@ -115,15 +115,15 @@ fn column_major_rmsnorm_backward(dev: Device, extra: &str) -> Plan {
 }
 
 #[test]
-fn the_elementwise_gradient_joins_the_contiguous_weight_gradient_when_asked() {
-    // Off (the default): the weight gradient, the row sum (partials and a
-    // combine) and the gradient each read the two row-sized inputs.
-    let apart = column_major_rmsnorm_backward(Device::default(), "");
+fn the_elementwise_gradient_joins_the_contiguous_weight_gradient() {
+    // Off: the weight gradient, the row sum (partials and a combine) and the
+    // gradient each read the two row-sized inputs.
+    let apart = column_major_rmsnorm_backward(Device { contiguous_join: false, ..Device::default() }, "");
     assert_eq!(apart.kernels.len(), 4, "{:?}", apart.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>());
-    // Joined: the row sum first, then one contiguous kernel sums the weight
+    // Joined (the default): the row sum first, then one contiguous kernel sums the weight
     // gradient and writes the gradient (its permute into memory order) from
     // the same loads, a 16-byte store per vector.
-    let joined = column_major_rmsnorm_backward(Device { contiguous_join: true, ..Device::default() }, "");
+    let joined = column_major_rmsnorm_backward(Device::default(), "");
     let names: Vec<_> = joined.kernels.iter().map(|k| k.schedule).collect();
     assert_eq!(names, [Schedule::OuterPartial, Schedule::OuterCombine, Schedule::Contiguous]);
     let k = &joined.kernels[2];
@@ -142,7 +142,7 @@ fn an_output_that_reads_the_contiguous_sum_stays_apart() {
     // gx shifted by the weight gradient it sits beside: it cannot be written
     // before that sum is done, so no join.
     let extra = "    gwb = fd.ops.broadcast_in_dim(gwt, shape=[1024, 2048], broadcast_dims=[1])\n    gx = fd.ops.add(gx, gwb)\n";
-    let p = column_major_rmsnorm_backward(Device { contiguous_join: true, ..Device::default() }, extra);
+    let p = column_major_rmsnorm_backward(Device::default(), extra);
     assert!(p.kernels.iter().all(|k| !k.summary.contains("o0_alloc]") || k.schedule != Schedule::Contiguous));
     assert_eq!(p.kernels.len(), 4, "{:?}", p.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>());
 }

@@ -18,13 +18,13 @@ fn planning_never_panics() {
             .iter()
             .map(|r| r.strides().map(|s| (s, 0)))
             .collect();
-        // Also with the contiguous join (off by default), which moves
+        // Also without the contiguous join (on by default), which moves
         // outputs into a reduction's kernel.
-        let join = Device {
-            contiguous_join: true,
+        let apart = Device {
+            contiguous_join: false,
             ..Device::default()
         };
-        for dev in [Device::default(), join] {
+        for dev in [Device::default(), apart] {
             match plan(&f, &layouts, dev) {
                 Ok(p) => {
                     for (o, out) in p.outputs.iter().enumerate() {
