@@ -15,6 +15,34 @@ def k(name, us, grid=G, block=B):
     return (name, grid, block, us)
 
 
+class StepCause(unittest.TestCase):
+    def test_within_noise_is_as_saved_cold(self):
+        text, share = ft.step_cause(10.05, 8.0, 10.0, 12.0, 0.01)
+        self.assertIn("within noise", text)
+        self.assertIsNone(share)
+
+    def test_faster_in_the_step_is_placed_between_cold_and_warm(self):
+        text, share = ft.step_cause(9.0, 8.0, 10.0, 12.0, 0.01)
+        self.assertAlmostEqual(share, 0.5)
+        self.assertIn("50% of the way to saved warm", text)
+        text, share = ft.step_cause(7.0, 8.0, 10.0, 12.0, 0.01)
+        self.assertEqual(share, 1.0)
+        self.assertIn("beyond saved warm is not L2 state", text)
+
+    def test_slower_in_the_step_is_the_dirty_l2_share(self):
+        text, share = ft.step_cause(12.0, 8.0, 10.0, 11.0, 0.01)
+        self.assertAlmostEqual(share, 0.5)
+        self.assertIn("the other 50%: not L2 state", text)
+        text, share = ft.step_cause(12.0, 8.0, 10.0, 13.0, 0.01)
+        self.assertEqual(share, 1.0)
+        self.assertNotIn("not L2 state", text)
+
+    def test_a_dirty_l2_that_costs_nothing_is_not_the_cause(self):
+        text, share = ft.step_cause(12.0, 8.0, 10.0, 10.05, 0.01)
+        self.assertEqual(share, 0.0)
+        self.assertIn("not L2 state", text)
+
+
 class MatchKernels(unittest.TestCase):
     def test_a_fusion_is_found_past_other_kernels_and_summed(self):
         step = [k("gemm", 50.0), k("nvf_a", 3.0), k("nvf_b", 4.0), k("gemm", 50.0)]

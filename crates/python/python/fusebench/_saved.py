@@ -1,11 +1,12 @@
 """Times a saved nvFuser repro script in this process, as a fresh process meets it (`fusebench.thunder`).
 
-    python -m fusebench._saved SCRIPT [--name NAME] [--max-time S]
+    python -m fusebench._saved SCRIPT [--name NAME] [--max-time S] [--caches cold,warm]
 
 Runs the script's definition without its closing `fd.execute(inputs)`, puts the integer inputs saved beside
 it (SCRIPT.ints.pt, if there) in place of the script's random ones, times `fd.execute(inputs)` cold and warm
-with `fusebench.kernel_time`, and prints one JSON object: the two records (as JSON text) and the peak device
-memory of one call in MiB.
+with `fusebench.kernel_time` (the policies `--caches` names), and prints one JSON object: the records (as JSON
+text, keyed by policy) and the peak device memory of one call in MiB. The cold flush is the process's
+FUSEBENCH_FLUSH, read once per process: `fusebench.thunder` runs this again under FUSEBENCH_FLUSH=write.
 """
 
 import argparse
@@ -22,6 +23,7 @@ def main(argv=None):
     ap.add_argument("script")
     ap.add_argument("--name", default=None)
     ap.add_argument("--max-time", type=float, default=1.0)
+    ap.add_argument("--caches", default="cold,warm", help="the cache policies to time, comma-separated")
     a = ap.parse_args(argv)
 
     import os
@@ -39,7 +41,7 @@ def main(argv=None):
         for i, t in torch.load(a.script + ".ints.pt").items():
             inputs[i] = t.to(inputs[i].device) if isinstance(inputs[i], torch.Tensor) else t
     out = {}
-    for cache in ("cold", "warm"):
+    for cache in a.caches.split(","):
         m = fusebench.kernel_time(fd.execute, inputs, cache=cache, max_time=a.max_time, name=a.name, context="saved")
         out[cache] = m.to_json()
     torch.cuda.synchronize()

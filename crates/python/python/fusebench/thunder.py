@@ -3,7 +3,7 @@
     import thunder, fusebench.thunder
     jm = thunder.jit(model, nv_store_fusion_inputs=True)      # or thunderfx(model, nv_store_fusion_inputs=True)
     r = fusebench.thunder.report(jm, x, out="fusions/")
-    print(r)                    # one row per nvFusion: in-step, online cold/warm, saved cold/warm, ratio, cause
+    print(r)                    # one row per nvFusion: in-step, online and saved times, ratios, causes
     r.to_json("r.json"); r.to_markdown("r.md")
 
 What it does, in order:
@@ -19,10 +19,12 @@ What it does, in order:
    alone, the first unclaimed run of them at or after where the fusion before it in its trace was found.
 4. Online: `kernel_time(fd.execute, inputs)` cold and warm, in this process.
 5. Saved: the fusion's repro (`fd.repro_script_for(inputs)`) written to `out`, and timed cold and warm in a
-   fresh process (`python -m fusebench._saved`). Integer inputs (indices) are saved beside it and used in
-   place of the script's random ones, which could lie outside the indexed range.
-6. `fusebench.explain(online cold, saved cold)` for each fusion; the peak device memory of the step and of
-   each fusion's standalone run.
+   fresh process (`python -m fusebench._saved`), then cold again in another after a write flush (L2 left full
+   of dirty lines, as a kernel that wrote leaves it in the step). Integer inputs (indices) are saved beside it
+   and used in place of the script's random ones, which could lie outside the indexed range.
+6. `fusebench.explain(online cold, saved cold)` for each fusion; the in-step time placed against the saved
+   warm, cold and dirty-L2 cold times (`step_cause`: the share of the difference the step's L2 state accounts
+   for); the peak device memory of the step and of each fusion's standalone run.
 
 Nothing here imports torch or thunder until `report` runs.
 """
@@ -84,10 +86,12 @@ class Report:
         ("online warm", "online_warm_us", "{:.2f}"),
         ("saved cold", "saved_cold_us", "{:.2f}"),
         ("saved warm", "saved_warm_us", "{:.2f}"),
+        ("saved cold, dirty L2", "saved_cold_write_us", "{:.2f}"),
         ("saved/online cold", "saved_vs_online_cold", "{:.3f}"),
+        ("saved vs online", "cause", "{}"),
         ("in step/saved cold", "in_step_vs_saved_cold", "{:.3f}"),
+        ("in step vs saved: why", "in_step_cause", "{}"),
         ("peak MiB alone", "peak_mib_alone", "{:.0f}"),
-        ("cause", "cause", "{}"),
     ]
 
     def __init__(self, rows, step, notes=()):
@@ -237,23 +241,35 @@ def report(compiled, *args, out="fusions", step=None, max_time=1.0, **kwargs):
             f"Thunder kept no inputs for {', '.join(missing)}: compile with nv_store_fusion_inputs=True "
             "(thunder.jit(model, nv_store_fusion_inputs=True), or the same keyword to thunderfx)"
         )
+    _say(f"{len(fusions)} nvFusions; timing the step")
     m_step = fusebench.kernel_time(step, cache="warm", max_time=max_time, name="step", context="in step")
     step_kernels = _kernels(m_step)
-    rows, sigs, online = [], [], {}
-    for key, group, w in fusions:
+    rows, sigs, online, notes = [], [], {}, []
+    for i, (key, group, w) in enumerate(fusions):
+        _say(f"[{i + 1}/{len(fusions)}] {key}: online")
         fd, inputs = w.last_used, list(w.last_inputs)
-        cold = fusebench.kernel_time(fd.execute, inputs, cache="cold", max_time=max_time, name=key, context="online")
-        warm = fusebench.kernel_time(fd.execute, inputs, cache="warm", max_time=max_time, name=key, context="online")
+        try:
+            cold = fusebench.kernel_time(fd.execute, inputs, cache="cold", max_time=max_time, name=key, context="online")
+            warm = fusebench.kernel_time(fd.execute, inputs, cache="warm", max_time=max_time, name=key, context="online")
+        except Exception as e:  # one fusion failing must not hide the others: it is listed with why
+            notes.append(f"{key}: timing it online failed: {e}")
+            continue
         online[key] = (cold, warm)
         sigs.append((key, group, [(n, g, b) for n, g, b, _ in _kernels(cold)]))
     found = match_kernels(step_kernels, sigs)
-    notes = []
-    for (key, group, w), (_, _, sig) in zip(fusions, sigs):
+    for i, (key, group, sig) in enumerate(sigs):
+        w = next(w for k, _, w in fusions if k == key)
         cold, warm = online[key]
         path = os.path.join(out, key.replace("/", "_") + ".py")
-        saved = _save_and_time(w.last_used, list(w.last_inputs), path, key, max_time)
+        _say(f"[{i + 1}/{len(sigs)}] {key}: saved, in a fresh process")
+        try:
+            saved = _save_and_time(w.last_used, list(w.last_inputs), path, key, max_time)
+        except ThunderReportError as e:
+            notes.append(str(e))
+            continue
         s_cold = fusebench.Measurement.from_json(saved["cold"])
         s_warm = fusebench.Measurement.from_json(saved["warm"])
+        s_cold_w = fusebench.Measurement.from_json(saved["cold_write"])
         hit = found.get(key)
         in_step = hit[0] if hit else None
         if hit is None:
@@ -261,6 +277,8 @@ def report(compiled, *args, out="fusions", step=None, max_time=1.0, **kwargs):
         lo, hi = s_cold.ci
         ratio = in_step / s_cold.median if in_step else None
         why = fusebench.explain(cold, s_cold)
+        noise = max(_rel(m_step), _rel(s_cold), 0.01)
+        in_step_why = step_cause(in_step, s_warm.median, s_cold.median, s_cold_w.median, noise) if in_step else None
         rows.append({
             "key": key,
             "kernels": len(sig),
@@ -269,20 +287,28 @@ def report(compiled, *args, out="fusions", step=None, max_time=1.0, **kwargs):
             "online_warm_us": warm.median,
             "saved_cold_us": s_cold.median,
             "saved_warm_us": s_warm.median,
+            "saved_cold_write_us": s_cold_w.median,
             "saved_vs_online_cold": s_cold.median / cold.median,
             "in_step_vs_saved_cold": ratio,
             # The in-step sum against the saved cold interval, widened by the step's own relative width.
-            "in_step_differs": bool(in_step) and not (
-                lo * (1 - _rel(m_step)) <= in_step <= hi * (1 + _rel(m_step))
-            ),
+            "in_step_differs": bool(in_step) and not (lo * (1 - _rel(m_step)) <= in_step <= hi * (1 + _rel(m_step))),
             "peak_mib_alone": saved.get("peak_mib"),
             "repro": path,
             "cause": first_cause(why),
+            "in_step_cause": in_step_why[0] if in_step_why else None,
+            "in_step_l2_share": in_step_why[1] if in_step_why else None,
             "explain_online_vs_saved_cold": str(why),
         })
     fusion_us = sum(r["in_step_us"] or 0.0 for r in rows)
-    step_row = {"median_us": m_step.median, "kernels": len(step_kernels), "fusion_us": fusion_us, "peak_mib": step_peak}
+    step_row = {"median_us": m_step.median, "kernels": len(step_kernels), "fusion_us": fusion_us, "peak_mib": step_peak,
+                # Each kernel of the step (name, grid, block, median us) and the fusions' matched indices, so
+                # that an unmatched fusion can be traced by hand.
+                "kernel_list": step_kernels, "matched": {k: v[1] for k, v in found.items() if v}}
     return Report(rows, step_row, notes)
+
+
+def _say(msg):
+    print(f"fusebench.thunder: {msg}", file=sys.stderr, flush=True)
 
 
 def _rel(m):
@@ -304,7 +330,8 @@ def first_cause(explanation):
 
 def _save_and_time(fd, inputs, path, key, max_time):
     """Writes the repro of `fd` on `inputs` to `path` (integer inputs beside it) and times it cold and warm
-    in a fresh process; returns the runner's JSON (records as JSON text, peak MiB)."""
+    in a fresh process, then cold after a write flush in another; returns the first runner's JSON (records
+    as JSON text, peak MiB) with the write-flushed cold record as "cold_write"."""
     import torch
 
     with open(path, "w") as f:
@@ -313,11 +340,45 @@ def _save_and_time(fd, inputs, path, key, max_time):
             and not t.is_complex() and t.dtype != torch.bool}
     if ints:
         torch.save(ints, path + ".ints.pt")
+    out = _run_saved(path, key, max_time, "cold,warm", {})
+    out["cold_write"] = _run_saved(path, key, max_time, "cold", {"FUSEBENCH_FLUSH": "write"})["cold"]
+    return out
+
+
+def _run_saved(path, key, max_time, caches, env):
     p = subprocess.run(
-        [sys.executable, "-m", "fusebench._saved", path, "--name", key, "--max-time", str(max_time)],
-        capture_output=True, text=True,
+        [sys.executable, "-m", "fusebench._saved", path, "--name", key, "--max-time", str(max_time), "--caches", caches],
+        capture_output=True, text=True, env={**os.environ, **env},
     )
     if p.returncode != 0:
         raise ThunderReportError(f"{key}: timing the saved repro {path} failed:\n{p.stderr.strip()[-2000:]}")
     # The last line: a repro script may print (its device header) before the runner does.
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def step_cause(in_step, warm, cold, cold_write, noise):
+    """Why a fusion's in-step time differs from its saved cold time, from the saved run under three L2 states:
+    warm (its own data left in L2), cold after a read flush (L2 clean, none of its data), cold after a write
+    flush (L2 full of dirty lines that must be written back, as a step leaves it after a kernel that wrote).
+    `noise`: the relative half-width within which two times are the same. Returns (text, share of the
+    difference the L2 state accounts for, or None where there is no difference)."""
+    d = in_step - cold
+    pct = 100 * d / cold
+    if abs(d) <= noise * cold:
+        return (f"as saved cold ({pct:+.1f}%, within noise)", None)
+    if d < 0:
+        if warm >= cold:
+            return (f"{pct:+.1f}% below saved cold, and saved warm is no faster: not L2 state", 0.0)
+        share = min(1.0, -d / (cold - warm))
+        text = f"{pct:+.1f}%: the step leaves part of its data in L2 ({100 * share:.0f}% of the way to saved warm)"
+        if in_step < warm * (1 - noise):
+            text += f"; {100 * (in_step - warm) / warm:+.1f}% beyond saved warm is not L2 state"
+        return (text, share)
+    extra = cold_write - cold
+    if extra <= noise * cold:
+        return (f"{pct:+.1f}% above saved cold; a dirty L2 (write flush) costs nothing here: not L2 state", 0.0)
+    share = min(1.0, extra / d)
+    text = f"{pct:+.1f}%: the L2 the step leaves is dirty; a write-flushed cold run accounts for {100 * share:.0f}%"
+    if share < 1.0:
+        text += f" (the other {100 * (1 - share):.0f}%: not L2 state, e.g. clocks or neighbours)"
+    return (text, share)
