@@ -126,6 +126,13 @@ pub struct Device {
     /// (0.77 to 1.12; 33 faster, the slowest cross-entropies of 1664-2560
     /// rows, where the fewer threads no longer fill the GPU).
     pub row_slack: bool,
+    /// A row kernel whose grid gives each block one iteration (every row
+    /// kernel but those walking a fixed grid) is written without the loop
+    /// over rows: with the loop the compiler keeps the vectors' addresses
+    /// live across iterations that never come (an f32 LayerNorm of 10496
+    /// held by 352 threads: 113 registers in the loop, 77 without, which
+    /// is two blocks per multiprocessor instead of one).
+    pub row_once: bool,
     /// The least blocks per multiprocessor a row kernel that holds its row
     /// declares (`__launch_bounds__`'s second number): 0 none, else the
     /// compiler caps each thread's registers to fit that many, spilling
@@ -283,6 +290,7 @@ impl Default for Device {
             block_held: crate::rowwise::BLOCK_HELD_MAX,
             row_vectors: 32,
             row_slack: true,
+            row_once: false,
             row_min_blocks: 0,
             row_packed: true,
             row_fill: 0,

@@ -826,10 +826,16 @@ fn build_unrolled(
             lw.line("__syncthreads();");
         }
     }
-    lw.open(&format!(
-        "for ({it} row = ({it})blockIdx.x * {per_iter}; row < {}; row += ({it})gridDim.x * {per_iter}) {{",
-        spec.rows
-    ));
+    // One iteration per block: no loop (`Device::row_once`).
+    let once = cx.dev.row_once && !copying && row_blocks * per_iter >= spec.rows;
+    lw.open(&if once {
+        format!("{{ const {it} row = ({it})blockIdx.x * {per_iter};")
+    } else {
+        format!(
+            "for ({it} row = ({it})blockIdx.x * {per_iter}; row < {}; row += ({it})gridDim.x * {per_iter}) {{",
+            spec.rows
+        )
+    });
     if let Some(n) = next.as_ref().filter(|_| copying) {
         lw.line("fb_copy_wait();");
         lw.open("{");
