@@ -338,14 +338,14 @@ fn a_broadcast_in_dim_over_the_rows_is_computed_once_per_chunk_too() {
 }
 
 #[test]
-fn a_row_kernel_with_a_block_per_row_has_no_loop_over_rows_when_asked() {
-    // 4096 rows of 14336: one block per row, so `row_once` drops the loop;
-    // without it the loop stays.
-    let once = planned(LOG_SUM_EXP, Device { row_once: true, ..Device::default() });
+fn a_row_kernel_with_a_block_per_row_has_no_loop_over_rows() {
+    // 4096 rows of 14336: one block per row, so `row_once` (the default)
+    // drops the loop; without it the loop stays.
+    let once = planned(LOG_SUM_EXP, Device::default());
     let code = common::kernels(&once);
     assert!(code.contains("{ const int row = (int)blockIdx.x * 1;"), "{code}");
     assert!(!code.contains("row += "), "{code}");
-    let looped = planned(LOG_SUM_EXP, Device::default());
+    let looped = planned(LOG_SUM_EXP, Device { row_once: false, ..Device::default() });
     let looped = common::kernels(&looped);
     assert!(looped.contains("row += (int)gridDim.x"), "{looped}");
 }
