@@ -18,7 +18,7 @@ What it does, in order:
    kernels are found in the step by their launch signature (name, grid, block) as the fusion launches them
    alone, the first unclaimed run of them at or after where the fusion before it in its trace was found.
 4. Online: `kernel_time(fd.execute, inputs)` cold and warm, in this process.
-5. Saved: the fusion's repro (`fd.repro_script_for(inputs)`) written to `out`, and timed cold and warm in a
+5. Saved (each fusion's row appended to `out/rows.jsonl` as it is done): the fusion's repro (`fd.repro_script_for(inputs)`) written to `out`, and timed cold and warm in a
    fresh process (`python -m fusebench._saved`), then cold again in another after a write flush (L2 left full
    of dirty lines, as a kernel that wrote leaves it in the step). Integer inputs (indices) are saved beside it
    and used in place of the script's random ones, which could lie outside the indexed range.
@@ -230,6 +230,7 @@ def report(compiled, *args, out="fusions", step=None, max_time=1.0, **kwargs):
     import fusebench
 
     os.makedirs(out, exist_ok=True)
+    open(os.path.join(out, "rows.jsonl"), "w").close()
     step = step or default_step(compiled, args, kwargs)
     step_peak = _peak_mib(torch, step)  # also fills the traces
     fusions = nv_fusions(thunder, compiled)
@@ -299,6 +300,9 @@ def report(compiled, *args, out="fusions", step=None, max_time=1.0, **kwargs):
             "in_step_l2_share": in_step_why[1] if in_step_why else None,
             "explain_online_vs_saved_cold": str(why),
         })
+        # Each row as it is done, so that a report cut short keeps what it measured.
+        with open(os.path.join(out, "rows.jsonl"), "a") as f:
+            f.write(json.dumps(rows[-1]) + "\n")
     fusion_us = sum(r["in_step_us"] or 0.0 for r in rows)
     step_row = {"median_us": m_step.median, "kernels": len(step_kernels), "fusion_us": fusion_us, "peak_mib": step_peak,
                 # Each kernel of the step (name, grid, block, median us) and the fusions' matched indices, so
