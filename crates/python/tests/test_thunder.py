@@ -27,20 +27,28 @@ class StepCause(unittest.TestCase):
         self.assertIn("50% of the way to saved warm", text)
         text, share = ft.step_cause(7.0, 8.0, 10.0, 12.0, 0.01)
         self.assertEqual(share, 1.0)
-        self.assertIn("beyond saved warm is not L2 state", text)
+        self.assertIn("beyond saved warm, which no saved L2 state explains", text)
 
     def test_slower_in_the_step_is_the_dirty_l2_share(self):
         text, share = ft.step_cause(12.0, 8.0, 10.0, 11.0, 0.01)
         self.assertAlmostEqual(share, 0.5)
-        self.assertIn("the other 50%: not L2 state", text)
+        self.assertIn("the other 50%: no saved L2 state explains it", text)
         text, share = ft.step_cause(12.0, 8.0, 10.0, 13.0, 0.01)
         self.assertEqual(share, 1.0)
-        self.assertNotIn("not L2 state", text)
+        self.assertNotIn("no saved L2 state", text)
 
     def test_a_dirty_l2_that_costs_nothing_is_not_the_cause(self):
         text, share = ft.step_cause(12.0, 8.0, 10.0, 10.05, 0.01)
         self.assertEqual(share, 0.0)
-        self.assertIn("not L2 state", text)
+        self.assertIn("no saved L2 state explains it", text)
+
+
+class OpSummary(unittest.TestCase):
+    def test_first_five_distinct_ops_and_the_count(self):
+        script = "t2 = fd.ops.cast(t0)\nt3 = fd.ops.add(t2, t1)\nt4 = fd.ops.cast(t3)\n"
+        self.assertEqual(ft.op_summary(script), "cast, add (3 ops)")
+        many = "".join(f"x = fd.ops.op{i}(y)\n" for i in range(7))
+        self.assertEqual(ft.op_summary(many), "op0, op1, op2, op3, op4, ... (7 ops)")
 
 
 class MatchKernels(unittest.TestCase):

@@ -32,6 +32,7 @@ Nothing here imports torch or thunder until `report` runs.
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -80,6 +81,7 @@ class Report:
 
     COLUMNS = [
         ("fusion", "key", "{}"),
+        ("ops", "ops", "{}"),
         ("kernels", "kernels", "{}"),
         ("in step us", "in_step_us", "{:.2f}"),
         ("online cold", "online_cold_us", "{:.2f}"),
@@ -280,8 +282,11 @@ def report(compiled, *args, out="fusions", step=None, max_time=1.0, **kwargs):
         why = fusebench.explain(cold, s_cold)
         noise = max(_rel(m_step), _rel(s_cold), 0.01)
         in_step_why = step_cause(in_step, s_warm.median, s_cold.median, s_cold_w.median, noise) if in_step else None
+        with open(path) as f:
+            ops = op_summary(f.read())
         rows.append({
             "key": key,
+            "ops": ops,
             "kernels": len(sig),
             "in_step_us": in_step,
             "online_cold_us": cold.median,
@@ -360,6 +365,15 @@ def _run_saved(path, key, max_time, caches, env):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def op_summary(script):
+    """What a fusion does, from its script: its first five distinct ops in order and how many ops it has
+    ("cast, add, mul, sum, rsqrt, ... (19 ops)"), so that a row can be told apart from its key alone."""
+    ops = re.findall(r"fd\.ops\.(\w+)\(", script)
+    seen = list(dict.fromkeys(ops))
+    more = ", ..." if len(seen) > 5 else ""
+    return f"{', '.join(seen[:5])}{more} ({len(ops)} ops)"
+
+
 def step_cause(in_step, warm, cold, cold_write, noise):
     """Why a fusion's in-step time differs from its saved cold time, from the saved run under three L2 states:
     warm (its own data left in L2), cold after a read flush (L2 clean, none of its data), cold after a write
@@ -372,17 +386,17 @@ def step_cause(in_step, warm, cold, cold_write, noise):
         return (f"as saved cold ({pct:+.1f}%, within noise)", None)
     if d < 0:
         if warm >= cold:
-            return (f"{pct:+.1f}% below saved cold, and saved warm is no faster: not L2 state", 0.0)
+            return (f"{pct:+.1f}% below saved cold, and saved warm is no faster: no saved L2 state explains it", 0.0)
         share = min(1.0, -d / (cold - warm))
         text = f"{pct:+.1f}%: the step leaves part of its data in L2 ({100 * share:.0f}% of the way to saved warm)"
         if in_step < warm * (1 - noise):
-            text += f"; {100 * (in_step - warm) / warm:+.1f}% beyond saved warm is not L2 state"
+            text += f"; {100 * (in_step - warm) / warm:+.1f}% beyond saved warm, which no saved L2 state explains"
         return (text, share)
     extra = cold_write - cold
     if extra <= noise * cold:
-        return (f"{pct:+.1f}% above saved cold; a dirty L2 (write flush) costs nothing here: not L2 state", 0.0)
+        return (f"{pct:+.1f}% above saved cold; a dirty L2 (write flush) costs nothing here: no saved L2 state explains it", 0.0)
     share = min(1.0, extra / d)
     text = f"{pct:+.1f}%: the L2 the step leaves is dirty; a write-flushed cold run accounts for {100 * share:.0f}%"
     if share < 1.0:
-        text += f" (the other {100 * (1 - share):.0f}%: not L2 state, e.g. clocks or neighbours)"
+        text += f" (the other {100 * (1 - share):.0f}%: no saved L2 state explains it; clocks or neighbours' overlap)"
     return (text, share)
