@@ -141,6 +141,15 @@ pub struct Device {
     /// what does not fit. 3 measured 18.5% slower over the same 71 (up to
     /// 3.2x where 100-124 registers were cut to 40), so 0.
     pub row_min_blocks: u32,
+    /// A row kernel whose fixed grid walks the rows with k >= 2 blocks per
+    /// multiprocessor (`launch::row_blocks`, the backward norms' column
+    /// sums) declares k as its least blocks per multiprocessor: without
+    /// it the compiler may take more registers than k blocks leave, and
+    /// the grid then runs in k waves of one block per multiprocessor (a
+    /// backward LayerNorm of 4352 f16 at 288 threads: 121 registers, one
+    /// block resident of the two planned; under the bound 94 and two
+    /// spilled words). Not yet timed, so off.
+    pub row_fit_grid: bool,
     /// A row kernel that writes only statistics of its rows
     /// (`rowwise::Writes::Statistics`: a cross-entropy, a logsumexp) holds 16-bit
     /// rows as loaded and converts them again in each pass
@@ -294,6 +303,7 @@ impl Default for Device {
             row_slack: true,
             row_once: true,
             row_min_blocks: 0,
+            row_fit_grid: false,
             row_packed: true,
             row_fill: 0,
             row_sum_vectors: 3,

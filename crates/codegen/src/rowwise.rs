@@ -1106,8 +1106,15 @@ fn build_unrolled(
         }
     }
     // Held rows may ask for more blocks per multiprocessor than their
-    // registers allow (`Device::row_min_blocks`).
-    let min_blocks = if spec.whole_row() && !sh.reload { cx.dev.row_min_blocks } else { 0 };
+    // registers allow (`Device::row_min_blocks`); a fixed grid planned with
+    // k blocks per multiprocessor asks for k (`Device::row_fit_grid`).
+    let mut min_blocks = if spec.whole_row() && !sh.reload { cx.dev.row_min_blocks } else { 0 };
+    if cx.dev.row_fit_grid && spec.row_blocks > 0 {
+        let k = (row_blocks * tiles).div_ceil(cx.dev.sm_count.max(1) as usize);
+        if k >= 2 && k * block <= cx.dev.max_threads_per_sm as usize {
+            min_blocks = min_blocks.max(k as u32);
+        }
+    }
     let src = format!(
         "{} {{\n{}}}\n",
         signature_fitting(name, block as u32, min_blocks, &params),

@@ -145,3 +145,16 @@ fn a_row_re_read_in_each_pass_reads_every_pass_from_the_copy() {
     // Both passes (the row sum, then the outputs) read the copy of x.
     assert!(k.matches("= fb_next[(fb_nb * 4 + 1) * 704 + threadIdx.x];").count() >= 2, "{k}");
 }
+
+#[test]
+fn a_fixed_grid_of_two_blocks_per_multiprocessor_asks_for_two_when_told() {
+    // 8192 rows walked by 264 blocks of 256 threads: two per multiprocessor
+    // of the default device's 132. `row_fit_grid` declares it.
+    let fit = cuda(RMSNORM_BWD, 8192, Device { row_fit_grid: true, ..Device::default() });
+    assert!(fit.contains("__launch_bounds__(256, 2) fb_n0("), "{}", row_kernel(&fit));
+    let plain = cuda(RMSNORM_BWD, 8192, Device::default());
+    assert!(plain.contains("__launch_bounds__(256) fb_n0("), "{}", row_kernel(&plain));
+    // A row kernel without column sums gives each block its rows: no bound.
+    let held = cuda(ONE_TENSOR.replace("    cs = fd.ops.sum(xf, dims=[0])\n", "").replace("    o1 = fd.ops.cast(cs, dtype=DataType.BFloat16)\n", "").replace("    fd.add_output(o1)\n", "").as_str(), 8192, Device { row_fit_grid: true, ..Device::default() });
+    assert!(!held.contains(", 2) fb_n0("), "{}", row_kernel(&held));
+}

@@ -205,6 +205,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         row_vectors: k.row_vectors.map_or(d.row_vectors, |n| n as usize),
         row_slack: k.row_slack.unwrap_or(d.row_slack),
         row_once: k.row_once.unwrap_or(d.row_once),
+        row_fit_grid: k.row_fit_grid.unwrap_or(d.row_fit_grid),
         row_min_blocks: k.row_min_blocks.unwrap_or(d.row_min_blocks),
         row_packed: k.row_packed.unwrap_or(d.row_packed),
         row_fill: k.row_fill.unwrap_or(d.row_fill),
