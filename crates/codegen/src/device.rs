@@ -202,6 +202,11 @@ pub struct Device {
     /// partials (nvFuser: 31 row splits, no combine kernel). Not yet timed
     /// otherwise.
     pub column_sum_rows: u32,
+    /// Blocks per multiprocessor at most of such a row kernel
+    /// (`launch::row_blocks`). 8, though at 224-256 threads and 32-56
+    /// registers 5-7 are resident, so the grid runs in 1.1-1.6 waves
+    /// (offline survey, session 26); not yet timed otherwise.
+    pub column_sum_blocks_per_sm: u32,
     /// Transpose tiles (`transpose.rs`): 0, the planner's (64 wide where
     /// every multiprocessor still gets two blocks, else 32); 32 or 64.
     pub transpose_tile: u32,
@@ -310,6 +315,7 @@ impl Default for Device {
             pointwise_walk: 3,
             walk_loads_first: true,
             column_sum_rows: 8,
+            column_sum_blocks_per_sm: 8,
             transpose_tile: 0,
             transpose_bytes: 16,
             transpose_threads: 256,

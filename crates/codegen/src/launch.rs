@@ -54,7 +54,7 @@ pub fn row_blocks(dev: &Device, rows: usize, (tiles, threads): (usize, usize), i
         // partials stay small.
         (rows / dev.column_sum_rows.max(1) as usize)
             .max(1)
-            .min(((dev.sm_count * 8) as usize / tiles).max(1))
+            .min(((dev.sm_count * dev.column_sum_blocks_per_sm) as usize / tiles).max(1))
     } else {
         // At least 256 threads per multiprocessor: blocks of short rows are
         // a warp or two, and two of them left the memory system idle while

@@ -213,6 +213,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         pointwise_walk: k.pointwise_walk.unwrap_or(d.pointwise_walk),
         walk_loads_first: k.walk_loads_first.unwrap_or(d.walk_loads_first),
         column_sum_rows: k.column_sum_rows.unwrap_or(d.column_sum_rows),
+        column_sum_blocks_per_sm: k.column_sum_blocks_per_sm.unwrap_or(d.column_sum_blocks_per_sm),
         transpose_tile: k.transpose_tile.unwrap_or(d.transpose_tile),
         transpose_bytes: k.transpose_bytes.unwrap_or(d.transpose_bytes),
         transpose_threads: k.transpose_threads.unwrap_or(d.transpose_threads),
