@@ -826,8 +826,10 @@ fn build_unrolled(
             lw.line("__syncthreads();");
         }
     }
-    // One iteration per block: no loop (`Device::row_once`).
-    let once = cx.dev.row_once && !copying && row_blocks * per_iter >= spec.rows;
+    // One iteration per block: no loop (`Device::row_once`). Only where the
+    // grid is exactly one block per row group, so that no block starts past
+    // the last row (the loop's condition would skip such a block).
+    let once = cx.dev.row_once && !copying && row_blocks == spec.rows.div_ceil(per_iter);
     lw.open(&if once {
         format!("{{ const {it} row = ({it})blockIdx.x * {per_iter};")
     } else {
