@@ -183,6 +183,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     context: None,
                     ceiling: true,
                     siblings: true,
+                    flush: None,
                 },
             )
             .context("measuring")?;

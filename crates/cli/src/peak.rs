@@ -50,8 +50,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let mut rows = Vec::new();
     for mib in [16usize, 32, 64, 128, 256, 1024] {
         let bytes = mib << 20;
-        let cold_us = harness.ceiling(bytes as u64, CachePolicy::Cold)?.median_us;
-        let warm_us = harness.ceiling(bytes as u64, CachePolicy::Warm)?.median_us;
+        let cold_us = harness.ceiling(bytes as u64, CachePolicy::Cold, None)?.median_us;
+        let warm_us = harness.ceiling(bytes as u64, CachePolicy::Warm, None)?.median_us;
         rows.push(Row {
             bytes,
             cold_us,

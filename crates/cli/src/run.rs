@@ -129,6 +129,7 @@ impl Timing {
             context,
             ceiling: false,
             siblings: false,
+            flush: None,
         }
     }
 }

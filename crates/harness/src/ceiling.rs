@@ -89,8 +89,8 @@ impl Subject for Copy<'_> {
 }
 
 impl Harness {
-    /// The copy ceiling of `bytes` under `cache`, timed as a subject is.
-    pub fn ceiling(&self, bytes: u64, cache: CachePolicy) -> Result<Ceiling, HarnessError> {
+    /// The copy ceiling of `bytes` under `cache` (a cold one flushed by `flush`), timed as a subject is.
+    pub fn ceiling(&self, bytes: u64, cache: CachePolicy, flush: Option<fusebench_knobs::Flush>) -> Result<Ceiling, HarnessError> {
         let gpu = self.gpu();
         let half = ((bytes as usize / 2).div_ceil(16) * 16).max(16);
         let first = gpu.alloc(half)?;
@@ -120,6 +120,7 @@ impl Harness {
                         context: None,
                         ceiling: false,
                         siblings: false,
+                        flush,
                     },
                 )?
                 .record;

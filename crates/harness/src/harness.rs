@@ -40,6 +40,9 @@ pub struct Options<'a> {
     /// Also time the subject briefly under its own and the other cache policy by
     /// both methods (every combination but its own), for the record's `siblings`.
     pub siblings: bool,
+    /// How a cold sample flushes L2; FUSEBENCH_FLUSH's where `None`. The record's
+    /// `cold_setup` says which.
+    pub flush: Option<fusebench_knobs::Flush>,
 }
 
 /// Samples of a sibling measurement: enough for its median to be known well
@@ -130,6 +133,7 @@ impl Harness {
                     context: o.context.clone(),
                     ceiling: false,
                     siblings: false,
+                    flush: o.flush,
                 };
                 let measured = if method == self.method.kind() {
                     self.measure_steps_with(self.method.as_ref(), &[s], &opts)?
@@ -186,7 +190,7 @@ impl Harness {
                 method.kind().name()
             )));
         }
-        let policy = policy::of(o.cache);
+        let policy = policy::of(o.cache, o.flush);
         let placements = subjects
             .iter()
             .map(|s| policy.placements(&self.gpu, *s))
@@ -339,7 +343,7 @@ impl Harness {
             m.bytes = Some(bytes);
             m.bytes_counted = Some(how);
             if o.ceiling && bytes > 0 {
-                m.ceiling = Some(self.ceiling(bytes, o.cache)?);
+                m.ceiling = Some(self.ceiling(bytes, o.cache, o.flush)?);
             }
         }
         m.knobs = s.knobs();

@@ -18,6 +18,7 @@ pub mod method;
 pub mod policy;
 mod subject;
 
+pub use fusebench_knobs::Flush;
 pub use error::HarnessError;
 pub use fusion::FusionSubject;
 pub use harness::{Harness, Measured, Options};

@@ -101,6 +101,7 @@ fn options(cache: CachePolicy, rule: &FixedCount, extras: bool) -> Options<'_> {
         context: None,
         ceiling: extras,
         siblings: extras,
+        flush: None,
     }
 }
 

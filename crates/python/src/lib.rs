@@ -89,6 +89,8 @@ fn gpu_status() -> (bool, String) {
 ///
 /// cache: "cold" (before each call, outside the time: the SMs' instruction caches evicted and L2
 /// flushed by a read, FUSEBENCH_FLUSH; the record's `cold_setup` says so) or "warm".
+/// flush: how a cold sample flushes L2, "read" (clean lines) or "write" (dirty lines, as a kernel
+/// that wrote leaves L2); FUSEBENCH_FLUSH's when not given.
 /// stop: a stopping rule by name ("noise:1%", "samples:30", "time:2s"); without it,
 /// target/max_time give the noise rule and samples a fixed count (samples=1 with warmup=5
 /// and cache="warm" is the common "five warm-ups, one profiled call" method).
@@ -100,7 +102,7 @@ fn gpu_status() -> (bool, String) {
 /// derived from the callable; a `fusebench.load` fusion's definition hash). context: a label
 /// for where it ran.
 #[pyfunction]
-#[pyo3(signature = (func, *args, cache = "cold", target = 0.01, max_time = 1.0, warmup = 3, samples = None, stop = None, bytes = None, ceiling = false, siblings = false, name = None, definition = None, context = None))]
+#[pyo3(signature = (func, *args, cache = "cold", target = 0.01, max_time = 1.0, warmup = 3, samples = None, stop = None, bytes = None, ceiling = false, siblings = false, name = None, definition = None, context = None, flush = None))]
 #[allow(clippy::too_many_arguments)]
 fn kernel_time(
     func: &Bound<'_, PyAny>,
@@ -117,6 +119,7 @@ fn kernel_time(
     name: Option<String>,
     definition: Option<String>,
     context: Option<String>,
+    flush: Option<&str>,
 ) -> PyResult<Measurement> {
     let policy = match cache {
         "cold" => CachePolicy::Cold,
@@ -127,6 +130,19 @@ fn kernel_time(
             )))
         }
     };
+    let flush = match flush {
+        None => None,
+        Some("read") => Some(fusebench_harness::Flush::Read),
+        Some("write") => Some(fusebench_harness::Flush::Write),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "flush={other:?}: kernel_time supports \"read\" and \"write\""
+            )))
+        }
+    };
+    if flush.is_some() && policy != CachePolicy::Cold {
+        return Err(PyValueError::new_err("flush applies to cache=\"cold\" only"));
+    }
     if !(target > 0.0 && max_time > 0.0) {
         return Err(PyValueError::new_err(
             "target and max_time must be above zero",
@@ -192,6 +208,7 @@ fn kernel_time(
                 context,
                 ceiling,
                 siblings,
+                flush,
             },
         )
         .map_err(harness_err)?;

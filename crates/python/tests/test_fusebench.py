@@ -40,6 +40,10 @@ class WithoutAGpu(unittest.TestCase):
         with self.assertRaises(ValueError):
             fusebench.kernel_time(lambda: None, cache="lukewarm")
         with self.assertRaises(ValueError):
+            fusebench.kernel_time(lambda: None, flush="both")
+        with self.assertRaises(ValueError):
+            fusebench.kernel_time(lambda: None, cache="warm", flush="write")
+        with self.assertRaises(ValueError):
             fusebench.load(str(ROOT / "crates" / "cli" / "tests" / "fixtures" / "explain" / "nope.py"))
 
     def test_two_callables_are_never_the_same_definition(self):

@@ -27,14 +27,19 @@ impl Gpu {
     /// Evicts the inputs of the next kernel from L2 (enqueued on this stream, so it runs right
     /// before whatever is enqueued next) with a buffer twice the L2's size, allocated on first
     /// use and kept, after evicting cached address translations (`touch_pages`). How, see
-    /// [`FlushKind`].
+    /// [`FlushKind`]. The flush is FUSEBENCH_FLUSH's; `flush_l2_as` picks one.
     pub fn flush_l2(&self) -> Result<(), RuntimeError> {
+        self.flush_l2_as(None)
+    }
+
+    /// `flush_l2` by `flush`, or FUSEBENCH_FLUSH's where `None`.
+    pub fn flush_l2_as(&self, flush: Option<Flush>) -> Result<(), RuntimeError> {
         self.cuda_context()
             .bind_to_thread()
             .ctx(|| "binding the CUDA context".into())?;
         self.touch_pages()?;
         self.evict_code()?;
-        let flush = knobs()?.flush;
+        let flush = flush.unwrap_or(knobs()?.flush);
         let mut scratch = self.l2_scratch().lock().unwrap_or_else(|p| p.into_inner());
         if scratch.is_none() {
             let n = self.l2_flush_bytes()?;
@@ -77,10 +82,15 @@ impl Gpu {
 
     /// What `flush_l2` does, for records: two cold times are comparable only with the same.
     pub fn flush_description(&self) -> Result<String, RuntimeError> {
+        self.flush_description_as(None)
+    }
+
+    /// `flush_description` of `flush_l2_as(flush)`.
+    pub fn flush_description_as(&self, flush: Option<Flush>) -> Result<String, RuntimeError> {
         let k = knobs()?;
         let mut d = format!(
             "{} flush of {} MiB",
-            k.flush.name(),
+            flush.unwrap_or(k.flush).name(),
             self.l2_flush_bytes()? >> 20
         );
         if k.evict_code {

@@ -7,9 +7,11 @@ use super::Policy;
 use crate::subject::Subject;
 use crate::HarnessError;
 use fusebench_measure::CachePolicy;
+use fusebench_knobs::Flush;
 use fusebench_runtime::Gpu;
 
-pub struct Cold;
+/// The flush: FUSEBENCH_FLUSH's where `None` (`Options::flush`).
+pub struct Cold(pub Option<Flush>);
 
 impl Policy for Cold {
     fn kind(&self) -> CachePolicy {
@@ -27,7 +29,7 @@ impl Policy for Cold {
         step: usize,
     ) -> Result<(), HarnessError> {
         subject.use_placement(step);
-        gpu.flush_l2()?;
+        gpu.flush_l2_as(self.0)?;
         // FUSEBENCH_COLD_WAIT: the GPU idle between the flush and the
         // measured kernels, as it is before a Python callable's sample.
         if fusebench_knobs::get()?.cold_wait {
@@ -41,7 +43,7 @@ impl Policy for Cold {
         let wait = if fusebench_knobs::get()?.cold_wait { ", the host waiting for it before the kernels" } else { "" };
         Ok(Some(format!(
             "{}{wait}, inputs in {placements} placement{s}",
-            gpu.flush_description()?
+            gpu.flush_description_as(self.0)?
         )))
     }
 }

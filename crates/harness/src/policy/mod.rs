@@ -44,10 +44,15 @@ pub trait Policy: Sync {
     }
 }
 
-/// The policy of a kind.
-pub fn of(kind: CachePolicy) -> &'static dyn Policy {
+/// The policy of a kind; a cold one flushes by `flush` (FUSEBENCH_FLUSH's where `None`).
+pub fn of(kind: CachePolicy, flush: Option<fusebench_knobs::Flush>) -> &'static dyn Policy {
+    use fusebench_knobs::Flush;
     match kind {
-        CachePolicy::Cold => &cold::Cold,
+        CachePolicy::Cold => match flush {
+            None => &cold::Cold(None),
+            Some(Flush::Read) => &cold::Cold(Some(Flush::Read)),
+            Some(Flush::Write) => &cold::Cold(Some(Flush::Write)),
+        },
         CachePolicy::Warm => &warm::Warm,
         CachePolicy::Rotate => &rotate::Rotate,
         CachePolicy::InProgram => &in_program::InProgram,

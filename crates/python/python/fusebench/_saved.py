@@ -1,12 +1,12 @@
 """Times a saved nvFuser repro script in this process, as a fresh process meets it (`fusebench.thunder`).
 
-    python -m fusebench._saved SCRIPT [--name NAME] [--max-time S] [--caches cold,warm]
+    python -m fusebench._saved SCRIPT [--name NAME] [--max-time S] [--caches cold,warm,cold-write]
 
 Runs the script's definition without its closing `fd.execute(inputs)`, puts the integer inputs saved beside
 it (SCRIPT.ints.pt, if there) in place of the script's random ones, times `fd.execute(inputs)` cold and warm
-with `fusebench.kernel_time` (the policies `--caches` names), and prints one JSON object: the records (as JSON
-text, keyed by policy) and the peak device memory of one call in MiB. The cold flush is the process's
-FUSEBENCH_FLUSH, read once per process: `fusebench.thunder` runs this again under FUSEBENCH_FLUSH=write.
+with `fusebench.kernel_time` under the policies `--caches` names ("cold", "warm", and "cold-write": cold after a
+write flush, which leaves L2 full of dirty lines), and prints one JSON object: the records (as JSON text, keyed by
+policy, "cold-write" as "cold_write") and the peak device memory of one call in MiB.
 """
 
 import argparse
@@ -23,7 +23,7 @@ def main(argv=None):
     ap.add_argument("script")
     ap.add_argument("--name", default=None)
     ap.add_argument("--max-time", type=float, default=1.0)
-    ap.add_argument("--caches", default="cold,warm", help="the cache policies to time, comma-separated")
+    ap.add_argument("--caches", default="cold,warm", help="the cache policies to time, comma-separated: cold, warm, cold-write")
     a = ap.parse_args(argv)
 
     import os
@@ -42,8 +42,9 @@ def main(argv=None):
             inputs[i] = t.to(inputs[i].device) if isinstance(inputs[i], torch.Tensor) else t
     out = {}
     for cache in a.caches.split(","):
-        m = fusebench.kernel_time(fd.execute, inputs, cache=cache, max_time=a.max_time, name=a.name, context="saved")
-        out[cache] = m.to_json()
+        kw = {"cache": "cold", "flush": "write"} if cache == "cold-write" else {"cache": cache}
+        m = fusebench.kernel_time(fd.execute, inputs, max_time=a.max_time, name=a.name, context="saved", **kw)
+        out[cache.replace("-", "_")] = m.to_json()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     fd.execute(inputs)

@@ -19,8 +19,8 @@ What it does, in order:
    alone, the first unclaimed run of them at or after where the fusion before it in its trace was found.
 4. Online: `kernel_time(fd.execute, inputs)` cold and warm, in this process.
 5. Saved (each fusion's row appended to `out/rows.jsonl` as it is done): the fusion's repro (`fd.repro_script_for(inputs)`) written to `out`, and timed cold and warm in a
-   fresh process (`python -m fusebench._saved`), then cold again in another after a write flush (L2 left full
-   of dirty lines, as a kernel that wrote leaves it in the step). Integer inputs (indices) are saved beside it
+   fresh process (`python -m fusebench._saved`), and cold again after a write flush (L2 left full of dirty
+   lines, as a kernel that wrote leaves it in the step: `kernel_time(..., flush="write")`). Integer inputs (indices) are saved beside it
    and used in place of the script's random ones, which could lie outside the indexed range.
 6. `fusebench.explain(online cold, saved cold)` for each fusion; the in-step time placed against the saved
    warm, cold and dirty-L2 cold times (`step_cause`: the share of the difference the step's L2 state accounts
@@ -338,9 +338,9 @@ def first_cause(explanation):
 
 
 def _save_and_time(fd, inputs, path, key, max_time):
-    """Writes the repro of `fd` on `inputs` to `path` (integer inputs beside it) and times it cold and warm
-    in a fresh process, then cold after a write flush in another; returns the first runner's JSON (records
-    as JSON text, peak MiB) with the write-flushed cold record as "cold_write"."""
+    """Writes the repro of `fd` on `inputs` to `path` (integer inputs beside it) and times it cold, warm and
+    cold after a write flush in a fresh process; returns the runner's JSON (records as JSON text keyed
+    "cold", "warm", "cold_write"; peak MiB)."""
     import torch
 
     with open(path, "w") as f:
@@ -349,15 +349,10 @@ def _save_and_time(fd, inputs, path, key, max_time):
             and not t.is_complex() and t.dtype != torch.bool}
     if ints:
         torch.save(ints, path + ".ints.pt")
-    out = _run_saved(path, key, max_time, "cold,warm", {})
-    out["cold_write"] = _run_saved(path, key, max_time, "cold", {"FUSEBENCH_FLUSH": "write"})["cold"]
-    return out
-
-
-def _run_saved(path, key, max_time, caches, env):
     p = subprocess.run(
-        [sys.executable, "-m", "fusebench._saved", path, "--name", key, "--max-time", str(max_time), "--caches", caches],
-        capture_output=True, text=True, env={**os.environ, **env},
+        [sys.executable, "-m", "fusebench._saved", path, "--name", key, "--max-time", str(max_time),
+         "--caches", "cold,warm,cold-write"],
+        capture_output=True, text=True,
     )
     if p.returncode != 0:
         raise ThunderReportError(f"{key}: timing the saved repro {path} failed:\n{p.stderr.strip()[-2000:]}")
