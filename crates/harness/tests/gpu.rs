@@ -525,3 +525,33 @@ fn a_cupti_measurement_sees_only_its_own_kernels() {
     p.assert_none(test);
 }
 }
+
+fusebench_testdata::needs_gpu! {
+#[test]
+fn a_cold_measurement_flushes_as_its_options_say() {
+    let test = "a_cold_measurement_flushes_as_its_options_say";
+    let _gpu = exclusive();
+    let Some(engine) = engine_or_skip(test) else {
+        return;
+    };
+    let seed = Loaded::new(&engine, SEED);
+    let cupti = harness(&engine, Choice::Cupti);
+    let rule = FixedCount(SAMPLES);
+    let mut p = Problems::default();
+    for (flush, name) in [(fusebench_harness::Flush::Write, "write"), (fusebench_harness::Flush::Read, "read")] {
+        let o = Options { flush: Some(flush), ceiling: true, ..options(CachePolicy::Cold, &rule, false) };
+        let r = cupti
+            .measure(&seed.subject(), &o)
+            .unwrap_or_else(|e| panic!("{SEED} after a {name} flush: {e}"))
+            .record;
+        check_record(&mut p, &r, &seed, Method::Cupti, CachePolicy::Cold);
+        let setup = r.cold_setup.clone().unwrap_or_default();
+        p.check(setup.starts_with(&format!("{name} flush of ")), || {
+            format!("{SEED} flushed by {name}: cold set-up {setup:?}")
+        });
+        // The copy beside it is timed under the same options (`Harness::ceiling`).
+        p.check(r.ceiling.is_some(), || format!("{SEED} flushed by {name}: no ceiling"));
+    }
+    p.assert_none(test);
+}
+}
