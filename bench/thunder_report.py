@@ -1,7 +1,7 @@
 """`fusebench.thunder.report` on litgpt models, forward and backward, on the GPU machine.
 
 Each model (a few layers of a litgpt config, bf16, batch x 1024 tokens) is compiled with
-`thunder.jit(model, nv_store_fusion_inputs=True)`; one training step (the forward, then the backward of the
+`thunder.jit(model, nv_store_fusion_inputs=True)` (or thunderfx, `--compiler fx`); one training step (the forward, then the backward of the
 loss) is reported: every nvFusion in the step, online and from its saved repro in a fresh process.
 
     source .peer/activate.sh && pip install --no-deps --target /tmp/fbpy .gpu/fusebench-*.whl
@@ -15,7 +15,7 @@ import torch
 import fusebench.thunder
 
 
-def model_step(name, layers, batch):
+def model_step(name, layers, batch, compiler="jit"):
     import thunder
     from litgpt import GPT, Config
 
@@ -25,7 +25,12 @@ def model_step(name, layers, batch):
         torch.set_default_dtype(torch.bfloat16)
         model = GPT(cfg)
         torch.set_default_dtype(torch.float32)
-    jm = thunder.jit(model, nv_store_fusion_inputs=True)
+    if compiler == "fx":
+        from thunder.dynamo import thunderfx
+
+        jm = thunderfx(model, nv_store_fusion_inputs=True)
+    else:
+        jm = thunder.jit(model, nv_store_fusion_inputs=True)
     idx = torch.randint(0, cfg.padded_vocab_size, (batch, 1024), device="cuda")
     target = torch.randint(0, cfg.padded_vocab_size, (batch, 1024), device="cuda")
 
@@ -43,13 +48,14 @@ def main():
     ap.add_argument("--models", default="Llama-3.2-1B:2,phi-2:2", help="NAME:LAYERS, comma-separated")
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--max-time", type=float, default=0.5)
+    ap.add_argument("--compiler", choices=["jit", "fx"], default="jit", help="thunder.jit, or thunderfx (Dynamo, then Thunder)")
     a = ap.parse_args()
     for spec in a.models.split(","):
         name, layers = spec.split(":")
-        jm, step = model_step(name, int(layers), a.batch)
+        jm, step = model_step(name, int(layers), a.batch, a.compiler)
         out = os.path.join(a.out, name)
         r = fusebench.thunder.report(jm, out=out, step=step, max_time=a.max_time)
-        print(f"== {name}, {layers} layers, batch {a.batch} x 1024 tokens")
+        print(f"== {name}, {layers} layers, batch {a.batch} x 1024 tokens, {a.compiler}")
         print(r)
         r.to_json(os.path.join(out, "report.json"))
         r.to_markdown(os.path.join(out, "report.md"))
