@@ -26,6 +26,11 @@ pub struct Args {
     /// (with NVRTC's log) and how long each took. Needs the NVRTC library only.
     #[arg(long, conflicts_with_all = ["cuda", "json"])]
     compile: bool,
+    /// With --compile: each kernel's registers, spills and shared memory as ptxas reports them,
+    /// the blocks a multiprocessor of the planned device holds at once (and what bounds them) and
+    /// the waves its grid takes.
+    #[arg(long, requires = "compile")]
+    resources: bool,
     /// Architecture to compile for with --compile.
     #[arg(long, default_value = "sm_90", requires = "compile")]
     arch: String,
@@ -47,6 +52,41 @@ pub fn layouts(f: &fusebench_ir::Fusion) -> Vec<Option<(Vec<i64>, i64)>> {
                 }
                 _ => None,
             }
+        })
+        .collect()
+}
+
+/// One line per kernel of `plan`: its resources as compiled, the blocks a multiprocessor of `dev`
+/// holds at once and what bounds them, the waves of its grid.
+fn resource_lines(
+    plan: &fusebench_codegen::Plan,
+    resources: &[fusebench_runtime::KernelResources],
+    dev: &fusebench_codegen::Device,
+) -> Vec<String> {
+    plan.kernels
+        .iter()
+        .map(|k| {
+            let Some(r) = resources.iter().find(|r| r.name == k.name) else {
+                return format!("{}: ptxas reported nothing for it", k.name);
+            };
+            let threads = k.block.iter().product::<u32>();
+            let shared = r.static_shared_bytes + k.shared_bytes;
+            let (per_sm, bound) = fusebench_codegen::launch::resident(dev, threads, r.registers, shared);
+            let blocks: u64 = k.grid.iter().map(|&g| g as u64).product();
+            let waves = blocks as f64 / (per_sm.max(1) as u64 * dev.sm_count as u64) as f64;
+            let spills = match (r.spill_store_bytes, r.spill_load_bytes) {
+                (0, 0) => "no spills".to_string(),
+                (s, l) => format!("spills {s} B stored, {l} B loaded a thread"),
+            };
+            format!(
+                "{}: {} registers, {spills}, {} B shared; {} of {threads} threads per multiprocessor ({bound}), {} warps; grid of {}: {waves:.2} waves",
+                k.name,
+                r.registers,
+                shared,
+                crate::plural(per_sm as usize, "block"),
+                per_sm * threads.div_ceil(32),
+                crate::plural(blocks as usize, "block"),
+            )
         })
         .collect()
 }
@@ -82,7 +122,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
         };
         if a.compile {
-            match fusebench_runtime::compile_offline(&plan.source, &a.arch, plan.kernels.len()) {
+            let compiled = if a.resources {
+                fusebench_runtime::compile_offline_resources(&plan.source, &a.arch, plan.kernels.len())
+            } else {
+                fusebench_runtime::compile_offline(&plan.source, &a.arch, plan.kernels.len())
+            };
+            match compiled {
                 Ok(c) => {
                     outln!(
                         "{}: {} compiled in {:.1} ms (NVRTC {}.{}, {})",
@@ -94,6 +139,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                         a.arch
                     );
                     compile_ms.push(c.ms);
+                    if a.resources {
+                        for line in resource_lines(&plan, &c.resources, &dev) {
+                            outln!("  {line}");
+                        }
+                    }
                 }
                 Err(fusebench_runtime::RuntimeError::Invalid(why)) => {
                     eprintln!("error: {why}");

@@ -164,6 +164,25 @@ fn emit_compiles_with_nvrtc_alone_or_says_it_cannot() {
 }
 
 #[test]
+fn emit_resources_says_each_kernels_registers_residency_and_waves() {
+    let o = fusebench(&["emit", "--compile", "--resources", "examples/seed_rmsnorm_legacy.py"]);
+    let t = text(&o);
+    match o.status.code() {
+        // NVRTC loaded: one line for the one kernel, from ptxas's report.
+        Some(0) => {
+            let line = t.lines().find(|l| l.trim_start().starts_with("fb_")).unwrap_or_else(|| panic!("{t}"));
+            assert!(line.contains(" registers, ") && line.contains(" threads per multiprocessor (") && line.contains(" waves"), "{t}");
+            assert!(!line.contains("ptxas reported nothing"), "{t}");
+        }
+        Some(2) => assert!(t.contains("NVRTC could not be loaded"), "{t}"),
+        c => panic!("exit {c:?}: {t}"),
+    }
+    // --resources needs --compile.
+    let o = fusebench(&["emit", "--resources", "examples/seed_rmsnorm_legacy.py"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
 fn emit_says_each_kernels_schedule_and_why() {
     let o = fusebench(&["emit", "examples/seed_rmsnorm_legacy.py"]);
     let t = text(&o);

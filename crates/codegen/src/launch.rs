@@ -135,3 +135,35 @@ mod tests {
         assert_eq!(reload_threads(&dev, 20480, 8, 1), 1024);
     }
 }
+
+/// Most blocks one multiprocessor holds at once (compute capability 8.0-9.0).
+pub const MAX_BLOCKS_PER_SM: u32 = 32;
+/// Registers are given to a warp in units of this many (compute capability 8.0-9.0).
+const REGISTER_UNIT: u32 = 256;
+/// Shared memory the system keeps per block (compute capability 8.0-9.0).
+const SHARED_RESERVED_PER_BLOCK: u32 = 1024;
+
+/// How many blocks of a kernel one multiprocessor of `dev` holds at once, and what bounds it:
+/// "threads", "blocks" (the hardware's per-SM block limit), "shared memory" or "registers".
+/// `registers` per thread and `shared_bytes` per block (static and dynamic) as compiled.
+pub fn resident(dev: &Device, threads: u32, registers: u32, shared_bytes: u32) -> (u32, &'static str) {
+    let warps = threads.div_ceil(32).max(1);
+    let per_warp = (registers * 32).div_ceil(REGISTER_UNIT) * REGISTER_UNIT;
+    let by_registers = dev.registers_per_sm.checked_div(per_warp * warps).unwrap_or(u32::MAX);
+    let by_threads = dev.max_threads_per_sm / threads.max(1);
+    let by_shared = match shared_bytes {
+        0 => u32::MAX,
+        s => dev.shared_memory_per_sm / (s + SHARED_RESERVED_PER_BLOCK),
+    };
+    // On a tie the first named bounds it: fewer registers would not raise a
+    // count the threads also cap.
+    [
+        (by_threads, "threads"),
+        (MAX_BLOCKS_PER_SM, "blocks"),
+        (by_shared, "shared memory"),
+        (by_registers, "registers"),
+    ]
+    .into_iter()
+    .min_by_key(|&(n, _)| n)
+    .expect("four bounds")
+}

@@ -345,8 +345,11 @@ pub struct OfflineCompile {
     pub options: Vec<String>,
     pub ms: f64,
     pub cubin_bytes: usize,
-    /// NVRTC's warnings, if any.
+    /// NVRTC's warnings, if any (without ptxas's report).
     pub log: String,
+    /// Each kernel's registers, spills and shared memory, where asked for
+    /// (`compile_offline_resources`); empty otherwise.
+    pub resources: Vec<crate::KernelResources>,
 }
 
 /// Compiles `source` (a module of `kernels` kernels) for `arch` (e.g. "sm_90") as the runtime
@@ -354,20 +357,37 @@ pub struct OfflineCompile {
 /// compile time read, on any machine with the library. Errors name the missing library or
 /// give NVRTC's log with an excerpt of the source.
 pub fn compile_offline(source: &str, arch: &str, kernels: usize) -> Result<OfflineCompile, RuntimeError> {
+    offline(source, arch, kernels, false)
+}
+
+/// `compile_offline` with ptxas's report of each kernel's resources (`OfflineCompile::resources`):
+/// the same compile with `--ptxas-options=--verbose`.
+pub fn compile_offline_resources(source: &str, arch: &str, kernels: usize) -> Result<OfflineCompile, RuntimeError> {
+    offline(source, arch, kernels, true)
+}
+
+fn offline(source: &str, arch: &str, kernels: usize, report: bool) -> Result<OfflineCompile, RuntimeError> {
     guard("compiling a kernel module with NVRTC", || {
         crate::device::check_nvrtc()
             .map_err(|e| RuntimeError::Invalid(format!("NVRTC could not be loaded: {e}")))?;
-        let options = module_options(arch, &[], kernels)?;
+        let extra: &[&str] = if report { &[VERBOSE_OPTION] } else { &[] };
+        let options = module_options(arch, extra, kernels)?;
         let out = nvrtc_compile(source, &options, ImageKind::Cubin)?;
+        let resources = if report { crate::parse_ptxas_verbose(&out.log) } else { Vec::new() };
+        let log = out.log.lines().filter(|l| !l.starts_with("ptxas")).collect::<Vec<_>>().join("\n");
         Ok(OfflineCompile {
             nvrtc_version: crate::device::nvrtc_version()?,
             options,
             ms: out.ms,
             cubin_bytes: out.image.len(),
-            log: out.log,
+            log,
+            resources,
         })
     })
 }
+
+/// ptxas's report of each kernel's registers, spills and shared memory, in NVRTC's log.
+const VERBOSE_OPTION: &str = "--ptxas-options=--verbose";
 
 /// One NVRTC run. Asks for a CUBIN when `want` is Cubin and falls back to PTX if NVRTC cannot
 /// give one. The library must have been checked to load.

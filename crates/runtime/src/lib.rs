@@ -24,6 +24,7 @@ mod gpu;
 mod harness;
 mod launch;
 mod memory;
+mod resources;
 
 pub use arch::{choose_target, compute_arch, sm_arch, ImageKind, Target};
 pub use cache::{
@@ -31,7 +32,7 @@ pub use cache::{
 };
 pub use clocks::{driver_release, ClockReader, ClockReading};
 pub use compile::{
-    build_options, compile_offline, source_excerpt, CompiledModule, ModuleInfo, OfflineCompile, BASE_OPTIONS,
+    build_options, compile_offline, compile_offline_resources, source_excerpt, CompiledModule, ModuleInfo, OfflineCompile, BASE_OPTIONS,
 };
 pub use cupti::{Activity, ActivityKind, Cupti, Records};
 pub use device::{device_count, probe, probe_ordinal, Availability, DeviceInfo, Unavailable};
@@ -40,6 +41,7 @@ pub use gpu::Gpu;
 pub use harness::HARNESS_KERNELS;
 pub use launch::{check_launch, Kernel, KernelArg, KernelAttributes, DEFAULT_DYNAMIC_SMEM_LIMIT};
 pub use memory::DeviceBuffer;
+pub use resources::{parse_ptxas_verbose, KernelResources};
 
 /// cudarc, for callers that need what this crate does not wrap (CUPTI).
 pub use cudarc;
