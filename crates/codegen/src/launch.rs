@@ -115,27 +115,6 @@ pub fn row_unroll(dev: &Device) -> usize {
     dev.row_unroll as usize
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn two_column_sums_take_half_the_threads_only_where_they_would_not_fit() {
-        let dev = Device::default();
-        // bf16, two sums: 11008 and 14336 keep their 704 and 896 threads (32
-        // sums each, 93 and 73 registers); 16384 has 64 registers; 20480 has
-        // 48 sums in 75 registers.
-        for (cols, want) in [(9216, 1024), (11008, 1024), (14336, 1024), (16384, 512), (20480, 512)] {
-            assert_eq!(reload_threads(&dev, cols, 8, 2), want, "bf16 {cols}");
-        }
-        // f32: 11008 at 928 threads has 70 registers; 14336 keeps 896.
-        assert_eq!(reload_threads(&dev, 11008, 4, 2), 512);
-        assert_eq!(reload_threads(&dev, 14336, 4, 2), 1024);
-        // One sum: always the full block.
-        assert_eq!(reload_threads(&dev, 20480, 8, 1), 1024);
-    }
-}
-
 /// Most blocks one multiprocessor holds at once (compute capability 8.0-9.0).
 pub const MAX_BLOCKS_PER_SM: u32 = 32;
 /// Registers are given to a warp in units of this many (compute capability 8.0-9.0).
@@ -166,4 +145,25 @@ pub fn resident(dev: &Device, threads: u32, registers: u32, shared_bytes: u32) -
     .into_iter()
     .min_by_key(|&(n, _)| n)
     .expect("four bounds")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_column_sums_take_half_the_threads_only_where_they_would_not_fit() {
+        let dev = Device::default();
+        // bf16, two sums: 11008 and 14336 keep their 704 and 896 threads (32
+        // sums each, 93 and 73 registers); 16384 has 64 registers; 20480 has
+        // 48 sums in 75 registers.
+        for (cols, want) in [(9216, 1024), (11008, 1024), (14336, 1024), (16384, 512), (20480, 512)] {
+            assert_eq!(reload_threads(&dev, cols, 8, 2), want, "bf16 {cols}");
+        }
+        // f32: 11008 at 928 threads has 70 registers; 14336 keeps 896.
+        assert_eq!(reload_threads(&dev, 11008, 4, 2), 512);
+        assert_eq!(reload_threads(&dev, 14336, 4, 2), 1024);
+        // One sum: always the full block.
+        assert_eq!(reload_threads(&dev, 20480, 8, 1), 1024);
+    }
 }
