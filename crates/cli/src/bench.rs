@@ -30,7 +30,8 @@ pub struct Args {
     /// Print the result as JSON on standard output (for scripts; no table, no progress).
     #[arg(long)]
     json: bool,
-    /// Also print each kernel: time, launch shape, registers and spills.
+    /// Also print each kernel: time, launch shape, registers and spills, the blocks a multiprocessor
+    /// holds at once (and what bounds them) and the waves of its grid.
     #[arg(long)]
     kernels: bool,
     /// nvFuser's times from this JSON (written by bench/nvfuser_peer.py in the same run) instead of
@@ -65,6 +66,14 @@ struct KernelRow {
     block: [u32; 3],
     registers: u32,
     spill_bytes: u32,
+    /// Blocks one multiprocessor holds at once at the registers and shared memory CUPTI
+    /// recorded, what bounds them, and the waves of the grid (`codegen::launch::resident`).
+    #[serde(default)]
+    resident: u32,
+    #[serde(default)]
+    bound: String,
+    #[serde(default)]
+    waves: f64,
     summary: String,
 }
 
@@ -159,6 +168,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         CacheArg::Rotate => CachePolicy::Rotate,
     };
     let info = engine.gpu.info().clone();
+    let dev = engine.device()?;
     let measured = measure_all(&paths, a.json, |p| {
         let f = files::load(p)?;
         let g =
@@ -207,18 +217,27 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .kernels
                 .iter()
                 .zip(&kernels)
-                .map(|(pk, k)| KernelRow {
-                    name: k.name.clone(),
-                    us: k.median_us,
-                    grid: k.grid,
-                    block: k.block,
-                    registers: k.registers,
-                    spill_bytes: prep
-                        .kernels
-                        .iter()
-                        .find(|x| x.name() == k.name)
-                        .map_or(0, |x| x.attributes().local_bytes_per_thread),
-                    summary: pk.summary.clone(),
+                .map(|(pk, k)| {
+                    let threads = k.block.iter().product::<u32>();
+                    let (resident, bound) =
+                        fusebench_codegen::launch::resident(&dev, threads, k.registers, k.shared_bytes);
+                    let blocks: u64 = k.grid.iter().map(|&g| g as u64).product();
+                    KernelRow {
+                        name: k.name.clone(),
+                        us: k.median_us,
+                        grid: k.grid,
+                        block: k.block,
+                        registers: k.registers,
+                        spill_bytes: prep
+                            .kernels
+                            .iter()
+                            .find(|x| x.name() == k.name)
+                            .map_or(0, |x| x.attributes().local_bytes_per_thread),
+                        resident,
+                        bound: bound.into(),
+                        waves: blocks as f64 / (resident.max(1) as u64 * dev.sm_count.max(1) as u64) as f64,
+                        summary: pk.summary.clone(),
+                    }
                 })
                 .collect(),
             ours_us: summary.median,
@@ -312,13 +331,16 @@ fn print_table(rows: &[Row], failures: &[Failure], title: &str, kernels: bool) {
             outln!("{}", r.file);
             for k in &r.kernels {
                 outln!(
-                    "  {:<14} {:>8.2} us  grid {:?} block {:?}  {} regs, {} B spilled  {}",
+                    "  {:<14} {:>8.2} us  grid {:?} block {:?}  {} regs, {} B spilled, {} blocks/SM ({}), {:.2} waves  {}",
                     k.name,
                     k.us,
                     k.grid,
                     k.block,
                     k.registers,
                     k.spill_bytes,
+                    k.resident,
+                    k.bound,
+                    k.waves,
                     k.summary
                 );
             }
