@@ -97,13 +97,28 @@ def geomean(xs):
 
 
 def limits(rec):
-    """What a record's kernels say about what limits them: count, launch shapes, registers, spills."""
+    """What a record's kernels say about what limits them: count, launch shapes, registers, shared
+    memory, the blocks a multiprocessor holds at once (and what bounds them) and the waves of the grid."""
     ks = rec.get("kernels", [])
     return "; ".join(
         f"{k['name'][:28]} {k['median_us']:.1f}µs grid {k['grid'][0]}x{k['grid'][1]} block {k['block'][0]} "
         f"{k['registers']} regs{' ' + str(k['shared_bytes']) + 'B smem' if k.get('shared_bytes') else ''}"
+        f"{residency(k)}"
         for k in ks[:3]
     )
+
+
+def residency(k):
+    """", N/SM (bound), W waves" for a kernel record (`fusebench.resident`); nothing where fusebench
+    cannot be imported (`--table` needs none of the peers)."""
+    try:
+        import fusebench as fb
+    except ImportError:
+        return ""
+    threads = k["block"][0] * k["block"][1] * k["block"][2]
+    blocks, bound, sms = fb.resident(threads, k["registers"], k.get("shared_bytes") or 0)
+    grid = k["grid"][0] * k["grid"][1] * k["grid"][2]
+    return f", {blocks}/SM ({bound}), {grid / (max(blocks, 1) * sms):.2f} waves"
 
 
 def print_by_pattern(rows, device):

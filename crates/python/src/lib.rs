@@ -62,6 +62,21 @@ fn harness_err(e: HarnessError) -> PyErr {
     }
 }
 
+/// `(blocks, bound)`: how many blocks of `threads` threads at `registers` registers a thread and
+/// `shared_bytes` of shared memory a block one multiprocessor holds at once, and what bounds them
+/// ("threads", "blocks", "shared memory" or "registers"), on this machine's GPU, or an H200 where
+/// there is none. `sm_count` is given with it: `(blocks, bound, sm_count)`.
+#[pyfunction]
+#[pyo3(signature = (threads, registers, shared_bytes = 0))]
+fn resident(threads: u32, registers: u32, shared_bytes: u32) -> (u32, String, u32) {
+    let dev = match fusebench_runtime::probe() {
+        Ok(info) => fusebench_engine::device_of(&info),
+        Err(_) => fusebench_codegen::Device::default(),
+    };
+    let (blocks, bound) = fusebench_codegen::launch::resident(&dev, threads, registers, shared_bytes);
+    (blocks, bound.to_string(), dev.sm_count)
+}
+
 /// `(True, description)` when a GPU can be measured, else `(False, why not)`.
 #[pyfunction]
 fn gpu_status() -> (bool, String) {
@@ -775,6 +790,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_subject_of, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_status, m)?)?;
+    m.add_function(wrap_pyfunction!(resident, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(fusion_json, m)?)?;
     Ok(())

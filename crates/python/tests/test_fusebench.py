@@ -46,6 +46,12 @@ class WithoutAGpu(unittest.TestCase):
         with self.assertRaises(ValueError):
             fusebench.load(str(ROOT / "crates" / "cli" / "tests" / "fixtures" / "explain" / "nope.py"))
 
+    def test_resident_blocks_and_what_bounds_them(self):
+        blocks, bound, sms = fusebench.resident(288, 123, 41600)
+        self.assertEqual((blocks, bound), (1, "registers"))
+        self.assertGreater(sms, 0)
+        self.assertEqual(fusebench.resident(1024, 32)[:2], (2, "threads"))
+
     def test_two_callables_are_never_the_same_definition(self):
         def scale(x):
             return x * 2

@@ -19,6 +19,7 @@ from ._native import (  # noqa: F401
     gpu_status,
     kernel_time,
     load,
+    resident,
     __version__,
     _dlpack_layout,
     _dlpack_reexport,
