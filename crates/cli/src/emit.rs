@@ -122,36 +122,88 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             }
         };
         if a.compile {
-            let compiled = if a.resources {
-                fusebench_runtime::compile_offline_resources(&plan.source, &a.arch, plan.kernels.len())
-            } else {
-                fusebench_runtime::compile_offline(&plan.source, &a.arch, plan.kernels.len())
+            // ptxas's report where it is printed or where a grid may be refit to it.
+            let report = a.resources || dev.fit_waves;
+            let compile = |p: &fusebench_codegen::Plan| {
+                if report {
+                    fusebench_runtime::compile_offline_resources(&p.source, &a.arch, p.kernels.len())
+                } else {
+                    fusebench_runtime::compile_offline(&p.source, &a.arch, p.kernels.len())
+                }
             };
-            match compiled {
-                Ok(c) => {
-                    outln!(
-                        "{}: {} compiled in {:.1} ms (NVRTC {}.{}, {})",
-                        path.display(),
-                        crate::plural(plan.kernels.len(), "kernel"),
-                        c.ms,
-                        c.nvrtc_version.0,
-                        c.nvrtc_version.1,
-                        a.arch
-                    );
-                    compile_ms.push(c.ms);
-                    if a.resources {
-                        for line in resource_lines(&plan, &c.resources, &dev) {
-                            outln!("  {line}");
+            // NVRTC missing: a usage error for the whole run; a module that fails: this file.
+            let failure = |e: &fusebench_runtime::RuntimeError| match e {
+                fusebench_runtime::RuntimeError::Invalid(why) => {
+                    eprintln!("error: {why}");
+                    true
+                }
+                e => {
+                    eprintln!("error: {}: {e}", path.display());
+                    false
+                }
+            };
+            let c = match compile(&plan) {
+                Ok(c) => c,
+                Err(e) if failure(&e) => return Ok(ExitCode::from(2)),
+                Err(_) => {
+                    failed += 1;
+                    continue;
+                }
+            };
+            // As the engine does (`Device::fit_waves`): planned again for what is resident.
+            let used: Vec<(u32, u32)> = plan
+                .kernels
+                .iter()
+                .map(|k| {
+                    c.resources
+                        .iter()
+                        .find(|r| r.name == k.name)
+                        .map_or((0, 0), |r| (r.registers, r.static_shared_bytes))
+                })
+                .collect();
+            let (plan, c, refit) = match fusebench_codegen::launch::refit(&dev, &plan, &used) {
+                None => (plan, c, None),
+                Some(fit) => {
+                    let again = match fusebench_codegen::plan(&f, &layouts(&f), fit) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            eprintln!("error: {}: planned again: {e}", path.display());
+                            failed += 1;
+                            continue;
+                        }
+                    };
+                    match compile(&again) {
+                        Ok(c2) => {
+                            let ms = c.ms + c2.ms;
+                            (again, fusebench_runtime::OfflineCompile { ms, ..c2 }, Some(fit.outer_blocks_per_sm))
+                        }
+                        Err(e) if failure(&e) => return Ok(ExitCode::from(2)),
+                        Err(_) => {
+                            failed += 1;
+                            continue;
                         }
                     }
                 }
-                Err(fusebench_runtime::RuntimeError::Invalid(why)) => {
-                    eprintln!("error: {why}");
-                    return Ok(ExitCode::from(2));
-                }
-                Err(e) => {
-                    eprintln!("error: {}: {e}", path.display());
-                    failed += 1;
+            };
+            outln!(
+                "{}: {} compiled in {:.1} ms (NVRTC {}.{}, {})",
+                path.display(),
+                crate::plural(plan.kernels.len(), "kernel"),
+                c.ms,
+                c.nvrtc_version.0,
+                c.nvrtc_version.1,
+                a.arch
+            );
+            if let Some(n) = refit {
+                outln!(
+                    "  planned again with the outer partials at {} per multiprocessor, what is resident (FUSEBENCH_FIT_WAVES): compiled twice",
+                    crate::plural(n as usize, "block")
+                );
+            }
+            compile_ms.push(c.ms);
+            if a.resources {
+                for line in resource_lines(&plan, &c.resources, &dev) {
+                    outln!("  {line}");
                 }
             }
             continue;

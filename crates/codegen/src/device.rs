@@ -41,6 +41,14 @@ pub struct Device {
     /// Blocks (of 256 threads) per multiprocessor of an outer reduction's
     /// partial sums.
     pub outer_blocks_per_sm: u32,
+    /// An outer reduction's partial kernel that compiles to more registers
+    /// than `outer_blocks_per_sm` blocks leave, so its grid runs past one
+    /// wave with the last part-filled, is planned again for the blocks that
+    /// are resident (`launch::refit`; the engine compiles twice). Offline,
+    /// 16 of 28 fresh outer partial kernels run 1.06-1.71 waves at 8
+    /// blocks of 256 threads (36-48 registers: 5-6 resident). Not yet
+    /// timed, so off.
+    pub fit_waves: bool,
     /// An outer reduction whose results are too few to give every
     /// multiprocessor `outer_blocks_per_sm` blocks narrows its blocks
     /// (`outer::Geometry`): fewer threads across the results, more down the
@@ -290,6 +298,7 @@ impl Default for Device {
             pointwise_blocks_per_sm: 4,
             grid_blocks_per_sm: 4,
             outer_blocks_per_sm: 8,
+            fit_waves: false,
             outer_narrow: true,
             outer_alone: true,
             reload_threads: 0,

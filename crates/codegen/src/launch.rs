@@ -147,6 +147,33 @@ pub fn resident(dev: &Device, threads: u32, registers: u32, shared_bytes: u32) -
     .expect("four bounds")
 }
 
+/// Where an outer reduction's partial kernel, its grid sized for
+/// `Device::outer_blocks_per_sm` blocks per multiprocessor, compiles to more
+/// registers or shared memory than that many leave, so that its grid runs past
+/// one wave with the last one part-filled: the device to plan again with, its
+/// `outer_blocks_per_sm` the fewest blocks resident among such kernels
+/// (`Device::fit_waves`). `compiled`: each kernel's registers per thread and
+/// static shared memory, in the plan's order, as the compiler gave them.
+pub fn refit(dev: &Device, plan: &crate::Plan, compiled: &[(u32, u32)]) -> Option<Device> {
+    if !dev.fit_waves {
+        return None;
+    }
+    let fit = plan
+        .kernels
+        .iter()
+        .zip(compiled)
+        .filter(|(k, _)| k.schedule == crate::Schedule::OuterPartial)
+        .filter_map(|(k, &(registers, shared))| {
+            let threads = k.block.iter().product::<u32>();
+            let (per_sm, _) = resident(dev, threads, registers, shared + k.shared_bytes);
+            let blocks: u64 = k.grid.iter().map(|&g| g as u64).product();
+            (per_sm >= 1 && per_sm < dev.outer_blocks_per_sm && blocks > per_sm as u64 * dev.sm_count as u64)
+                .then_some(per_sm)
+        })
+        .min()?;
+    Some(Device { outer_blocks_per_sm: fit, ..*dev })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,7 +77,10 @@ impl Geometry {
         // result, so that the partials stay a small share of what is read (the
         // reductions of a column-major 2048x16384 bf16 softmax, at 4 blocks of
         // 128 threads per SM, read at 1.7 TB/s).
-        let want = (cx.dev.sm_count as usize * cx.dev.outer_blocks_per_sm as usize).div_ceil(blocks_x);
+        // With `fit_waves`, no more blocks than the slots: a few past them
+        // would be a wave of their own.
+        let slots = cx.dev.sm_count as usize * cx.dev.outer_blocks_per_sm as usize;
+        let want = if cx.dev.fit_waves { (slots / blocks_x).max(1) } else { slots.div_ceil(blocks_x) };
         let splits = want.clamp(1, max_splits(cx, k, by));
         let chunk = k.div_ceil(splits).max(1);
         let splits = k.div_ceil(chunk).max(1);

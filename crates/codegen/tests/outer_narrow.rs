@@ -77,3 +77,26 @@ fn few_rows_fold_in_one_block_with_no_combine() {
         assert!(p.kernels.iter().any(|k| k.schedule == Schedule::OuterCombine), "{rows}x{cols}: {:#?}", p.kernels);
     }
 }
+
+#[test]
+fn partials_past_one_wave_are_planned_again_for_what_is_resident() {
+    // 16384 rows of 8192 bf16 summed over rows: partial blocks of 256
+    // threads sized for 8 per multiprocessor.
+    let f = common::script(&column_sum(16384, 8192));
+    let layouts = vec![None; f.inputs.len()];
+    let fit = Device { fit_waves: true, ..Device::default() };
+    let p = plan(&f, &layouts, fit).unwrap();
+    let compiled = |regs: u32| p.kernels.iter().map(|_| (regs, 0)).collect::<Vec<_>>();
+    let blocks = |p: &fusebench_codegen::Plan| -> u64 {
+        p.kernels.iter().filter(|k| k.schedule == Schedule::OuterPartial).map(|k| k.grid.iter().map(|&g| g as u64).product::<u64>()).sum()
+    };
+    assert!(blocks(&p) <= 8 * 132, "{}", blocks(&p));
+    // At 40 registers six are resident: planned again for six, in one wave.
+    let again = fusebench_codegen::launch::refit(&fit, &p, &compiled(40)).expect("a refit");
+    assert_eq!(again.outer_blocks_per_sm, 6);
+    let p6 = plan(&f, &layouts, again).unwrap();
+    assert!(blocks(&p6) <= 6 * 132 && blocks(&p6) < blocks(&p), "{} then {}", blocks(&p), blocks(&p6));
+    // At 32 registers all eight are: nothing to do; nor without the setting.
+    assert!(fusebench_codegen::launch::refit(&fit, &p, &compiled(32)).is_none());
+    assert!(fusebench_codegen::launch::refit(&Device::default(), &p, &compiled(40)).is_none());
+}

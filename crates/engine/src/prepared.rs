@@ -77,6 +77,18 @@ impl Engine {
     }
 
     /// Plans, compiles, uploads inputs and allocates outputs.
+    /// `plan` compiled, with its kernels.
+    fn compiled(&self, plan: Plan) -> Result<(Plan, Arc<CompiledModule>, Vec<Kernel>), EngineError> {
+        let names: Vec<&str> = plan.kernels.iter().map(|k| k.name.as_str()).collect();
+        let module = self.gpu.compile(&plan.source, &names)?;
+        let kernels = plan
+            .kernels
+            .iter()
+            .map(|k| module.function(&k.name))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((plan, module, kernels))
+    }
+
     pub fn prepare(&self, f: &Fusion, inputs: &[Arg]) -> Result<Prepared, EngineError> {
         if inputs.len() != f.inputs.len() {
             return Err(EngineError::Inputs(format!(
@@ -97,15 +109,18 @@ impl Engine {
                 Arg::Scalar(_) => None,
             })
             .collect();
-        let plan = plan(f, &layouts, self.device()?)?;
-        let in_place = crate::inplace::plan(f, &plan, inputs)?;
-        let names: Vec<&str> = plan.kernels.iter().map(|k| k.name.as_str()).collect();
-        let module = self.gpu.compile(&plan.source, &names)?;
-        let kernels = plan
-            .kernels
+        let dev = self.device()?;
+        let (mut plan, mut module, mut kernels) = self.compiled(plan(f, &layouts, dev)?)?;
+        // Grids sized past what compiled to be resident: planned again for
+        // what is (`Device::fit_waves`).
+        let used: Vec<(u32, u32)> = kernels
             .iter()
-            .map(|k| module.function(&k.name))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|k| (k.attributes().registers_per_thread, k.attributes().static_shared_bytes))
+            .collect();
+        if let Some(fit) = fusebench_codegen::launch::refit(&dev, &plan, &used) {
+            (plan, module, kernels) = self.compiled(fusebench_codegen::plan(f, &layouts, fit)?)?;
+        }
+        let in_place = crate::inplace::plan(f, &plan, inputs)?;
         self.check_memory(f, inputs, &plan)?;
         let mut dev_inputs = Vec::new();
         for a in inputs {
@@ -206,6 +221,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         row_slack: k.row_slack.unwrap_or(d.row_slack),
         row_once: k.row_once.unwrap_or(d.row_once),
         row_fit_grid: k.row_fit_grid.unwrap_or(d.row_fit_grid),
+        fit_waves: k.fit_waves.unwrap_or(d.fit_waves),
         row_min_blocks: k.row_min_blocks.unwrap_or(d.row_min_blocks),
         row_packed: k.row_packed.unwrap_or(d.row_packed),
         row_fill: k.row_fill.unwrap_or(d.row_fill),
