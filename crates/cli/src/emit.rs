@@ -175,7 +175,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     match compile(&again) {
                         Ok(c2) => {
                             let ms = c.ms + c2.ms;
-                            (again, fusebench_runtime::OfflineCompile { ms, ..c2 }, Some(fit.outer_blocks_per_sm))
+                            (again, fusebench_runtime::OfflineCompile { ms, ..c2 }, Some(fit))
                         }
                         Err(e) if failure(&e) => return Ok(ExitCode::from(2)),
                         Err(_) => {
@@ -194,10 +194,17 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 c.nvrtc_version.1,
                 a.arch
             );
-            if let Some(n) = refit {
+            if let Some(fit) = refit {
+                let mut what = vec![];
+                if fit.outer_blocks_per_sm != dev.outer_blocks_per_sm {
+                    what.push(format!("the outer partials at {}", crate::plural(fit.outer_blocks_per_sm as usize, "block")));
+                }
+                if fit.column_sum_blocks_per_sm != dev.column_sum_blocks_per_sm {
+                    what.push(format!("the sums over rows at {}", crate::plural(fit.column_sum_blocks_per_sm as usize, "block")));
+                }
                 outln!(
-                    "  planned again with the outer partials at {} per multiprocessor, what is resident (FUSEBENCH_FIT_WAVES): compiled twice",
-                    crate::plural(n as usize, "block")
+                    "  planned again with {} per multiprocessor, what is resident (FUSEBENCH_FIT_WAVES): compiled twice",
+                    what.join(" and ")
                 );
             }
             compile_ms.push(c.ms);

@@ -85,6 +85,7 @@ pub fn add(
                     "an output the script writes into its input's own strided elements",
                 )),
                 shared_bytes: 0,
+                fill: None,
             });
         }
         p.alias_writes.push(a.output);

@@ -174,6 +174,7 @@ pub fn build(
             code_hash: String::new(),
             choice: None,
             shared_bytes: 0,
+            fill: None,
             summary: format!(
                 "contiguous reduction of {} over {k} elements: {o} results, {group} lanes each, {per_block} per block, {width} per load{}",
                 f.value(r.x).name,

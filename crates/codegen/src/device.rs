@@ -41,13 +41,14 @@ pub struct Device {
     /// Blocks (of 256 threads) per multiprocessor of an outer reduction's
     /// partial sums.
     pub outer_blocks_per_sm: u32,
-    /// An outer reduction's partial kernel that compiles to more registers
-    /// than `outer_blocks_per_sm` blocks leave, so its grid runs past one
+    /// A kernel whose grid is sized by blocks per multiprocessor
+    /// (`Kernel::fill`: outer partials, sums over rows alone) and compiles to
+    /// more registers than that many blocks leave, so its grid runs past one
     /// wave with the last part-filled, is planned again for the blocks that
     /// are resident (`launch::refit`; the engine compiles twice). Offline,
     /// 16 of 28 fresh outer partial kernels run 1.06-1.71 waves at 8
-    /// blocks of 256 threads (36-48 registers: 5-6 resident). Not yet
-    /// timed, so off.
+    /// blocks of 256 threads (36-48 registers: 5-6 resident), and 6 of 12
+    /// bias gradients' row kernels 1.1-1.6. Not yet timed, so off.
     pub fit_waves: bool,
     /// An outer reduction whose results are too few to give every
     /// multiprocessor `outer_blocks_per_sm` blocks narrows its blocks

@@ -173,6 +173,7 @@ pub fn build(
                 code_hash: String::new(),
                 choice: None,
                 shared_bytes: 0,
+                fill: None,
                 summary: format!(
                     "grid reduction of {} over {k} elements by {splits} blocks in turn, tiles of {tile}, {width} per load: {o} results{}",
                     f.value(r.x).name,

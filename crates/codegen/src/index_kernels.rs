@@ -111,6 +111,7 @@ fn flat(
             code_hash: String::new(),
             choice: None,
             shared_bytes: 0,
+            fill: None,
         },
     ))
 }
@@ -275,6 +276,7 @@ fn build(
                         code_hash: String::new(),
                         choice: None,
                         shared_bytes: 0,
+                        fill: None,
                     },
                 ));
             }

@@ -147,31 +147,37 @@ pub fn resident(dev: &Device, threads: u32, registers: u32, shared_bytes: u32) -
     .expect("four bounds")
 }
 
-/// Where an outer reduction's partial kernel, its grid sized for
-/// `Device::outer_blocks_per_sm` blocks per multiprocessor, compiles to more
-/// registers or shared memory than that many leave, so that its grid runs past
-/// one wave with the last one part-filled: the device to plan again with, its
-/// `outer_blocks_per_sm` the fewest blocks resident among such kernels
-/// (`Device::fit_waves`). `compiled`: each kernel's registers per thread and
-/// static shared memory, in the plan's order, as the compiler gave them.
+/// Where a kernel whose grid was sized by blocks per multiprocessor
+/// (`Kernel::fill`: an outer reduction's partials, `Device::outer_blocks_per_sm`;
+/// a row kernel of sums over rows alone, `Device::column_sum_blocks_per_sm`)
+/// compiles to more registers or shared memory than that many blocks leave,
+/// so that its grid runs past one wave with the last part-filled: the device
+/// to plan again with, that setting lowered to the fewest blocks resident
+/// among such kernels (`Device::fit_waves`). `compiled`: each kernel's
+/// registers per thread and static shared memory, in the plan's order, as
+/// the compiler gave them.
 pub fn refit(dev: &Device, plan: &crate::Plan, compiled: &[(u32, u32)]) -> Option<Device> {
+    use crate::plan::Fill;
     if !dev.fit_waves {
         return None;
     }
-    let fit = plan
-        .kernels
-        .iter()
-        .zip(compiled)
-        .filter(|(k, _)| k.schedule == crate::Schedule::OuterPartial)
-        .filter_map(|(k, &(registers, shared))| {
-            let threads = k.block.iter().product::<u32>();
-            let (per_sm, _) = resident(dev, threads, registers, shared + k.shared_bytes);
-            let blocks: u64 = k.grid.iter().map(|&g| g as u64).product();
-            (per_sm >= 1 && per_sm < dev.outer_blocks_per_sm && blocks > per_sm as u64 * dev.sm_count as u64)
-                .then_some(per_sm)
-        })
-        .min()?;
-    Some(Device { outer_blocks_per_sm: fit, ..*dev })
+    let mut fit = *dev;
+    let mut changed = false;
+    for (k, &(registers, shared)) in plan.kernels.iter().zip(compiled) {
+        let Some(fill) = k.fill else { continue };
+        let planned = match fill {
+            Fill::Outer => &mut fit.outer_blocks_per_sm,
+            Fill::ColumnSums => &mut fit.column_sum_blocks_per_sm,
+        };
+        let threads = k.block.iter().product::<u32>();
+        let (per_sm, _) = resident(dev, threads, registers, shared + k.shared_bytes);
+        let blocks: u64 = k.grid.iter().map(|&g| g as u64).product();
+        if per_sm >= 1 && per_sm < *planned && blocks > per_sm as u64 * dev.sm_count as u64 {
+            *planned = per_sm;
+            changed = true;
+        }
+    }
+    changed.then_some(fit)
 }
 
 #[cfg(test)]

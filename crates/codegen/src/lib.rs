@@ -49,6 +49,6 @@ pub mod transpose;
 pub mod view;
 
 pub use error::CodegenError;
-pub use plan::{Choice, Kernel, KernelArg, OutputSource, Plan, Schedule};
+pub use plan::{Choice, Fill, Kernel, KernelArg, OutputSource, Plan, Schedule};
 pub use device::{ColumnSums, Device, LoadHint};
 pub use segment::plan;

@@ -253,6 +253,7 @@ pub fn build(
             code_hash: String::new(),
             choice: None,
             shared_bytes: 0,
+            fill: None,
             summary: format!(
                 "adds and merges {splits} partials into the mean and {what} of {label}{}",
                 if epi.is_empty() { String::new() } else { format!("; writes [{}]", epi.join(", ")) }

@@ -98,6 +98,7 @@ impl Geometry {
             code_hash: String::new(),
             choice: None,
             shared_bytes: 0,
+            fill: Some(crate::plan::Fill::Outer),
             summary,
         }
     }
@@ -559,6 +560,7 @@ pub fn combine(
             code_hash: String::new(),
             choice: None,
             shared_bytes: 0,
+            fill: None,
             summary: format!(
                 "combines {splits} partials into the {what} of {}{}{}",
                 f.value(r.outputs[0]).name,
@@ -746,6 +748,7 @@ pub fn combine_many(
             code_hash: String::new(),
             choice: None,
             shared_bytes: 0,
+            fill: None,
             summary: format!(
                 "combines {splits} partials of {} over {cols} columns; writes [{}]",
                 names.join(", "),

@@ -365,6 +365,7 @@ fn lower_with(
         ),
         choice: None,
         shared_bytes: cached as u32,
+        fill: None,
     };
     Ok((src, kernel, lw.row_cache, lw.value_cache))
 }

@@ -64,6 +64,20 @@ pub struct Kernel {
     /// row_cache.rs); 0 for kernels with static shared memory only.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub shared_bytes: u32,
+    /// Which setting sized its grid by blocks per multiprocessor, where one
+    /// did: `launch::refit` may plan it again for the blocks that are resident.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill: Option<Fill>,
+}
+
+/// A grid sized by blocks per multiprocessor (`Kernel::fill`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Fill {
+    /// An outer reduction's partials: `Device::outer_blocks_per_sm`.
+    Outer,
+    /// A row kernel with sums over rows and no row reductions, walking the
+    /// rows on a fixed grid: `Device::column_sum_blocks_per_sm`.
+    ColumnSums,
 }
 
 /// The schedule a kernel was built with, why it fits, and the schedules

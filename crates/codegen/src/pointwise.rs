@@ -162,6 +162,7 @@ pub fn build(
         code_hash: String::new(),
         choice: None,
         shared_bytes: 0,
+        fill: None,
         summary: format!(
             "pointwise over {shape:?}, {width} elements per thread{walked}: {}",
             names.join(", ")

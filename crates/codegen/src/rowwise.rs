@@ -1176,6 +1176,8 @@ fn build_unrolled(
         code_hash: String::new(),
         choice: None,
         shared_bytes: next.as_ref().filter(|_| copying).map_or(0, |n| n.bytes() as u32),
+        // Sums over rows alone, on a grid of `column_sum_blocks_per_sm`.
+        fill: (reds.is_empty() && spec.row_blocks > 0 && !spec.outer.is_empty()).then_some(crate::plan::Fill::ColumnSums),
         summary: format!(
             "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]{copies}{nexts}",
             spec.rows,

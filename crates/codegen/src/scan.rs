@@ -88,6 +88,7 @@ pub fn build(
             code_hash: String::new(),
             choice: None,
             shared_bytes: 0,
+            fill: None,
             summary: format!(
                 "{} of {} along dim {dim}: {lines} lines of {len}, a thread per line",
                 kind.name(),

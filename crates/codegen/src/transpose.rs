@@ -446,6 +446,7 @@ pub fn build(
         code_hash: String::new(),
         choice: None,
         shared_bytes: 0,
+        fill: None,
         summary: format!(
             "transpose over {shape:?}, {tile}x{tile} tiles of dims {a} and {b}, {} staged in shared memory{}: {}",
             tiled.join(", "),

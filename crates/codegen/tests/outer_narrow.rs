@@ -100,3 +100,31 @@ fn partials_past_one_wave_are_planned_again_for_what_is_resident() {
     assert!(fusebench_codegen::launch::refit(&fit, &p, &compiled(32)).is_none());
     assert!(fusebench_codegen::launch::refit(&Device::default(), &p, &compiled(40)).is_none());
 }
+
+#[test]
+fn a_bias_gradient_beside_its_gradient_is_refit_as_sums_over_rows() {
+    // The gradient (elementwise) and its sum over rows in one row kernel on a
+    // fixed grid of `column_sum_blocks_per_sm`: marked so, and refit to what
+    // is resident like the outer partials.
+    let f = common::script(
+        "    dy = fd.define_tensor(shape=[16384, 6400], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    d = fd.ops.cast(dy, dtype=DataType.Float)
+    g = fd.ops.mul(d, 2.0)
+    gb = fd.ops.sum(d, dims=[0], keepdim=False)
+    o0 = fd.ops.cast(g, dtype=DataType.BFloat16)
+    o1 = fd.ops.cast(gb, dtype=DataType.BFloat16)
+    fd.add_output(o0)
+    fd.add_output(o1)
+",
+    );
+    let layouts = vec![None; f.inputs.len()];
+    let fit = Device { fit_waves: true, ..Device::default() };
+    let p = plan(&f, &layouts, fit).unwrap();
+    let marked: Vec<_> = p.kernels.iter().filter(|k| k.fill == Some(fusebench_codegen::Fill::ColumnSums)).collect();
+    assert_eq!(marked.len(), 1, "{:?}", p.kernels.iter().map(|k| (&k.name, &k.summary)).collect::<Vec<_>>());
+    // 80 registers at its block: fewer than 8 resident, so planned again.
+    let compiled: Vec<(u32, u32)> = p.kernels.iter().map(|_| (80, 0)).collect();
+    let again = fusebench_codegen::launch::refit(&fit, &p, &compiled).expect("a refit");
+    assert!(again.column_sum_blocks_per_sm < 8, "{}", again.column_sum_blocks_per_sm);
+    assert_eq!(again.outer_blocks_per_sm, fit.outer_blocks_per_sm);
+}

@@ -81,7 +81,7 @@ pub const DECLARED: &[Declared] = &[
     knob("FUSEBENCH_GRID_BLOCKS_PER_SM", "a whole number from 1 to 32", "the planner's (4)", Affects::Kernels,
         "blocks per SM of a grid reduction's partial sums (tuning experiments)"),
     knob("FUSEBENCH_FIT_WAVES", "0 or 1", "the planner's (0)", Affects::Kernels,
-        "1: an outer reduction's partial kernel that compiles to more registers than its planned blocks per multiprocessor leave is planned again for the blocks that are resident, so its grid ends on a whole wave (tuning experiments)"),
+        "1: a kernel whose grid is sized by blocks per multiprocessor (an outer reduction's partials, a row kernel of sums over rows alone) and compiles to more registers than that many blocks leave is planned again for the blocks that are resident, so its grid ends within one wave (tuning experiments)"),
     knob("FUSEBENCH_OUTER_BLOCKS_PER_SM", "a whole number from 1 to 32", "the planner's (8)", Affects::Kernels,
         "blocks per SM of an outer reduction's partial sums (tuning experiments)"),
     knob("FUSEBENCH_OUTER_NARROW", "0 or 1", "the planner's (1)", Affects::Kernels,
