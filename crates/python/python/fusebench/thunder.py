@@ -18,10 +18,12 @@ What it does, in order:
    kernels are found in the step by their launch signature (name, grid, block) as the fusion launches them
    alone, the first unclaimed run of them at or after where the fusion before it in its trace was found.
 4. Online: `kernel_time(fd.execute, inputs)` cold and warm, in this process.
-5. Saved (each fusion's row appended to `out/rows.jsonl` as it is done): the fusion's repro (`fd.repro_script_for(inputs)`) written to `out`, and timed cold and warm in a
+5. Saved: the fusion's repro (`fd.repro_script_for(inputs)`) written to `out`, and timed cold and warm in a
    fresh process (`python -m fusebench._saved`), and cold again after a write flush (L2 left full of dirty
-   lines, as a kernel that wrote leaves it in the step: `kernel_time(..., flush="write")`). Integer inputs (indices) are saved beside it
-   and used in place of the script's random ones, which could lie outside the indexed range.
+   lines, as a kernel that wrote leaves it in the step: `kernel_time(..., flush="write")`). Integer inputs
+   (indices) are saved beside it and used in place of the script's random ones, which could lie outside the
+   indexed range. The step's figures go to `out/step.json` once timed and each fusion's row is appended to
+   `out/rows.jsonl` as it is done, so that a report cut short keeps what it measured.
 6. `fusebench.explain(online cold, saved cold)` for each fusion; the in-step time placed against the saved
    warm, cold and dirty-L2 cold times (`step_cause`: the share of the difference the step's L2 state accounts
    for); the peak device memory of the step and of each fusion's standalone run.
@@ -247,6 +249,9 @@ def report(compiled, *args, out="fusions", step=None, max_time=1.0, **kwargs):
     _say(f"{len(fusions)} nvFusions; timing the step")
     m_step = fusebench.kernel_time(step, cache="warm", max_time=max_time, name="step", context="in step")
     step_kernels = _kernels(m_step)
+    with open(os.path.join(out, "step.json"), "w") as f:
+        json.dump({"median_us": m_step.median, "kernels": len(step_kernels), "peak_mib": step_peak,
+                   "kernel_list": step_kernels, "record": json.loads(m_step.to_json())}, f)
     rows, sigs, online, notes = [], [], {}, []
     for i, (key, group, w) in enumerate(fusions):
         _say(f"[{i + 1}/{len(fusions)}] {key}: online")
