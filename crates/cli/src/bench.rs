@@ -218,10 +218,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 .iter()
                 .zip(&kernels)
                 .map(|(pk, k)| {
-                    let threads = k.block.iter().product::<u32>();
-                    let (resident, bound) =
-                        fusebench_codegen::launch::resident(&dev, threads, k.registers, k.shared_bytes);
-                    let blocks: u64 = k.grid.iter().map(|&g| g as u64).product();
+                    let o = fusebench_codegen::launch::occupancy(&dev, k.grid, k.block, k.registers, k.shared_bytes);
                     KernelRow {
                         name: k.name.clone(),
                         us: k.median_us,
@@ -233,9 +230,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                             .iter()
                             .find(|x| x.name() == k.name)
                             .map_or(0, |x| x.attributes().local_bytes_per_thread),
-                        resident,
-                        bound: bound.into(),
-                        waves: blocks as f64 / (resident.max(1) as u64 * dev.sm_count.max(1) as u64) as f64,
+                        resident: o.per_sm,
+                        bound: o.bound.into(),
+                        waves: o.waves,
                         summary: pk.summary.clone(),
                     }
                 })

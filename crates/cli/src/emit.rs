@@ -71,21 +71,21 @@ fn resource_lines(
             };
             let threads = k.block.iter().product::<u32>();
             let shared = r.static_shared_bytes + k.shared_bytes;
-            let (per_sm, bound) = fusebench_codegen::launch::resident(dev, threads, r.registers, shared);
-            let blocks: u64 = k.grid.iter().map(|&g| g as u64).product();
-            let waves = blocks as f64 / (per_sm.max(1) as u64 * dev.sm_count as u64) as f64;
+            let o = fusebench_codegen::launch::occupancy(dev, k.grid, k.block, r.registers, shared);
             let spills = match (r.spill_store_bytes, r.spill_load_bytes) {
                 (0, 0) => "no spills".to_string(),
                 (s, l) => format!("spills {s} B stored, {l} B loaded a thread"),
             };
             format!(
-                "{}: {} registers, {spills}, {} B shared; {} of {threads} threads per multiprocessor ({bound}), {} warps; grid of {}: {waves:.2} waves",
+                "{}: {} registers, {spills}, {} B shared; {} of {threads} threads per multiprocessor ({}), {} warps; grid of {}: {:.2} waves",
                 k.name,
                 r.registers,
                 shared,
-                crate::plural(per_sm as usize, "block"),
-                per_sm * threads.div_ceil(32),
-                crate::plural(blocks as usize, "block"),
+                crate::plural(o.per_sm as usize, "block"),
+                o.bound,
+                o.per_sm * threads.div_ceil(32),
+                crate::plural(o.blocks as usize, "block"),
+                o.waves,
             )
         })
         .collect()

@@ -147,6 +147,22 @@ pub fn resident(dev: &Device, threads: u32, registers: u32, shared_bytes: u32) -
     .expect("four bounds")
 }
 
+/// A launch of `grid` blocks of `block` threads at `registers` a thread and
+/// `shared_bytes` a block: what `resident` says of it, and the waves of its grid.
+pub struct Occupancy {
+    pub per_sm: u32,
+    pub bound: &'static str,
+    pub blocks: u64,
+    pub waves: f64,
+}
+
+pub fn occupancy(dev: &Device, grid: [u32; 3], block: [u32; 3], registers: u32, shared_bytes: u32) -> Occupancy {
+    let (per_sm, bound) = resident(dev, block.iter().product(), registers, shared_bytes);
+    let blocks: u64 = grid.iter().map(|&g| g as u64).product();
+    let waves = blocks as f64 / (per_sm.max(1) as u64 * dev.sm_count.max(1) as u64) as f64;
+    Occupancy { per_sm, bound, blocks, waves }
+}
+
 /// Where a kernel whose grid was sized by blocks per multiprocessor
 /// (`Kernel::fill`: an outer reduction's partials, `Device::outer_blocks_per_sm`;
 /// a row kernel of sums over rows alone, `Device::column_sum_blocks_per_sm`)
@@ -169,11 +185,9 @@ pub fn refit(dev: &Device, plan: &crate::Plan, compiled: &[(u32, u32)]) -> Optio
             Fill::Outer => &mut fit.outer_blocks_per_sm,
             Fill::ColumnSums => &mut fit.column_sum_blocks_per_sm,
         };
-        let threads = k.block.iter().product::<u32>();
-        let (per_sm, _) = resident(dev, threads, registers, shared + k.shared_bytes);
-        let blocks: u64 = k.grid.iter().map(|&g| g as u64).product();
-        if per_sm >= 1 && per_sm < *planned && blocks > per_sm as u64 * dev.sm_count as u64 {
-            *planned = per_sm;
+        let o = occupancy(dev, k.grid, k.block, registers, shared + k.shared_bytes);
+        if o.per_sm >= 1 && o.per_sm < *planned && o.waves > 1.0 {
+            *planned = o.per_sm;
             changed = true;
         }
     }

@@ -262,12 +262,11 @@ def report(compiled, *args, out="fusions", step=None, max_time=1.0, **kwargs):
         except Exception as e:  # one fusion failing must not hide the others: it is listed with why
             notes.append(f"{key}: timing it online failed: {e}")
             continue
-        online[key] = (cold, warm)
+        online[key] = (cold, warm, w)
         sigs.append((key, group, [(n, g, b) for n, g, b, _ in _kernels(cold)]))
     found = match_kernels(step_kernels, sigs)
     for i, (key, group, sig) in enumerate(sigs):
-        w = next(w for k, _, w in fusions if k == key)
-        cold, warm = online[key]
+        cold, warm, w = online[key]
         path = os.path.join(out, key.replace("/", "_") + ".py")
         _say(f"[{i + 1}/{len(sigs)}] {key}: saved, in a fresh process")
         try:
