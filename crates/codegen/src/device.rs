@@ -48,8 +48,11 @@ pub struct Device {
     /// are resident (`launch::refit`; the engine compiles twice). Offline,
     /// 16 of 28 fresh outer partial kernels run 1.06-1.71 waves at 8
     /// blocks of 256 threads (36-48 registers: 5-6 resident), and 6 of 12
-    /// bias gradients' row kernels 1.1-1.6. Not yet timed, so off.
-    pub fit_waves: bool,
+    /// bias gradients' row kernels 1.1-1.6. On the H200 (27th session) the
+    /// outer partials so planned took 0.955 of the time over 15 fresh
+    /// fusions, none slower; the bias gradients' row kernels were mixed
+    /// (0.88-1.17), so only the outer ones by default.
+    pub fit_waves: FitWaves,
     /// An outer reduction whose results are too few to give every
     /// multiprocessor `outer_blocks_per_sm` blocks narrows its blocks
     /// (`outer::Geometry`): fewer threads across the results, more down the
@@ -235,6 +238,17 @@ pub struct Device {
     pub load_hint: Option<LoadHint>,
 }
 
+/// Which kernels sized by blocks per multiprocessor are planned again for
+/// what is resident (`FUSEBENCH_FIT_WAVES`, `launch::refit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FitWaves {
+    Off,
+    /// An outer reduction's partials: also no more blocks than the slots.
+    Outer,
+    /// Those and a row kernel of sums over rows alone (a bias gradient).
+    All,
+}
+
 /// Which schedule takes a stored sum over the rows of a row-major tensor
 /// (`FUSEBENCH_COLUMN_SUMS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -299,7 +313,7 @@ impl Default for Device {
             pointwise_blocks_per_sm: 4,
             grid_blocks_per_sm: 4,
             outer_blocks_per_sm: 8,
-            fit_waves: false,
+            fit_waves: FitWaves::Outer,
             outer_narrow: true,
             outer_alone: true,
             reload_threads: 0,

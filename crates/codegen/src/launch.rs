@@ -169,18 +169,21 @@ pub fn occupancy(dev: &Device, grid: [u32; 3], block: [u32; 3], registers: u32, 
 /// compiles to more registers or shared memory than that many blocks leave,
 /// so that its grid runs past one wave with the last part-filled: the device
 /// to plan again with, that setting lowered to the fewest blocks resident
-/// among such kernels (`Device::fit_waves`). `compiled`: each kernel's
+/// among such kernels (`Device::fit_waves` says which kinds). `compiled`: each kernel's
 /// registers per thread and static shared memory, in the plan's order, as
 /// the compiler gave them.
 pub fn refit(dev: &Device, plan: &crate::Plan, compiled: &[(u32, u32)]) -> Option<Device> {
-    use crate::plan::Fill;
-    if !dev.fit_waves {
+    use crate::{plan::Fill, FitWaves};
+    if dev.fit_waves == FitWaves::Off {
         return None;
     }
     let mut fit = *dev;
     let mut changed = false;
     for (k, &(registers, shared)) in plan.kernels.iter().zip(compiled) {
         let Some(fill) = k.fill else { continue };
+        if fill == Fill::ColumnSums && dev.fit_waves != FitWaves::All {
+            continue;
+        }
         let planned = match fill {
             Fill::Outer => &mut fit.outer_blocks_per_sm,
             Fill::ColumnSums => &mut fit.column_sum_blocks_per_sm,

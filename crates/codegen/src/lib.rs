@@ -50,5 +50,5 @@ pub mod view;
 
 pub use error::CodegenError;
 pub use plan::{Choice, Fill, Kernel, KernelArg, OutputSource, Plan, Schedule};
-pub use device::{ColumnSums, Device, LoadHint};
+pub use device::{ColumnSums, Device, FitWaves, LoadHint};
 pub use segment::plan;

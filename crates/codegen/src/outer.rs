@@ -80,7 +80,7 @@ impl Geometry {
         // With `fit_waves`, no more blocks than the slots: a few past them
         // would be a wave of their own.
         let slots = cx.dev.sm_count as usize * cx.dev.outer_blocks_per_sm as usize;
-        let want = if cx.dev.fit_waves { (slots / blocks_x).max(1) } else { slots.div_ceil(blocks_x) };
+        let want = if cx.dev.fit_waves != crate::FitWaves::Off { (slots / blocks_x).max(1) } else { slots.div_ceil(blocks_x) };
         let splits = want.clamp(1, max_splits(cx, k, by));
         let chunk = k.div_ceil(splits).max(1);
         let splits = k.div_ceil(chunk).max(1);

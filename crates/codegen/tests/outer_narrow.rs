@@ -2,7 +2,7 @@
 //! of partial sums (`outer::Geometry`): fewer threads across the results,
 //! more down the reduced elements, so more blocks read at once.
 
-use fusebench_codegen::{plan, Device, Kernel, Schedule};
+use fusebench_codegen::{plan, Device, FitWaves, Kernel, Schedule};
 
 mod common;
 
@@ -84,7 +84,7 @@ fn partials_past_one_wave_are_planned_again_for_what_is_resident() {
     // threads sized for 8 per multiprocessor.
     let f = common::script(&column_sum(16384, 8192));
     let layouts = vec![None; f.inputs.len()];
-    let fit = Device { fit_waves: true, ..Device::default() };
+    let fit = Device::default();
     let p = plan(&f, &layouts, fit).unwrap();
     let compiled = |regs: u32| p.kernels.iter().map(|_| (regs, 0)).collect::<Vec<_>>();
     let blocks = |p: &fusebench_codegen::Plan| -> u64 {
@@ -96,9 +96,10 @@ fn partials_past_one_wave_are_planned_again_for_what_is_resident() {
     assert_eq!(again.outer_blocks_per_sm, 6);
     let p6 = plan(&f, &layouts, again).unwrap();
     assert!(blocks(&p6) <= 6 * 132 && blocks(&p6) < blocks(&p), "{} then {}", blocks(&p), blocks(&p6));
-    // At 32 registers all eight are: nothing to do; nor without the setting.
+    // At 32 registers all eight are: nothing to do; nor with the setting off.
     assert!(fusebench_codegen::launch::refit(&fit, &p, &compiled(32)).is_none());
-    assert!(fusebench_codegen::launch::refit(&Device::default(), &p, &compiled(40)).is_none());
+    let off = Device { fit_waves: FitWaves::Off, ..Device::default() };
+    assert!(fusebench_codegen::launch::refit(&off, &p, &compiled(40)).is_none());
 }
 
 #[test]
@@ -118,7 +119,7 @@ fn a_bias_gradient_beside_its_gradient_is_refit_as_sums_over_rows() {
 ",
     );
     let layouts = vec![None; f.inputs.len()];
-    let fit = Device { fit_waves: true, ..Device::default() };
+    let fit = Device { fit_waves: FitWaves::All, ..Device::default() };
     let p = plan(&f, &layouts, fit).unwrap();
     let marked: Vec<_> = p.kernels.iter().filter(|k| k.fill == Some(fusebench_codegen::Fill::ColumnSums)).collect();
     assert_eq!(marked.len(), 1, "{:?}", p.kernels.iter().map(|k| (&k.name, &k.summary)).collect::<Vec<_>>());
@@ -127,4 +128,6 @@ fn a_bias_gradient_beside_its_gradient_is_refit_as_sums_over_rows() {
     let again = fusebench_codegen::launch::refit(&fit, &p, &compiled).expect("a refit");
     assert!(again.column_sum_blocks_per_sm < 8, "{}", again.column_sum_blocks_per_sm);
     assert_eq!(again.outer_blocks_per_sm, fit.outer_blocks_per_sm);
+    // By default only outer partials are refit.
+    assert!(fusebench_codegen::launch::refit(&Device::default(), &p, &compiled).is_none());
 }

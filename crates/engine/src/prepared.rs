@@ -3,7 +3,7 @@
 
 use crate::error::EngineError;
 use crate::transfer::{buffer_bytes, layout};
-use fusebench_codegen::{plan, ColumnSums, Device, KernelArg as PlanArg, LoadHint, OutputSource, Plan};
+use fusebench_codegen::{plan, ColumnSums, Device, FitWaves, KernelArg as PlanArg, LoadHint, OutputSource, Plan};
 use fusebench_host::{Arg, Tensor};
 use fusebench_ir::{DType, Fusion, Literal};
 use fusebench_measure::InputLayout;
@@ -221,7 +221,12 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         row_slack: k.row_slack.unwrap_or(d.row_slack),
         row_once: k.row_once.unwrap_or(d.row_once),
         row_fit_grid: k.row_fit_grid.unwrap_or(d.row_fit_grid),
-        fit_waves: k.fit_waves.unwrap_or(d.fit_waves),
+        fit_waves: match k.fit_waves {
+            Some("off") => FitWaves::Off,
+            Some("outer") => FitWaves::Outer,
+            Some(_) => FitWaves::All,
+            None => d.fit_waves,
+        },
         row_min_blocks: k.row_min_blocks.unwrap_or(d.row_min_blocks),
         row_packed: k.row_packed.unwrap_or(d.row_packed),
         row_fill: k.row_fill.unwrap_or(d.row_fill),
