@@ -173,6 +173,16 @@ pub struct Device {
     /// 16-bit row kernels, 1.039. Only where the rows give every thread the
     /// GPU holds four vectors or more (`rowwise::Holding::of`).
     pub row_packed: bool,
+    /// `row_packed` for a row kernel that writes outputs over its rows from
+    /// row reductions and no sums over rows (`rowwise::Writes::Normalized`:
+    /// a LayerNorm, an RMSNorm), where every row-sized value it computes is
+    /// a few instructions an element (`rowwise::recomputed_cheaply`) and the
+    /// row is held as floats without it. The worst forward norm of the
+    /// fifth fresh sample, LayerNorm bf16 26624x12544 (0.85 of nvFuser),
+    /// holds 40 floats a thread in 320 threads at 95 registers, 2 blocks per
+    /// multiprocessor; nvFuser holds 56 halves in 224 at 70, 4 per
+    /// multiprocessor. Not yet timed, so off.
+    pub row_packed_norms: bool,
     /// Threads per multiprocessor a row kernel holding its rows fills before
     /// a thread takes more vectors (`rowwise::Holding::filling`): 512 rows of
     /// 2560 f16 took 96 threads x 4 vectors each, 0.82 of torch.compile's 512
@@ -334,6 +344,7 @@ impl Default for Device {
             row_min_blocks: 0,
             row_fit_grid: false,
             row_packed: true,
+            row_packed_norms: false,
             row_fill: 0,
             row_sum_vectors: 3,
             pointwise_walk: 3,

@@ -130,7 +130,24 @@ impl Holding {
         // GPU holds four 16-byte vectors of halves or more. Fewer (2048 rows
         // of 4096 bf16) left threads idle: 1.11x slower on the H200.
         let threads = dev.sm_count as usize * dev.max_threads_per_sm as usize;
-        let packed = dev.row_packed && writes == Writes::Statistics && rows * cols >= 4 * 8 * threads;
+        // A norm's output (`Writes::Normalized`, `Device::row_packed_norms`)
+        // reads the row once more after its reductions: held as loaded, what
+        // the passes computed from it is computed again, so only where that
+        // is a few instructions an element (`recomputed_cheaply`), and only
+        // rows already held as floats (rows moved from the loop schedule
+        // into registers so lost up to 1.31x in the twenty-second session).
+        let packed = dev.row_packed
+            && rows * cols >= 4 * 8 * threads
+            && match writes {
+                Writes::Statistics => true,
+                Writes::Normalized => {
+                    dev.row_packed_norms
+                        && cols * held_halves(f, rows, cols, false) <= 2 * dev.block_held
+                        && recomputed_cheaply(f, rows * cols)
+                        && !sums_over_rows(f, rows, cols)
+                }
+                _ => false,
+            };
         // A plain row sum reads each element once and keeps nothing for a
         // later pass: more threads with fewer vectors each read it faster,
         // with many rows (4096 rows of 2560 f32: 17.4 -> 15.5 us on the H200)
@@ -380,15 +397,70 @@ pub fn writes(full: usize, outer: usize, inner: usize) -> Writes {
     match (full, outer, inner) {
         (0, 0, 1) => Writes::OneStatistic,
         (0, 0, n) if n >= 2 => Writes::Statistics,
+        (f, 0, n) if f >= 1 && n >= 1 => Writes::Normalized,
         _ => Writes::Rows,
     }
+}
+
+/// Whether `f` reduces a value of rows x columns to one per column (a norm
+/// backward's weight gradient). Such a sum joins the row kernel after its
+/// schedule was chosen (`segment.rs`), which then writes `Writes::Rows`; a
+/// row kernel that may be joined so is not held as loaded, so that the
+/// shape `emit` gives as the schedule's reason is the one built.
+fn sums_over_rows(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> bool {
+    use fusebench_ir::Op;
+    f.nodes.iter().any(|n| {
+        let x = match &n.op {
+            Op::Reduce { x, .. } | Op::Welford { x, .. } | Op::VarMean { x, .. } => *x,
+            _ => return false,
+        };
+        f.value(x).numel() == rows * cols && n.outputs.iter().any(|&o| f.value(o).numel() == cols)
+    })
+}
+
+/// Whether every value of `full` elements (the rows x columns) that `f`
+/// computes is a few instructions an element: casts, views, `where`, and
+/// adds, subtracts, products, quotients, negations, extrema and
+/// comparisons; no transcendental function and no random draw. Such values,
+/// a norm's centred and scaled rows, cost little to compute again from rows
+/// held as loaded; a softmax's exponentials computed again cost 1.31-1.37x
+/// (the twenty-second session).
+pub fn recomputed_cheaply(f: &fusebench_ir::Fusion, full: usize) -> bool {
+    use fusebench_ir::{BinaryOp as B, Op, UnaryOp as U};
+    f.nodes.iter().all(|n| {
+        let big = n.outputs.iter().any(|&o| f.value(o).is_tensor() && f.value(o).numel() == full);
+        match &n.op {
+            Op::Rng { .. } | Op::RngLike { .. } => false,
+            _ if !big => true,
+            Op::Cast { .. } | Op::Where { .. } => true,
+            Op::Unary { kind, .. } => matches!(kind, U::Neg | U::Abs),
+            Op::Binary { kind, .. } => matches!(
+                kind,
+                B::Add | B::Sub | B::Mul | B::Div | B::Truediv | B::Maximum | B::Minimum | B::Eq | B::Ne | B::Lt | B::Le | B::Gt | B::Ge
+            ),
+            Op::Broadcast { .. }
+            | Op::BroadcastInDim { .. }
+            | Op::Expand { .. }
+            | Op::Reshape { .. }
+            | Op::Permute { .. }
+            | Op::Squeeze { .. }
+            | Op::Slice { .. } => true,
+            _ => false,
+        }
+    })
 }
 
 /// What a row kernel writes, which decides what it may hold (`writes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Writes {
-    /// Outputs over rows x columns, or sums over rows.
+    /// Sums over rows (with or without outputs over rows x columns), or
+    /// outputs over rows x columns with no row reduction.
     Rows,
+    /// Outputs over rows x columns from row reductions and no sums over rows
+    /// (a norm's or a softmax's output): 16-bit rows may be held as loaded
+    /// where what the passes compute from them is cheap to compute again
+    /// (`Device::row_packed_norms`).
+    Normalized,
     /// Statistics of each row from two or more reductions (a cross-entropy,
     /// a logsumexp): 16-bit rows may be held as loaded.
     Statistics,
@@ -901,9 +973,10 @@ fn build_unrolled(
     }
     let mut means: Vec<Vec<Option<String>>> = vec![vec![None; u_rows]; reds.len()];
     // 16-bit rows held as loaded: each pass after the first converts them
-    // again (`Device::row_packed`). Only a kernel that writes statistics of
-    // its rows alone holds them so (`Writes::Statistics`): nothing over its
-    // rows is written after the passes.
+    // again (`Device::row_packed`): a kernel that writes statistics of its
+    // rows alone (`Writes::Statistics`), and with `Device::row_packed_norms`
+    // a norm whose outputs are cheap to compute again (`Writes::Normalized`),
+    // which converts them once more for its outputs.
     let packed = match sh.packed {
         true => packed_inputs(f, spec.rows, spec.cols),
         false => Vec::new(),
@@ -975,6 +1048,11 @@ fn build_unrolled(
     if !copied.is_empty() && !copying {
         lw.line("fb_copy_wait();");
         lw.line("__syncthreads();");
+    }
+    // Rows held as loaded (`Writes::Normalized`): the outputs convert them
+    // again too, so no pass's floats stay live until here.
+    if !spec.full.is_empty() && passes.count > 0 {
+        lw.repack(&packed);
     }
     // The rows' outputs and their contributions to the column sums.
     for rv in &row_vars {

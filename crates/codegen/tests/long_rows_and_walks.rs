@@ -349,3 +349,59 @@ fn a_row_kernel_with_a_block_per_row_has_no_loop_over_rows() {
     let looped = common::kernels(&looped);
     assert!(looped.contains("row += (int)gridDim.x"), "{looped}");
 }
+
+/// A LayerNorm over 26624 rows of 12544 bf16, writing its mean and rsqrt too.
+const LAYER_NORM: &str = "    t0 = fd.define_tensor(shape=[26624, 12544], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    t1 = fd.define_tensor(shape=[12544], contiguity=[True], dtype=DataType.BFloat16, is_cpu=False)
+    f0 = fd.ops.cast(t0, dtype=DataType.Float)
+    f1 = fd.ops.cast(t1, dtype=DataType.Float)
+    var, mean = fd.ops.var_mean(f0, dims=[1], correction=0, keepdim=True)
+    ve = fd.ops.add(var, 1e-05)
+    rs = fd.ops.rsqrt(ve)
+    mb = fd.ops.expand(mean, shape=[26624, 12544])
+    d = fd.ops.sub(f0, mb)
+    rb = fd.ops.expand(rs, shape=[26624, 12544])
+    n = fd.ops.mul(d, rb)
+    wb = fd.ops.broadcast_in_dim(f1, shape=[26624, 12544], broadcast_dims=[1])
+    y = fd.ops.mul(n, wb)
+    o0 = fd.ops.cast(y, dtype=DataType.BFloat16)
+    fd.add_output(o0)
+    fd.add_output(mean)
+    fd.add_output(rs)
+";
+
+#[test]
+fn a_norms_rows_held_as_loaded_are_converted_again_for_its_outputs() {
+    // 12544 bf16 = 1568 vectors of 8: 320 threads x 5 as floats; held as
+    // loaded (`row_packed_norms`) 224 x 7, nvFuser's shape for it.
+    let on = Device { row_packed_norms: true, ..Device::default() };
+    let floats = planned(LAYER_NORM, Device::default());
+    let packed = planned(LAYER_NORM, on);
+    assert_eq!(floats.kernels[0].block[0], 320, "{}", floats.kernels[0].summary);
+    assert_eq!(packed.kernels[0].block[0], 224, "{}", packed.kernels[0].summary);
+    let code = common::kernels(&packed).to_string();
+    // Marked before the variance's pass and again before the outputs: 7 vectors each time.
+    assert_eq!(code.matches("fb_keep(").count(), 14, "{code}");
+    // Each of the three walks over the row (mean, variance, outputs)
+    // converts the loaded halves, 3 x 56, and the outputs the weight's, 56.
+    assert_eq!(code.matches("fb_bf2f(w").count(), 4 * 56, "{code}");
+    assert_eq!(common::kernels(&floats).to_string().matches("fb_bf2f(w").count(), 2 * 40, "as floats: the row once, the weight once");
+    // A softmax's exponentials would be computed again: held as floats.
+    let softmax = LAYER_NORM
+        .replace("n = fd.ops.mul(d, rb)", "n0 = fd.ops.mul(d, rb)\n    n = fd.ops.exp(n0)");
+    assert!(softmax.contains("fd.ops.exp"));
+    assert_eq!(
+        common::kernels(&planned(&softmax, on)).to_string(),
+        common::kernels(&planned(&softmax, Device::default())).to_string()
+    );
+    // A weight gradient beside it (a sum over the rows) joins the row kernel
+    // after its schedule is chosen: held as floats.
+    let with_sum = LAYER_NORM.replace(
+        "    fd.add_output(o0)\n",
+        "    fd.add_output(o0)\n    g = fd.ops.sum(n, dims=[0], keepdim=False)\n    fd.add_output(g)\n",
+    );
+    assert_eq!(
+        common::kernels(&planned(&with_sum, on)).to_string(),
+        common::kernels(&planned(&with_sum, Device::default())).to_string()
+    );
+}
