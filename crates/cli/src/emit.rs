@@ -123,7 +123,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         };
         if a.compile {
             // ptxas's report where it is printed or where a grid may be refit to it.
-            let report = a.resources || dev.fit_waves != fusebench_codegen::FitWaves::Off;
+            let report = a.resources || dev.fit_waves != fusebench_codegen::FitWaves::Off || dev.walk_fill;
             let compile = |p: &fusebench_codegen::Plan| {
                 if report {
                     fusebench_runtime::compile_offline_resources(&p.source, &a.arch, p.kernels.len())
@@ -202,8 +202,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 if fit.column_sum_blocks_per_sm != dev.column_sum_blocks_per_sm {
                     what.push(format!("the sums over rows at {}", crate::plural(fit.column_sum_blocks_per_sm as usize, "block")));
                 }
+                if fit.row_blocks_per_sm != dev.row_blocks_per_sm {
+                    what.push(format!("the walked rows at {}", crate::plural(fit.row_blocks_per_sm as usize, "block")));
+                }
                 outln!(
-                    "  planned again with {} per multiprocessor, what is resident (FUSEBENCH_FIT_WAVES): compiled twice",
+                    "  planned again with {} per multiprocessor, what is resident (FUSEBENCH_FIT_WAVES, FUSEBENCH_WALK_FILL): compiled twice",
                     what.join(" and ")
                 );
             }

@@ -74,7 +74,7 @@ pub fn check(
     }
     Ok(GpuCheck {
         kernels: p.kernels.len(),
-        compile_ms: p.module.compile_ms(),
+        compile_ms: p.compile_ms,
         load_ms: p.module.info.load_ms,
         from_cache: p.module.from_cache(),
         ok: outputs.iter().all(|c| c.ok) && updated.iter().all(|(_, c)| c.ok),

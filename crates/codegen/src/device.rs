@@ -51,7 +51,10 @@ pub struct Device {
     /// bias gradients' row kernels 1.1-1.6. On the H200 (27th session) the
     /// outer partials so planned took 0.955 of the time over 15 fresh
     /// fusions, none slower; the bias gradients' row kernels were mixed
-    /// (0.88-1.17), so only the outer ones by default.
+    /// (0.88-1.17). Off all the same: compiling twice took the first compile
+    /// of a column-major logsumexp from 180 to 375 ms (NVRTC 12.9, two
+    /// cores), past issue 14's 300 ms. Planned so without a second compile
+    /// once the partials' code no longer depends on their grid.
     pub fit_waves: FitWaves,
     /// An outer reduction whose results are too few to give every
     /// multiprocessor `outer_blocks_per_sm` blocks narrows its blocks
@@ -162,6 +165,14 @@ pub struct Device {
     /// block resident of the two planned; under the bound 94 and two
     /// spilled words). Not yet timed, so off.
     pub row_fit_grid: bool,
+    /// A backward norm's fixed grid walking the rows (`plan::Fill::Walk`)
+    /// planned with `row_blocks_per_sm` (2, or enough for 256 threads) where
+    /// its compiled registers and shared memory leave more resident is
+    /// planned again with as many as are (`launch::refit`; compiled twice).
+    /// The fifth fresh sample's RMSNorm backward f32 26624x1664 (0.91 of
+    /// nvFuser) walks on 2 blocks of 96 threads per multiprocessor where 5
+    /// are resident (0.40 waves; nvFuser's grid 0.71). Not yet timed, so off.
+    pub walk_fill: bool,
     /// A row kernel that writes only statistics of its rows
     /// (`rowwise::Writes::Statistics`: a cross-entropy, a logsumexp) holds 16-bit
     /// rows as loaded and converts them again in each pass
@@ -323,7 +334,7 @@ impl Default for Device {
             pointwise_blocks_per_sm: 4,
             grid_blocks_per_sm: 4,
             outer_blocks_per_sm: 8,
-            fit_waves: FitWaves::Outer,
+            fit_waves: FitWaves::Off,
             outer_narrow: true,
             outer_alone: true,
             reload_threads: 0,
@@ -343,6 +354,7 @@ impl Default for Device {
             row_once: true,
             row_min_blocks: 0,
             row_fit_grid: false,
+            walk_fill: false,
             row_packed: true,
             row_packed_norms: false,
             row_fill: 0,

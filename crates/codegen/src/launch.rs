@@ -172,27 +172,39 @@ pub fn occupancy(dev: &Device, grid: [u32; 3], block: [u32; 3], registers: u32, 
 /// among such kernels (`Device::fit_waves` says which kinds). `compiled`: each kernel's
 /// registers per thread and static shared memory, in the plan's order, as
 /// the compiler gave them.
+///
+/// With `Device::walk_fill`, a backward norm's grid walking the rows
+/// (`Fill::Walk`) that leaves slots idle, more blocks resident than planned,
+/// is planned again with as many as are resident (`row_blocks_per_sm`, the
+/// fewest among such kernels).
 pub fn refit(dev: &Device, plan: &crate::Plan, compiled: &[(u32, u32)]) -> Option<Device> {
     use crate::{plan::Fill, FitWaves};
-    if dev.fit_waves == FitWaves::Off {
-        return None;
-    }
     let mut fit = *dev;
     let mut changed = false;
+    let mut walk: Option<u32> = None;
     for (k, &(registers, shared)) in plan.kernels.iter().zip(compiled) {
         let Some(fill) = k.fill else { continue };
-        if fill == Fill::ColumnSums && dev.fit_waves != FitWaves::All {
-            continue;
-        }
-        let planned = match fill {
-            Fill::Outer => &mut fit.outer_blocks_per_sm,
-            Fill::ColumnSums => &mut fit.column_sum_blocks_per_sm,
-        };
         let o = occupancy(dev, k.grid, k.block, registers, shared + k.shared_bytes);
+        let planned = match fill {
+            Fill::Outer if dev.fit_waves != FitWaves::Off => &mut fit.outer_blocks_per_sm,
+            Fill::ColumnSums if dev.fit_waves == FitWaves::All => &mut fit.column_sum_blocks_per_sm,
+            Fill::Walk if dev.walk_fill => {
+                let per_sm = o.blocks.div_ceil(dev.sm_count.max(1) as u64) as u32;
+                if o.per_sm > per_sm && o.waves < 1.0 {
+                    walk = Some(walk.map_or(o.per_sm, |w| w.min(o.per_sm)));
+                }
+                continue;
+            }
+            _ => continue,
+        };
         if o.per_sm >= 1 && o.per_sm < *planned && o.waves > 1.0 {
             *planned = o.per_sm;
             changed = true;
         }
+    }
+    if let Some(w) = walk.filter(|&w| w > fit.row_blocks_per_sm) {
+        fit.row_blocks_per_sm = w;
+        changed = true;
     }
     changed.then_some(fit)
 }

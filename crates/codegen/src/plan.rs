@@ -78,6 +78,9 @@ pub enum Fill {
     /// A row kernel with sums over rows and no row reductions, walking the
     /// rows on a fixed grid: `Device::column_sum_blocks_per_sm`.
     ColumnSums,
+    /// A row kernel with row reductions and sums over rows (a backward
+    /// norm), walking the rows on a fixed grid: `Device::row_blocks_per_sm`.
+    Walk,
 }
 
 /// The schedule a kernel was built with, why it fits, and the schedules

@@ -1255,7 +1255,12 @@ fn build_unrolled(
         choice: None,
         shared_bytes: next.as_ref().filter(|_| copying).map_or(0, |n| n.bytes() as u32),
         // Sums over rows alone, on a grid of `column_sum_blocks_per_sm`.
-        fill: (reds.is_empty() && spec.row_blocks > 0 && !spec.outer.is_empty()).then_some(crate::plan::Fill::ColumnSums),
+        // A backward norm's rows walked on a grid of `row_blocks_per_sm`.
+        fill: match (spec.row_blocks > 0 && !spec.outer.is_empty(), reds.is_empty()) {
+            (true, true) => Some(crate::plan::Fill::ColumnSums),
+            (true, false) => Some(crate::plan::Fill::Walk),
+            _ => None,
+        },
         summary: format!(
             "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]{copies}{nexts}",
             spec.rows,

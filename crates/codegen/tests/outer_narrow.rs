@@ -84,7 +84,7 @@ fn partials_past_one_wave_are_planned_again_for_what_is_resident() {
     // threads sized for 8 per multiprocessor.
     let f = common::script(&column_sum(16384, 8192));
     let layouts = vec![None; f.inputs.len()];
-    let fit = Device::default();
+    let fit = Device { fit_waves: FitWaves::Outer, ..Device::default() };
     let p = plan(&f, &layouts, fit).unwrap();
     let compiled = |regs: u32| p.kernels.iter().map(|_| (regs, 0)).collect::<Vec<_>>();
     let blocks = |p: &fusebench_codegen::Plan| -> u64 {
@@ -128,6 +128,56 @@ fn a_bias_gradient_beside_its_gradient_is_refit_as_sums_over_rows() {
     let again = fusebench_codegen::launch::refit(&fit, &p, &compiled).expect("a refit");
     assert!(again.column_sum_blocks_per_sm < 8, "{}", again.column_sum_blocks_per_sm);
     assert_eq!(again.outer_blocks_per_sm, fit.outer_blocks_per_sm);
-    // By default only outer partials are refit.
+    // `outer` refits only outer partials; off, nothing.
+    let outer = Device { fit_waves: FitWaves::Outer, ..Device::default() };
+    assert!(fusebench_codegen::launch::refit(&outer, &p, &compiled).is_none());
+    assert!(fusebench_codegen::launch::refit(&Device::default(), &p, &compiled).is_none());
+}
+
+#[test]
+fn a_walked_grid_with_slots_left_idle_is_planned_again_with_what_is_resident() {
+    // A backward RMSNorm of 26624 rows of 1664 f32: its row kernel walks the
+    // rows on a fixed grid of 2 blocks of 96 threads per multiprocessor,
+    // carrying the weight gradient's column sums.
+    let f = common::script(
+        "    t0 = fd.define_tensor(shape=[26624, 1664], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    t1 = fd.define_tensor(shape=[26624, 1664], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    t2 = fd.define_tensor(shape=[26624, 1], contiguity=[True, None], dtype=DataType.Float, is_cpu=False)
+    t3 = fd.define_tensor(shape=[1664], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+    rb = fd.ops.expand(t2, shape=[26624, 1664])
+    xh = fd.ops.mul(t0, rb)
+    gxh = fd.ops.mul(t1, xh)
+    gwt = fd.ops.sum(gxh, dims=[0])
+    wb = fd.ops.broadcast_in_dim(t3, shape=[26624, 1664], broadcast_dims=[1])
+    gw = fd.ops.mul(t1, wb)
+    p = fd.ops.mul(gw, xh)
+    ps = fd.ops.sum(p, dims=[1], keepdim=True)
+    pm = fd.ops.mul(ps, 0.0006009615384615385)
+    pmb = fd.ops.expand(pm, shape=[26624, 1664])
+    t = fd.ops.mul(xh, pmb)
+    d = fd.ops.sub(gw, t)
+    gx = fd.ops.mul(d, rb)
+    fd.add_output(gx)
+    fd.add_output(gwt)
+",
+    );
+    let layouts = vec![None; f.inputs.len()];
+    let on = Device { walk_fill: true, ..Device::default() };
+    let p = plan(&f, &layouts, on).unwrap();
+    let walk: Vec<_> = p.kernels.iter().filter(|k| k.fill == Some(fusebench_codegen::Fill::Walk)).collect();
+    assert_eq!(walk.len(), 1, "{:?}", p.kernels.iter().map(|k| (&k.name, &k.summary)).collect::<Vec<_>>());
+    let blocks = |p: &fusebench_codegen::Plan| -> u64 {
+        p.kernels.iter().filter(|k| k.fill == Some(fusebench_codegen::Fill::Walk)).map(|k| k.grid.iter().map(|&g| g as u64).product::<u64>()).sum()
+    };
+    assert_eq!(blocks(&p), 2 * 132, "{}", walk[0].summary);
+    // At 120 registers (as compiled with NVRTC 12.9) and its 31.6 KB of
+    // shared memory, five are resident: planned again with five.
+    let compiled: Vec<(u32, u32)> = p.kernels.iter().map(|_| (120, 0)).collect();
+    let again = fusebench_codegen::launch::refit(&on, &p, &compiled).expect("a refit");
+    assert_eq!(again.row_blocks_per_sm, 5);
+    assert_eq!(blocks(&plan(&f, &layouts, again).unwrap()), 5 * 132);
+    // At 255 registers two at most are resident: nothing to do; nor with the setting off.
+    let heavy: Vec<(u32, u32)> = p.kernels.iter().map(|_| (255, 0)).collect();
+    assert!(fusebench_codegen::launch::refit(&on, &p, &heavy).is_none());
     assert!(fusebench_codegen::launch::refit(&Device::default(), &p, &compiled).is_none());
 }

@@ -110,15 +110,18 @@ impl Engine {
             })
             .collect();
         let dev = self.device()?;
+        // Grids sized by blocks per multiprocessor where a different number
+        // compiles to be resident: planned again for what is, and compiled
+        // again (`Device::fit_waves`, `Device::walk_fill`).
         let (mut plan, mut module, mut kernels) = self.compiled(plan(f, &layouts, dev)?)?;
-        // Grids sized past what compiled to be resident: planned again for
-        // what is (`Device::fit_waves`).
+        let mut compile_ms = module.compile_ms();
         let used: Vec<(u32, u32)> = kernels
             .iter()
             .map(|k| (k.attributes().registers_per_thread, k.attributes().static_shared_bytes))
             .collect();
         if let Some(fit) = fusebench_codegen::launch::refit(&dev, &plan, &used) {
             (plan, module, kernels) = self.compiled(fusebench_codegen::plan(f, &layouts, fit)?)?;
+            compile_ms += module.compile_ms();
         }
         let in_place = crate::inplace::plan(f, &plan, inputs)?;
         self.check_memory(f, inputs, &plan)?;
@@ -166,6 +169,7 @@ impl Engine {
             bytes,
             plan,
             module,
+            compile_ms,
             kernels,
             inputs: dev_inputs,
             rotation: Default::default(),
@@ -230,6 +234,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         row_min_blocks: k.row_min_blocks.unwrap_or(d.row_min_blocks),
         row_packed: k.row_packed.unwrap_or(d.row_packed),
         row_packed_norms: k.row_packed_norms.unwrap_or(d.row_packed_norms),
+        walk_fill: k.walk_fill.unwrap_or(d.walk_fill),
         row_fill: k.row_fill.unwrap_or(d.row_fill),
         row_sum_vectors: k.row_sum_vectors.map_or(d.row_sum_vectors, |n| n as usize),
         pointwise_walk: k.pointwise_walk.unwrap_or(d.pointwise_walk),
@@ -326,6 +331,10 @@ pub struct Prepared {
     /// Bytes the fusion must move, and how they were counted.
     bytes: (usize, String),
     pub module: Arc<CompiledModule>,
+    /// NVRTC time of every module compiled to prepare the fusion: `module`'s,
+    /// and before it that of the kernels `launch::fill_module` compiled alone
+    /// (0 for images from the kernel cache).
+    pub compile_ms: f64,
     pub kernels: Vec<Kernel>,
     inputs: Vec<Option<DeviceBuffer>>,
     /// Extra copies of the tensor inputs for the rotate policy: `rotation[c][i]`.
