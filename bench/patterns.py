@@ -15,6 +15,10 @@ strides of the torch input, as nvFuser's computeTensorDescriptor does):
 For transpose, rowmajor permutes the input and writes [cols, rows] row-major; colmajor writes the
 column-major input out row-major (no permute: the copy changes the layout).
 
+Families (--family): schedules (the default: the patterns above) or gemm, the matrix products of issue 17
+(linear, linear + GELU, matmul; layouts of the weight), which the GPU engine does not run yet and which are
+drawn only when asked for.
+
 Grids (--grid):
     small   row lengths 7 and 1000 (rope: 128 and 256), 1 and 33 rows, every dtype and layout: the CPU test
     sweep   (default, about 420 scripts) a structured subset of the product:
@@ -409,6 +413,49 @@ PATTERNS = {
     "sum_outer": (reduction([0]), RED),
     "sum_all": (reduction([0, 1]), ["rowmajor", "colmajor"]),
 }
+
+
+# Matrix products (issue 17), apart from the patterns above: the GPU engine has no kernel for them yet, so they
+# are drawn only when named (--only, or --family gemm), never into the default sweep or a --sample of it. Their
+# inputs stay in the script's dtype (a product of bf16 tensors, as Thunder gives nvFuser with nv_enable_linear),
+# and what follows the product computes in Float. ROWS x COLS: tokens x the hidden size; the weight is
+# [COLS, COLS]. Layouts are the weight's: rowmajor is [out, in] contiguous as a torch Linear holds it,
+# colmajor the same values stored [in, out] (its transpose contiguous).
+def gemm_weight(f, c):
+    return f.input([c, c], [1, c] if f.layout == "colmajor" else None, cast=False)
+
+
+def linear(f, r, c):
+    x, w, b = f.input([r, c], cast=False), gemm_weight(f, c), f.input([c], cast=False)
+    f.op(f"y = fd.ops.linear({x}, {w}, {b})")
+    f.outs.append("y")
+
+
+def linear_gelu(f, r, c):
+    """gelu(x w^T + b), the product in the dtype and the GELU in Float (an MLP's first half)."""
+    x, w, b = f.input([r, c], cast=False), gemm_weight(f, c), f.input([c], cast=False)
+    f.op(f"l = fd.ops.linear({x}, {w}, {b})")
+    v = "l"
+    if f.half:
+        f.op("lf = fd.ops.cast(l, dtype=DataType.Float)")
+        v = "lf"
+    gelu_ops(f, v)
+    f.out("y")
+
+
+def matmul(f, r, c):
+    a, b = f.input([r, c], cast=False), gemm_weight(f, c)
+    f.op(f"y = fd.ops.matmul({a}, {b})")
+    f.outs.append("y")
+
+
+GEMM_PATTERNS = {
+    "linear": (linear, ["rowmajor", "colmajor"]),
+    "linear_gelu": (linear_gelu, ["rowmajor", "colmajor"]),
+    "matmul": (matmul, ["rowmajor", "colmajor"]),
+}
+FAMILIES = {"schedules": list(PATTERNS), "gemm": list(GEMM_PATTERNS)}
+PATTERNS = {**PATTERNS, **GEMM_PATTERNS}
 FITS = {"rope": rope_fits}  # patterns that take only some row lengths (left out elsewhere, said on stderr)
 
 
@@ -481,7 +528,9 @@ def main():
     p.add_argument("dir")
     p.add_argument("--grid", choices=["small", "sweep", "full"], default="sweep", help="which grid (see the module doc)")
     p.add_argument("--small", action="store_true", help="the same as --grid small")
-    p.add_argument("--only", help="patterns, comma-separated (default: all)")
+    p.add_argument("--only", help="patterns, comma-separated (default: the family's)")
+    p.add_argument("--family", choices=list(FAMILIES), default="schedules",
+                   help="schedules (default): the fused-kernel patterns; gemm: the matrix products of issue 17")
     p.add_argument("--cols", help="row lengths, comma-separated: with --rows, or alone (then the grid's row counts), "
                    "their product over the patterns, their layouts and the dtypes replaces the grid")
     p.add_argument("--rows", help="row counts, comma-separated (alone: with the grid's row lengths)")
@@ -493,7 +542,7 @@ def main():
     a = p.parse_args()
     kind = "small" if a.small else a.grid
     dtypes = a.dtypes.split(",") if a.dtypes else list(DTYPES)
-    names = a.only.split(",") if a.only else list(PATTERNS)
+    names = a.only.split(",") if a.only else FAMILIES[a.family]
     for n in names:
         if n not in PATTERNS:
             p.error(f"unknown pattern {n!r}; the patterns are {', '.join(PATTERNS)}")

@@ -172,6 +172,11 @@ def build(fusion_json):
                 r = x.permute(order).contiguous().permute(back)
             elif k == "set":
                 r = val(o["x"]).clone()
+            elif k == "matmul":
+                r = torch.matmul(val(o["a"]), val(o["b"]))
+            elif k == "linear":
+                b = o.get("bias")
+                r = F.linear(val(o["a"]), val(o["weight"]), None if b is None else val(b))
             else:
                 raise NotImplementedError(f"op {k}")
             env[outs[0]] = typed(r, outs[0])

@@ -70,6 +70,30 @@ fn every_generated_pattern_script_checks_on_the_cpu() {
     assert!(text.contains(&format!("{n} fusions: {n} ok")), "{text}");
 }
 
+/// The matrix products (`--family gemm`, issue 17) are drawn only when asked
+/// for, and check on the CPU like the rest.
+#[test]
+fn the_gemm_family_checks_on_the_cpu_and_stays_out_of_the_default_grid() {
+    let Some((dir, n, names)) = generate("gemm", &["--grid", "small", "--family", "gemm"]) else {
+        return;
+    };
+    for p in ["linear", "linear_gelu", "matmul"] {
+        for l in ["rowmajor", "colmajor"] {
+            assert!(names.iter().any(|f| f.starts_with(&format!("{p}-")) && f.ends_with(&format!("-{l}.py"))), "no {p} {l} script");
+        }
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_fusebench")).arg("check").arg("--strict").arg(&dir).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(&format!("{n} fusions: {n} ok")), "{text}");
+    let Some((dir, _, names)) = generate("nogemm", &["--grid", "small"]) else {
+        return;
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!names.iter().any(|f| f.starts_with("linear") || f.starts_with("matmul")), "{names:?}");
+}
+
 /// The default grid is the structured subset: a few hundred scripts, each
 /// pattern in it, every name PATTERN-DTYPE-ROWSxCOLS-LAYOUT.py.
 #[test]
