@@ -410,11 +410,14 @@ pub fn writes(full: usize, outer: usize, inner: usize) -> Writes {
 fn sums_over_rows(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> bool {
     use fusebench_ir::Op;
     f.nodes.iter().any(|n| {
-        let x = match &n.op {
-            Op::Reduce { x, .. } | Op::Welford { x, .. } | Op::VarMean { x, .. } => *x,
+        let (x, dims) = match &n.op {
+            Op::Reduce { x, dims, .. } | Op::Welford { x, dims } | Op::VarMean { x, dims, .. } => (*x, dims),
             _ => return false,
         };
-        f.value(x).numel() == rows * cols && n.outputs.iter().any(|&o| f.value(o).numel() == cols)
+        // Kept: the innermost dim (a row reduction reduces it).
+        let rank = f.value(x).shape.as_ref().map_or(0, |s| s.len()) as i64;
+        let keeps_last = !dims.iter().any(|&d| d == rank - 1 || d == -1);
+        keeps_last && f.value(x).numel() == rows * cols && n.outputs.iter().any(|&o| f.value(o).numel() == cols)
     })
 }
 
