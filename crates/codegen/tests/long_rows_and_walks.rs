@@ -394,6 +394,9 @@ fn a_norms_rows_held_as_loaded_are_converted_again_for_its_outputs() {
         common::kernels(&planned(&softmax, on)).to_string(),
         common::kernels(&planned(&softmax, Device::default())).to_string()
     );
+    // A square one (4096 x 4096): its row reductions are not sums over rows.
+    let square = LAYER_NORM.replace("26624", "4096").replace("12544", "4096");
+    assert!(common::kernels(&planned(&square, on)).to_string().contains("fb_keep("));
     // A weight gradient beside it (a sum over the rows) joins the row kernel
     // after its schedule is chosen: held as floats.
     let with_sum = LAYER_NORM.replace(
