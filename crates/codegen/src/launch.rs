@@ -182,6 +182,7 @@ pub fn refit(dev: &Device, plan: &crate::Plan, compiled: &[(u32, u32)]) -> Optio
     let mut fit = *dev;
     let mut changed = false;
     let mut walk: Option<u32> = None;
+    let mut idle = false;
     for (k, &(registers, shared)) in plan.kernels.iter().zip(compiled) {
         let Some(fill) = k.fill else { continue };
         let o = occupancy(dev, k.grid, k.block, registers, shared + k.shared_bytes);
@@ -189,10 +190,11 @@ pub fn refit(dev: &Device, plan: &crate::Plan, compiled: &[(u32, u32)]) -> Optio
             Fill::Outer if dev.fit_waves != FitWaves::Off => &mut fit.outer_blocks_per_sm,
             Fill::ColumnSums if dev.fit_waves == FitWaves::All => &mut fit.column_sum_blocks_per_sm,
             Fill::Walk if dev.walk_fill => {
+                // The setting is the fusion's: no more than the fewest any
+                // walking kernel holds, raised where one leaves slots idle.
                 let per_sm = o.blocks.div_ceil(dev.sm_count.max(1) as u64) as u32;
-                if o.per_sm > per_sm && o.waves < 1.0 {
-                    walk = Some(walk.map_or(o.per_sm, |w| w.min(o.per_sm)));
-                }
+                idle |= o.per_sm > per_sm && o.waves < 1.0;
+                walk = Some(walk.map_or(o.per_sm, |w| w.min(o.per_sm)));
                 continue;
             }
             _ => continue,
@@ -202,7 +204,7 @@ pub fn refit(dev: &Device, plan: &crate::Plan, compiled: &[(u32, u32)]) -> Optio
             changed = true;
         }
     }
-    if let Some(w) = walk.filter(|&w| w > fit.row_blocks_per_sm) {
+    if let Some(w) = walk.filter(|&w| idle && w > fit.row_blocks_per_sm) {
         fit.row_blocks_per_sm = w;
         changed = true;
     }
