@@ -441,14 +441,7 @@ pub fn recomputed_cheaply(f: &fusebench_ir::Fusion, full: usize) -> bool {
                 kind,
                 B::Add | B::Sub | B::Mul | B::Div | B::Truediv | B::Maximum | B::Minimum | B::Eq | B::Ne | B::Lt | B::Le | B::Gt | B::Ge
             ),
-            Op::Broadcast { .. }
-            | Op::BroadcastInDim { .. }
-            | Op::Expand { .. }
-            | Op::Reshape { .. }
-            | Op::Permute { .. }
-            | Op::Squeeze { .. }
-            | Op::Slice { .. } => true,
-            _ => false,
+            op => op.is_view(),
         }
     })
 }

@@ -226,6 +226,22 @@ pub enum Op {
 
 impl Op {
     /// The `fd.ops.NAME` spelling.
+    /// Whether the op only moves or repeats its operand's elements (a view:
+    /// broadcasts, expands, reshapes, permutes, squeezes, slices), computing
+    /// nothing.
+    pub fn is_view(&self) -> bool {
+        matches!(
+            self,
+            Op::Broadcast { .. }
+                | Op::BroadcastInDim { .. }
+                | Op::Expand { .. }
+                | Op::Reshape { .. }
+                | Op::Permute { .. }
+                | Op::Squeeze { .. }
+                | Op::Slice { .. }
+        )
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Op::Unary { kind, .. } => kind.name(),

@@ -214,16 +214,7 @@ fn max_finite(d: DType) -> f64 {
 /// Ops that move or select elements of their first operand without
 /// computing: the same op applied to its bound is the result's bound.
 fn moves(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Broadcast { .. }
-            | Op::BroadcastInDim { .. }
-            | Op::Expand { .. }
-            | Op::Reshape { .. }
-            | Op::Permute { .. }
-            | Op::Squeeze { .. }
-            | Op::Slice { .. }
-    )
+    op.is_view()
 }
 
 struct Shadow {

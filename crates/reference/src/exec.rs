@@ -424,20 +424,8 @@ const CHECK_FROM_BYTES: u64 = 64 << 20;
 /// expand, permute, ...) and lazy elementwise values store nothing.
 fn check_memory(f: &Fusion, node: &fusebench_ir::Node, plan: &Plan) -> Result<(), ExecError> {
     use fusebench_host::memory;
-    let views = matches!(
-        node.op,
-        Op::Broadcast { .. }
-            | Op::BroadcastInDim { .. }
-            | Op::Expand { .. }
-            | Op::Reshape { .. }
-            | Op::Permute { .. }
-            | Op::Squeeze { .. }
-            | Op::Slice { .. }
-            | Op::Set { .. }
-            | Op::StrideOrder { .. }
-            | Op::Full { .. }
-            | Op::Size { .. }
-    );
+    let views = node.op.is_view()
+        || matches!(node.op, Op::Set { .. } | Op::StrideOrder { .. } | Op::Full { .. } | Op::Size { .. });
     if views {
         return Ok(());
     }
