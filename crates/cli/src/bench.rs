@@ -44,6 +44,11 @@ pub struct Args {
     /// results.json): `diff` and `report` read a directory of shards as one run.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Also append each fusion's row (as in --json's "rows") to this file, one JSON line each, as
+    /// soon as it is measured: a run cut short keeps the rows it finished. With --devices, the
+    /// rows are appended when the workers finish.
+    #[arg(long, value_name = "FILE")]
+    jsonl: Option<PathBuf>,
     #[command(flatten)]
     devices: crate::workers::DeviceArgs,
 }
@@ -169,6 +174,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let info = engine.gpu.info().clone();
     let dev = engine.device()?;
+    let mut lines = match &a.jsonl {
+        Some(path) => Some(Lines::open(path)?),
+        None => None,
+    };
     let measured = measure_all(&paths, a.json, |p| {
         let f = files::load(p)?;
         let g =
@@ -210,7 +219,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         if !a.json {
             eprintln!("{name}: {:.2} us", summary.median);
         }
-        Ok(Row {
+        let row = Row {
             file: name,
             kernels: prep
                 .plan
@@ -252,7 +261,11 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             pct_of_copy: record.pct_of_ceiling().unwrap_or(f64::NAN),
             method: record.method.name().to_string(),
             record,
-        })
+        };
+        if let Some(l) = lines.as_mut() {
+            l.append(&row)?;
+        }
+        Ok(row)
     });
     let rows = &measured.rows;
     if let Some(dir) = &a.out {
@@ -426,6 +439,12 @@ fn on_devices(a: &Args, spec: &str, paths: &[PathBuf], shard: Option<crate::shar
         .map(|w| format!("GPU {} (exit {})", w.device, w.code.map_or("none".into(), |c| c.to_string())))
         .collect();
     let rows: Vec<Row> = serde_json::from_value(doc["rows"].clone()).context("reading the workers' rows")?;
+    if let Some(path) = &a.jsonl {
+        let mut l = Lines::open(path)?;
+        for r in &rows {
+            l.append(r)?;
+        }
+    }
     let failures: Vec<Failure> = serde_json::from_value(doc["failures"].clone()).context("reading the workers' failures")?;
     if a.save {
         let mut store = fusebench_store::Store::open_default()?;
@@ -524,6 +543,34 @@ impl<T> Measured<T> {
 /// Each file measured by `one`, in order, with the count on a terminal. A
 /// file that fails is said on stderr at once (the file, what was being done,
 /// why), kept as a failure, and the run goes on with the next.
+/// `bench --jsonl FILE`: rows appended one JSON line each, flushed as they
+/// come, so a run stopped part way (a time limit) leaves the rows it measured.
+struct Lines {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl Lines {
+    fn open(path: &Path) -> anyhow::Result<Lines> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {} for --jsonl", path.display()))?;
+        Ok(Lines { file, path: path.to_path_buf() })
+    }
+
+    fn append(&mut self, row: &impl Serialize) -> anyhow::Result<()> {
+        use std::io::Write;
+        let mut line = serde_json::to_string(row)?;
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|_| self.file.flush())
+            .with_context(|| format!("appending to {}", self.path.display()))
+    }
+}
+
 fn measure_all<T>(
     paths: &[PathBuf],
     json: bool,
@@ -559,6 +606,26 @@ fn document<T: Serialize>(gpu: &impl Serialize, m: &Measured<T>) -> serde_json::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--jsonl`: each row a line of its own, kept across opens, so an
+    /// interrupted run's rows stay and a second run adds to them.
+    #[test]
+    fn jsonl_rows_are_appended_a_line_each() {
+        let path = std::env::temp_dir().join(format!("fusebench-jsonl-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let mut l = Lines::open(&path).unwrap();
+        l.append(&serde_json::json!({"file": "a.py", "ours_us": 1.5})).unwrap();
+        drop(l);
+        Lines::open(&path).unwrap().append(&serde_json::json!({"file": "b.py", "ours_us": 2.5})).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(rows.len(), 2, "{text}");
+        assert_eq!((rows[0]["file"].as_str(), rows[1]["ours_us"].as_f64()), (Some("a.py"), Some(2.5)));
+        // A file that cannot be opened is an error that names it.
+        let e = Lines::open(Path::new("/nonexistent-dir/x.jsonl")).err().unwrap();
+        assert!(format!("{e:#}").contains("/nonexistent-dir/x.jsonl"), "{e:#}");
+    }
 
     /// The decision `bench` makes per fusion, without a GPU: a fusion that
     /// fails inside the loop (an error or a panic) is a failed row with the

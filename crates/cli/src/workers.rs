@@ -64,7 +64,7 @@ pub fn worker_shard(host: Option<Shard>, d: usize, devices: usize) -> Shard {
 /// (`--devices`, `--every-gpu`, `--shard`, `--out`, `--save`, `--json`), plus
 /// `--json` and its shard (none: every fusion).
 pub fn worker_args(args: &[OsString], shard: Option<Shard>) -> Vec<OsString> {
-    const WITH_VALUE: [&str; 3] = ["--devices", "--shard", "--out"];
+    const WITH_VALUE: [&str; 4] = ["--devices", "--shard", "--out", "--jsonl"];
     const FLAGS: [&str; 3] = ["--save", "--json", "--every-gpu"];
     let mut out = Vec::new();
     let mut skip = false;
@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn workers_run_the_parents_command_less_what_the_parent_does() {
-        let args: Vec<OsString> = ["bench", "dir/", "--devices", "all", "--save", "--out=r/", "--shard", "1/3", "--kernels", "--json", "--max-time", "0.5"]
+        let args: Vec<OsString> = ["bench", "dir/", "--devices", "all", "--save", "--out=r/", "--jsonl", "rows.jsonl", "--shard", "1/3", "--kernels", "--json", "--max-time", "0.5"]
             .iter()
             .map(OsString::from)
             .collect();
