@@ -540,9 +540,6 @@ impl<T> Measured<T> {
     }
 }
 
-/// Each file measured by `one`, in order, with the count on a terminal. A
-/// file that fails is said on stderr at once (the file, what was being done,
-/// why), kept as a failure, and the run goes on with the next.
 /// `bench --jsonl FILE`: rows appended one JSON line each, flushed as they
 /// come, so a run stopped part way (a time limit) leaves the rows it measured.
 struct Lines {
@@ -571,6 +568,9 @@ impl Lines {
     }
 }
 
+/// Each file measured by `one`, in order, with the count on a terminal. A
+/// file that fails is said on stderr at once (the file, what was being done,
+/// why), kept as a failure, and the run goes on with the next.
 fn measure_all<T>(
     paths: &[PathBuf],
     json: bool,

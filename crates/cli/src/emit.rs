@@ -123,7 +123,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         };
         if a.compile {
             // ptxas's report where it is printed or where a grid may be refit to it.
-            let report = a.resources || dev.fit_waves != fusebench_codegen::FitWaves::Off || dev.walk_fill;
+            let report = a.resources || fusebench_codegen::launch::refits(&dev);
             let compile = |p: &fusebench_codegen::Plan| {
                 if report {
                     fusebench_runtime::compile_offline_resources(&p.source, &a.arch, p.kernels.len())

@@ -163,6 +163,13 @@ pub fn occupancy(dev: &Device, grid: [u32; 3], block: [u32; 3], registers: u32, 
     Occupancy { per_sm, bound, blocks, waves }
 }
 
+/// Whether a setting of `dev` may plan a grid again for the blocks its
+/// compiled kernel leaves resident (`refit`), so that the registers the
+/// compiler gave must be read back.
+pub fn refits(dev: &Device) -> bool {
+    dev.fit_waves != crate::FitWaves::Off || dev.walk_fill
+}
+
 /// Where a kernel whose grid was sized by blocks per multiprocessor
 /// (`Kernel::fill`: an outer reduction's partials, `Device::outer_blocks_per_sm`;
 /// a row kernel of sums over rows alone, `Device::column_sum_blocks_per_sm`)
@@ -179,6 +186,9 @@ pub fn occupancy(dev: &Device, grid: [u32; 3], block: [u32; 3], registers: u32, 
 /// fewest among such kernels).
 pub fn refit(dev: &Device, plan: &crate::Plan, compiled: &[(u32, u32)]) -> Option<Device> {
     use crate::{plan::Fill, FitWaves};
+    if !refits(dev) {
+        return None;
+    }
     let mut fit = *dev;
     let mut changed = false;
     let mut walk: Option<u32> = None;

@@ -76,7 +76,6 @@ impl Engine {
         )))
     }
 
-    /// Plans, compiles, uploads inputs and allocates outputs.
     /// `plan` compiled, with its kernels.
     fn compiled(&self, plan: Plan) -> Result<(Plan, Arc<CompiledModule>, Vec<Kernel>), EngineError> {
         let names: Vec<&str> = plan.kernels.iter().map(|k| k.name.as_str()).collect();
@@ -89,6 +88,7 @@ impl Engine {
         Ok((plan, module, kernels))
     }
 
+    /// Plans, compiles, uploads inputs and allocates outputs.
     pub fn prepare(&self, f: &Fusion, inputs: &[Arg]) -> Result<Prepared, EngineError> {
         if inputs.len() != f.inputs.len() {
             return Err(EngineError::Inputs(format!(
@@ -332,7 +332,7 @@ pub struct Prepared {
     bytes: (usize, String),
     pub module: Arc<CompiledModule>,
     /// NVRTC time of every module compiled to prepare the fusion: `module`'s,
-    /// and before it that of the kernels `launch::fill_module` compiled alone
+    /// and before it the first plan's where `launch::refit` planned it again
     /// (0 for images from the kernel cache).
     pub compile_ms: f64,
     pub kernels: Vec<Kernel>,
