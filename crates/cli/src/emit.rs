@@ -260,8 +260,24 @@ fn describe(
 ) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    writeln!(out, "{}: {}", path.display(), crate::plural(plan.kernels.len(), "kernel"));
-    for k in &plan.kernels {
+    let products = if plan.products.is_empty() {
+        String::new()
+    } else {
+        format!(" and {} in the BLAS library", crate::plural(plan.products.len(), "matrix product"))
+    };
+    writeln!(out, "{}: {}{products}", path.display(), crate::plural(plan.kernels.len(), "kernel"));
+    // Products run before the kernel they name (after them all at the count).
+    let products_before = |out: &mut String, k: usize| {
+        for p in plan.products.iter().filter(|p| p.before == k) {
+            let lines = p.describe();
+            writeln!(out, "  product  {}", lines[0]);
+            for l in &lines[1..] {
+                writeln!(out, "      {l}");
+            }
+        }
+    };
+    for (i, k) in plan.kernels.iter().enumerate() {
+        products_before(&mut out, i);
         writeln!(out, 
             "  {}  grid {:?} block {:?}  {:?}",
             k.name, k.grid, k.block, k.schedule
@@ -274,11 +290,13 @@ fn describe(
             }
         }
     }
+    products_before(&mut out, plan.kernels.len());
     // Outputs past the fusion's own are the plan's: values of a broadcast
-    // computed once, which broadcast outputs are views of.
+    // computed once, which broadcast outputs are views of, and values a
+    // matrix product reads or writes.
     let label = |i: usize| match f.outputs.get(i) {
         Some(&v) => format!("output {i} ({})", f.value(v).name),
-        None => format!("output {i} (computed once, not returned)"),
+        None => format!("output {i} (the plan's own, not returned)"),
     };
     for (i, o) in plan.outputs.iter().enumerate() {
         let name = label(i);

@@ -17,6 +17,7 @@ pub mod ctype;
 pub mod device;
 pub mod error;
 pub mod expanded;
+pub mod gemm;
 pub mod grid;
 pub mod index;
 pub mod index_kernels;
@@ -49,6 +50,6 @@ pub mod transpose;
 pub mod view;
 
 pub use error::CodegenError;
-pub use plan::{Choice, Fill, Kernel, KernelArg, OutputSource, Plan, Schedule};
+pub use plan::{Choice, Fill, Kernel, KernelArg, Operand, OutputSource, Plan, Product, Schedule};
 pub use device::{ColumnSums, Device, FitWaves, LoadHint};
 pub use segment::plan;

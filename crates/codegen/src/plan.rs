@@ -182,6 +182,82 @@ pub struct Plan {
     /// (crate::expanded). The engine returns only the outputs before them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hidden_outputs: usize,
+    /// Matrix products run by the GPU's BLAS library between the kernels
+    /// (crate::gemm), in launch order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub products: Vec<Product>,
+}
+
+/// `D[batch, m, n] = A[batch, m, k] x B[batch, k, n] (+ bias[batch, n])`, run
+/// by the BLAS library (cuBLASLt) before kernel `before` (after them all
+/// when it equals the kernel count). D is dense row-major.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Product {
+    /// What it computes, for people: `linear T5 = T0 x T1^T + T2`.
+    pub summary: String,
+    pub dtype: DType,
+    pub batch: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: Operand,
+    pub b: Operand,
+    /// Its `n` elements contiguous; `strides[0]` steps the batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bias: Option<Operand>,
+    /// An output (`KernelArg::Output`): fusion outputs and the plan's hidden ones.
+    pub out: KernelArg,
+    /// Element offset of D in `out`: batch dims that do not collapse to one
+    /// stride are run as one product per index of the outer ones.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub out_offset: i64,
+    pub before: usize,
+}
+
+impl Product {
+    /// The product in words: what, its extents, where each operand lies and
+    /// how the library reads it.
+    pub fn describe(&self) -> Vec<String> {
+        let arg = |a: &KernelArg| match *a {
+            KernelArg::Input(i) => format!("input {i}"),
+            KernelArg::Output(o) => format!("output {o}"),
+            KernelArg::Temp(t) => format!("temp {t}"),
+            KernelArg::Scalar(s) => format!("scalar {s}"),
+        };
+        let operand = |name: &str, o: &Operand| {
+            let how = if o.strides[2] == 1 { "rows contiguous" } else if o.strides[1] == 1 { "columns contiguous (read transposed, no copy)" } else { "one row or column" };
+            format!(
+                "{name}: {} from element {} at strides [batch {}, row {}, col {}]: {how}",
+                arg(&o.arg), o.offset, o.strides[0], o.strides[1], o.strides[2]
+            )
+        };
+        let mut lines = vec![
+            format!("{} (cuBLASLt, {} accumulation)", self.summary, if self.dtype == DType::Double { "f64" } else { "f32" }),
+            format!(
+                "{}m {} x n {} x k {}, {} into {}{} (dense row-major){}",
+                if self.batch > 1 { format!("batch {} of ", self.batch) } else { String::new() },
+                self.m, self.n, self.k, self.dtype, arg(&self.out),
+                if self.out_offset != 0 { format!(" from element {}", self.out_offset) } else { String::new() },
+                if self.bias.is_some() { ", bias added by the library's epilogue" } else { "" }
+            ),
+            operand("A", &self.a),
+            operand("B", &self.b),
+        ];
+        if let Some(b) = &self.bias {
+            lines.push(format!("bias: {} from element {}, batch stride {}", arg(&b.arg), b.offset, b.strides[0]));
+        }
+        lines
+    }
+}
+
+/// An operand read where it lies: a buffer, the element offset of its first
+/// element, and the element strides of its `[batch, rows, cols]` (a batch
+/// stride of 0 reads the same matrix for every batch).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Operand {
+    pub arg: KernelArg,
+    pub offset: i64,
+    pub strides: [i64; 3],
 }
 
 fn is_zero<T: Default + PartialEq>(n: &T) -> bool {

@@ -23,6 +23,21 @@ pub fn plan(
     layouts: &[Option<(Vec<i64>, i64)>],
     dev: Device,
 ) -> Result<Plan, CodegenError> {
+    if crate::gemm::present(f) {
+        return crate::gemm::plan(f, layouts, dev);
+    }
+    plan_owning(f, layouts, dev, &[])
+}
+
+/// [`plan`] for a fusion with no matrix product, the outputs marked in
+/// `written` written to buffers of their own, never returned as views (a
+/// product's operand whose view the library cannot read, crate::gemm).
+pub(crate) fn plan_owning(
+    f: &Fusion,
+    layouts: &[Option<(Vec<i64>, i64)>],
+    dev: Device,
+    written: &[bool],
+) -> Result<Plan, CodegenError> {
     // Outputs with a stride order (declared, or inferred from the inputs'
     // as nvFuser does, on the fusion as written) are planned as the permute
     // that lists their dims outermost first, written row-major: that buffer
@@ -37,14 +52,16 @@ pub fn plan(
     let mut orders = orders;
     orders.resize(f.outputs.len(), None);
     crate::refuse::check(f)?;
+    let forced = |k: usize| written.get(k).copied().unwrap_or(false);
     let mut p = if orders.iter().any(Option::is_some) {
         let g = crate::layout::permuted(f, &orders);
-        let own: Vec<bool> = orders.iter().map(Option::is_some).collect();
+        let own: Vec<bool> = (0..orders.len()).map(|k| orders[k].is_some() || forced(k)).collect();
         let mut p = plan_dense(&g, layouts, dev, &own)?;
         crate::layout::restore(f, &orders, &mut p);
         p
     } else {
-        plan_dense(f, layouts, dev, &vec![false; f.outputs.len()])?
+        let own: Vec<bool> = (0..f.outputs.len()).map(forced).collect();
+        plan_dense(f, layouts, dev, &own)?
     };
     crate::alias_write::add(f, layouts, &mut p)?;
     crate::launch::check_grids(&p.kernels, &dev)?;
@@ -620,6 +637,7 @@ fn try_plan(
         outputs: outputs.to_vec(),
         alias_writes: vec![],
         hidden_outputs: 0,
+        products: vec![],
     })
 }
 

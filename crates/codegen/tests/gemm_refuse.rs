@@ -47,3 +47,10 @@ fn grouped_and_scaled_products_are_refused_at_plan_time() {
     let e = refusal(defs, "y, _, _ = fd.ops.scaled_mm(a, b, s, s)", "y");
     says(&e, "scaled_mm", "y", "grouped and scaled matrix products");
 }
+
+#[test]
+fn attention_beside_a_linear_is_refused_as_alone() {
+    let defs = "x = fd.define_tensor(shape=[8, 8], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)\n".to_string() + QKV;
+    let e = refusal(&defs, "l = fd.ops.linear(x, x)\no, lse, s, xo = fd.ops.sdpfa_fwd(q, q, q)", "o");
+    says(&e, "sdpfa_fwd", "o", "flash attention");
+}

@@ -15,6 +15,9 @@ pub enum EngineError {
     /// More device memory than is free (checked before allocating).
     #[error("too large: {0}")]
     TooLarge(String),
+    /// A library the fusion needs that could not be loaded (cuBLASLt for matrix products).
+    #[error("{0}")]
+    Library(String),
     /// A FUSEBENCH_* setting that is not accepted.
     #[error("{0}")]
     Settings(String),

@@ -6,6 +6,7 @@
 mod error;
 mod inplace;
 mod prepared;
+mod products;
 mod transfer;
 
 pub use error::EngineError;

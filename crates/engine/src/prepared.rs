@@ -163,7 +163,7 @@ impl Engine {
             .map(|(&v, _)| v)
             .collect();
         let bytes = bytes_moved(f, inputs, plan.written_bytes(), &views);
-        Ok(Prepared {
+        let mut prep = Prepared {
             gpu: self.gpu.clone(),
             input_layouts: input_layouts(inputs),
             bytes,
@@ -185,7 +185,31 @@ impl Engine {
             outputs,
             temps,
             in_place,
-        })
+            products: vec![],
+        };
+        // Each product's algorithm is chosen once, for the alignment of the
+        // addresses it reads and writes.
+        if !prep.plan.products.is_empty() {
+            fusebench_runtime::blas_available().map_err(|why| {
+                EngineError::Library(format!(
+                    "the fusion's matrix products run in cuBLASLt, which could not be loaded: {why}"
+                ))
+            })?;
+        }
+        for p in &prep.plan.products {
+            let elem = p.dtype.size_bytes();
+            let at = |o: &fusebench_codegen::Operand| crate::products::address(prep.ptr(&o.arg), o, elem);
+            let mm = crate::products::prepare(
+                &self.gpu,
+                p,
+                at(&p.a),
+                at(&p.b),
+                p.bias.as_ref().map(at),
+                prep.ptr(&p.out) + (p.out_offset as u64) * elem as u64,
+            )?;
+            prep.products.push(mm);
+        }
+        Ok(prep)
     }
 }
 
@@ -349,6 +373,8 @@ pub struct Prepared {
     temps: Vec<DeviceBuffer>,
     /// Outputs written into their input's buffer after the kernels (add_output alias).
     pub in_place: Vec<crate::InPlace>,
+    /// The plan's matrix products, prepared for the BLAS library.
+    products: Vec<fusebench_runtime::Matmul>,
 }
 
 impl Prepared {
@@ -397,6 +423,31 @@ impl Prepared {
                 PlanArg::Temp(i) => self.temps[i].arg(),
             })
             .collect()
+    }
+
+    /// Device address of a buffer of the plan, as the next launches see it.
+    fn ptr(&self, a: &PlanArg) -> u64 {
+        match *a {
+            PlanArg::Input(i) => self.input_ptr_in_set(i).expect("tensor input"),
+            PlanArg::Output(i) => self.outputs[i].as_ref().expect("written output").device_ptr(),
+            PlanArg::Temp(i) => self.temps[i].device_ptr(),
+            PlanArg::Scalar(_) => unreachable!("products read tensors"),
+        }
+    }
+
+    /// Enqueues matrix product `i` of the plan.
+    fn run_product(&self, i: usize) -> Result<(), EngineError> {
+        let p = &self.plan.products[i];
+        let elem = p.dtype.size_bytes();
+        let at = |o: &fusebench_codegen::Operand| crate::products::address(self.ptr(&o.arg), o, elem);
+        self.gpu.matmul(
+            &self.products[i],
+            at(&p.a),
+            at(&p.b),
+            p.bias.as_ref().map(at),
+            self.ptr(&p.out) + (p.out_offset as u64) * elem as u64,
+        )?;
+        Ok(())
     }
 
     /// Makes the next launches read these inputs instead of the prepared
@@ -457,16 +508,23 @@ impl Prepared {
     }
 
     /// Name and launch shape (grid then block) of each kernel, in launch order:
-    /// what CUPTI must record for one run.
-    pub fn launch_list(&self) -> Vec<(String, [u32; 6])> {
-        self.plan
-            .kernels
-            .iter()
-            .map(|k| {
-                let (g, b) = (k.grid, k.block);
-                (k.name.clone(), [g[0], g[1], g[2], b[0], b[1], b[2]])
-            })
-            .collect()
+    /// what CUPTI must record for one run. `None` where the plan has matrix
+    /// products, whose kernels the library picks: the harness learns them
+    /// from a warm-up run and holds every sample to them.
+    pub fn launch_list(&self) -> Option<Vec<(String, [u32; 6])>> {
+        if !self.plan.products.is_empty() {
+            return None;
+        }
+        Some(
+            self.plan
+                .kernels
+                .iter()
+                .map(|k| {
+                    let (g, b) = (k.grid, k.block);
+                    (k.name.clone(), [g[0], g[1], g[2], b[0], b[1], b[2]])
+                })
+                .collect(),
+        )
     }
 
     /// Sets of inputs made: the prepared one and its copies.
@@ -520,8 +578,16 @@ impl Prepared {
     /// Enqueues every kernel in order, then writes each aliased output into
     /// its input's buffer (the one these launches read).
     pub fn launch_all(&self) -> Result<(), EngineError> {
-        for k in 0..self.kernels.len() {
-            self.launch(k)?;
+        // Products run before the kernel they name (after them all at the count).
+        let mut next = 0;
+        for k in 0..=self.kernels.len() {
+            while next < self.products.len() && self.plan.products[next].before == k {
+                self.run_product(next)?;
+                next += 1;
+            }
+            if k < self.kernels.len() {
+                self.launch(k)?;
+            }
         }
         // Updates of strided inputs were written by the plan's last kernels.
         for a in self.in_place.iter().filter(|a| !a.by_kernel) {

@@ -460,16 +460,6 @@ fn golden_outputs_match_the_reference_and_nvfuser() {
 /// Remove a case once it passes on the GPU.
 #[rustfmt::skip]
 const GPU_NOT_YET: &[(&str, &str)] = &[
-    ("matmul_2d_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("linear_bias_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("matmul_2d_f16", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("linear_bias_f16", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("matmul_2d_f32", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("linear_bias_f32", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("matmul_batched_bf16_T", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("matmul_1d_2d_f32", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("matmul_broadcast_batch_f16", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("linear_nobias_3d_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
     ("grouped_mm_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
     ("scaled_mm_e4m3", "GEMM family: not lowered to CUDA, refused at plan time"),
     ("sdpfa_fwd_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),

@@ -230,7 +230,7 @@ fn check_record(p: &mut Problems, r: &Measurement, l: &Loaded, method: Method, c
     );
 
     // The kernels are the plan's launches, in order, each with its own median.
-    let launches = l.prep.launch_list();
+    let launches = l.prep.launch_list().expect("the corpus has no matrix products");
     let recorded: Vec<(String, [u32; 6])> = r
         .kernels
         .iter()

@@ -17,6 +17,10 @@ pub enum RuntimeError {
     #[error("{context}: {error}")]
     Driver { context: String, error: String },
 
+    /// A cuBLASLt call failed, or the library is missing; `context` says which operation.
+    #[error("{context}: {error}")]
+    Blas { context: String, error: String },
+
     /// An NVRTC call other than the compilation itself failed.
     #[error("{context}: {error}")]
     Nvrtc { context: String, error: String },

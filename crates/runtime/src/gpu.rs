@@ -22,6 +22,8 @@ pub struct Gpu {
 }
 
 pub(crate) struct GpuInner {
+    /// The cuBLASLt handle, created on first use; first so it goes before the context.
+    pub(crate) blas: std::sync::OnceLock<crate::blas::BlasHandle>,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     info: DeviceInfo,
@@ -84,6 +86,7 @@ impl Gpu {
                 })?;
             Ok(Gpu {
                 inner: Arc::new(GpuInner {
+                    blas: std::sync::OnceLock::new(),
                     ctx,
                     stream,
                     info,

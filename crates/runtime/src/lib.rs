@@ -4,6 +4,7 @@
 //! - [`Gpu`] owns a context and one stream; everything it does is ordered on that stream.
 //! - [`Gpu::compile`] runs NVRTC for the device's own architecture, through a disk cache.
 //! - [`DeviceBuffer`] is untyped device memory; [`Gpu::flush_l2`] evicts L2 before a cold run.
+//! - [`Gpu::matmul_plan`] and [`Gpu::matmul`] run matrix products through cuBLASLt.
 //! - [`Gpu::launch`] enqueues a kernel with a run-time argument list; [`Gpu::time_ms`] times
 //!   enqueued work with CUDA events.
 //!
@@ -14,6 +15,7 @@
 //! every entry point checks for the libraries before calling into them.
 
 mod arch;
+mod blas;
 mod cache;
 mod clocks;
 mod compile;
@@ -27,6 +29,7 @@ mod memory;
 mod resources;
 
 pub use arch::{choose_target, compute_arch, sm_arch, ImageKind, Target};
+pub use blas::{blas_available, BlasType, Matmul, MatmulSpec, MatrixStrides};
 pub use cache::{
     cache_key, default_cache_dir, CacheKeyParts, CachedImage, KernelCache, CACHE_FORMAT,
 };

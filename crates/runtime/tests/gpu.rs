@@ -274,3 +274,269 @@ fn device_info_serializes() {
     assert_eq!(info.arch, gpu.target().arch);
 }
 }
+
+/// f32 to bf16 bits, rounded to nearest even (the inputs below are finite).
+fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16
+}
+
+fn bf16_value(bits: u16) -> f64 {
+    f32::from_bits((bits as u32) << 16) as f64
+}
+
+/// One product checked against an f64 loop on the host.
+struct Product {
+    dtype: fusebench_runtime::BlasType,
+    batch: u64,
+    m: u64,
+    n: u64,
+    k: u64,
+    a: fusebench_runtime::MatrixStrides,
+    a_len: usize,
+    b: fusebench_runtime::MatrixStrides,
+    b_len: usize,
+    /// The bias's batch stride and its length in elements.
+    bias: Option<(i64, usize)>,
+    /// Every operand starts this many elements into its buffer, to test lower alignments.
+    offset: usize,
+}
+
+/// Values in about [-scale, scale], exactly representable in every type tested.
+fn values(n: usize, seed: u64, scale: f64) -> Vec<f64> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let u = ((s >> 40) as i64 - (1 << 23)) as f64 / (1u64 << 23) as f64;
+            bf16_value(bf16_bits((u * scale) as f32))
+        })
+        .collect()
+}
+
+fn encode(dtype: fusebench_runtime::BlasType, v: &[f64]) -> Vec<u8> {
+    use fusebench_runtime::BlasType::*;
+    match dtype {
+        BF16 => v
+            .iter()
+            .flat_map(|x| bf16_bits(*x as f32).to_ne_bytes())
+            .collect(),
+        F32 => v.iter().flat_map(|x| (*x as f32).to_ne_bytes()).collect(),
+        F64 => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        F16 => unimplemented!("no f16 case"),
+    }
+}
+
+fn decode(dtype: fusebench_runtime::BlasType, b: &[u8]) -> Vec<f64> {
+    use fusebench_runtime::BlasType::*;
+    match dtype {
+        BF16 => b
+            .chunks_exact(2)
+            .map(|c| bf16_value(u16::from_ne_bytes([c[0], c[1]])))
+            .collect(),
+        F32 => bytes_f32(b).into_iter().map(f64::from).collect(),
+        F64 => b
+            .chunks_exact(8)
+            .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
+            .collect(),
+        F16 => unimplemented!("no f16 case"),
+    }
+}
+
+/// The largest power of two (at most 256) dividing the address.
+fn alignment(addr: u64) -> u32 {
+    1u32 << addr.trailing_zeros().min(8)
+}
+
+fn check_product(gpu: &Gpu, p: &Product) {
+    use fusebench_runtime::{BlasType, MatmulSpec};
+    let size = p.dtype.size();
+    let (batch, m, n, k) = (p.batch as usize, p.m as usize, p.n as usize, p.k as usize);
+    let av = values(p.a_len, 1, 1.0);
+    let bv = values(p.b_len, 2, 1.0);
+    // Bias values of 2 to 4 in size, so that a missing bias is far outside the tolerance.
+    let biasv: Vec<f64> = values(p.bias.map_or(0, |b| b.1), 3, 1.0)
+        .iter()
+        .map(|x| x + 3.0 * x.signum())
+        .collect();
+    let upload = |v: &[f64]| {
+        let mut bytes = vec![0u8; p.offset * size];
+        bytes.extend(encode(p.dtype, v));
+        gpu.alloc_from(&bytes).unwrap()
+    };
+    let (da, db, dbias) = (upload(&av), upload(&bv), upload(&biasv));
+    let dd = gpu.alloc((p.offset + batch * m * n) * size).unwrap();
+    // NaN (0xFF..) where the product writes nothing.
+    dd.fill(0xFF).unwrap();
+    let at = |b: &fusebench_runtime::DeviceBuffer| b.device_ptr() + (p.offset * size) as u64;
+    let (pa, pb, pbias, pd) = (at(&da), at(&db), at(&dbias), at(&dd));
+    let spec = MatmulSpec {
+        dtype: p.dtype,
+        batch: p.batch,
+        m: p.m,
+        n: p.n,
+        k: p.k,
+        a: p.a,
+        b: p.b,
+        bias: p.bias.map(|b| b.0),
+        align: [
+            alignment(pa),
+            alignment(pb),
+            alignment(pbias),
+            alignment(pd),
+        ],
+    };
+    let mm = gpu
+        .matmul_plan(&spec)
+        .unwrap_or_else(|e| panic!("{}: {e}", spec.describe()));
+    eprintln!("{}: {}", spec.describe(), mm.describe());
+    assert!(mm.workspace_bytes() <= 32 << 20);
+    assert_eq!(mm.spec(), &spec);
+    let bias = p.bias.map(|_| pbias);
+    gpu.matmul(&mm, pa, pb, bias, pd).unwrap();
+    gpu.synchronize().unwrap();
+    let got = decode(p.dtype, &dd.download().unwrap()[p.offset * size..]);
+    let idx = |s: &fusebench_runtime::MatrixStrides, bt: usize, r: usize, c: usize| {
+        (bt as i64 * s.batch + r as i64 * s.row + c as i64 * s.col) as usize
+    };
+    let mut worst = 0f64;
+    for bt in 0..batch {
+        for i in 0..m {
+            for j in 0..n {
+                let (mut sum, mut abs) = (0f64, 0f64);
+                for q in 0..k {
+                    let x = av[idx(&p.a, bt, i, q)] * bv[idx(&p.b, bt, q, j)];
+                    sum += x;
+                    abs += x.abs();
+                }
+                if let Some((stride, _)) = p.bias {
+                    let b = biasv[bt * stride as usize + j];
+                    sum += b;
+                    abs += b.abs();
+                }
+                // bf16: the output's rounding (2^-8 relative, doubled) and f32 sums whose
+                // partials may be rounded to bf16; f32 must be full f32, well short of TF32's
+                // 2^-11; f64 to near its precision.
+                let tol = match p.dtype {
+                    BlasType::BF16 => 2f64.powi(-7) * sum.abs() + 2f64.powi(-8) * abs,
+                    BlasType::F32 => 1e-5 * sum.abs() + 1e-6 * abs,
+                    _ => 1e-12 * abs,
+                };
+                let g = got[(bt * m + i) * n + j];
+                let err = (g - sum).abs();
+                assert!(
+                    err <= tol,
+                    "{}: D[{bt}, {i}, {j}] = {g}, expected {sum} (tolerance {tol})",
+                    spec.describe()
+                );
+                worst = worst.max(err / tol.max(f64::MIN_POSITIVE));
+            }
+        }
+    }
+    eprintln!("  worst error / tolerance: {worst:.3}");
+}
+
+fusebench_testdata::needs_gpu! {
+#[test]
+fn cublaslt_products_match_the_host() {
+    use fusebench_runtime::{BlasType, MatrixStrides as S};
+    let Some((gpu, _dir)) = gpu_or_skip("cublaslt_products_match_the_host") else {
+        return;
+    };
+    if let Err(why) = fusebench_runtime::blas_available() {
+        eprintln!("skipped cublaslt_products_match_the_host: {why}");
+        return;
+    }
+    let s = |batch, row, col| S { batch, row, col };
+    let cases = [
+        // A linear layer: batched activations, one weight [n, k] (B transposed, batch
+        // stride 0), a bias per batch.
+        Product {
+            dtype: BlasType::BF16,
+            batch: 3, m: 37, n: 24, k: 40,
+            a: s(37 * 40, 40, 1), a_len: 3 * 37 * 40,
+            b: s(0, 1, 40), b_len: 24 * 40,
+            bias: Some((24, 3 * 24)),
+            offset: 0,
+        },
+        // Larger, A column-major, one bias for all.
+        Product {
+            dtype: BlasType::BF16,
+            batch: 2, m: 256, n: 192, k: 320,
+            a: s(256 * 320, 1, 256), a_len: 2 * 256 * 320,
+            b: s(320 * 192, 192, 1), b_len: 2 * 320 * 192,
+            bias: Some((0, 192)),
+            offset: 0,
+        },
+        // f32, row-major batched operands, 4-byte alignment everywhere.
+        Product {
+            dtype: BlasType::F32,
+            batch: 2, m: 33, n: 17, k: 29,
+            a: s(33 * 29, 29, 1), a_len: 2 * 33 * 29,
+            b: s(29 * 17, 17, 1), b_len: 2 * 29 * 17,
+            bias: Some((0, 17)),
+            offset: 1,
+        },
+        // f32, one row (m = 1, its row stride meaningless), a transposed broadcast B.
+        Product {
+            dtype: BlasType::F32,
+            batch: 2, m: 1, n: 64, k: 128,
+            a: s(128, 999, 1), a_len: 2 * 128,
+            b: s(0, 1, 128), b_len: 64 * 128,
+            bias: None,
+            offset: 0,
+        },
+        Product {
+            dtype: BlasType::F64,
+            batch: 2, m: 20, n: 12, k: 16,
+            a: s(20 * 16, 1, 20), a_len: 2 * 20 * 16,
+            b: s(16 * 12, 12, 1), b_len: 2 * 16 * 12,
+            bias: Some((12, 2 * 12)),
+            offset: 0,
+        },
+    ];
+    for p in &cases {
+        check_product(&gpu, p);
+    }
+}
+}
+
+fusebench_testdata::needs_gpu! {
+#[test]
+fn cublaslt_refuses_what_it_cannot_run() {
+    use fusebench_runtime::{BlasType, MatmulSpec, MatrixStrides as S};
+    let Some((gpu, _dir)) = gpu_or_skip("cublaslt_refuses_what_it_cannot_run") else {
+        return;
+    };
+    if let Err(why) = fusebench_runtime::blas_available() {
+        eprintln!("skipped cublaslt_refuses_what_it_cannot_run: {why}");
+        return;
+    }
+    let spec = MatmulSpec {
+        dtype: BlasType::BF16,
+        batch: 1, m: 64, n: 64, k: 64,
+        a: S { batch: 0, row: 64, col: 1 },
+        b: S { batch: 0, row: 64, col: 1 },
+        bias: None,
+        align: [256; 4],
+    };
+    let mm = gpu.matmul_plan(&spec).unwrap();
+    let buf = gpu.alloc(4 * 64 * 64 * 2).unwrap();
+    let p = buf.device_ptr();
+    let (a, b, d) = (p, p + 8192, p + 16384);
+    // Lower alignment than planned, a bias the plan has not: errors, nothing enqueued.
+    let e = gpu.matmul(&mm, a + 2, b, None, d).unwrap_err();
+    assert!(matches!(e, RuntimeError::Invalid(_)) && e.to_string().contains("aligned"), "{e}");
+    assert!(gpu.matmul(&mm, a, b, Some(p + 24576), d).is_err());
+    gpu.matmul(&mm, a, b, None, d).unwrap();
+    gpu.synchronize().unwrap();
+    // No unit stride: refused at planning, naming the copy it needs.
+    let bad = MatmulSpec { a: S { batch: 0, row: 128, col: 2 }, ..spec };
+    let e = gpu.matmul_plan(&bad).unwrap_err();
+    assert!(e.to_string().contains("needs a copy"), "{e}");
+}
+}

@@ -1,0 +1,129 @@
+//! Fusions with matrix products (crate::gemm): the products run in the BLAS
+//! library between stages of kernels, reading their operands where they lie.
+
+use fusebench_codegen::{plan, Device, KernelArg, OutputSource, Plan};
+
+mod common;
+
+fn planned(body: &str) -> Plan {
+    let f = common::script(body);
+    plan(&f, &vec![None; f.inputs.len()], Device::default()).unwrap()
+}
+
+/// A linear with a bias, then a tanh GELU on its result (an MLP's first half).
+const LINEAR_GELU: &str = "    x = fd.define_tensor(shape=[2, 64, 96], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    w = fd.define_tensor(shape=[160, 96], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    b = fd.define_tensor(shape=[160], contiguity=[True], dtype=DataType.BFloat16, is_cpu=False)
+    l = fd.ops.linear(x, w, b)
+    lf = fd.ops.cast(l, dtype=DataType.Float)
+    t = fd.ops.tanh(lf)
+    y = fd.ops.mul(lf, t)
+    o = fd.ops.cast(y, dtype=DataType.BFloat16)
+    fd.add_output(o)
+";
+
+#[test]
+fn a_linear_reads_its_input_and_weight_where_they_lie_and_the_gelu_reads_its_result() {
+    let p = planned(LINEAR_GELU);
+    assert_eq!(p.products.len(), 1);
+    let g = &p.products[0];
+    assert_eq!((g.batch, g.m, g.n, g.k), (1, 128, 160, 96), "the input's leading dims are rows");
+    assert_eq!(g.a.arg, KernelArg::Input(0));
+    assert_eq!(g.a.strides[1..], [96, 1]);
+    // The weight [n, k] read as its transpose: columns contiguous, no copy.
+    assert_eq!(g.b.arg, KernelArg::Input(1));
+    assert_eq!(g.b.strides[1..], [1, 96]);
+    assert_eq!(g.bias.as_ref().map(|b| b.arg), Some(KernelArg::Input(2)));
+    assert_eq!(g.before, 0, "no kernel runs before the product");
+    // Its result is the plan's hidden output, read by the one GELU kernel.
+    assert_eq!(p.hidden_outputs, 1);
+    assert_eq!(g.out, KernelArg::Output(1));
+    assert_eq!(p.kernels.len(), 1);
+    assert!(p.kernels[0].args.contains(&KernelArg::Output(1)), "{:?}", p.kernels[0].args);
+    assert!(p.kernels[0].args.contains(&KernelArg::Output(0)));
+}
+
+#[test]
+fn two_linears_in_a_chain_take_two_stages_with_unique_kernel_names() {
+    let p = planned(
+        "    x = fd.define_tensor(shape=[64, 96], contiguity=[True, True], dtype=DataType.Half, is_cpu=False)
+    w1 = fd.define_tensor(shape=[128, 96], contiguity=[True, True], dtype=DataType.Half, is_cpu=False)
+    w2 = fd.define_tensor(shape=[96, 128], contiguity=[True, True], dtype=DataType.Half, is_cpu=False)
+    xf = fd.ops.cast(x, dtype=DataType.Float)
+    x2 = fd.ops.mul(xf, xf)
+    xh = fd.ops.cast(x2, dtype=DataType.Half)
+    h = fd.ops.linear(xh, w1)
+    hf = fd.ops.cast(h, dtype=DataType.Float)
+    r = fd.ops.relu(hf)
+    rh = fd.ops.cast(r, dtype=DataType.Half)
+    y = fd.ops.linear(rh, w2)
+    yf = fd.ops.cast(y, dtype=DataType.Float)
+    z = fd.ops.add(yf, xf)
+    fd.add_output(z)
+",
+    );
+    assert_eq!(p.products.len(), 2);
+    assert_eq!(p.kernels.len(), 3, "the square, the relu, the residual add");
+    // Each product runs after the kernel that writes its left operand.
+    assert_eq!(p.products[0].before, 1);
+    assert_eq!(p.products[1].before, 2);
+    assert!(matches!(p.products[0].a.arg, KernelArg::Output(_)));
+    let mut names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 3, "{names:?}");
+    for k in &p.kernels {
+        assert_eq!(p.source.matches(&format!(" {}(", k.name)).count(), 1, "{} defined once", k.name);
+    }
+}
+
+#[test]
+fn a_matmul_of_a_permuted_weight_reads_it_transposed_and_an_expanded_one_is_copied() {
+    let p = planned(
+        "    a = fd.define_tensor(shape=[4, 32, 48], contiguity=[True, True, True], dtype=DataType.Float, is_cpu=False)
+    w = fd.define_tensor(shape=[64, 48], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    wt = fd.ops.permute(w, dims=[1, 0])
+    y = fd.ops.matmul(a, wt)
+    fd.add_output(y)
+",
+    );
+    assert!(p.kernels.is_empty(), "{:?}", p.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>());
+    let g = &p.products[0];
+    // Batch over one weight: one taller product.
+    assert_eq!((g.batch, g.m, g.n, g.k), (1, 128, 64, 48));
+    assert_eq!(g.b.strides[1..], [1, 48]);
+    assert!(matches!(p.outputs[0].source, OutputSource::Written));
+    // A weight broadcast along its rows has no unit stride: copied first.
+    let p = planned(
+        "    a = fd.define_tensor(shape=[32, 48], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    v = fd.define_tensor(shape=[48], contiguity=[True], dtype=DataType.Float, is_cpu=False)
+    w = fd.ops.broadcast_in_dim(v, shape=[48, 64], broadcast_dims=[0])
+    y = fd.ops.matmul(a, w)
+    fd.add_output(y)
+",
+    );
+    assert_eq!(p.kernels.len(), 1, "the dense copy of the broadcast weight");
+    assert_eq!(p.products[0].before, 1);
+    assert_eq!(p.products[0].b.strides[1..], [64, 1]);
+}
+
+#[test]
+fn batch_dims_that_do_not_collapse_run_as_one_product_per_outer_index() {
+    // [3, 1] batches against [5]: A steps the first and is broadcast over the
+    // second, B the reverse; no one stride walks the 15 batches.
+    let p = planned(
+        "    a = fd.define_tensor(shape=[3, 1, 17, 40], contiguity=[True, True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    b = fd.define_tensor(shape=[5, 40, 23], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    y = fd.ops.matmul(a, b)
+    fd.add_output(y)
+",
+    );
+    assert_eq!(p.products.len(), 3);
+    for (i, g) in p.products.iter().enumerate() {
+        assert_eq!((g.batch, g.m, g.n, g.k), (5, 17, 23, 40));
+        assert_eq!(g.a.offset, i as i64 * 17 * 40);
+        assert_eq!(g.a.strides[0], 0, "one A for the 5 batches");
+        assert_eq!(g.b.strides[0], 40 * 23);
+        assert_eq!(g.out_offset, i as i64 * 5 * 17 * 23);
+    }
+}

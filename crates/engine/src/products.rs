@@ -1,0 +1,66 @@
+//! The plan's matrix products (codegen's `Product`) as calls of the BLAS
+//! library: each one's description for cuBLASLt, with the alignment of the
+//! addresses it was prepared with, its algorithm chosen once at preparation.
+
+use crate::error::EngineError;
+use fusebench_codegen::{Operand, Product};
+use fusebench_ir::DType;
+use fusebench_runtime::{BlasType, Gpu, MatmulSpec, MatrixStrides, Matmul};
+
+fn blas_type(d: DType) -> Result<BlasType, EngineError> {
+    Ok(match d {
+        DType::Half => BlasType::F16,
+        DType::BFloat16 => BlasType::BF16,
+        DType::Float => BlasType::F32,
+        DType::Double => BlasType::F64,
+        other => {
+            return Err(EngineError::Codegen(fusebench_codegen::CodegenError::Unsupported(format!(
+                "matrix products of {other}: the BLAS path takes Half, BFloat16, Float and Double"
+            ))))
+        }
+    })
+}
+
+/// The largest power of two, at most 256, that divides `addr`: what the
+/// library may assume of an address (its fastest kernels need 16 bytes).
+pub(crate) fn alignment(addr: u64) -> u32 {
+    1u32 << addr.trailing_zeros().min(8)
+}
+
+/// Address of an operand's first element, its buffer starting at `base`.
+pub(crate) fn address(base: u64, o: &Operand, elem: usize) -> u64 {
+    base.wrapping_add((o.offset as u64).wrapping_mul(elem as u64))
+}
+
+/// Prepares `p` for the library, its operands at these addresses.
+pub(crate) fn prepare(gpu: &Gpu, p: &Product, a: u64, b: u64, bias: Option<u64>, d: u64) -> Result<Matmul, EngineError> {
+    let strides = |o: &Operand| MatrixStrides {
+        batch: o.strides[0],
+        row: o.strides[1],
+        col: o.strides[2],
+    };
+    let spec = MatmulSpec {
+        dtype: blas_type(p.dtype)?,
+        batch: p.batch as u64,
+        m: p.m as u64,
+        n: p.n as u64,
+        k: p.k as u64,
+        a: strides(&p.a),
+        b: strides(&p.b),
+        bias: p.bias.as_ref().map(|o| o.strides[0]),
+        align: [alignment(a), alignment(b), bias.map_or(256, alignment), alignment(d)],
+    };
+    Ok(gpu.matmul_plan(&spec)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alignment_is_the_largest_power_of_two_dividing_the_address() {
+        assert_eq!(alignment(0x7f00_0000_0000), 256);
+        assert_eq!(alignment(0x7f00_0000_0002), 2);
+        assert_eq!(alignment(0x7f00_0000_0030), 16);
+    }
+}
