@@ -173,6 +173,11 @@ pub struct Device {
     /// nvFuser) walks on 2 blocks of 96 threads per multiprocessor where 5
     /// are resident (0.40 waves; nvFuser's grid 0.71). Not yet timed, so off.
     pub walk_fill: bool,
+    /// A matrix product's ReLU or tanh GELU consumer run in the BLAS
+    /// library's epilogue (crate::epilogue_fn) rather than by a kernel that
+    /// reads the product back: the fresh GEMM sample's GELU kernel cost 8-12%
+    /// of the product alone at 4096 rows.
+    pub product_epilogue: bool,
     /// A row kernel that writes only statistics of its rows
     /// (`rowwise::Writes::Statistics`: a cross-entropy, a logsumexp) holds 16-bit
     /// rows as loaded and converts them again in each pass
@@ -355,6 +360,7 @@ impl Default for Device {
             row_min_blocks: 0,
             row_fit_grid: false,
             walk_fill: false,
+            product_epilogue: true,
             row_packed: true,
             row_packed_norms: false,
             row_fill: 0,

@@ -18,7 +18,7 @@
 //! dims that do not collapse to one stride) is copied densely by its stage.
 
 use crate::plan::{KernelArg, Operand, OutputPlan, OutputSource, Plan, Product};
-use crate::{CodegenError, Device};
+use crate::{CodegenError, Device, Epilogue};
 use fusebench_ir::{Fusion, Node, Op, TensorDecl, ValueDef, ValueId};
 use std::collections::{BTreeSet, HashMap};
 
@@ -59,11 +59,15 @@ pub(crate) fn plan(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], dev: Device)
             "outputs that update an input in place (`alias_input`) in a fusion with matrix products".into(),
         ));
     }
+    // Consumers the library's epilogue computes: the product writes their
+    // value, and their ops are left unread.
+    let (g, epilogues) = absorb(f, dev);
+    let f = &g;
     // Operands found unreadable as laid out are copied by their stage, and
     // the plan made again; each value is copied at most once.
     let mut copies = BTreeSet::new();
     loop {
-        match Joiner::new(f, layouts, dev, &copies).run()? {
+        match Joiner::new(f, layouts, dev, &copies, &epilogues).run()? {
             Ok(p) => return Ok(p),
             Err(v) if copies.insert(v) => {}
             Err(v) => {
@@ -76,6 +80,38 @@ pub(crate) fn plan(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], dev: Device)
     }
 }
 
+/// `f` with each product whose consumer is an epilogue the library applies
+/// writing that consumer's value (read where it was), and the epilogue of
+/// each such product node.
+fn absorb(f: &Fusion, dev: Device) -> (Fusion, HashMap<usize, Epilogue>) {
+    let mut g = f.clone();
+    let mut epilogues = HashMap::new();
+    if !dev.product_epilogue {
+        return (g, epilogues);
+    }
+    for i in 0..f.nodes.len() {
+        if !is_product(&f.nodes[i].op) || f.value(f.nodes[i].outputs[0]).dtype == fusebench_ir::DType::Double {
+            continue;
+        }
+        let r = f.nodes[i].outputs[0];
+        let Some((kind, e, region)) = crate::epilogue_fn::find(&g, r) else { continue };
+        for (j, n) in g.nodes.iter_mut().enumerate() {
+            if !region.contains(&j) {
+                for o in n.op.operands_mut() {
+                    if *o == e {
+                        *o = r;
+                    }
+                }
+            }
+        }
+        for o in g.outputs.iter_mut().filter(|o| **o == e) {
+            *o = r;
+        }
+        epilogues.insert(i, kind);
+    }
+    (g, epilogues)
+}
+
 /// Where a value lies for a product: buffer, logical strides, element offset.
 type Place = (KernelArg, Vec<i64>, i64);
 
@@ -84,6 +120,7 @@ struct Joiner<'a> {
     layouts: &'a [Option<(Vec<i64>, i64)>],
     dev: Device,
     copies: &'a BTreeSet<ValueId>,
+    epilogues: &'a HashMap<usize, Epilogue>,
     level: Vec<usize>,
     results: BTreeSet<ValueId>,
     out: Plan,
@@ -99,6 +136,7 @@ impl<'a> Joiner<'a> {
         layouts: &'a [Option<(Vec<i64>, i64)>],
         dev: Device,
         copies: &'a BTreeSet<ValueId>,
+        epilogues: &'a HashMap<usize, Epilogue>,
     ) -> Self {
         let results = f
             .nodes
@@ -111,6 +149,7 @@ impl<'a> Joiner<'a> {
             layouts,
             dev,
             copies,
+            epilogues,
             level: levels(f),
             results,
             out: Plan {
@@ -288,7 +327,7 @@ impl<'a> Joiner<'a> {
     fn products(&mut self, s: usize) -> Result<Result<(), ValueId>, CodegenError> {
         let f = self.f;
         let orders = crate::layout::orders(f);
-        for n in f.nodes.iter().filter(|n| is_product(&n.op)) {
+        for (i, n) in f.nodes.iter().enumerate().filter(|(_, n)| is_product(&n.op)) {
             let r = n.outputs[0];
             if self.level[r.index()] != s {
                 continue;
@@ -325,8 +364,9 @@ impl<'a> Joiner<'a> {
                 }
                 None => self.hidden_output(dense),
             };
+            let epilogue = self.epilogues.get(&i).copied().unwrap_or_default();
             match self.product(n, arg)? {
-                Ok(ps) => self.out.products.extend(ps),
+                Ok(ps) => self.out.products.extend(ps.into_iter().map(|p| Product { epilogue, ..p })),
                 Err(v) => return Ok(Err(v)),
             }
             self.at.insert(r, (arg, crate::alias::dense(&shape), 0));
@@ -424,6 +464,7 @@ impl<'a> Joiner<'a> {
                         bias: None,
                         out,
                         out_offset: off[2],
+                        epilogue: Epilogue::None,
                         before: self.out.kernels.len(),
                     });
                 }
@@ -495,6 +536,7 @@ impl<'a> Joiner<'a> {
                     bias,
                     out,
                     out_offset: 0,
+                    epilogue: Epilogue::None,
                     before: self.out.kernels.len(),
                 }]))
             }

@@ -13,6 +13,7 @@ pub mod alias_write;
 pub mod complex;
 pub mod contiguous;
 pub mod epilogue;
+pub mod epilogue_fn;
 pub mod ctype;
 pub mod device;
 pub mod error;
@@ -50,6 +51,7 @@ pub mod transpose;
 pub mod view;
 
 pub use error::CodegenError;
+pub use epilogue_fn::Epilogue;
 pub use plan::{Choice, Fill, Kernel, KernelArg, Operand, OutputSource, Plan, Product, Schedule};
 pub use device::{ColumnSums, Device, FitWaves, LoadHint};
 pub use segment::plan;

@@ -211,6 +211,9 @@ pub struct Product {
     /// stride are run as one product per index of the outer ones.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub out_offset: i64,
+    /// What the library applies to D before rounding it (crate::epilogue_fn).
+    #[serde(default, skip_serializing_if = "crate::Epilogue::is_none")]
+    pub epilogue: crate::Epilogue,
     pub before: usize,
 }
 
@@ -240,9 +243,18 @@ impl Product {
                 if self.out_offset != 0 { format!(" from element {}", self.out_offset) } else { String::new() },
                 if self.bias.is_some() { ", bias added by the library's epilogue" } else { "" }
             ),
+        ];
+        if !self.epilogue.is_none() {
+            lines.push(format!(
+                "then {} in the library's epilogue, before D is rounded to {} (the fusion rounds first: at most about a unit apart)",
+                self.epilogue.describe(),
+                self.dtype
+            ));
+        }
+        lines.extend([
             operand("A", &self.a),
             operand("B", &self.b),
-        ];
+        ]);
         if let Some(b) = &self.bias {
             lines.push(format!("bias: {} from element {}, batch stride {}", arg(&b.arg), b.offset, b.strides[0]));
         }

@@ -10,21 +10,31 @@ fn planned(body: &str) -> Plan {
     plan(&f, &vec![None; f.inputs.len()], Device::default()).unwrap()
 }
 
-/// A linear with a bias, then a tanh GELU on its result (an MLP's first half).
+/// A linear with a bias, then a tanh GELU on its result (an MLP's first half),
+/// spelled as bench/patterns.py writes it.
 const LINEAR_GELU: &str = "    x = fd.define_tensor(shape=[2, 64, 96], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)
     w = fd.define_tensor(shape=[160, 96], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
     b = fd.define_tensor(shape=[160], contiguity=[True], dtype=DataType.BFloat16, is_cpu=False)
     l = fd.ops.linear(x, w, b)
     lf = fd.ops.cast(l, dtype=DataType.Float)
-    t = fd.ops.tanh(lf)
-    y = fd.ops.mul(lf, t)
+    c = fd.ops.mul(lf, lf)
+    c = fd.ops.mul(c, lf)
+    c = fd.ops.mul(c, 0.044715)
+    c = fd.ops.add(lf, c)
+    c = fd.ops.mul(c, 0.7978845608)
+    c = fd.ops.tanh(c)
+    c = fd.ops.add(c, 1.0)
+    h = fd.ops.mul(lf, 0.5)
+    y = fd.ops.mul(h, c)
     o = fd.ops.cast(y, dtype=DataType.BFloat16)
     fd.add_output(o)
 ";
 
 #[test]
 fn a_linear_reads_its_input_and_weight_where_they_lie_and_the_gelu_reads_its_result() {
-    let p = planned(LINEAR_GELU);
+    // With the GELU in a kernel of ours (FUSEBENCH_PRODUCT_EPILOGUE=0).
+    let f = common::script(LINEAR_GELU);
+    let p = plan(&f, &[None, None, None], Device { product_epilogue: false, ..Device::default() }).unwrap();
     assert_eq!(p.products.len(), 1);
     let g = &p.products[0];
     assert_eq!((g.batch, g.m, g.n, g.k), (1, 128, 160, 96), "the input's leading dims are rows");
@@ -63,15 +73,18 @@ fn two_linears_in_a_chain_take_two_stages_with_unique_kernel_names() {
 ",
     );
     assert_eq!(p.products.len(), 2);
-    assert_eq!(p.kernels.len(), 3, "the square, the relu, the residual add");
-    // Each product runs after the kernel that writes its left operand.
+    assert_eq!(p.kernels.len(), 2, "the square and the residual add; the relu is the first product's epilogue");
+    assert_eq!(p.products[0].epilogue, fusebench_codegen::Epilogue::Relu);
+    // The first product runs after the kernel that writes its left operand,
+    // the second reads the first's result as written.
     assert_eq!(p.products[0].before, 1);
-    assert_eq!(p.products[1].before, 2);
+    assert_eq!(p.products[1].before, 1);
+    assert_eq!(p.products[1].a.arg, p.products[0].out);
     assert!(matches!(p.products[0].a.arg, KernelArg::Output(_)));
     let mut names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
     names.sort();
     names.dedup();
-    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(names.len(), 2, "{names:?}");
     for k in &p.kernels {
         assert_eq!(p.source.matches(&format!(" {}(", k.name)).count(), 1, "{} defined once", k.name);
     }
@@ -126,4 +139,40 @@ fn batch_dims_that_do_not_collapse_run_as_one_product_per_outer_index() {
         assert_eq!(g.b.strides[0], 40 * 23);
         assert_eq!(g.out_offset, i as i64 * 5 * 17 * 23);
     }
+}
+
+#[test]
+fn a_gelu_of_the_product_alone_runs_in_the_epilogue_and_a_scaled_relu_does_not() {
+    let p = planned(LINEAR_GELU);
+    assert!(p.kernels.is_empty(), "{:?}", p.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>());
+    assert_eq!(p.products[0].epilogue, fusebench_codegen::Epilogue::GeluTanh);
+    assert_eq!(p.products[0].out, KernelArg::Output(0), "the product writes the fusion's output");
+    let off = plan(
+        &common::script(LINEAR_GELU),
+        &[None, None, None],
+        Device { product_epilogue: false, ..Device::default() },
+    )
+    .unwrap();
+    assert_eq!((off.kernels.len(), off.products[0].epilogue), (1, fusebench_codegen::Epilogue::None));
+    // A ReLU in Float: exact, taken.
+    let relu = planned(
+        "    a = fd.define_tensor(shape=[32, 48], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    b = fd.define_tensor(shape=[48, 64], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    y = fd.ops.matmul(a, b)
+    z = fd.ops.relu(y)
+    fd.add_output(z)
+",
+    );
+    assert_eq!(relu.products[0].epilogue, fusebench_codegen::Epilogue::Relu);
+    // A ReLU scaled after: not a function the library applies.
+    let scaled = planned(
+        "    a = fd.define_tensor(shape=[32, 48], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    b = fd.define_tensor(shape=[48, 64], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    y = fd.ops.matmul(a, b)
+    z = fd.ops.relu(y)
+    w = fd.ops.mul(z, 0.5)
+    fd.add_output(w)
+",
+    );
+    assert_eq!((scaled.products[0].epilogue, scaled.kernels.len()), (fusebench_codegen::Epilogue::None, 1));
 }

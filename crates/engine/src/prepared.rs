@@ -259,6 +259,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         row_packed: k.row_packed.unwrap_or(d.row_packed),
         row_packed_norms: k.row_packed_norms.unwrap_or(d.row_packed_norms),
         walk_fill: k.walk_fill.unwrap_or(d.walk_fill),
+        product_epilogue: k.product_epilogue.unwrap_or(d.product_epilogue),
         row_fill: k.row_fill.unwrap_or(d.row_fill),
         row_sum_vectors: k.row_sum_vectors.map_or(d.row_sum_vectors, |n| n as usize),
         pointwise_walk: k.pointwise_walk.unwrap_or(d.pointwise_walk),

@@ -3,9 +3,9 @@
 //! addresses it was prepared with, its algorithm chosen once at preparation.
 
 use crate::error::EngineError;
-use fusebench_codegen::{Operand, Product};
+use fusebench_codegen::{Epilogue, Operand, Product};
 use fusebench_ir::DType;
-use fusebench_runtime::{BlasType, Gpu, MatmulSpec, MatrixStrides, Matmul};
+use fusebench_runtime::{BlasEpilogue, BlasType, Gpu, MatmulSpec, MatrixStrides, Matmul};
 
 fn blas_type(d: DType) -> Result<BlasType, EngineError> {
     Ok(match d {
@@ -48,6 +48,11 @@ pub(crate) fn prepare(gpu: &Gpu, p: &Product, a: u64, b: u64, bias: Option<u64>,
         a: strides(&p.a),
         b: strides(&p.b),
         bias: p.bias.as_ref().map(|o| o.strides[0]),
+        epilogue: match p.epilogue {
+            Epilogue::None => BlasEpilogue::None,
+            Epilogue::Relu => BlasEpilogue::Relu,
+            Epilogue::GeluTanh => BlasEpilogue::Gelu,
+        },
         align: [alignment(a), alignment(b), bias.map_or(256, alignment), alignment(d)],
     };
     Ok(gpu.matmul_plan(&spec)?)

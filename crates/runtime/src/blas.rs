@@ -83,6 +83,17 @@ impl BlasType {
     }
 }
 
+/// A function the library applies to each element of D in its epilogue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BlasEpilogue {
+    #[default]
+    None,
+    /// max(x, 0).
+    Relu,
+    /// GELU, tanh approximation (cuBLASLt's GELU).
+    Gelu,
+}
+
 /// One operand seen as row-major logical `[batch, rows, cols]`, by element strides.
 /// `batch` may be 0 (the same matrix for every batch).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -104,6 +115,8 @@ pub struct MatmulSpec {
     pub b: MatrixStrides,
     /// The bias's batch stride in elements (its n elements are contiguous), where there is a bias.
     pub bias: Option<i64>,
+    /// What the library applies to D (after the bias) before rounding it to `dtype`.
+    pub epilogue: BlasEpilogue,
     /// Byte alignment of the A, B, bias and D addresses the product will be called with
     /// (powers of two, at most 256).
     pub align: [u32; 4],
@@ -590,15 +603,25 @@ impl Gpu {
                 &op(l.b.trans),
                 "op of A",
             )?;
-            if let Some(stride) = l.bias_batch_stride {
-                let epilogue = lt::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS;
+            use lt::cublasLtEpilogue_t as E;
+            let epilogue = match (l.bias_batch_stride.is_some(), spec.epilogue) {
+                (false, BlasEpilogue::None) => None,
+                (true, BlasEpilogue::None) => Some(E::CUBLASLT_EPILOGUE_BIAS),
+                (false, BlasEpilogue::Relu) => Some(E::CUBLASLT_EPILOGUE_RELU),
+                (true, BlasEpilogue::Relu) => Some(E::CUBLASLT_EPILOGUE_RELU_BIAS),
+                (false, BlasEpilogue::Gelu) => Some(E::CUBLASLT_EPILOGUE_GELU),
+                (true, BlasEpilogue::Gelu) => Some(E::CUBLASLT_EPILOGUE_GELU_BIAS),
+            };
+            if let Some(epilogue) = epilogue {
                 set(
                     f,
                     raw,
                     DescAttr::CUBLASLT_MATMUL_DESC_EPILOGUE,
                     &epilogue,
-                    "bias",
+                    "epilogue",
                 )?;
+            }
+            if let Some(stride) = l.bias_batch_stride {
                 let dtype = spec.dtype.cuda();
                 set(
                     f,
@@ -852,6 +875,7 @@ mod tests {
             a,
             b,
             bias: None,
+            epilogue: BlasEpilogue::None,
             align: [16; 4],
         }
     }

@@ -383,6 +383,7 @@ fn check_product(gpu: &Gpu, p: &Product) {
         a: p.a,
         b: p.b,
         bias: p.bias.map(|b| b.0),
+        epilogue: fusebench_runtime::BlasEpilogue::None,
         align: [
             alignment(pa),
             alignment(pb),
@@ -522,6 +523,7 @@ fn cublaslt_refuses_what_it_cannot_run() {
         a: S { batch: 0, row: 64, col: 1 },
         b: S { batch: 0, row: 64, col: 1 },
         bias: None,
+        epilogue: fusebench_runtime::BlasEpilogue::None,
         align: [256; 4],
     };
     let mm = gpu.matmul_plan(&spec).unwrap();
