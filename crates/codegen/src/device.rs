@@ -173,7 +173,7 @@ pub struct Device {
     /// nvFuser) walks on 2 blocks of 96 threads per multiprocessor where 5
     /// are resident (0.40 waves; nvFuser's grid 0.71). Not yet timed, so off.
     pub walk_fill: bool,
-    /// A matrix product's ReLU or tanh GELU consumer run in the BLAS
+    /// A matrix product's ReLU (or, for BFloat16, tanh GELU) consumer run in the BLAS
     /// library's epilogue (crate::epilogue_fn) rather than by a kernel that
     /// reads the product back: the fresh GEMM sample's GELU kernel cost 8-12%
     /// of the product alone at 4096 rows.

@@ -10,8 +10,8 @@
 //!
 //! The library applies the function to the f32 accumulator before rounding
 //! to the output dtype; the fusion rounds the product first. A GELU is taken
-//! for 16-bit outputs only (the library may compute its tanh faster than
-//! exactly, which a Float output's tolerance would not allow; a ReLU is exact). The two differ
+//! for BFloat16 outputs only (the library's GELU put Half outputs two units
+//! from the fusion's, outside Half's tolerance; a ReLU is exact). The two differ
 //! by at most about a unit of the output dtype (the GELU's slope is at most
 //! 1.13), within the tolerance every GPU result is checked against.
 
@@ -105,9 +105,10 @@ pub fn find(f: &Fusion, r: ValueId) -> Option<(Epilogue, ValueId, BTreeSet<usize
         [e] if e != r && f.value(e).dtype == dtype => e,
         _ => return None,
     };
-    // The library's GELU may use a faster tanh than the reference's: within
-    // a 16-bit output's rounding, not within a Float output's tolerance.
-    let want: &[Epilogue] = if dtype == DType::Float { &[Epilogue::Relu] } else { &[Epilogue::Relu, Epilogue::GeluTanh] };
+    // The library's GELU is less exact than the reference's: on the H200,
+    // Half outputs two units apart from the fusion's on 0.1-0.2% of the
+    // elements (outside Half's tolerance), well within BFloat16's.
+    let want: &[Epilogue] = if dtype == DType::BFloat16 { &[Epilogue::Relu, Epilogue::GeluTanh] } else { &[Epilogue::Relu] };
     let kind = want.iter().copied().find(|&k| {
         POINTS.iter().flat_map(|&p| [p, -p]).all(|x| {
             let x = fusebench_ir::scalar::round_to(x, dtype);
