@@ -176,3 +176,29 @@ fn a_gelu_of_the_product_alone_runs_in_the_epilogue_and_a_scaled_relu_does_not()
     );
     assert_eq!((scaled.products[0].epilogue, scaled.kernels.len()), (fusebench_codegen::Epilogue::None, 1));
 }
+
+#[test]
+fn a_gelu_read_by_a_second_product_stays_a_kernel() {
+    let p = planned(
+        "    x = fd.define_tensor(shape=[40, 24], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    w1 = fd.define_tensor(shape=[72, 24], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    w2 = fd.define_tensor(shape=[24, 72], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    l = fd.ops.linear(x, w1)
+    lf = fd.ops.cast(l, dtype=DataType.Float)
+    c = fd.ops.mul(lf, lf)
+    c = fd.ops.mul(c, lf)
+    c = fd.ops.mul(c, 0.044715)
+    c = fd.ops.add(lf, c)
+    c = fd.ops.mul(c, 0.7978845608)
+    c = fd.ops.tanh(c)
+    c = fd.ops.add(c, 1.0)
+    h = fd.ops.mul(lf, 0.5)
+    g = fd.ops.mul(h, c)
+    gb = fd.ops.cast(g, dtype=DataType.BFloat16)
+    y = fd.ops.linear(gb, w2)
+    fd.add_output(y)
+",
+    );
+    assert_eq!(p.products[0].epilogue, fusebench_codegen::Epilogue::None);
+    assert_eq!(p.kernels.len(), 1, "the GELU, between the products");
+}
