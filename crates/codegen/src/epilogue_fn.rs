@@ -69,10 +69,18 @@ fn elementwise(op: &Op) -> bool {
 /// the GELU is nearly zero to where it is nearly the identity.
 const POINTS: [f64; 17] = [0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 8.0, 16.0, 50.0, 100.0, 1000.0];
 
+/// What the library computes of a product's result in place of its
+/// consumer: `epilogue(alpha * x)`, written as `value`; the consumer's nodes.
+pub struct Found {
+    pub epilogue: Epilogue,
+    pub alpha: f64,
+    pub value: ValueId,
+    pub nodes: BTreeSet<usize>,
+}
+
 /// For product result `r` (of dtype `dtype`, not a fusion output, read by no
-/// one else): the epilogue its consumer computes, the value the product may
-/// write in its place, and the consumer's nodes.
-pub fn find(f: &Fusion, r: ValueId) -> Option<(Epilogue, ValueId, BTreeSet<usize>)> {
+/// one else): what the library can compute of it in place of its consumer.
+pub fn find(f: &Fusion, r: ValueId) -> Option<Found> {
     let dtype = f.value(r).dtype;
     if !matches!(dtype, DType::BFloat16 | DType::Half | DType::Float) || f.outputs.contains(&r) {
         return None;
@@ -119,16 +127,30 @@ pub fn find(f: &Fusion, r: ValueId) -> Option<(Epilogue, ValueId, BTreeSet<usize
     } else {
         &[Epilogue::Relu]
     };
-    let kind = want.iter().copied().find(|&k| {
+    let computes = |g: &dyn Fn(f64) -> f64| {
         POINTS.iter().flat_map(|&p| [p, -p]).all(|x| {
             let x = fusebench_ir::scalar::round_to(x, dtype);
             match evaluate(f, r, e, &nodes, x) {
-                Some(got) => close(got, fusebench_ir::scalar::round_to(k.apply(x), dtype), dtype),
+                Some(got) => close(got, fusebench_ir::scalar::round_to(g(x), dtype), dtype),
                 None => false,
             }
         })
-    })?;
-    Some((kind, e, nodes))
+    };
+    let found = |epilogue, alpha| Found { epilogue, alpha, value: e, nodes: nodes.clone() };
+    if let Some(k) = want.iter().copied().find(|&k| computes(&|x| k.apply(x))) {
+        return Some(found(k, 1.0));
+    }
+    // A constant scale (attention's 1/sqrt(d)) is the product's alpha. Its
+    // value read before the last cast rounds it, so alpha is the constant.
+    let before_cast = match &f.producer(e)?.op {
+        Op::Cast { x, .. } if inside.contains(x) => *x,
+        _ => e,
+    };
+    let c = evaluate(f, r, before_cast, &nodes, 1.0)?;
+    // Scaled before rounding rather than after: a unit off here and there,
+    // unless the scale is a power of two (exact).
+    let exact = c.abs().log2().fract() == 0.0;
+    (c.is_finite() && c != 0.0 && (exact || !read_on) && computes(&|x| c * x)).then(|| found(Epilogue::None, c))
 }
 
 /// Within one unit of `dtype` (and of its smallest normal step near zero).

@@ -83,7 +83,7 @@ pub(crate) fn plan(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], dev: Device)
 /// `f` with each product whose consumer is an epilogue the library applies
 /// writing that consumer's value (read where it was), and the epilogue of
 /// each such product node.
-fn absorb(f: &Fusion, dev: Device) -> (Fusion, HashMap<usize, Epilogue>) {
+fn absorb(f: &Fusion, dev: Device) -> (Fusion, HashMap<usize, (Epilogue, f64)>) {
     let mut g = f.clone();
     let mut epilogues = HashMap::new();
     if !dev.product_epilogue {
@@ -94,7 +94,8 @@ fn absorb(f: &Fusion, dev: Device) -> (Fusion, HashMap<usize, Epilogue>) {
             continue;
         }
         let r = f.nodes[i].outputs[0];
-        let Some((kind, e, region)) = crate::epilogue_fn::find(&g, r) else { continue };
+        let Some(found) = crate::epilogue_fn::find(&g, r) else { continue };
+        let (e, region) = (found.value, &found.nodes);
         for (j, n) in g.nodes.iter_mut().enumerate() {
             if !region.contains(&j) {
                 for o in n.op.operands_mut() {
@@ -107,7 +108,7 @@ fn absorb(f: &Fusion, dev: Device) -> (Fusion, HashMap<usize, Epilogue>) {
         for o in g.outputs.iter_mut().filter(|o| **o == e) {
             *o = r;
         }
-        epilogues.insert(i, kind);
+        epilogues.insert(i, (found.epilogue, found.alpha));
     }
     (g, epilogues)
 }
@@ -120,7 +121,7 @@ struct Joiner<'a> {
     layouts: &'a [Option<(Vec<i64>, i64)>],
     dev: Device,
     copies: &'a BTreeSet<ValueId>,
-    epilogues: &'a HashMap<usize, Epilogue>,
+    epilogues: &'a HashMap<usize, (Epilogue, f64)>,
     level: Vec<usize>,
     results: BTreeSet<ValueId>,
     out: Plan,
@@ -136,7 +137,7 @@ impl<'a> Joiner<'a> {
         layouts: &'a [Option<(Vec<i64>, i64)>],
         dev: Device,
         copies: &'a BTreeSet<ValueId>,
-        epilogues: &'a HashMap<usize, Epilogue>,
+        epilogues: &'a HashMap<usize, (Epilogue, f64)>,
     ) -> Self {
         let results = f
             .nodes
@@ -364,9 +365,9 @@ impl<'a> Joiner<'a> {
                 }
                 None => self.hidden_output(dense),
             };
-            let epilogue = self.epilogues.get(&i).copied().unwrap_or_default();
+            let (epilogue, alpha) = self.epilogues.get(&i).copied().unwrap_or((Epilogue::None, 1.0));
             match self.product(n, arg)? {
-                Ok(ps) => self.out.products.extend(ps.into_iter().map(|p| Product { epilogue, ..p })),
+                Ok(ps) => self.out.products.extend(ps.into_iter().map(|p| Product { epilogue, alpha, ..p })),
                 Err(v) => return Ok(Err(v)),
             }
             self.at.insert(r, (arg, crate::alias::dense(&shape), 0));
@@ -465,6 +466,7 @@ impl<'a> Joiner<'a> {
                         out,
                         out_offset: off[2],
                         epilogue: Epilogue::None,
+                        alpha: 1.0,
                         before: self.out.kernels.len(),
                     });
                 }
@@ -537,6 +539,7 @@ impl<'a> Joiner<'a> {
                     out,
                     out_offset: 0,
                     epilogue: Epilogue::None,
+                    alpha: 1.0,
                     before: self.out.kernels.len(),
                 }]))
             }

@@ -214,6 +214,9 @@ pub struct Product {
     /// What the library applies to D before rounding it (crate::epilogue_fn).
     #[serde(default, skip_serializing_if = "crate::Epilogue::is_none")]
     pub epilogue: crate::Epilogue,
+    /// D is alpha times the product (a constant scale of its consumer).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub alpha: f64,
     pub before: usize,
 }
 
@@ -244,6 +247,12 @@ impl Product {
                 if self.bias.is_some() { ", bias added by the library's epilogue" } else { "" }
             ),
         ];
+        if self.alpha != 1.0 {
+            lines.push(format!(
+                "scaled by {} in the product (alpha), before D is rounded to {} (the fusion rounds first: at most about a unit apart)",
+                self.alpha, self.dtype
+            ));
+        }
         if !self.epilogue.is_none() {
             lines.push(format!(
                 "then {} in the library's epilogue, before D is rounded to {} (the fusion rounds first: at most about a unit apart)",
@@ -270,6 +279,14 @@ pub struct Operand {
     pub arg: KernelArg,
     pub offset: i64,
     pub strides: [i64; 3],
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 fn is_zero<T: Default + PartialEq>(n: &T) -> bool {

@@ -202,3 +202,34 @@ fn a_gelu_read_by_a_second_product_stays_a_kernel() {
     assert_eq!(p.products[0].epilogue, fusebench_codegen::Epilogue::None);
     assert_eq!(p.kernels.len(), 1, "the GELU, between the products");
 }
+
+#[test]
+fn a_constant_scale_of_the_product_alone_is_its_alpha() {
+    // Attention's scores: q k^T times 1/sqrt(128), the key read transposed.
+    let p = planned(
+        "    q = fd.define_tensor(shape=[4, 40, 128], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    k = fd.define_tensor(shape=[4, 40, 128], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    kt = fd.ops.permute(k, dims=[0, 2, 1])
+    s = fd.ops.matmul(q, kt)
+    sf = fd.ops.cast(s, dtype=DataType.Float)
+    sc = fd.ops.mul(sf, 0.08838834764831845)
+    o = fd.ops.cast(sc, dtype=DataType.BFloat16)
+    fd.add_output(o)
+",
+    );
+    assert!(p.kernels.is_empty());
+    let alpha = p.products[0].alpha;
+    assert!((alpha - 0.088_388_347_648_318_45).abs() < 1e-8, "{alpha}: the constant itself, not its BFloat16 rounding");
+    assert_eq!(p.products[0].epilogue, fusebench_codegen::Epilogue::None);
+    // A scale plus a constant is no alpha.
+    let q = planned(
+        "    a = fd.define_tensor(shape=[32, 48], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    b = fd.define_tensor(shape=[48, 64], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    y = fd.ops.matmul(a, b)
+    z = fd.ops.mul(y, 3.0)
+    w = fd.ops.add(z, 1.0)
+    fd.add_output(w)
+",
+    );
+    assert_eq!((q.products[0].alpha, q.kernels.len()), (1.0, 1));
+}

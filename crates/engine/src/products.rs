@@ -53,6 +53,7 @@ pub(crate) fn prepare(gpu: &Gpu, p: &Product, a: u64, b: u64, bias: Option<u64>,
             Epilogue::Relu => BlasEpilogue::Relu,
             Epilogue::GeluTanh => BlasEpilogue::Gelu,
         },
+        alpha: p.alpha,
         align: [alignment(a), alignment(b), bias.map_or(256, alignment), alignment(d)],
     };
     Ok(gpu.matmul_plan(&spec)?)

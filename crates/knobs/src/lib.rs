@@ -127,7 +127,7 @@ pub const DECLARED: &[Declared] = &[
     knob("FUSEBENCH_WALK_FILL", "0 or 1", "the planner's (0)", Affects::Kernels,
         "1: a backward norm's fixed grid walking the rows whose compiled registers and shared memory leave more blocks resident per multiprocessor than planned is planned again with as many as are (compiled twice) (tuning experiments)"),
     knob("FUSEBENCH_PRODUCT_EPILOGUE", "0 or 1", "the planner's (1)", Affects::Kernels,
-        "1: a matrix product's elementwise consumer that is a ReLU (or, for BFloat16 products, a tanh GELU) of its result alone runs in the BLAS library's epilogue, applied before the product is rounded to its dtype; 0: in a kernel of ours that reads the product back (tuning experiments)"),
+        "1: a matrix product's elementwise consumer that is a ReLU (or, for BFloat16 products, a tanh GELU) of its result alone runs in the BLAS library's epilogue, and a constant scale of it is the product's alpha, applied before the product is rounded to its dtype; 0: in a kernel of ours that reads the product back (tuning experiments)"),
     knob("FUSEBENCH_ROW_PACKED_NORMS", "0 or 1", "the planner's (0)", Affects::Kernels,
         "1: FUSEBENCH_ROW_PACKED's holding also for a row kernel that writes outputs over its rows from row reductions and no sums over rows (a LayerNorm, an RMSNorm), where each row-sized value it computes is a few instructions an element (no transcendental function, no random draw) and the row is held as floats without it; its outputs convert the row again (tuning experiments)"),
     knob("FUSEBENCH_ROW_FILL", "a whole number from 0 to 2048", "the planner's (0)", Affects::Kernels,

@@ -117,6 +117,8 @@ pub struct MatmulSpec {
     pub bias: Option<i64>,
     /// What the library applies to D (after the bias) before rounding it to `dtype`.
     pub epilogue: BlasEpilogue,
+    /// D = alpha x A x B (+ bias); 1 for a plain product.
+    pub alpha: f64,
     /// Byte alignment of the A, B, bias and D addresses the product will be called with
     /// (powers of two, at most 256).
     pub align: [u32; 4],
@@ -811,14 +813,14 @@ impl Gpu {
                     )?;
                 }
             }
-            let (one32, zero32, one64, zero64) = (1f32, 0f32, 1f64, 0f64);
+            let (alpha32, zero32, alpha64, zero64) = (mm.spec.alpha as f32, 0f32, mm.spec.alpha, 0f64);
             let (alpha, beta) = match mm.spec.dtype {
                 BlasType::F64 => (
-                    &one64 as *const f64 as *const c_void,
+                    &alpha64 as *const f64 as *const c_void,
                     &zero64 as *const f64 as *const c_void,
                 ),
                 _ => (
-                    &one32 as *const f32 as *const c_void,
+                    &alpha32 as *const f32 as *const c_void,
                     &zero32 as *const f32 as *const c_void,
                 ),
             };
@@ -876,6 +878,7 @@ mod tests {
             b,
             bias: None,
             epilogue: BlasEpilogue::None,
+            alpha: 1.0,
             align: [16; 4],
         }
     }

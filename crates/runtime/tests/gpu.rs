@@ -384,6 +384,7 @@ fn check_product(gpu: &Gpu, p: &Product) {
         b: p.b,
         bias: p.bias.map(|b| b.0),
         epilogue: fusebench_runtime::BlasEpilogue::None,
+        alpha: 1.0,
         align: [
             alignment(pa),
             alignment(pb),
@@ -524,6 +525,7 @@ fn cublaslt_refuses_what_it_cannot_run() {
         b: S { batch: 0, row: 64, col: 1 },
         bias: None,
         epilogue: fusebench_runtime::BlasEpilogue::None,
+        alpha: 1.0,
         align: [256; 4],
     };
     let mm = gpu.matmul_plan(&spec).unwrap();
