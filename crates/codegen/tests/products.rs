@@ -10,13 +10,15 @@ fn planned(body: &str) -> Plan {
     plan(&f, &vec![None; f.inputs.len()], Device::default()).unwrap()
 }
 
-/// A linear with a bias, then a tanh GELU on its result (an MLP's first half),
-/// spelled as bench/patterns.py writes it.
+/// A linear with a bias (the GELU below follows it).
 const LINEAR_GELU: &str = "    x = fd.define_tensor(shape=[2, 64, 96], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)
     w = fd.define_tensor(shape=[160, 96], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
     b = fd.define_tensor(shape=[160], contiguity=[True], dtype=DataType.BFloat16, is_cpu=False)
     l = fd.ops.linear(x, w, b)
-    lf = fd.ops.cast(l, dtype=DataType.Float)
+";
+
+/// The tanh GELU of `l` as `o` in BFloat16, spelled as bench/patterns.py writes it.
+const GELU_OF_L: &str = "    lf = fd.ops.cast(l, dtype=DataType.Float)
     c = fd.ops.mul(lf, lf)
     c = fd.ops.mul(c, lf)
     c = fd.ops.mul(c, 0.044715)
@@ -27,13 +29,17 @@ const LINEAR_GELU: &str = "    x = fd.define_tensor(shape=[2, 64, 96], contiguit
     h = fd.ops.mul(lf, 0.5)
     y = fd.ops.mul(h, c)
     o = fd.ops.cast(y, dtype=DataType.BFloat16)
-    fd.add_output(o)
 ";
+
+/// A linear with a bias, then a tanh GELU on its result (an MLP's first half).
+fn linear_gelu() -> String {
+    format!("{LINEAR_GELU}{GELU_OF_L}    fd.add_output(o)\n")
+}
 
 #[test]
 fn a_linear_reads_its_input_and_weight_where_they_lie_and_the_gelu_reads_its_result() {
     // With the GELU in a kernel of ours (FUSEBENCH_PRODUCT_EPILOGUE=0).
-    let f = common::script(LINEAR_GELU);
+    let f = common::script(&linear_gelu());
     let p = plan(&f, &[None, None, None], Device { product_epilogue: false, ..Device::default() }).unwrap();
     assert_eq!(p.products.len(), 1);
     let g = &p.products[0];
@@ -143,12 +149,12 @@ fn batch_dims_that_do_not_collapse_run_as_one_product_per_outer_index() {
 
 #[test]
 fn a_gelu_of_the_product_alone_runs_in_the_epilogue_and_a_scaled_relu_does_not() {
-    let p = planned(LINEAR_GELU);
+    let p = planned(&linear_gelu());
     assert!(p.kernels.is_empty(), "{:?}", p.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>());
     assert_eq!(p.products[0].epilogue, fusebench_codegen::Epilogue::GeluTanh);
     assert_eq!(p.products[0].out, KernelArg::Output(0), "the product writes the fusion's output");
     let off = plan(
-        &common::script(LINEAR_GELU),
+        &common::script(&linear_gelu()),
         &[None, None, None],
         Device { product_epilogue: false, ..Device::default() },
     )
@@ -180,24 +186,15 @@ fn a_gelu_of_the_product_alone_runs_in_the_epilogue_and_a_scaled_relu_does_not()
 #[test]
 fn a_gelu_read_by_a_second_product_stays_a_kernel() {
     let p = planned(
-        "    x = fd.define_tensor(shape=[40, 24], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+        &format!(
+            "    x = fd.define_tensor(shape=[40, 24], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
     w1 = fd.define_tensor(shape=[72, 24], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
     w2 = fd.define_tensor(shape=[24, 72], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
     l = fd.ops.linear(x, w1)
-    lf = fd.ops.cast(l, dtype=DataType.Float)
-    c = fd.ops.mul(lf, lf)
-    c = fd.ops.mul(c, lf)
-    c = fd.ops.mul(c, 0.044715)
-    c = fd.ops.add(lf, c)
-    c = fd.ops.mul(c, 0.7978845608)
-    c = fd.ops.tanh(c)
-    c = fd.ops.add(c, 1.0)
-    h = fd.ops.mul(lf, 0.5)
-    g = fd.ops.mul(h, c)
-    gb = fd.ops.cast(g, dtype=DataType.BFloat16)
-    y = fd.ops.linear(gb, w2)
-    fd.add_output(y)
-",
+{GELU_OF_L}    y2 = fd.ops.linear(o, w2)
+    fd.add_output(y2)
+"
+        ),
     );
     assert_eq!(p.products[0].epilogue, fusebench_codegen::Epilogue::None);
     assert_eq!(p.kernels.len(), 1, "the GELU, between the products");
