@@ -90,7 +90,8 @@ fn absorb(f: &Fusion, dev: Device) -> (Fusion, HashMap<usize, (Epilogue, f64)>) 
         return (g, epilogues);
     }
     for i in 0..f.nodes.len() {
-        if !is_product(&f.nodes[i].op) || f.value(f.nodes[i].outputs[0]).dtype == fusebench_ir::DType::Double {
+        // (`find` takes 16-bit and Float products only.)
+        if !is_product(&f.nodes[i].op) {
             continue;
         }
         let r = f.nodes[i].outputs[0];

@@ -197,16 +197,8 @@ impl Engine {
             })?;
         }
         for p in &prep.plan.products {
-            let elem = p.dtype.size_bytes();
-            let at = |o: &fusebench_codegen::Operand| crate::products::address(prep.ptr(&o.arg), o, elem);
-            let mm = crate::products::prepare(
-                &self.gpu,
-                p,
-                at(&p.a),
-                at(&p.b),
-                p.bias.as_ref().map(at),
-                prep.ptr(&p.out) + (p.out_offset as u64) * elem as u64,
-            )?;
+            let (a, b, bias, d) = prep.product_addresses(p);
+            let mm = crate::products::prepare(&self.gpu, p, a, b, bias, d)?;
             prep.products.push(mm);
         }
         Ok(prep)
@@ -436,18 +428,22 @@ impl Prepared {
         }
     }
 
-    /// Enqueues matrix product `i` of the plan.
-    fn run_product(&self, i: usize) -> Result<(), EngineError> {
-        let p = &self.plan.products[i];
+    /// Addresses of a product's A, B, bias and D as the next launches see them.
+    fn product_addresses(&self, p: &fusebench_codegen::Product) -> (u64, u64, Option<u64>, u64) {
         let elem = p.dtype.size_bytes();
-        let at = |o: &fusebench_codegen::Operand| crate::products::address(self.ptr(&o.arg), o, elem);
-        self.gpu.matmul(
-            &self.products[i],
+        let at = |o: &fusebench_codegen::Operand| crate::products::address(self.ptr(&o.arg), o.offset, elem);
+        (
             at(&p.a),
             at(&p.b),
             p.bias.as_ref().map(at),
-            self.ptr(&p.out) + (p.out_offset as u64) * elem as u64,
-        )?;
+            crate::products::address(self.ptr(&p.out), p.out_offset, elem),
+        )
+    }
+
+    /// Enqueues matrix product `i` of the plan.
+    fn run_product(&self, i: usize) -> Result<(), EngineError> {
+        let (a, b, bias, d) = self.product_addresses(&self.plan.products[i]);
+        self.gpu.matmul(&self.products[i], a, b, bias, d)?;
         Ok(())
     }
 

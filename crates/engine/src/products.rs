@@ -27,9 +27,9 @@ pub(crate) fn alignment(addr: u64) -> u32 {
     1u32 << addr.trailing_zeros().min(8)
 }
 
-/// Address of an operand's first element, its buffer starting at `base`.
-pub(crate) fn address(base: u64, o: &Operand, elem: usize) -> u64 {
-    base.wrapping_add((o.offset as u64).wrapping_mul(elem as u64))
+/// Address of the element `offset` elements of `elem` bytes into a buffer at `base`.
+pub(crate) fn address(base: u64, offset: i64, elem: usize) -> u64 {
+    base.wrapping_add((offset as u64).wrapping_mul(elem as u64))
 }
 
 /// Prepares `p` for the library, its operands at these addresses.

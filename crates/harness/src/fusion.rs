@@ -47,7 +47,8 @@ impl Subject for FusionSubject<'_> {
     }
 
     fn kernel_facts(&self) -> Vec<KernelFacts> {
-        if self.prep.launch_list().is_none() {
+        // The library's kernels are not known before they run.
+        if !self.prep.plan.products.is_empty() {
             return Vec::new();
         }
         self.prep
