@@ -19,7 +19,7 @@
 
 use crate::plan::{KernelArg, Operand, OutputPlan, OutputSource, Plan, Product};
 use crate::{CodegenError, Device, Epilogue};
-use fusebench_ir::{Fusion, Node, Op, TensorDecl, ValueDef, ValueId};
+use fusebench_ir::{Fusion, GemmOp, Node, Op, TensorDecl, ValueDef, ValueId};
 use std::collections::{BTreeSet, HashMap};
 
 /// Whether `f` has a matrix product (planned by [`plan`]).
@@ -27,8 +27,14 @@ pub fn present(f: &Fusion) -> bool {
     f.nodes.iter().any(|n| is_product(&n.op))
 }
 
+/// Ops run between the stages' kernels: the library's products, and flash
+/// attention's own kernel (crate::attention), placed the same way.
 fn is_product(op: &Op) -> bool {
-    matches!(op, Op::Matmul { .. } | Op::Linear { .. })
+    matches!(op, Op::Matmul { .. } | Op::Linear { .. } | Op::Gemm(GemmOp::SdpfaFwd { .. }))
+}
+
+fn is_attention(op: &Op) -> bool {
+    matches!(op, Op::Gemm(GemmOp::SdpfaFwd { .. }))
 }
 
 /// How many products each value depends on, through its longest chain.
@@ -91,7 +97,7 @@ fn absorb(f: &Fusion, dev: Device) -> (Fusion, HashMap<usize, (Epilogue, f64)>) 
     }
     for i in 0..f.nodes.len() {
         // (`find` takes 16-bit and Float products only.)
-        if !is_product(&f.nodes[i].op) {
+        if !is_product(&f.nodes[i].op) || is_attention(&f.nodes[i].op) {
             continue;
         }
         let r = f.nodes[i].outputs[0];
@@ -144,7 +150,7 @@ impl<'a> Joiner<'a> {
             .nodes
             .iter()
             .filter(|n| is_product(&n.op))
-            .map(|n| n.outputs[0])
+            .flat_map(|n| n.outputs.iter().copied())
             .collect();
         Joiner {
             f,
@@ -208,7 +214,9 @@ impl<'a> Joiner<'a> {
         let mut exports: Vec<ValueId> = vec![];
         for n in f.nodes.iter().filter(|n| is_product(&n.op)) {
             for u in n.op.operands() {
-                if self.level[u.index()] == s && !self.results.contains(&u) && !exports.contains(&u) {
+                // (Attention's scalars are constants or inputs: no stage computes them.)
+                let tensor = f.value(u).is_tensor();
+                if tensor && self.level[u.index()] == s && !self.results.contains(&u) && !exports.contains(&u) {
                     exports.push(u);
                 }
             }
@@ -328,52 +336,94 @@ impl<'a> Joiner<'a> {
     /// Places the products of level `s` after the kernels planned so far.
     fn products(&mut self, s: usize) -> Result<Result<(), ValueId>, CodegenError> {
         let f = self.f;
-        let orders = crate::layout::orders(f);
         for (i, n) in f.nodes.iter().enumerate().filter(|(_, n)| is_product(&n.op)) {
-            let r = n.outputs[0];
-            if self.level[r.index()] != s {
+            if self.level[n.outputs[0].index()] != s {
                 continue;
             }
-            let val = f.value(r);
-            let shape = val.shape.clone().unwrap_or_default();
-            let dense = OutputPlan {
-                dtype: val.dtype,
-                shape: shape.clone(),
-                source: OutputSource::Written,
-                strides: None,
-            };
-            let positions: Vec<usize> = (0..f.outputs.len()).filter(|&p| f.outputs[p] == r).collect();
-            if let Some(&p) = positions.iter().find(|&&p| orders[p].is_some()) {
-                return Err(unsupported(format!(
-                    "output {p} ({}), a matrix product's result, in a layout other than row-major",
-                    val.name
-                )));
-            }
-            let arg = match positions.first() {
-                Some(&p) => {
-                    self.outputs[p] = Some(dense.clone());
-                    for &q in &positions[1..] {
-                        self.outputs[q] = Some(OutputPlan {
-                            source: OutputSource::OutputView {
-                                output: p,
-                                strides: crate::alias::dense(&shape),
-                                offset: 0,
-                            },
-                            ..dense.clone()
-                        });
-                    }
-                    KernelArg::Output(p)
+            if is_attention(&n.op) {
+                if let Err(v) = self.attention(i, n)? {
+                    return Ok(Err(v));
                 }
-                None => self.hidden_output(dense),
-            };
+                continue;
+            }
+            let r = n.outputs[0];
+            let arg = self.result_buffer(r)?;
             let (epilogue, alpha) = self.epilogues.get(&i).copied().unwrap_or((Epilogue::None, 1.0));
             match self.product(n, arg)? {
                 Ok(ps) => self.out.products.extend(ps.into_iter().map(|p| Product { epilogue, alpha, ..p })),
                 Err(v) => return Ok(Err(v)),
             }
-            self.at.insert(r, (arg, crate::alias::dense(&shape), 0));
         }
         Ok(Ok(()))
+    }
+
+    /// The buffer a product or attention writes its result `r` into,
+    /// dense row-major: the fusion's output (others returning `r` view it),
+    /// or a hidden output of the plan. Recorded as where `r` lies.
+    fn result_buffer(&mut self, r: ValueId) -> Result<KernelArg, CodegenError> {
+        let f = self.f;
+        let val = f.value(r);
+        let shape = val.shape.clone().unwrap_or_default();
+        let dense = OutputPlan {
+            dtype: val.dtype,
+            shape: shape.clone(),
+            source: OutputSource::Written,
+            strides: None,
+        };
+        let positions: Vec<usize> = (0..f.outputs.len()).filter(|&p| f.outputs[p] == r).collect();
+        let orders = crate::layout::orders(f);
+        if let Some(&p) = positions.iter().find(|&&p| orders[p].is_some()) {
+            return Err(unsupported(format!(
+                "output {p} ({}), a matrix product's or attention's result, in a layout other than row-major",
+                val.name
+            )));
+        }
+        let arg = match positions.first() {
+            Some(&p) => {
+                self.outputs[p] = Some(dense.clone());
+                for &q in &positions[1..] {
+                    self.outputs[q] = Some(OutputPlan {
+                        source: OutputSource::OutputView {
+                            output: p,
+                            strides: crate::alias::dense(&shape),
+                            offset: 0,
+                        },
+                        ..dense.clone()
+                    });
+                }
+                KernelArg::Output(p)
+            }
+            None => self.hidden_output(dense),
+        };
+        self.at.insert(r, (arg, crate::alias::dense(&shape), 0));
+        Ok(arg)
+    }
+
+    /// Places flash attention node `i`: its kernel after those planned so
+    /// far, its results in buffers (the philox seed and offset only where
+    /// something reads them).
+    fn attention(&mut self, i: usize, n: &Node) -> Result<Result<(), ValueId>, CodegenError> {
+        let f = self.f;
+        let mut outs = vec![];
+        for (j, &r) in n.outputs.iter().enumerate() {
+            let read = f.outputs.contains(&r) || f.nodes.iter().any(|m| m.op.operands().contains(&r));
+            outs.push(if j < 2 || read { Some(self.result_buffer(r)?) } else { None });
+        }
+        let at = &self.at;
+        let place = |v: ValueId| {
+            at.get(&v)
+                .cloned()
+                .ok_or_else(|| unsupported(format!("{} has no buffer", f.value(v).name)))
+        };
+        match crate::attention::kernel(f, n, i, &place, &outs, self.dev)? {
+            Ok((k, src)) => {
+                self.text.push('\n');
+                self.text.push_str(&src);
+                self.out.kernels.push(k);
+                Ok(Ok(()))
+            }
+            Err(v) => Ok(Err(v)),
+        }
     }
 
     fn shape(&self, v: ValueId) -> Vec<usize> {

@@ -9,6 +9,7 @@
 //! -> `ctype` spells it in C.
 
 pub mod alias;
+pub mod attention;
 pub mod alias_write;
 pub mod complex;
 pub mod contiguous;

@@ -28,6 +28,8 @@ pub enum Schedule {
     /// Elementwise with inputs read across the output's innermost dim,
     /// staged through shared-memory tiles (transpose.rs).
     Transpose,
+    /// Flash attention forward (attention.rs).
+    Attention,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]

@@ -10,6 +10,10 @@ use std::collections::BTreeSet;
 
 const CORE: &str = include_str!("prelude/core.cu");
 
+/// Flash attention's section, also part of its kernels' fingerprint
+/// (attention.rs): the wrapper alone does not say what the template does.
+pub const ATTENTION: &str = include_str!("prelude/attention.cu");
+
 /// The optional sections in the order they are written: a section may use
 /// names of the core and of the sections before it.
 const SECTIONS: &[&str] = &[
@@ -19,6 +23,7 @@ const SECTIONS: &[&str] = &[
     include_str!("prelude/rng.cu"),
     include_str!("prelude/ops.cu"),
     include_str!("prelude/complex_prod.cu"),
+    ATTENTION,
 ];
 
 /// The last line of every prelude: where the kernels begin.

@@ -1,4 +1,4 @@
-//! Attention and the grouped/scaled products have no GPU kernel yet: planning
+//! Attention's backward and the grouped/scaled products have no GPU kernel yet: planning
 //! a fusion that uses one is refused up front, naming the op, the value it
 //! defines and where the op does run.
 
@@ -24,14 +24,11 @@ fn says(e: &str, op: &str, out: &str, what: &str) {
 }
 
 #[test]
-fn attention_is_refused_at_plan_time() {
-    let e = refusal(QKV, "o, l, s, x = fd.ops.sdpfa_fwd(q, q, q)\ny = fd.ops.add(o, o)", "y");
-    says(&e, "sdpfa_fwd", "o", "flash attention");
+fn attention_backward_is_refused_at_plan_time() {
     let body = "o, l, s, x = fd.ops.sdpfa_fwd(q, q, q)\n\
                 dq, dk, dv = fd.ops.sdpfa_bwd(q, q, q, q, o, l, dropout_p=0.0, is_causal=False, philox_seed=s, philox_offset=x, scale=None)";
-    // The forward comes first and is refused first.
     let e = refusal(QKV, body, "dq");
-    says(&e, "sdpfa_fwd", "o", "flash attention");
+    says(&e, "sdpfa_bwd", "dq", "backward");
 }
 
 #[test]
@@ -49,8 +46,10 @@ fn grouped_and_scaled_products_are_refused_at_plan_time() {
 }
 
 #[test]
-fn attention_beside_a_linear_is_refused_as_alone() {
+fn attention_backward_beside_a_linear_is_refused_as_alone() {
     let defs = "x = fd.define_tensor(shape=[8, 8], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)\n".to_string() + QKV;
-    let e = refusal(&defs, "l = fd.ops.linear(x, x)\no, lse, s, xo = fd.ops.sdpfa_fwd(q, q, q)", "o");
-    says(&e, "sdpfa_fwd", "o", "flash attention");
+    let body = "l = fd.ops.linear(x, x)\no, lse, s, xo = fd.ops.sdpfa_fwd(q, q, q)\n\
+                dq, dk, dv = fd.ops.sdpfa_bwd(q, q, q, q, o, lse, dropout_p=0.0, is_causal=False, philox_seed=s, philox_offset=xo, scale=None)";
+    let e = refusal(&defs, body, "dq");
+    says(&e, "sdpfa_bwd", "dq", "backward");
 }

@@ -353,3 +353,68 @@ fn sdpfa_bwd_matches_nvfuser_within_flash_rounding() {
         }
     }
 }
+
+/// `check`'s allowance for flash attention (sum_bound::attention_bound): an
+/// attention computed as flash kernels compute it, its weights P rounded to
+/// bf16 before P.V and the output rounded, passes against the reference on
+/// values where the dtype's tolerance alone fails it; the same attention with
+/// one key left out does not pass, directly or through a residual add.
+#[test]
+fn check_allows_flash_attentions_rounding_of_its_weights_and_no_more() {
+    use fusebench_reference::compare::compare_with_slack;
+    use fusebench_reference::sum_bound::sum_bounds;
+    let (l, e) = (6usize, 8usize);
+    // Deterministic values in [-1, 1] on the bf16 grid.
+    let val = |i: usize, salt: usize| round_to((((i * 7919 + salt * 104729) % 2001) as f64 / 1000.0) - 1.0, DType::BFloat16);
+    let (q, k, v): (Vec<f64>, Vec<f64>, Vec<f64>) = (
+        (0..l * e).map(|i| val(i, 1)).collect(),
+        (0..l * e).map(|i| val(i, 2)).collect(),
+        (0..l * e).map(|i| val(i, 3)).collect(),
+    );
+    let scale = 1.0 / (e as f64).sqrt();
+    // Flash's way: P rounded to bf16, the output rounded once; `drop` leaves out a key.
+    let flash = |drop: Option<usize>| -> Vec<f64> {
+        let (_, lse) = attention(&q, &k, &v, (l, l, e), scale);
+        let mut o = vec![0.0; l * e];
+        for i in 0..l {
+            for j in (0..l).filter(|&j| Some(j) != drop) {
+                let s = scale * (0..e).map(|c| q[i * e + c] * k[j * e + c]).sum::<f64>();
+                let p = round_to((s - lse[i]).exp(), DType::BFloat16);
+                for c in 0..e {
+                    o[i * e + c] += p * v[j * e + c];
+                }
+            }
+        }
+        o.iter().map(|x| round_to(*x, DType::BFloat16)).collect()
+    };
+    let shape = [1, 1, l, e];
+    let defs = [("q", def(&shape, "BFloat16")), ("k", def(&shape, "BFloat16")), ("v", def(&shape, "BFloat16"))];
+    let mut src = String::from("from nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n");
+    for (n, d) in &defs {
+        src += &format!("    {n} = fd.define_tensor({d}, is_cpu=False)\n");
+    }
+    src += "    o, l, s, x = fd.ops.sdpfa_fwd(q, k, v)\n    fd.add_output(o)\n";
+    src += "    of = fd.ops.cast(o, dtype=DataType.Float)\n    vf = fd.ops.cast(v, dtype=DataType.Float)\n    r = fd.ops.sub(of, vf)\n    fd.add_output(r)\n";
+    src += "with FusionDefinition() as fd:\n    f(fd)\n";
+    let f = parse_script("t.py", &src).unwrap();
+    let args = [t(DType::BFloat16, &shape, &q), t(DType::BFloat16, &shape, &k), t(DType::BFloat16, &shape, &v)];
+    let want = run(&f, &args).unwrap();
+    let slack = sum_bounds(&f, &args);
+    assert!(slack[0].is_some() && slack[1].is_some(), "a bound for o and for o - v");
+    let as_outputs = |o: &[f64]| {
+        let r: Vec<f64> = o.iter().zip(&v).map(|(a, b)| round_to(round_to(*a, DType::BFloat16) - b, DType::Float)).collect();
+        [Tensor::from_f64s(DType::BFloat16, &shape, o).unwrap(), Tensor::from_f64s(DType::Float, &shape, &r).unwrap()]
+    };
+    let good = as_outputs(&flash(None));
+    for i in 0..2 {
+        let c = compare_with_slack(&good[i], &want[i], slack[i].as_ref());
+        assert!(c.ok, "output {i}: flash's rounding is allowed: {c:?}");
+    }
+    let plain = compare_with_slack(&good[1], &want[1], None);
+    assert!(!plain.ok, "the residual cancels: its float tolerance alone does not allow o's rounding");
+    let bad = as_outputs(&flash(Some(2)));
+    for i in 0..2 {
+        let c = compare_with_slack(&bad[i], &want[i], slack[i].as_ref());
+        assert!(!c.ok, "output {i}: a missing key is not allowed (plain tolerance: {plain:?})");
+    }
+}

@@ -1,0 +1,21 @@
+# flash-attention forward (sdpfa_fwd), causal, scale 1/sqrt(128) (default): q, k, v [8, 16, 2048, 128] f16; outputs the attention and its log-sum-exp
+import torch
+from nvfuser_direct import FusionDefinition, DataType
+
+def nvfuser_fusion(fd : FusionDefinition) -> None :
+    q = fd.define_tensor(shape=[8, 16, 2048, 128], contiguity=[True, True, True, True], dtype=DataType.Half, is_cpu=False)
+    k = fd.define_tensor(shape=[8, 16, 2048, 128], contiguity=[True, True, True, True], dtype=DataType.Half, is_cpu=False)
+    v = fd.define_tensor(shape=[8, 16, 2048, 128], contiguity=[True, True, True, True], dtype=DataType.Half, is_cpu=False)
+    o, lse, seed, offset = fd.ops.sdpfa_fwd(q, k, v, dropout_p=0.0, is_causal=True)
+    fd.add_output(o)
+    fd.add_output(lse)
+
+with FusionDefinition() as fd:
+    nvfuser_fusion(fd)
+
+inputs = [
+    torch.testing.make_tensor((8, 16, 2048, 128), dtype=torch.float16, device="cuda:0", low=-1, high=1),
+    torch.testing.make_tensor((8, 16, 2048, 128), dtype=torch.float16, device="cuda:0", low=-1, high=1),
+    torch.testing.make_tensor((8, 16, 2048, 128), dtype=torch.float16, device="cuda:0", low=-1, high=1),
+]
+fd.execute(inputs)
