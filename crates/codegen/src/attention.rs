@@ -1,14 +1,16 @@
-//! `sdpfa_fwd` on the GPU: one kernel of the device prelude's flash
-//! attention (`prelude/attention.cu`), placed by the product stages of
-//! `gemm.rs` like a matrix product: its operands are read where they lie and
-//! its results are buffers later stages read.
+//! `sdpfa_fwd` and `sdpfa_bwd` on the GPU: kernels of the device prelude's
+//! flash attention (`prelude/attention.cu`, `prelude/attention_bwd.cu`),
+//! placed by the product stages of `gemm.rs` like a matrix product: their
+//! operands are read where they lie and their results are buffers later
+//! stages read. The backward is two kernels (dQ with D = rowsum(dO * O) into
+//! a temporary, then dK and dV), 64 rows a block, 4 warps.
 //!
 //! The kernel is a template instantiated per fusion by a small wrapper that
 //! bakes in the head dims, the causal flag, the scale and every stride: a
 //! block of `Device::attention_warps` warps per 16 queries each of one batch
 //! row (`[*N, H]`), walking the keys `Device::attention_keys` at a time.
 
-use crate::plan::{code_hash, Choice, Kernel, KernelArg, Schedule};
+use crate::plan::{code_hash, Choice, Kernel, KernelArg, Schedule, Temp};
 use crate::{CodegenError, Device};
 use fusebench_ir::op_gemm::{attention_dims, GemmOp};
 use fusebench_ir::{DType, Fusion, Literal, Node, Op, ValueId};
@@ -24,19 +26,148 @@ fn unsupported(m: String) -> CodegenError {
     CodegenError::Unsupported(m)
 }
 
-/// The node's flags: causal, and the scale as a constant or a scalar input.
+/// The scale: a constant or a scalar input of the fusion.
+#[derive(Clone, Copy)]
 enum Scale {
     Constant(f64),
     Input(usize),
 }
 
-fn constant(f: &Fusion, v: ValueId, what: &str) -> Result<Literal, CodegenError> {
+fn constant(f: &Fusion, op: &str, v: ValueId, what: &str) -> Result<Literal, CodegenError> {
     f.value(v).constant.ok_or_else(|| {
         unsupported(format!(
-            "sdpfa_fwd's {what} ({}) is not a constant: the GPU kernel is compiled for one value",
+            "{op}'s {what} ({}) is not a constant: the GPU kernel is compiled for one value",
             f.value(v).name
         ))
     })
+}
+
+/// Causal flag and scale of a flash call (`default_dim`: the head dim
+/// nvFuser's default scale reads), with what the kernels cannot run refused.
+fn flags(
+    f: &Fusion,
+    op: &str,
+    (dropout_p, is_causal, scale): (Option<ValueId>, Option<ValueId>, Option<ValueId>),
+    default_dim: usize,
+    (l, s, e, ev): (usize, usize, usize, usize),
+) -> Result<(bool, Scale), CodegenError> {
+    if let Some(p) = dropout_p {
+        let p = constant(f, op, p, "dropout_p")?.as_f64();
+        if p != 0.0 {
+            return Err(unsupported(format!(
+                "{op} with dropout_p = {p}: its mask is PyTorch's Philox stream inside the flash kernel; only 0 runs"
+            )));
+        }
+    }
+    let causal = match is_causal {
+        Some(c) => constant(f, op, c, "is_causal")?.as_bool(),
+        None => false,
+    };
+    if causal && l != s {
+        return Err(unsupported(format!(
+            "{op} causal with {l} queries and {s} keys: only equal lengths run (as on the CPU reference)"
+        )));
+    }
+    if e > MAX_HEAD || ev > MAX_HEAD {
+        return Err(unsupported(format!("{op} with head dims {e} and {ev}: the GPU kernel takes up to {MAX_HEAD}")));
+    }
+    let scale = match scale {
+        None => Scale::Constant(1.0 / (default_dim as f64).sqrt()),
+        Some(v) => match f.value(v).constant {
+            Some(c) => Scale::Constant(c.as_f64()),
+            None => match f.inputs.iter().position(|&i| i == v) {
+                Some(i) => Scale::Input(i),
+                None => {
+                    return Err(unsupported(format!(
+                        "{op}'s scale ({}) computed in the fusion: the kernel takes a constant or a scalar input",
+                        f.value(v).name
+                    )))
+                }
+            },
+        },
+    };
+    Ok((causal, scale))
+}
+
+/// An operand as a kernel reads it: buffer, element offset, row stride and
+/// a stride per dim of the common batch (0 where it broadcasts).
+struct Read {
+    arg: KernelArg,
+    offset: i64,
+    row: i64,
+    batch: Vec<i64>,
+}
+
+/// `v` (`[*b, rows, cols]`) read with its last dim at unit stride and, for
+/// 16-bit tiles copied 8 elements at a time, rows 16-byte aligned; `None`
+/// where it must be copied densely first.
+fn read(place: &Place, shape: &[usize], batch: &[usize], tiled: bool) -> Option<Read> {
+    let (arg, st, off) = place;
+    let r = shape.len();
+    let row = if r >= 2 { st[r - 2] } else { 0 };
+    let aligned = !tiled || (off % 8 == 0 && row % 8 == 0);
+    if (shape[r - 1] > 1 && st[r - 1] != 1) || !aligned || st.iter().any(|&x| x < 0) {
+        return None;
+    }
+    let tail = if tiled { 2 } else { 1 };
+    let lead = batch.len() - (r - tail);
+    let batch = (0..batch.len())
+        .map(|i| if i < lead || shape[i - lead] == 1 { 0 } else { st[i - lead] })
+        .collect();
+    Some(Read { arg: *arg, offset: *off, row, batch })
+}
+
+/// The wrapper's code placing each operand (named) at its batch row
+/// `blockIdx.y`, innermost batch dim first: `long long NAMEo`.
+fn batch_offsets(batch: &[usize], reads: &[(&str, &Read)]) -> String {
+    let mut c = String::from("    long long b = blockIdx.y;\n");
+    for (n, r) in reads {
+        c.push_str(&format!("    long long {n}o = {};\n", r.offset));
+    }
+    for (d, &extent) in batch.iter().enumerate().rev() {
+        if extent <= 1 {
+            continue;
+        }
+        let steps: Vec<String> = reads
+            .iter()
+            .filter(|(_, r)| r.batch[d] != 0)
+            .map(|(n, r)| format!("{n}o += i * {};", r.batch[d]))
+            .collect();
+        if !steps.is_empty() {
+            c.push_str(&format!("    {{ const long long i = b % {extent}; {} }}\n", steps.join(" ")));
+        }
+        c.push_str(&format!("    b /= {extent};\n"));
+    }
+    c
+}
+
+/// The scale's spellings: for people, times log2(e) in the kernel (a
+/// literal or from the `scale` parameter, which it then adds), and itself.
+fn scale_code(scale: Scale, params: &mut Vec<String>, args: &mut Vec<KernelArg>) -> (String, String, String) {
+    let log2e = std::f64::consts::LOG2_E;
+    match scale {
+        Scale::Constant(c) => (format!("{c}"), format!("{:e}f", (c * log2e) as f32), format!("{:e}f", c as f32)),
+        Scale::Input(i) => {
+            params.push("double scale".into());
+            args.push(KernelArg::Scalar(i));
+            (format!("input {i}"), format!("(float)(scale * {log2e:e})"), "(float)scale".into())
+        }
+    }
+}
+
+fn elem(dtype: DType) -> &'static str {
+    if dtype == DType::BFloat16 {
+        "fb_bf16"
+    } else {
+        "fb_f16"
+    }
+}
+
+fn wrapper(name: &str, threads: usize, params: &[String], body: &str) -> String {
+    format!(
+        "extern \"C\" __global__ void __launch_bounds__({threads}) {name}({}) {{\n{body}}}\n",
+        params.join(", ")
+    )
 }
 
 /// The kernel of `n` (an `sdpfa_fwd`, node `index`), reading its operands
@@ -67,77 +198,31 @@ pub(crate) fn kernel(
     let (sq, sk, sv) = (shape(query), shape(key), shape(value));
     let (batch, l, s, e, ev) = attention_dims("sdpfa_fwd", &sq, &sk, &sv).map_err(|e| unsupported(e.to_string()))?;
     let dtype = f.value(query).dtype;
-    if let Some(p) = dropout_p {
-        let p = constant(f, p, "dropout_p")?.as_f64();
-        if p != 0.0 {
-            return Err(unsupported(format!(
-                "sdpfa_fwd with dropout_p = {p}: its mask is PyTorch's Philox stream inside the flash kernel; only 0 runs"
-            )));
-        }
-    }
-    let causal = match is_causal {
-        Some(c) => constant(f, c, "is_causal")?.as_bool(),
-        None => false,
-    };
-    if causal && l != s {
-        return Err(unsupported(format!(
-            "sdpfa_fwd causal with {l} queries and {s} keys: only equal lengths run (as on the CPU reference)"
-        )));
-    }
-    if e > MAX_HEAD || ev > MAX_HEAD {
-        return Err(unsupported(format!(
-            "sdpfa_fwd with head dims {e} and {ev}: the GPU kernel takes up to {MAX_HEAD}"
-        )));
-    }
-    let scale = match scale {
-        None => Scale::Constant(1.0 / (e as f64).sqrt()),
-        Some(v) => match f.value(v).constant {
-            Some(c) => Scale::Constant(c.as_f64()),
-            None => match f.inputs.iter().position(|&i| i == v) {
-                Some(i) => Scale::Input(i),
-                None => {
-                    return Err(unsupported(format!(
-                        "sdpfa_fwd's scale ({}) computed in the fusion: the kernel takes a constant or a scalar input",
-                        name(v)
-                    )))
-                }
-            },
-        },
-    };
+    let (causal, scale) = flags(f, "sdpfa_fwd", (dropout_p, is_causal, scale), e, (l, s, e, ev))?;
     let nb: usize = batch.iter().product();
     if nb > 65535 {
         return Err(unsupported(format!("sdpfa_fwd over {nb} batch rows (the grid's y holds 65535)")));
     }
-    // Each operand: last dim at unit stride, rows 16-byte aligned (the
-    // tiles are copied 8 elements at a time), batch dims at any stride.
     let mut ops = vec![];
     for (v, sh) in [(query, &sq), (key, &sk), (value, &sv)] {
-        let (arg, st, off) = place(v)?;
-        let r = sh.len();
-        let aligned = off % 8 == 0 && st[r - 2] % 8 == 0 && st[r - 2] >= 0;
-        if st[r - 1] != 1 || !aligned || st.iter().any(|&x| x < 0) {
-            return Ok(Err(v));
+        match read(&place(v)?, sh, &batch, true) {
+            Some(r) => ops.push(r),
+            None => return Ok(Err(v)),
         }
-        // Strides per dim of the common batch (0 where the operand broadcasts).
-        let lead = batch.len() - (r - 2);
-        let bs: Vec<i64> = (0..batch.len())
-            .map(|i| if i < lead || sh[i - lead] == 1 { 0 } else { st[i - lead] })
-            .collect();
-        ops.push((arg, off, st[r - 2], bs));
     }
     let (Some(o), Some(lse)) = (outs[0], outs[1]) else {
         unreachable!("the attention and its log-sum-exp always have buffers")
     };
     let kname = format!("fb_attn{index}");
-    let elem = if dtype == DType::BFloat16 { "fb_bf16" } else { "fb_f16" };
+    let el = elem(dtype);
     let mut params = vec![
-        format!("const {elem}* __restrict__ q"),
-        format!("const {elem}* __restrict__ k"),
-        format!("const {elem}* __restrict__ v"),
-        format!("{elem}* __restrict__ o"),
+        format!("const {el}* __restrict__ q"),
+        format!("const {el}* __restrict__ k"),
+        format!("const {el}* __restrict__ v"),
+        format!("{el}* __restrict__ o"),
         "float* __restrict__ lse".to_string(),
     ];
-    let mut args = vec![ops[0].0, ops[1].0, ops[2].0, o, lse];
+    let mut args = vec![ops[0].arg, ops[1].arg, ops[2].arg, o, lse];
     let mut zero = String::new();
     for (i, what) in [(2, "seed"), (3, "offset")] {
         if let Some(a) = outs.get(i).copied().flatten() {
@@ -147,43 +232,14 @@ pub(crate) fn kernel(
             zero.push_str(&format!("        for (int i = 0; i < {count}; ++i) {what}[i] = 0ull;\n"));
         }
     }
-    let log2e = std::f64::consts::LOG2_E;
-    let scale_text = match scale {
-        Scale::Constant(c) => format!("{c}"),
-        Scale::Input(i) => format!("input {i}"),
-    };
-    let scale_expr = match scale {
-        Scale::Constant(c) => format!("{:e}f", (c * log2e) as f32),
-        Scale::Input(i) => {
-            params.push("double scale".into());
-            args.push(KernelArg::Scalar(i));
-            format!("(float)(scale * {log2e:e})")
-        }
-    };
+    let (scale_text, scale_log2, _) = scale_code(scale, &mut params, &mut args);
     // Two tiles of queries per warp hold twice the scores and outputs in
     // registers: past head dims of 128 they spill (ptxas, sm_90), so one.
     let wide = e.max(ev).div_ceil(16) * 16 > 128;
     let tiles = if wide { 1 } else { dev.attention_tiles as usize };
     let (warps, keys) = (dev.attention_warps as usize, dev.attention_keys as usize);
     let (queries, threads) = (16 * warps * tiles, 32 * warps);
-    let mut body = String::new();
-    // The batch row's offset in each operand, innermost batch dim first.
-    body.push_str("    long long b = blockIdx.y;\n");
-    body.push_str(&format!(
-        "    long long qo = {}, ko = {}, vo = {};\n",
-        ops[0].1, ops[1].1, ops[2].1
-    ));
-    for (d, &extent) in batch.iter().enumerate().rev() {
-        let (a, b, c) = (ops[0].3[d], ops[1].3[d], ops[2].3[d]);
-        if extent > 1 && (a, b, c) != (0, 0, 0) {
-            body.push_str(&format!(
-                "    {{ const long long i = b % {extent}; qo += i * {a}; ko += i * {b}; vo += i * {c}; }}\n"
-            ));
-        }
-        if extent > 1 {
-            body.push_str(&format!("    b /= {extent};\n"));
-        }
-    }
+    let mut body = batch_offsets(&batch, &[("q", &ops[0]), ("k", &ops[1]), ("v", &ops[2])]);
     if !zero.is_empty() {
         // PyTorch leaves the philox outputs unwritten without dropout; the
         // reference writes zeros, and so does this.
@@ -193,18 +249,15 @@ pub(crate) fn kernel(
     }
     body.push_str(&format!(
         "    fb_flash_fwd<{bf}, {e}, {ev}, {causal}, {warps}, {keys}, {tiles}, {pos}>(q + qo, k + ko, v + vo, o + (long long)blockIdx.y * {ol}, \
-         lse + (long long)blockIdx.y * {l}, {l}, {s}, {qs}, {ks}, {vs}, {scale_expr});\n",
+         lse + (long long)blockIdx.y * {l}, {l}, {s}, {qs}, {ks}, {vs}, {scale_log2});\n",
         bf = dtype == DType::BFloat16,
         pos = matches!(scale, Scale::Constant(c) if c > 0.0),
         ol = l * ev,
-        qs = ops[0].2,
-        ks = ops[1].2,
-        vs = ops[2].2,
+        qs = ops[0].row,
+        ks = ops[1].row,
+        vs = ops[2].row,
     ));
-    let src = format!(
-        "extern \"C\" __global__ void __launch_bounds__({threads}) {kname}({}) {{\n{body}}}\n",
-        params.join(", ")
-    );
+    let src = wrapper(&kname, threads, &params, &body);
     let pad = |d: usize| d.div_ceil(16) * 16 + 8;
     let shared_bytes = (2 * ((queries + keys) * pad(e) + keys * pad(ev))) as u32;
     let kernel = Kernel {
@@ -232,4 +285,184 @@ pub(crate) fn kernel(
         fill: None,
     };
     Ok(Ok((kernel, src)))
+}
+
+/// Rows the backward's loop takes per step (`prelude/attention_bwd.cu`'s BN).
+const BWD_STEP: usize = 64;
+
+/// The backward's kernels, their source and the temporary of D they share.
+pub(crate) type Backward = (Vec<Kernel>, String, Temp);
+
+/// The two kernels of `n` (an `sdpfa_bwd`, node `index`) and their source,
+/// with the temporary of D (`temp`: its index in the joined plan) they share;
+/// or the operand to copy densely first.
+pub(crate) fn backward(
+    f: &Fusion,
+    n: &Node,
+    index: usize,
+    place: &dyn Fn(ValueId) -> Result<Place, CodegenError>,
+    outs: &[KernelArg],
+    temp: usize,
+) -> Result<Result<Backward, ValueId>, CodegenError> {
+    let Op::Gemm(GemmOp::SdpfaBwd {
+        grad_output,
+        query,
+        key,
+        value,
+        output,
+        logsumexp,
+        dropout_p,
+        is_causal,
+        scale,
+        ..
+    }) = n.op
+    else {
+        unreachable!("attention::backward takes sdpfa_bwd only")
+    };
+    let op = "sdpfa_bwd";
+    let name = |v: ValueId| f.value(v).name.clone();
+    let shape = |v: ValueId| f.value(v).shape.clone().unwrap_or_default();
+    let (sq, sk, sv) = (shape(query), shape(key), shape(value));
+    let (batch, l, s, e, ev) = attention_dims(op, &sq, &sk, &sv).map_err(|e| unsupported(e.to_string()))?;
+    // nvFuser's default scale reads the last dim of grad_output (Ev).
+    let (causal, scale) = flags(f, op, (dropout_p, is_causal, scale), ev, (l, s, e, ev))?;
+    let dtype = f.value(query).dtype;
+    let nb: usize = batch.iter().product();
+    if nb > 65535 {
+        return Err(unsupported(format!("{op} over {nb} batch rows (the grid's y holds 65535)")));
+    }
+    let operands = [(grad_output, true), (query, true), (key, true), (value, true), (output, true), (logsumexp, false)];
+    let mut reads = vec![];
+    for (v, tiled) in operands {
+        let sh = shape(v);
+        let tail = if tiled { 2 } else { 1 };
+        // Gradients of an operand broadcast over batch dims would be sums over them.
+        if sh.len() != batch.len() + tail || sh[..batch.len()] != batch[..] {
+            return Err(unsupported(format!(
+                "{op} with {} {sh:?} broadcast over the batch dims {batch:?}: its gradient would be summed over them",
+                name(v)
+            )));
+        }
+        match read(&place(v)?, &sh, &batch, tiled) {
+            Some(r) => reads.push(r),
+            None => return Ok(Err(v)),
+        }
+    }
+    let [dout, q, k, v, o, lse] = [0, 1, 2, 3, 4, 5].map(|i| &reads[i]);
+    let el = elem(dtype);
+    let bf = dtype == DType::BFloat16;
+    let (dq, dk, dv) = (outs[0], outs[1], outs[2]);
+    let d = KernelArg::Temp(temp);
+    let mut src = String::new();
+    let mut kernels = vec![];
+    let pad = |x: usize| x.div_ceil(16) * 16 + 8;
+    let tiles16 = 2 * (64 * (pad(e) + pad(ev)) + 2 * BWD_STEP * (pad(e) + pad(ev)));
+    let offsets = |names: &[(&str, &Read)]| batch_offsets(&batch, names);
+    // dQ and D.
+    {
+        let kname = format!("fb_attn{index}_dq");
+        let mut params = vec![
+            format!("const {el}* __restrict__ q"),
+            format!("const {el}* __restrict__ k"),
+            format!("const {el}* __restrict__ v"),
+            format!("const {el}* __restrict__ o"),
+            format!("const {el}* __restrict__ dout"),
+            "const float* __restrict__ lse".into(),
+            format!("{el}* __restrict__ dq"),
+            "float* __restrict__ dsum".into(),
+        ];
+        let mut args = vec![q.arg, k.arg, v.arg, o.arg, dout.arg, lse.arg, dq, d];
+        let (scale_text, scale_log2, scale_f) = scale_code(scale, &mut params, &mut args);
+        let mut body = offsets(&[("q", q), ("k", k), ("v", v), ("o", o), ("dout", dout), ("lse", lse)]);
+        body.push_str(&format!(
+            "    fb_flash_bwd_dq<{bf}, {e}, {ev}, {causal}, {BWD_STEP}>(q + qo, k + ko, v + vo, o + oo, dout + douto, lse + lseo, \
+             dq + (long long)blockIdx.y * {dql}, dsum + (long long)blockIdx.y * {l}, {l}, {s}, {qs}, {ks}, {vs}, {os}, {dos}, {scale_log2}, {scale_f});\n",
+            dql = l * e,
+            qs = q.row,
+            ks = k.row,
+            vs = v.row,
+            os = o.row,
+            dos = dout.row,
+        ));
+        let text = wrapper(&kname, 128, &params, &body);
+        kernels.push(Kernel {
+            name: kname,
+            schedule: Schedule::Attention,
+            grid: [l.div_ceil(64) as u32, nb as u32, 1],
+            block: [128, 1, 1],
+            args,
+            summary: format!(
+                "flash attention backward {} (scale {scale_text}{}): dQ of 64 queries a block, and D = rowsum({} * {}); batch {nb}, {l} queries, {s} keys, head dims {e}/{ev}, {dtype}",
+                name(n.outputs[0]),
+                if causal { ", causal mask" } else { "" },
+                name(grad_output),
+                name(output)
+            ),
+            code_hash: code_hash(&format!("{text}{}{}", crate::prelude::ATTENTION, crate::prelude::ATTENTION_BWD)),
+            choice: Some(Choice::only(
+                "attention",
+                "sdpfa_bwd: FlashAttention-2's scheme without atomics, dQ by blocks of queries walking the keys",
+            )),
+            shared_bytes: (tiles16 + 4 * 128) as u32,
+            fill: None,
+        });
+        src.push_str(&text);
+    }
+    // dK and dV.
+    {
+        let kname = format!("fb_attn{index}_dkv");
+        let mut params = vec![
+            format!("const {el}* __restrict__ q"),
+            format!("const {el}* __restrict__ k"),
+            format!("const {el}* __restrict__ v"),
+            format!("const {el}* __restrict__ dout"),
+            "const float* __restrict__ lse".into(),
+            "const float* __restrict__ dsum".into(),
+            format!("{el}* __restrict__ dk"),
+            format!("{el}* __restrict__ dv"),
+        ];
+        let mut args = vec![q.arg, k.arg, v.arg, dout.arg, lse.arg, d, dk, dv];
+        let (_, scale_log2, scale_f) = scale_code(scale, &mut params, &mut args);
+        let mut body = offsets(&[("q", q), ("k", k), ("v", v), ("dout", dout), ("lse", lse)]);
+        body.push_str(&format!(
+            "    fb_flash_bwd_dkv<{bf}, {e}, {ev}, {causal}, {BWD_STEP}>(q + qo, k + ko, v + vo, dout + douto, lse + lseo, \
+             dsum + (long long)blockIdx.y * {l}, dk + (long long)blockIdx.y * {dkl}, dv + (long long)blockIdx.y * {dvl}, \
+             {l}, {s}, {qs}, {ks}, {vs}, {dos}, {scale_log2}, {scale_f});\n",
+            dkl = s * e,
+            dvl = s * ev,
+            qs = q.row,
+            ks = k.row,
+            vs = v.row,
+            dos = dout.row,
+        ));
+        let text = wrapper(&kname, 128, &params, &body);
+        kernels.push(Kernel {
+            name: kname,
+            schedule: Schedule::Attention,
+            grid: [s.div_ceil(64) as u32, nb as u32, 1],
+            block: [128, 1, 1],
+            args,
+            summary: format!(
+                "flash attention backward {}, {}: dK and dV of 64 keys a block, walking the queries",
+                name(n.outputs[1]),
+                name(n.outputs[2])
+            ),
+            code_hash: code_hash(&format!("{text}{}{}", crate::prelude::ATTENTION, crate::prelude::ATTENTION_BWD)),
+            choice: Some(Choice::only(
+                "attention",
+                "sdpfa_bwd: FlashAttention-2's scheme without atomics, dK and dV by blocks of keys walking the queries",
+            )),
+            shared_bytes: (tiles16 + 4 * 4 * BWD_STEP) as u32,
+            fill: None,
+        });
+        src.push('\n');
+        src.push_str(&text);
+    }
+    let temp = Temp {
+        dtype: DType::Float,
+        elements: nb * l,
+        what: format!("D = rowsum(dO * O) of {} (sdpfa_bwd)", name(n.outputs[0])),
+        zeroed: false,
+    };
+    Ok(Ok((kernels, src, temp)))
 }

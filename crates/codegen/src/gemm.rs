@@ -30,11 +30,11 @@ pub fn present(f: &Fusion) -> bool {
 /// Ops run between the stages' kernels: the library's products, and flash
 /// attention's own kernel (crate::attention), placed the same way.
 fn is_product(op: &Op) -> bool {
-    matches!(op, Op::Matmul { .. } | Op::Linear { .. } | Op::Gemm(GemmOp::SdpfaFwd { .. }))
+    matches!(op, Op::Matmul { .. } | Op::Linear { .. }) || is_attention(op)
 }
 
 fn is_attention(op: &Op) -> bool {
-    matches!(op, Op::Gemm(GemmOp::SdpfaFwd { .. }))
+    matches!(op, Op::Gemm(GemmOp::SdpfaFwd { .. } | GemmOp::SdpfaBwd { .. }))
 }
 
 /// How many products each value depends on, through its longest chain.
@@ -399,11 +399,30 @@ impl<'a> Joiner<'a> {
         Ok(arg)
     }
 
-    /// Places flash attention node `i`: its kernel after those planned so
+    /// Places flash attention node `i`: its kernels after those planned so
     /// far, its results in buffers (the philox seed and offset only where
     /// something reads them).
     fn attention(&mut self, i: usize, n: &Node) -> Result<Result<(), ValueId>, CodegenError> {
         let f = self.f;
+        if matches!(n.op, Op::Gemm(GemmOp::SdpfaBwd { .. })) {
+            let outs = n.outputs.iter().map(|&r| self.result_buffer(r)).collect::<Result<Vec<_>, _>>()?;
+            let at = &self.at;
+            let place = |v: ValueId| {
+                at.get(&v)
+                    .cloned()
+                    .ok_or_else(|| unsupported(format!("{} has no buffer", f.value(v).name)))
+            };
+            return match crate::attention::backward(f, n, i, &place, &outs, self.out.temps.len())? {
+                Ok((ks, src, temp)) => {
+                    self.text.push('\n');
+                    self.text.push_str(&src);
+                    self.out.kernels.extend(ks);
+                    self.out.temps.push(temp);
+                    Ok(Ok(()))
+                }
+                Err(v) => Ok(Err(v)),
+            };
+        }
         let mut outs = vec![];
         for (j, &r) in n.outputs.iter().enumerate() {
             let read = f.outputs.contains(&r) || f.nodes.iter().any(|m| m.op.operands().contains(&r));

@@ -13,6 +13,8 @@ const CORE: &str = include_str!("prelude/core.cu");
 /// Flash attention's section, also part of its kernels' fingerprint
 /// (attention.rs): the wrapper alone does not say what the template does.
 pub const ATTENTION: &str = include_str!("prelude/attention.cu");
+/// Flash attention's backward section (after the forward's, whose helpers it uses).
+pub const ATTENTION_BWD: &str = include_str!("prelude/attention_bwd.cu");
 
 /// The optional sections in the order they are written: a section may use
 /// names of the core and of the sections before it.
@@ -24,6 +26,7 @@ const SECTIONS: &[&str] = &[
     include_str!("prelude/ops.cu"),
     include_str!("prelude/complex_prod.cu"),
     ATTENTION,
+    ATTENTION_BWD,
 ];
 
 /// The last line of every prelude: where the kernels begin.

@@ -9,12 +9,10 @@ use fusebench_ir::{Fusion, Op};
 fn why(op: &Op) -> Option<&'static str> {
     match op {
         // Reached only where crate::gemm could not take a product apart.
-        Op::Matmul { .. } | Op::Linear { .. } | Op::Gemm(fusebench_ir::GemmOp::SdpfaFwd { .. }) => Some(
+        Op::Matmul { .. }
+        | Op::Linear { .. }
+        | Op::Gemm(fusebench_ir::GemmOp::SdpfaFwd { .. } | fusebench_ir::GemmOp::SdpfaBwd { .. }) => Some(
             "a matrix product or attention inside a kernel: they run between kernels (crate::gemm)",
-        ),
-        Op::Gemm(fusebench_ir::GemmOp::SdpfaBwd { .. }) => Some(
-            "flash attention's backward has no GPU kernel yet (the forward, sdpfa_fwd, has); \
-             the CPU reference runs it (`fusebench check` without --device gpu)",
         ),
         Op::Gemm(_) => Some(
             "grouped and scaled matrix products have no GPU kernel yet (planned: cuBLASLt); \

@@ -1,6 +1,7 @@
-//! Flash attention forward (crate::attention): one kernel of the prelude's
-//! template per `sdpfa_fwd`, placed between stages like a matrix product,
-//! reading q, k and v where they lie; and what it refuses, with why.
+//! Flash attention (crate::attention): one kernel of the prelude's template
+//! per `sdpfa_fwd` and two per `sdpfa_bwd`, placed between stages like a
+//! matrix product, reading their operands where they lie; and what they
+//! refuse, with why.
 
 use fusebench_codegen::{plan, Device, KernelArg, Plan, Schedule};
 
@@ -79,7 +80,7 @@ fn a_sliced_and_permuted_projection_is_read_in_place() {
     assert_eq!(p.kernels.len(), 1, "no copies: {:?}", p.kernels.iter().map(|k| &k.name).collect::<Vec<_>>());
     let src = common::kernels(&p);
     // k and v start 64 and 128 elements in; rows step over the 3 x 2 x 64 projection; heads step 64.
-    assert!(src.contains("long long qo = 0, ko = 128, vo = 256;"), "{src}");
+    assert!(src.contains("long long qo = 0;\n    long long ko = 128;\n    long long vo = 256;"), "{src}");
     assert!(src.contains("qo += i * 64; ko += i * 64; vo += i * 64;"), "{src}");
     assert!(src.contains(", 70, 70, 384, 384, 384, "), "{src}");
 }
@@ -178,4 +179,32 @@ fn attention_beside_a_linear_runs_both() {
     assert_eq!(p.products.len(), 1);
     assert_eq!(p.kernels.len(), 1);
     assert_eq!(p.kernels[0].schedule, Schedule::Attention);
+}
+
+#[test]
+fn the_backward_is_two_kernels_sharing_d() {
+    let body = format!(
+        "{}    g = fd.define_tensor(shape=[1, 2, 70, 64], contiguity=[None, True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    o, lse, seed, off = fd.ops.sdpfa_fwd(q, k, v, is_causal=True)
+    dq, dk, dv = fd.ops.sdpfa_bwd(g, q, k, v, o, lse, dropout_p=0.0, is_causal=True, philox_seed=seed, philox_offset=off)
+    fd.add_output(dq)
+    fd.add_output(dk)
+    fd.add_output(dv)
+",
+        qkv("[1, 2, 70, 64]", "BFloat16")
+    );
+    let p = planned(&body).unwrap();
+    let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["fb_attn0", "fb_attn1_dq", "fb_attn1_dkv"]);
+    // D = rowsum(dO * O) in one temporary, written by the first and read by the second.
+    assert_eq!((p.temps.len(), p.temps[0].elements), (1, 2 * 70));
+    assert!(p.kernels[1].args.contains(&KernelArg::Temp(0)) && p.kernels[2].args.contains(&KernelArg::Temp(0)));
+    // The forward's output and log-sum-exp are the plan's own outputs, read by both.
+    let (o, lse) = (p.kernels[0].args[3], p.kernels[0].args[4]);
+    assert!(p.kernels[1].args.contains(&o) && p.kernels[1].args.contains(&lse));
+    assert_eq!(p.kernels[1].args[6], KernelArg::Output(0), "dq");
+    assert_eq!(p.kernels[2].args[6..8], [KernelArg::Output(1), KernelArg::Output(2)], "dk, dv");
+    let src = common::kernels(&p);
+    assert!(src.contains("fb_flash_bwd_dq<true, 64, 64, true, 64>"), "{src}");
+    assert!(p.source.contains("void fb_flash_bwd_dkv("), "the backward's prelude section");
 }

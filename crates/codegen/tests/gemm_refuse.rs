@@ -1,4 +1,4 @@
-//! Attention's backward and the grouped/scaled products have no GPU kernel yet: planning
+//! The grouped/scaled products have no GPU kernel yet: planning
 //! a fusion that uses one is refused up front, naming the op, the value it
 //! defines and where the op does run.
 
@@ -14,21 +14,11 @@ fn refusal(defs: &str, body: &str, out: &str) -> String {
     plan(&f, &vec![None; f.inputs.len()], Device::default()).unwrap_err().to_string()
 }
 
-const QKV: &str = "q = fd.define_tensor(shape=[1, 2, 4, 8], contiguity=[None, True, True, True], dtype=DataType.BFloat16, is_cpu=False)";
-
 #[track_caller]
 fn says(e: &str, op: &str, out: &str, what: &str) {
     for want in [format!("`{op}` (defining {out})"), what.to_string(), "no GPU kernel yet".into(), "CPU reference".into()] {
         assert!(e.contains(&want), "{e}\n--- does not contain ---\n{want}");
     }
-}
-
-#[test]
-fn attention_backward_is_refused_at_plan_time() {
-    let body = "o, l, s, x = fd.ops.sdpfa_fwd(q, q, q)\n\
-                dq, dk, dv = fd.ops.sdpfa_bwd(q, q, q, q, o, l, dropout_p=0.0, is_causal=False, philox_seed=s, philox_offset=x, scale=None)";
-    let e = refusal(QKV, body, "dq");
-    says(&e, "sdpfa_bwd", "dq", "backward");
 }
 
 #[test]
@@ -45,11 +35,3 @@ fn grouped_and_scaled_products_are_refused_at_plan_time() {
     says(&e, "scaled_mm", "y", "grouped and scaled matrix products");
 }
 
-#[test]
-fn attention_backward_beside_a_linear_is_refused_as_alone() {
-    let defs = "x = fd.define_tensor(shape=[8, 8], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)\n".to_string() + QKV;
-    let body = "l = fd.ops.linear(x, x)\no, lse, s, xo = fd.ops.sdpfa_fwd(q, q, q)\n\
-                dq, dk, dv = fd.ops.sdpfa_bwd(q, q, q, q, o, lse, dropout_p=0.0, is_causal=False, philox_seed=s, philox_offset=xo, scale=None)";
-    let e = refusal(&defs, body, "dq");
-    says(&e, "sdpfa_bwd", "dq", "backward");
-}

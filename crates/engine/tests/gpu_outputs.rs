@@ -462,7 +462,6 @@ fn golden_outputs_match_the_reference_and_nvfuser() {
 const GPU_NOT_YET: &[(&str, &str)] = &[
     ("grouped_mm_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
     ("scaled_mm_e4m3", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("sdpfa_bwd_bf16", "attention backward: no GPU kernel yet, refused at plan time"),
 ];
 
 /// One golden-ops case on the GPU (both fills) against nvFuser's outputs and

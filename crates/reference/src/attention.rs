@@ -185,3 +185,94 @@ pub(crate) fn sdpfa_bwd(cx: &Ctx, a: &Bwd) -> Result<Vec<Tensor>, ExecError> {
         Tensor::from_f64s(v.dtype(), v.shape(), &dv)?,
     ])
 }
+
+/// Per element of grad_query, grad_key and grad_value, how far a flash
+/// kernel's result may be from the exact one, and the exact gradients: it
+/// rounds P to the operands' type (unit roundoff `u`) before dV = P^T dO,
+/// and dS = P (dP - D) before dQ = scale dS K and dK = scale dS^T Q, with P,
+/// dP and D themselves in f32 (their sums' rounding, `g` of the head dims,
+/// moves dS by up to p (g sum|dO||V| + g sum|dO||O|), and the log-sum-exp's
+/// rounding moves P by |lse| units of f32). Where `computed`, o and lse came
+/// from a forward in the same fusion, which another executor rounds its own
+/// way: o by one unit of its type plus the forward's weights' rounding (u
+/// sum_j p |v|), which moves D by sum_c |dO| that much. So: dV <= u sum_i p
+/// |dO|, dQ <= scale sum_j e_dS |K|, dK <= scale sum_i e_dS |Q|, with e_dS =
+/// u |dS| + p (f32 sums + dD) + |dS| lse's units. Operands as `sdpfa_bwd`
+/// takes them (batch dims equal, no broadcast).
+pub(crate) fn bwd_bounds(
+    t: [&Tensor; 6],
+    causal: bool,
+    scale: Option<f64>,
+    u: f64,
+    computed: bool,
+) -> Result<([Tensor; 3], [Vec<f64>; 3]), ExecError> {
+    let [go, q, k, v, o, lse] = t;
+    let (batch, l, s, e, ev) =
+        attention_dims("sdpfa_bwd", q.shape(), k.shape(), v.shape()).map_err(ExecError::Ir)?;
+    let nb: usize = batch.iter().product();
+    let want = |t: &Tensor, n: usize| t.numel() == n;
+    if !(want(q, nb * l * e) && want(k, nb * s * e) && want(v, nb * s * ev) && want(go, nb * l * ev) && want(o, nb * l * ev) && want(lse, nb * l)) {
+        return Err(ExecError::Op {
+            op: "sdpfa_bwd".into(),
+            value: "bounds".into(),
+            message: "operands broadcast over batch dims".into(),
+        });
+    }
+    let scale = scale.unwrap_or(1.0 / (ev as f64).sqrt());
+    let g = crate::sum_bound::accumulation_factor(ev.max(e), DType::Float, DType::Float);
+    let f32_unit = 2f64.powi(-24);
+    let (qv, kv, vv) = (q.to_f64_vec(), k.to_f64_vec(), v.to_f64_vec());
+    let (gv, ov, lv) = (go.to_f64_vec(), o.to_f64_vec(), lse.to_f64_vec());
+    let (mut bq, mut bk, mut bv) = (vec![0f64; nb * l * e], vec![0f64; nb * s * e], vec![0f64; nb * s * ev]);
+    let (mut dq, mut dk, mut dv) = (vec![0f64; nb * l * e], vec![0f64; nb * s * e], vec![0f64; nb * s * ev]);
+    let abs_dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| (x * y).abs()).sum::<f64>();
+    for b in 0..nb {
+        let (qb, kb, vb) = (&qv[b * l * e..][..l * e], &kv[b * s * e..][..s * e], &vv[b * s * ev..][..s * ev]);
+        let sc = scores(qb, kb, (l, s, e), scale, causal);
+        for i in 0..l {
+            let (gi, oi) = (&gv[(b * l + i) * ev..][..ev], &ov[(b * l + i) * ev..][..ev]);
+            let (d, d_abs) = (dot(gi, oi), abs_dot(gi, oi));
+            let li = lv[b * l + i];
+            let p_of = |j: usize| sc[i * s + j].map(|x| if li.is_finite() { (x - li).exp() } else { 0.0 });
+            // How far another executor's o may be, and so D.
+            let d_err = if computed {
+                let mut o_err: Vec<f64> = oi.iter().map(|x| 2.0 * u * x.abs()).collect();
+                for j in 0..s {
+                    if let Some(p) = p_of(j) {
+                        for (c, oe) in o_err.iter_mut().enumerate() {
+                            *oe += u * p * vb[j * ev + c].abs();
+                        }
+                    }
+                }
+                abs_dot(gi, &o_err)
+            } else {
+                0.0
+            };
+            let lse_units = 16.0 * f32_unit * li.abs();
+            for j in 0..s {
+                let Some(p) = p_of(j) else { continue };
+                let vj = &vb[j * ev..][..ev];
+                let ds = p * (dot(gi, vj) - d);
+                let e_ds = (u + lse_units) * ds.abs() + p * (g * (abs_dot(gi, vj) + d_abs) + d_err);
+                for c in 0..ev {
+                    bv[(b * s + j) * ev + c] += u * p * gi[c].abs();
+                    dv[(b * s + j) * ev + c] += p * gi[c];
+                }
+                for c in 0..e {
+                    bq[(b * l + i) * e + c] += scale.abs() * e_ds * kb[j * e + c].abs();
+                    bk[(b * s + j) * e + c] += scale.abs() * e_ds * qb[i * e + c].abs();
+                    dq[(b * l + i) * e + c] += scale * ds * kb[j * e + c];
+                    dk[(b * s + j) * e + c] += scale * ds * qb[i * e + c];
+                }
+            }
+        }
+    }
+    Ok((
+        [
+            Tensor::from_f64s(DType::Double, q.shape(), &bq)?,
+            Tensor::from_f64s(DType::Double, k.shape(), &bk)?,
+            Tensor::from_f64s(DType::Double, v.shape(), &bv)?,
+        ],
+        [dq, dk, dv],
+    ))
+}

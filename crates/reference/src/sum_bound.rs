@@ -57,6 +57,7 @@ pub fn sum_bounds(f: &Fusion, inputs: &[Arg]) -> Vec<Option<Tensor>> {
         }
     }
     let mut out = vec![None; f.outputs.len()];
+    backward_bounds(f, inputs, &mut out);
     if extra.is_empty() {
         return out;
     }
@@ -94,32 +95,25 @@ pub fn accumulation_factor(n: usize, x: DType, y: DType) -> f64 {
     ((n.max(2) as f64).log2().ceil() + 1.0) * accumulator_roundoff(x, y)
 }
 
-/// For an output that is flash attention's result `o` seen through views,
-/// casts, `set`, and additions or subtractions of values that do not depend
-/// on any attention: adds to `b` the attention of the same queries and keys
-/// over |v| (sum_j p_ij |v_jc|), seen through the same views, and returns
-/// the factor that makes it a bound: the unit roundoff u of the operands'
-/// type, to which P is rounded, plus the f32 accumulation of P.V; and where
-/// the output is not `o` itself, one ulp (2u) of `o` more, since `o` is
-/// rounded before what follows and that rounding may then go the other way
-/// (|o| <= sum_j p_ij |v_jc|), which an addition that cancels exposes.
-fn attention_bound(f: &Fusion, b: &mut FusionBuilder, out: ValueId) -> Option<f64> {
-    // Whether each value depends on an attention.
+/// The attention node an output is computed from, which of its outputs,
+/// and the nodes between (output first): views, casts, `set`, and additions
+/// or subtractions of values that depend on no attention.
+fn attention_chain(f: &Fusion, out: ValueId) -> Option<(usize, usize, Vec<usize>)> {
     let mut tainted = vec![false; f.values.len()];
     for n in &f.nodes {
-        let t = matches!(n.op, Op::Gemm(GemmOp::SdpfaFwd { .. })) || n.op.operands().iter().any(|v| tainted[v.index()]);
+        let t = matches!(n.op, Op::Gemm(GemmOp::SdpfaFwd { .. } | GemmOp::SdpfaBwd { .. }))
+            || n.op.operands().iter().any(|v| tainted[v.index()]);
         for o in &n.outputs {
             tainted[o.index()] = t;
         }
     }
-    // The chain from the output back to the attention, output first.
     let mut chain = vec![];
     let mut cur = out;
-    let attention = loop {
+    loop {
         let ValueDef::Node { node, index } = f.value(cur).def else { return None };
         let op = &f.nodes[node].op;
         cur = match op {
-            Op::Gemm(GemmOp::SdpfaFwd { .. }) if index == 0 => break node,
+            Op::Gemm(GemmOp::SdpfaFwd { .. } | GemmOp::SdpfaBwd { .. }) => return Some((node, index, chain)),
             o if o.is_view() || matches!(o, Op::Set { .. } | Op::Cast { .. }) => o.operands()[0],
             Op::Binary { kind: BinaryOp::Add | BinaryOp::Sub, a, b } if tainted[a.index()] != tainted[b.index()] => {
                 if tainted[a.index()] {
@@ -131,15 +125,36 @@ fn attention_bound(f: &Fusion, b: &mut FusionBuilder, out: ValueId) -> Option<f6
             _ => return None,
         };
         chain.push(node);
-    };
+    }
+}
+
+/// Unit roundoff of flash attention's 16-bit operand types.
+fn flash_roundoff(d: DType) -> Option<f64> {
+    match d {
+        DType::BFloat16 => Some(2f64.powi(-8)),
+        DType::Half => Some(2f64.powi(-11)),
+        _ => None,
+    }
+}
+
+/// For an output that is flash attention's result `o` seen through views,
+/// casts, `set`, and additions or subtractions of values that do not depend
+/// on any attention: adds to `b` the attention of the same queries and keys
+/// over |v| (sum_j p_ij |v_jc|), seen through the same views, and returns
+/// the factor that makes it a bound: the unit roundoff u of the operands'
+/// type, to which P is rounded, plus the f32 accumulation of P.V; and where
+/// the output is not `o` itself, one ulp (2u) of `o` more, since `o` is
+/// rounded before what follows and that rounding may then go the other way
+/// (|o| <= sum_j p_ij |v_jc|), which an addition that cancels exposes.
+fn attention_bound(f: &Fusion, b: &mut FusionBuilder, out: ValueId) -> Option<f64> {
+    let (attention, index, chain) = attention_chain(f, out)?;
     let Op::Gemm(GemmOp::SdpfaFwd { query, key, value, dropout_p, is_causal, scale }) = f.nodes[attention].op else {
         return None;
     };
-    let u = match f.value(query).dtype {
-        DType::BFloat16 => 2f64.powi(-8),
-        DType::Half => 2f64.powi(-11),
-        _ => return None,
-    };
+    if index != 0 {
+        return None;
+    }
+    let u = flash_roundoff(f.value(query).dtype)?;
     let keys = f.value(key).shape.as_ref().and_then(|s| s.iter().rev().nth(1).copied())?;
     let built = (|| {
         let abs_v = b.unary(UnaryOp::Abs, value).ok()?;
@@ -158,4 +173,75 @@ fn attention_bound(f: &Fusion, b: &mut FusionBuilder, out: ValueId) -> Option<f6
     })();
     let rounded_before = if chain.is_empty() { 0.0 } else { 2.0 * u };
     built.map(|_| u + rounded_before + accumulation_factor(keys, DType::Float, DType::Float))
+}
+
+/// For outputs that are gradients of flash attention's backward, returned
+/// as they are or through casts, `set`, and additions or subtractions of
+/// values that depend on no attention (not views: the bounds are computed
+/// on the host, outside the fusion): the bound of the rounding flash kernels
+/// do, P and dS rounded to the operands' type before they multiply
+/// (`attention::bwd_bounds`).
+fn backward_bounds(f: &Fusion, inputs: &[Arg], out: &mut [Option<Tensor>]) {
+    // (output, node, which gradient, whether the gradient is rounded before more work)
+    let mut wanted: Vec<(usize, usize, usize, bool)> = vec![];
+    for (pos, &v) in f.outputs.iter().enumerate() {
+        if let Some((node, index, chain)) = attention_chain(f, v) {
+            let views = chain.iter().any(|&n| f.nodes[n].op.is_view());
+            if matches!(f.nodes[node].op, Op::Gemm(GemmOp::SdpfaBwd { .. })) && !views {
+                wanted.push((pos, node, index, !chain.is_empty()));
+            }
+        }
+    }
+    let mut nodes: Vec<usize> = wanted.iter().map(|w| w.1).collect();
+    nodes.dedup();
+    if nodes.is_empty() {
+        return;
+    }
+    let mut b = FusionBuilder::extend(f.clone());
+    for &node in &nodes {
+        let Op::Gemm(GemmOp::SdpfaBwd { grad_output, query, key, value, output, logsumexp, .. }) = f.nodes[node].op else {
+            continue;
+        };
+        for v in [grad_output, query, key, value, output, logsumexp] {
+            if b.add_output(v).is_err() {
+                return;
+            }
+        }
+    }
+    let g = b.finish();
+    let Ok(res) = crate::run(&g, inputs) else { return };
+    let scalar = |v: ValueId| {
+        f.value(v).constant.or_else(|| {
+            let i = f.inputs.iter().position(|&i| i == v)?;
+            match &inputs[i] {
+                Arg::Scalar(l) => Some(*l),
+                Arg::Tensor(_) => None,
+            }
+        })
+    };
+    for (k, &node) in nodes.iter().enumerate() {
+        let t: Vec<&Tensor> = (0..6).map(|i| &res[f.outputs.len() + 6 * k + i]).collect();
+        let Op::Gemm(GemmOp::SdpfaBwd { query, output, logsumexp, is_causal, scale, .. }) = f.nodes[node].op else {
+            continue;
+        };
+        let Some(u) = flash_roundoff(f.value(query).dtype) else { continue };
+        let causal = is_causal.and_then(scalar).is_some_and(|l| l.as_bool());
+        let scale = scale.and_then(scalar).map(|l| l.as_f64());
+        let computed = [output, logsumexp].iter().any(|&v| matches!(f.value(v).def, ValueDef::Node { .. }));
+        let Ok((bounds, exact)) = crate::attention::bwd_bounds([t[0], t[1], t[2], t[3], t[4], t[5]], causal, scale, u, computed)
+        else {
+            continue;
+        };
+        for &(pos, _, index, rounded) in wanted.iter().filter(|w| w.1 == node) {
+            let mut b = bounds[index].to_f64_vec();
+            if rounded {
+                // The gradient is rounded to its type before what follows,
+                // and another executor's rounding may go the other way.
+                for (x, y) in b.iter_mut().zip(&exact[index]) {
+                    *x += 2.0 * u * (y.abs() + *x);
+                }
+            }
+            out[pos] = Tensor::from_f64s(DType::Double, bounds[index].shape(), &b).ok();
+        }
+    }
 }

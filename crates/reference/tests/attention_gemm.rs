@@ -418,3 +418,66 @@ fn check_allows_flash_attentions_rounding_of_its_weights_and_no_more() {
         assert!(!c.ok, "output {i}: a missing key is not allowed (plain tolerance: {plain:?})");
     }
 }
+
+/// The same for the backward's three gradients: computed as flash kernels
+/// compute them (P and dS rounded to bf16 before they multiply), within
+/// `check`'s allowance; with one key's weights left out, not.
+#[test]
+fn check_allows_flash_backwards_rounding_and_no_more() {
+    use fusebench_reference::compare::compare_with_slack;
+    use fusebench_reference::sum_bound::sum_bounds;
+    let (l, e) = (5usize, 8usize);
+    let val = |i: usize, salt: usize| round_to((((i * 7919 + salt * 104729) % 2001) as f64 / 1000.0) - 1.0, DType::BFloat16);
+    let vals = |salt: usize| -> Vec<f64> { (0..l * e).map(|i| val(i, salt)).collect() };
+    let (q, k, v, g) = (vals(1), vals(2), vals(3), vals(4));
+    let scale = 1.0 / (e as f64).sqrt();
+    let (o_exact, lse) = attention(&q, &k, &v, (l, l, e), scale);
+    let o: Vec<f64> = o_exact.iter().map(|x| round_to(*x, DType::BFloat16)).collect();
+    let lse: Vec<f64> = lse.iter().map(|x| round_to(*x, DType::Float)).collect();
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    // Flash's way; `drop` leaves a key out of every gradient.
+    let flash = |drop: Option<usize>| -> [Vec<f64>; 3] {
+        let (mut dq, mut dk, mut dv) = (vec![0.0; l * e], vec![0.0; l * e], vec![0.0; l * e]);
+        for i in 0..l {
+            let d = dot(&g[i * e..][..e], &o[i * e..][..e]);
+            for j in (0..l).filter(|&j| Some(j) != drop) {
+                let p = (scale * dot(&q[i * e..][..e], &k[j * e..][..e]) - lse[i]).exp();
+                let ds = round_to(p * (dot(&g[i * e..][..e], &v[j * e..][..e]) - d), DType::BFloat16);
+                let pr = round_to(p, DType::BFloat16);
+                for c in 0..e {
+                    dv[j * e + c] += pr * g[i * e + c];
+                    dq[i * e + c] += scale * ds * k[j * e + c];
+                    dk[j * e + c] += scale * ds * q[i * e + c];
+                }
+            }
+        }
+        [dq, dk, dv].map(|x| x.iter().map(|y| round_to(*y, DType::BFloat16)).collect())
+    };
+    let shape = [1, 1, l, e];
+    let mut src = String::from("from nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n");
+    for n in ["g", "q", "k", "v", "o"] {
+        src += &format!("    {n} = fd.define_tensor({}, is_cpu=False)\n", def(&shape, "BFloat16"));
+    }
+    src += &format!("    lse = fd.define_tensor({}, is_cpu=False)\n", def(&[1, 1, l], "Float"));
+    src += "    s = fd.define_tensor(shape=[2], contiguity=[True], dtype=DataType.UInt64, is_cpu=False)\n";
+    src += "    x = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.UInt64, is_cpu=False)\n";
+    src += "    dq, dk, dv = fd.ops.sdpfa_bwd(g, q, k, v, o, lse, dropout_p=0.0, is_causal=False, philox_seed=s, philox_offset=x)\n";
+    src += "    fd.add_output(dq)\n    fd.add_output(dk)\n    fd.add_output(dv)\nwith FusionDefinition() as fd:\n    f(fd)\n";
+    let f = parse_script("t.py", &src).unwrap();
+    let b = |x: &[f64]| t(DType::BFloat16, &shape, x);
+    let args = [b(&g), b(&q), b(&k), b(&v), b(&o), t(DType::Float, &[1, 1, l], &lse), ti(DType::UInt64, &[2], &[0, 0]), ti(DType::UInt64, &[], &[0])];
+    let want = run(&f, &args).unwrap();
+    let slack = sum_bounds(&f, &args);
+    assert!(slack.iter().all(|s| s.is_some()), "a bound for each gradient");
+    let as_tensors = |x: [Vec<f64>; 3]| x.map(|v| Tensor::from_f64s(DType::BFloat16, &shape, &v).unwrap());
+    let good = as_tensors(flash(None));
+    for i in 0..3 {
+        let c = compare_with_slack(&good[i], &want[i], slack[i].as_ref());
+        assert!(c.ok, "gradient {i}: flash's rounding is allowed: {c:?}");
+    }
+    let bad = as_tensors(flash(Some(1)));
+    for i in 0..3 {
+        let c = compare_with_slack(&bad[i], &want[i], slack[i].as_ref());
+        assert!(!c.ok, "gradient {i}: a missing key is not allowed");
+    }
+}
