@@ -293,6 +293,22 @@ const BWD_STEP: usize = 64;
 /// The backward's kernels, their source and the temporary of D they share.
 pub(crate) type Backward = (Vec<Kernel>, String, Temp);
 
+/// One of the backward's kernels: 4 warps, `text` its wrapper.
+fn bwd_kernel(name: String, grid: [u32; 3], args: Vec<KernelArg>, summary: String, why: &str, text: &str, shared: usize) -> Kernel {
+    Kernel {
+        name,
+        schedule: Schedule::Attention,
+        grid,
+        block: [128, 1, 1],
+        args,
+        summary,
+        code_hash: code_hash(&format!("{text}{}{}", crate::prelude::ATTENTION, crate::prelude::ATTENTION_BWD)),
+        choice: Some(Choice::only("attention", why)),
+        shared_bytes: shared as u32,
+        fill: None,
+    }
+}
+
 /// The two kernels of `n` (an `sdpfa_bwd`, node `index`) and their source,
 /// with the temporary of D (`temp`: its index in the joined plan) they share;
 /// or the operand to copy densely first.
@@ -384,28 +400,16 @@ pub(crate) fn backward(
             os = o.row,
             dos = dout.row,
         ));
+        let summary = format!(
+            "flash attention backward {} (scale {scale_text}{}): dQ of 64 queries a block, and D = rowsum({} * {}); batch {nb}, {l} queries, {s} keys, head dims {e}/{ev}, {dtype}",
+            name(n.outputs[0]),
+            if causal { ", causal mask" } else { "" },
+            name(grad_output),
+            name(output)
+        );
+        let why = "sdpfa_bwd: FlashAttention-2's scheme without atomics, dQ by blocks of queries walking the keys";
         let text = wrapper(&kname, 128, &params, &body);
-        kernels.push(Kernel {
-            name: kname,
-            schedule: Schedule::Attention,
-            grid: [l.div_ceil(64) as u32, nb as u32, 1],
-            block: [128, 1, 1],
-            args,
-            summary: format!(
-                "flash attention backward {} (scale {scale_text}{}): dQ of 64 queries a block, and D = rowsum({} * {}); batch {nb}, {l} queries, {s} keys, head dims {e}/{ev}, {dtype}",
-                name(n.outputs[0]),
-                if causal { ", causal mask" } else { "" },
-                name(grad_output),
-                name(output)
-            ),
-            code_hash: code_hash(&format!("{text}{}{}", crate::prelude::ATTENTION, crate::prelude::ATTENTION_BWD)),
-            choice: Some(Choice::only(
-                "attention",
-                "sdpfa_bwd: FlashAttention-2's scheme without atomics, dQ by blocks of queries walking the keys",
-            )),
-            shared_bytes: (tiles16 + 4 * 128) as u32,
-            fill: None,
-        });
+        kernels.push(bwd_kernel(kname, [l.div_ceil(64) as u32, nb as u32, 1], args, summary, why, &text, tiles16 + 4 * 128));
         src.push_str(&text);
     }
     // dK and dV.
@@ -435,26 +439,14 @@ pub(crate) fn backward(
             vs = v.row,
             dos = dout.row,
         ));
+        let summary = format!(
+            "flash attention backward {}, {}: dK and dV of 64 keys a block, walking the queries",
+            name(n.outputs[1]),
+            name(n.outputs[2])
+        );
+        let why = "sdpfa_bwd: FlashAttention-2's scheme without atomics, dK and dV by blocks of keys walking the queries";
         let text = wrapper(&kname, 128, &params, &body);
-        kernels.push(Kernel {
-            name: kname,
-            schedule: Schedule::Attention,
-            grid: [s.div_ceil(64) as u32, nb as u32, 1],
-            block: [128, 1, 1],
-            args,
-            summary: format!(
-                "flash attention backward {}, {}: dK and dV of 64 keys a block, walking the queries",
-                name(n.outputs[1]),
-                name(n.outputs[2])
-            ),
-            code_hash: code_hash(&format!("{text}{}{}", crate::prelude::ATTENTION, crate::prelude::ATTENTION_BWD)),
-            choice: Some(Choice::only(
-                "attention",
-                "sdpfa_bwd: FlashAttention-2's scheme without atomics, dK and dV by blocks of keys walking the queries",
-            )),
-            shared_bytes: (tiles16 + 4 * 4 * BWD_STEP) as u32,
-            fill: None,
-        });
+        kernels.push(bwd_kernel(kname, [s.div_ceil(64) as u32, nb as u32, 1], args, summary, why, &text, tiles16 + 4 * 4 * BWD_STEP));
         src.push('\n');
         src.push_str(&text);
     }

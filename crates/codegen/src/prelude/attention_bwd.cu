@@ -31,6 +31,53 @@ template <bool BF16> __device__ __forceinline__ void fb_attn_c2a(unsigned* a, co
     a[3] = fb_attn_pack<BF16>(c1[2], c1[3]);
 }
 
+// c += A B^T for one warp's 16 rows: A's fragment of columns 16kk..16kk+15
+// from `a_at(kk, a)`, B the NS * 8 rows of a tile stored [n][k] (row width
+// W), KD columns.
+template <bool BF16, int KD, int NS, typename AF>
+__device__ __forceinline__ void fb_attn_abt(float (*c)[4], AF a_at, const unsigned short* b, int W) {
+#pragma unroll
+    for (int kk = 0; kk < KD / 16; ++kk) {
+        unsigned a[4];
+        a_at(kk, a);
+#pragma unroll
+        for (int np = 0; np < NS / 2; ++np) {
+            unsigned bb[4];
+            fb_attn_bn(bb, b, W, np * 16, kk * 16);
+            fb_mma16816<BF16>(c[2 * np], a, bb[0], bb[1]);
+            fb_mma16816<BF16>(c[2 * np + 1], a, bb[2], bb[3]);
+        }
+    }
+}
+// c += A B over rows k0..k0+15 of B, a tile stored [k][n] (row width W), ND columns.
+template <bool BF16, int ND>
+__device__ __forceinline__ void fb_attn_ab(float (*c)[4], const unsigned* a, const unsigned short* b, int W, int k0) {
+#pragma unroll
+    for (int np = 0; np < ND / 16; ++np) {
+        unsigned bb[4];
+        fb_attn_bk(bb, b, W, k0, np * 16);
+        fb_mma16816<BF16>(c[2 * np], a, bb[0], bb[1]);
+        fb_mma16816<BF16>(c[2 * np + 1], a, bb[2], bb[3]);
+    }
+}
+// Rows `r` and r + 8 of this warp's accumulators (ND / 8 tiles) times `mul`
+// into a dense row-major [rows, D] array, rows past `rows` skipped.
+template <bool BF16, int D, int ND>
+__device__ __forceinline__ void fb_attn_store(unsigned short* out, const float (*c)[4], int r, int rows, float mul) {
+    const int t = threadIdx.x & 3;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        if (r + 8 * h >= rows) continue;
+#pragma unroll
+        for (int n = 0; n < ND / 8; ++n) {
+            if (n * 8 < D) {
+                *reinterpret_cast<unsigned*>(out + (long long)(r + 8 * h) * D + n * 8 + 2 * t) =
+                    fb_attn_pack<BF16>(c[n][2 * h] * mul, c[n][2 * h + 1] * mul);
+            }
+        }
+    }
+}
+
 // dQ of 64 queries, and D of them into `dsum` (read by the dK, dV kernel).
 // Shared memory: 64 (EP + 8) + 64 (EVP + 8) + 2 BN (EP + EVP + 16) 16-bit
 // elements and 128 floats. q, o, dout [L, *], k, v [S, *] at their row
@@ -117,30 +164,20 @@ __device__ __forceinline__ void fb_flash_bwd_dq(const unsigned short* __restrict
         for (int n = 0; n < NS; ++n)
 #pragma unroll
             for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < EP / 16; ++kk) {
-            unsigned qa[4];
-            if (!QREG) fb_attn_a(qa, sQ, QW, warp * 16, kk * 16);
-#pragma unroll
-            for (int np = 0; np < NS / 2; ++np) {
-                unsigned bb[4];
-                fb_attn_bn(bb, cK, QW, np * 16, kk * 16);
-                fb_mma16816<BF16>(s[2 * np], QREG ? qf[QREG ? kk : 0] : qa, bb[0], bb[1]);
-                fb_mma16816<BF16>(s[2 * np + 1], QREG ? qf[QREG ? kk : 0] : qa, bb[2], bb[3]);
+        fb_attn_abt<BF16, EP, NS>(s, [&](int kk, unsigned* a) {
+            if (QREG) {
+                for (int i = 0; i < 4; ++i) a[i] = qf[QREG ? kk : 0][i];
+            } else {
+                fb_attn_a(a, sQ, QW, warp * 16, kk * 16);
             }
-        }
-#pragma unroll
-        for (int kk = 0; kk < EVP / 16; ++kk) {
-            unsigned oa[4];
-            if (!QREG) fb_attn_a(oa, sO, VW, warp * 16, kk * 16);
-#pragma unroll
-            for (int np = 0; np < NS / 2; ++np) {
-                unsigned bb[4];
-                fb_attn_bn(bb, cV, VW, np * 16, kk * 16);
-                fb_mma16816<BF16>(dp[2 * np], QREG ? of[QREG ? kk : 0] : oa, bb[0], bb[1]);
-                fb_mma16816<BF16>(dp[2 * np + 1], QREG ? of[QREG ? kk : 0] : oa, bb[2], bb[3]);
+        }, cK, QW);
+        fb_attn_abt<BF16, EVP, NS>(dp, [&](int kk, unsigned* a) {
+            if (QREG) {
+                for (int i = 0; i < 4; ++i) a[i] = of[QREG ? kk : 0][i];
+            } else {
+                fb_attn_a(a, sO, VW, warp * 16, kk * 16);
             }
-        }
+        }, cV, VW);
         // P from the log-sum-exp; dS = P (dP - D); masked weights are 0.
 #pragma unroll
         for (int n = 0; n < NS; ++n)
@@ -155,31 +192,14 @@ __device__ __forceinline__ void fb_flash_bwd_dq(const unsigned short* __restrict
         for (int kk = 0; kk < NS / 2; ++kk) {
             unsigned da[4];
             fb_attn_c2a<BF16>(da, s[2 * kk], s[2 * kk + 1]);
-#pragma unroll
-            for (int np = 0; np < EP / 16; ++np) {
-                unsigned bb[4];
-                fb_attn_bk(bb, cK, QW, kk * 16, np * 16);
-                fb_mma16816<BF16>(acc[2 * np], da, bb[0], bb[1]);
-                fb_mma16816<BF16>(acc[2 * np + 1], da, bb[2], bb[3]);
-            }
+            fb_attn_ab<BF16, EP>(acc, da, cK, QW, kk * 16);
         }
         if (j + 1 < ntiles) {
             fb_attn_wait<0>();
             __syncthreads();
         }
     }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int row = row0 + 8 * h;
-        if (row >= L) continue;
-#pragma unroll
-        for (int n = 0; n < EP / 8; ++n) {
-            if (n * 8 < E) {
-                *reinterpret_cast<unsigned*>(dq + (long long)row * E + n * 8 + 2 * t) =
-                    fb_attn_pack<BF16>(acc[n][2 * h] * scale, acc[n][2 * h + 1] * scale);
-            }
-        }
-    }
+    fb_attn_store<BF16, E, EP>(dq, acc, row0, L, scale);
 }
 
 // dK and dV of 64 keys, walking the queries BN at a time (from the block's
@@ -244,30 +264,8 @@ __device__ __forceinline__ void fb_flash_bwd_dkv(const unsigned short* __restric
         for (int n = 0; n < NS; ++n)
 #pragma unroll
             for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < EP / 16; ++kk) {
-            unsigned a[4];
-            fb_attn_a(a, sK, QW, warp * 16, kk * 16);
-#pragma unroll
-            for (int np = 0; np < NS / 2; ++np) {
-                unsigned bb[4];
-                fb_attn_bn(bb, cQ, QW, np * 16, kk * 16);
-                fb_mma16816<BF16>(s[2 * np], a, bb[0], bb[1]);
-                fb_mma16816<BF16>(s[2 * np + 1], a, bb[2], bb[3]);
-            }
-        }
-#pragma unroll
-        for (int kk = 0; kk < EVP / 16; ++kk) {
-            unsigned a[4];
-            fb_attn_a(a, sV, VW, warp * 16, kk * 16);
-#pragma unroll
-            for (int np = 0; np < NS / 2; ++np) {
-                unsigned bb[4];
-                fb_attn_bn(bb, cO, VW, np * 16, kk * 16);
-                fb_mma16816<BF16>(dp[2 * np], a, bb[0], bb[1]);
-                fb_mma16816<BF16>(dp[2 * np + 1], a, bb[2], bb[3]);
-            }
-        }
+        fb_attn_abt<BF16, EP, NS>(s, [&](int kk, unsigned* a) { fb_attn_a(a, sK, QW, warp * 16, kk * 16); }, cQ, QW);
+        fb_attn_abt<BF16, EVP, NS>(dp, [&](int kk, unsigned* a) { fb_attn_a(a, sV, VW, warp * 16, kk * 16); }, cO, VW);
         // P^T from the queries' log-sum-exp (columns), dS^T = P^T (dP^T - D).
 #pragma unroll
         for (int n = 0; n < NS; ++n)
@@ -285,43 +283,14 @@ __device__ __forceinline__ void fb_flash_bwd_dkv(const unsigned short* __restric
             unsigned pa[4], da[4];
             fb_attn_c2a<BF16>(pa, s[2 * kk], s[2 * kk + 1]);
             fb_attn_c2a<BF16>(da, dp[2 * kk], dp[2 * kk + 1]);
-#pragma unroll
-            for (int np = 0; np < EVP / 16; ++np) {
-                unsigned bb[4];
-                fb_attn_bk(bb, cO, VW, kk * 16, np * 16);
-                fb_mma16816<BF16>(av[2 * np], pa, bb[0], bb[1]);
-                fb_mma16816<BF16>(av[2 * np + 1], pa, bb[2], bb[3]);
-            }
-#pragma unroll
-            for (int np = 0; np < EP / 16; ++np) {
-                unsigned bb[4];
-                fb_attn_bk(bb, cQ, QW, kk * 16, np * 16);
-                fb_mma16816<BF16>(ak[2 * np], da, bb[0], bb[1]);
-                fb_mma16816<BF16>(ak[2 * np + 1], da, bb[2], bb[3]);
-            }
+            fb_attn_ab<BF16, EVP>(av, pa, cO, VW, kk * 16);
+            fb_attn_ab<BF16, EP>(ak, da, cQ, QW, kk * 16);
         }
         if (i + 1 < ntiles) {
             fb_attn_wait<0>();
             __syncthreads();
         }
     }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int key = key0 + 8 * h;
-        if (key >= S) continue;
-#pragma unroll
-        for (int n = 0; n < EP / 8; ++n) {
-            if (n * 8 < E) {
-                *reinterpret_cast<unsigned*>(dk + (long long)key * E + n * 8 + 2 * t) =
-                    fb_attn_pack<BF16>(ak[n][2 * h] * scale, ak[n][2 * h + 1] * scale);
-            }
-        }
-#pragma unroll
-        for (int n = 0; n < EVP / 8; ++n) {
-            if (n * 8 < EV) {
-                *reinterpret_cast<unsigned*>(dv + (long long)key * EV + n * 8 + 2 * t) =
-                    fb_attn_pack<BF16>(av[n][2 * h], av[n][2 * h + 1]);
-            }
-        }
-    }
+    fb_attn_store<BF16, E, EP>(dk, ak, key0, S, scale);
+    fb_attn_store<BF16, EV, EVP>(dv, av, key0, S, 1.f);
 }
