@@ -1,7 +1,9 @@
 """`fusebench.thunder.report` on litgpt models, forward and backward, on the GPU machine.
 
 Each model (a few layers of a litgpt config, bf16, batch x 1024 tokens) is compiled with
-`thunder.jit(model, nv_store_fusion_inputs=True)` (or thunderfx, `--compiler fx`); one training step (the forward, then the backward of the
+`thunder.jit(model, nv_store_fusion_inputs=True)` (or thunderfx, `--compiler fx`; or, with `--recipe nv-all`, nvFuser
+alone taking the linears, matmuls and attention too, as Thunder's Hugging Face recipe does; on the peer machine's
+Thunder and nvFuser 0.2.36 its attention fails to build, BENCHMARKS.md session 29); one training step (the forward, then the backward of the
 loss) is reported: every nvFusion in the step, online and from its saved repro in a fresh process.
 
     source .peer/activate.sh && pip install --no-deps --target /tmp/fbpy .gpu/fusebench-*.whl
@@ -15,7 +17,7 @@ import torch
 import fusebench.thunder
 
 
-def model_step(name, layers, batch, compiler="jit"):
+def model_step(name, layers, batch, compiler="jit", recipe="default"):
     import thunder
     from litgpt import GPT, Config
 
@@ -29,6 +31,13 @@ def model_step(name, layers, batch, compiler="jit"):
         from thunder.dynamo import thunderfx
 
         jm = thunderfx(model, nv_store_fusion_inputs=True)
+    elif recipe == "nv-all":
+        # Thunder's Hugging Face recipe's options: nvFuser also takes the linears, matmuls and
+        # attention (sdpfa_fwd / sdpfa_bwd), so its fusions hold them.
+        from thunder.executors.nvfuserex import nvfuserex
+
+        jm = thunder.jit(model, executors=[nvfuserex], nv_store_fusion_inputs=True, nv_enable_linear=True,
+                         nv_enable_matmul=True, nv_enable_sdpa=True)
     else:
         jm = thunder.jit(model, nv_store_fusion_inputs=True)
     idx = torch.randint(0, cfg.padded_vocab_size, (batch, 1024), device="cuda")
@@ -49,10 +58,12 @@ def main():
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--max-time", type=float, default=0.5)
     ap.add_argument("--compiler", choices=["jit", "fx"], default="jit", help="thunder.jit, or thunderfx (Dynamo, then Thunder)")
+    ap.add_argument("--recipe", choices=["default", "nv-all"], default="default",
+                    help="nv-all: nvFuser alone, with nv_enable_linear, nv_enable_matmul and nv_enable_sdpa (thunder.jit only)")
     a = ap.parse_args()
     for spec in a.models.split(","):
         name, layers = spec.split(":")
-        jm, step = model_step(name, int(layers), a.batch, a.compiler)
+        jm, step = model_step(name, int(layers), a.batch, a.compiler, a.recipe)
         out = os.path.join(a.out, name)
         r = fusebench.thunder.report(jm, out=out, step=step, max_time=a.max_time)
         print(f"== {name}, {layers} layers, batch {a.batch} x 1024 tokens, {a.compiler}")
