@@ -10,13 +10,12 @@
 //! block of `Device::attention_warps` warps per 16 queries each of one batch
 //! row (`[*N, H]`), walking the keys `Device::attention_keys` at a time.
 
+use crate::gemm::Place;
 use crate::plan::{code_hash, Choice, Kernel, KernelArg, Schedule, Temp};
 use crate::{CodegenError, Device};
 use fusebench_ir::op_gemm::{attention_dims, GemmOp};
 use fusebench_ir::{DType, Fusion, Literal, Node, Op, ValueId};
 
-/// Where a value lies: buffer, logical strides, element offset.
-pub(crate) type Place = (KernelArg, Vec<i64>, i64);
 
 /// Widest head dim planned: Q, K and V tiles of 64 rows fit the shared
 /// memory a block may opt into (227 KiB on sm_90) up to 256.

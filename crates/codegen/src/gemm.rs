@@ -121,7 +121,7 @@ fn absorb(f: &Fusion, dev: Device) -> (Fusion, HashMap<usize, (Epilogue, f64)>) 
 }
 
 /// Where a value lies for a product: buffer, logical strides, element offset.
-type Place = (KernelArg, Vec<i64>, i64);
+pub(crate) type Place = (KernelArg, Vec<i64>, i64);
 
 struct Joiner<'a> {
     f: &'a Fusion,
@@ -406,12 +406,7 @@ impl<'a> Joiner<'a> {
         let f = self.f;
         if matches!(n.op, Op::Gemm(GemmOp::SdpfaBwd { .. })) {
             let outs = n.outputs.iter().map(|&r| self.result_buffer(r)).collect::<Result<Vec<_>, _>>()?;
-            let at = &self.at;
-            let place = |v: ValueId| {
-                at.get(&v)
-                    .cloned()
-                    .ok_or_else(|| unsupported(format!("{} has no buffer", f.value(v).name)))
-            };
+            let place = |v: ValueId| self.place(v);
             return match crate::attention::backward(f, n, i, &place, &outs, self.out.temps.len())? {
                 Ok((ks, src, temp)) => {
                     self.text.push('\n');
@@ -428,12 +423,7 @@ impl<'a> Joiner<'a> {
             let read = f.outputs.contains(&r) || f.nodes.iter().any(|m| m.op.operands().contains(&r));
             outs.push(if j < 2 || read { Some(self.result_buffer(r)?) } else { None });
         }
-        let at = &self.at;
-        let place = |v: ValueId| {
-            at.get(&v)
-                .cloned()
-                .ok_or_else(|| unsupported(format!("{} has no buffer", f.value(v).name)))
-        };
+        let place = |v: ValueId| self.place(v);
         match crate::attention::kernel(f, n, i, &place, &outs, self.dev)? {
             Ok((k, src)) => {
                 self.text.push('\n');
@@ -443,6 +433,14 @@ impl<'a> Joiner<'a> {
             }
             Err(v) => Ok(Err(v)),
         }
+    }
+
+    /// Where `v`, an operand of a product or attention, lies.
+    fn place(&self, v: ValueId) -> Result<Place, CodegenError> {
+        self.at
+            .get(&v)
+            .cloned()
+            .ok_or_else(|| unsupported(format!("{} has no buffer", self.f.value(v).name)))
     }
 
     fn shape(&self, v: ValueId) -> Vec<usize> {
@@ -456,7 +454,7 @@ impl<'a> Joiner<'a> {
         let name = |v: ValueId| f.value(v).name.clone();
         let r = n.outputs[0];
         let dtype = f.value(r).dtype;
-        let place = |v: ValueId| self.at.get(&v).cloned().ok_or_else(|| unsupported(format!("{} has no buffer", name(v))));
+        let place = |v: ValueId| self.place(v);
         match n.op {
             Op::Matmul { a, b } => {
                 let (sa, sb) = (self.shape(a), self.shape(b));
