@@ -5,17 +5,17 @@
 //! stages read. The backward is two kernels (dQ with D = rowsum(dO * O) into
 //! a temporary, then dK and dV), 64 rows a block, 4 warps.
 //!
-//! The kernel is a template instantiated per fusion by a small wrapper that
-//! bakes in the head dims, the causal flag, the scale and every stride: a
-//! block of `Device::attention_warps` warps per 16 queries each of one batch
-//! row (`[*N, H]`), walking the keys `Device::attention_keys` at a time.
+//! Each kernel is a template instantiated per fusion by a small wrapper that
+//! bakes in the head dims, the causal flag, the scale and every stride. The
+//! forward's block is `Device::attention_warps` warps of
+//! `Device::attention_tiles` tiles of 16 queries of one batch row (`[*N, H]`),
+//! walking the keys `Device::attention_keys` at a time.
 
 use crate::gemm::Place;
 use crate::plan::{code_hash, Choice, Kernel, KernelArg, Schedule, Temp};
 use crate::{CodegenError, Device};
 use fusebench_ir::op_gemm::{attention_dims, GemmOp};
 use fusebench_ir::{DType, Fusion, Literal, Node, Op, ValueId};
-
 
 /// Widest head dim planned: Q, K and V tiles of 64 rows fit the shared
 /// memory a block may opt into (227 KiB on sm_90) up to 256.
