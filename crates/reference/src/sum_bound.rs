@@ -13,19 +13,23 @@
 //! The rounding of the result to its own dtype is not included: callers add
 //! it (the dtype's tolerance in `check`, one ulp of the output in `bounds`).
 //!
-//! Flash attention (`sdpfa_fwd`) has a rounding of its own that `check`
-//! allows for ([`attention_bound`]): it rounds the softmax weights P to the
-//! operands' 16-bit type before P.V, as PyTorch's and nvFuser's kernels and
-//! fusebench's do, which moves an output element by up to u * sum_j p_ij |v_j|.
+//! Flash attention has roundings of its own that `check` allows for: the
+//! forward (`sdpfa_fwd`, [`attention_bound`]) rounds the softmax weights P to
+//! the operands' 16-bit type before P.V, as PyTorch's and nvFuser's kernels
+//! and fusebench's do, which moves an output element by up to u * sum_j p_ij
+//! |v_j|; the backward (`sdpfa_bwd`, [`backward_bounds`]) rounds P and dS
+//! before they multiply (`attention::bwd_bounds` in the reference's own
+//! attention module).
 
 use crate::{Arg, Tensor};
 use fusebench_ir::{BinaryOp, DType, Fusion, FusionBuilder, GemmOp, Op, ReduceOp, UnaryOp, ValueDef, ValueId};
 
 /// Per fusion output: for a float `sum`, the absolute error a correct
 /// accumulation may add, element by element, and for flash attention's
-/// output (or a view, cast or sum with it of it) the error of its weights'
-/// rounding ([`attention_bound`]); `None` for other outputs (or if the bound
-/// cannot be computed, which leaves the dtype's tolerance alone).
+/// outputs and gradients (seen through views, casts, and sums with values
+/// that depend on no attention) what its roundings may add
+/// ([`attention_bound`], [`backward_bounds`]); `None` for other outputs (or
+/// if the bound cannot be computed, which leaves the dtype's tolerance alone).
 pub fn sum_bounds(f: &Fusion, inputs: &[Arg]) -> Vec<Option<Tensor>> {
     let mut b = FusionBuilder::extend(f.clone());
     let mut extra: Vec<(usize, f64)> = Vec::new();
@@ -193,6 +197,7 @@ fn backward_bounds(f: &Fusion, inputs: &[Arg], out: &mut [Option<Tensor>]) {
         }
     }
     let mut nodes: Vec<usize> = wanted.iter().map(|w| w.1).collect();
+    nodes.sort_unstable();
     nodes.dedup();
     if nodes.is_empty() {
         return;
