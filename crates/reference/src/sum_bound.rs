@@ -14,10 +14,10 @@
 //! it (the dtype's tolerance in `check`, one ulp of the output in `bounds`).
 //!
 //! Flash attention has roundings of its own that `check` allows for: the
-//! forward (`sdpfa_fwd`, [`attention_bound`]) rounds the softmax weights P to
+//! forward (`sdpfa_fwd`, `attention_bound`) rounds the softmax weights P to
 //! the operands' 16-bit type before P.V, as PyTorch's and nvFuser's kernels
 //! and fusebench's do, which moves an output element by up to u * sum_j p_ij
-//! |v_j|; the backward (`sdpfa_bwd`, [`backward_bounds`]) rounds P and dS
+//! |v_j|; the backward (`sdpfa_bwd`, `backward_bounds`) rounds P and dS
 //! before they multiply (`attention::bwd_bounds` in the reference's own
 //! attention module).
 
@@ -28,7 +28,7 @@ use fusebench_ir::{BinaryOp, DType, Fusion, FusionBuilder, GemmOp, Op, ReduceOp,
 /// accumulation may add, element by element, and for flash attention's
 /// outputs and gradients (seen through views, casts, and sums with values
 /// that depend on no attention) what its roundings may add
-/// ([`attention_bound`], [`backward_bounds`]); `None` for other outputs (or
+/// (`attention_bound`, `backward_bounds`); `None` for other outputs (or
 /// if the bound cannot be computed, which leaves the dtype's tolerance alone).
 pub fn sum_bounds(f: &Fusion, inputs: &[Arg]) -> Vec<Option<Tensor>> {
     let mut b = FusionBuilder::extend(f.clone());
