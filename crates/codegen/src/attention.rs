@@ -70,6 +70,11 @@ fn flags(
     if e > MAX_HEAD || ev > MAX_HEAD {
         return Err(unsupported(format!("{op} with head dims {e} and {ev}: the GPU kernel takes up to {MAX_HEAD}")));
     }
+    if [l, s, e, ev].contains(&0) {
+        return Err(unsupported(format!(
+            "{op} with an extent of 0 ({l} queries, {s} keys, head dims {e} and {ev}): the kernels are not planned for empty tensors"
+        )));
+    }
     let scale = match scale {
         None => Scale::Constant(1.0 / (default_dim as f64).sqrt()),
         Some(v) => match f.value(v).constant {
@@ -199,8 +204,8 @@ pub(crate) fn kernel(
     let dtype = f.value(query).dtype;
     let (causal, scale) = flags(f, "sdpfa_fwd", (dropout_p, is_causal, scale), e, (l, s, e, ev))?;
     let nb: usize = batch.iter().product();
-    if nb > 65535 {
-        return Err(unsupported(format!("sdpfa_fwd over {nb} batch rows (the grid's y holds 65535)")));
+    if nb == 0 || nb > 65535 {
+        return Err(unsupported(format!("sdpfa_fwd over {nb} batch rows (the grid's y holds 1 to 65535)")));
     }
     let mut ops = vec![];
     for (v, sh) in [(query, &sq), (key, &sk), (value, &sv)] {
@@ -343,8 +348,8 @@ pub(crate) fn backward(
     let (causal, scale) = flags(f, op, (dropout_p, is_causal, scale), ev, (l, s, e, ev))?;
     let dtype = f.value(query).dtype;
     let nb: usize = batch.iter().product();
-    if nb > 65535 {
-        return Err(unsupported(format!("{op} over {nb} batch rows (the grid's y holds 65535)")));
+    if nb == 0 || nb > 65535 {
+        return Err(unsupported(format!("{op} over {nb} batch rows (the grid's y holds 1 to 65535)")));
     }
     let operands = [(grad_output, true), (query, true), (key, true), (value, true), (output, true), (logsumexp, false)];
     let mut reads = vec![];

@@ -149,6 +149,9 @@ fn what_the_kernel_cannot_run_is_refused_with_why() {
     let cases = [
         ("[1, 2, 16, 16]", "dropout_p=0.1", "dropout_p = 0.1"),
         ("[1, 2, 16, 320]", "", "up to 256"),
+        ("[1, 2, 0, 16]", "", "an extent of 0"),
+        ("[1, 2, 16, 0]", "", "an extent of 0"),
+        ("[0, 2, 16, 16]", "", "0 batch rows"),
     ];
     for (shape, arg, says) in cases {
         let body = format!("{}    o, lse, seed, off = fd.ops.sdpfa_fwd(q, k, v, {arg})\n{OUT}", qkv(shape, "BFloat16"));
