@@ -7,6 +7,7 @@
 //! Philox stream inside the flash kernel, which cannot be reproduced here.
 
 use crate::index::Ctx;
+use rayon::prelude::*;
 use crate::tensor::Tensor;
 use crate::ExecError;
 use fusebench_ir::op_gemm::attention_dims;
@@ -68,16 +69,12 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// `[*batch, l, s]` scaled scores of one batch row, `None` where masked.
-fn scores(q: &[f64], k: &[f64], (l, s, e): (usize, usize, usize), scale: f64, causal: bool) -> Vec<Option<f64>> {
-    let mut out = Vec::with_capacity(l * s);
-    for i in 0..l {
-        for j in 0..s {
-            let keep = !causal || j <= i;
-            out.push(keep.then(|| scale * dot(&q[i * e..][..e], &k[j * e..][..e])));
-        }
-    }
-    out
+/// The scaled scores of query `i` against the `s` keys of one batch row,
+/// `None` where masked.
+fn row_scores(q: &[f64], k: &[f64], (i, s, e): (usize, usize, usize), scale: f64, causal: bool) -> Vec<Option<f64>> {
+    (0..s)
+        .map(|j| (!causal || j <= i).then(|| scale * dot(&q[i * e..][..e], &k[j * e..][..e])))
+        .collect()
 }
 
 /// Outputs: attention, log-sum-exp, philox seed `[2]` and offset `[]`.
@@ -96,22 +93,20 @@ pub(crate) fn sdpfa_fwd(
     let (scale, causal) = flags(op, cx, dropout_p, is_causal, scale, e, (l, s))?;
     let (qv, kv, vv) = (values(&q, &batch, &[l, e]), values(&k, &batch, &[s, e]), values(&v, &batch, &[s, ev]));
     let nb: usize = batch.iter().product();
-    let mut out = vec![0f64; nb * l * ev];
-    let mut lse = vec![0f64; nb * l];
-    for b in 0..nb {
-        let sc = scores(&qv[b * l * e..][..l * e], &kv[b * s * e..][..s * e], (l, s, e), scale, causal);
-        for i in 0..l {
-            let row = &sc[i * s..][..s];
+    // Each query row on its own, in parallel (batch rows times queries).
+    let rows: Vec<(Vec<f64>, f64)> = (0..nb * l)
+        .into_par_iter()
+        .map(|r| {
+            let (b, i) = (r / l, r % l);
+            let mut o = vec![0f64; ev];
+            let row = row_scores(&qv[b * l * e..][..l * e], &kv[b * s * e..][..s * e], (i, s, e), scale, causal);
             let m = row.iter().flatten().fold(f64::NEG_INFINITY, |a, &x| a.max(x));
             let sum: f64 = row.iter().flatten().map(|&x| (x - m).exp()).sum();
             // flash-attn writes +inf for a row with nothing to attend to, and zeros.
             if sum == 0.0 || !sum.is_finite() {
-                lse[b * l + i] = f64::INFINITY;
-                continue;
+                return (o, f64::INFINITY);
             }
             let li = m + sum.ln();
-            lse[b * l + i] = li;
-            let o = &mut out[(b * l + i) * ev..][..ev];
             for (j, x) in row.iter().enumerate() {
                 if let Some(x) = x {
                     let p = (x - li).exp();
@@ -120,8 +115,11 @@ pub(crate) fn sdpfa_fwd(
                     }
                 }
             }
-        }
-    }
+            (o, li)
+        })
+        .collect();
+    let out: Vec<f64> = rows.iter().flat_map(|(o, _)| o.iter().copied()).collect();
+    let lse: Vec<f64> = rows.iter().map(|&(_, l)| l).collect();
     let with = |t: &[usize]| [batch.as_slice(), t].concat();
     Ok(vec![
         Tensor::from_f64s(q.dtype(), &with(&[l, ev]), &out)?,
@@ -157,33 +155,111 @@ pub(crate) fn sdpfa_bwd(cx: &Ctx, a: &Bwd) -> Result<Vec<Tensor>, ExecError> {
     let (qv, kv, vv) = (values(&q, &batch, &[l, e]), values(&k, &batch, &[s, e]), values(&v, &batch, &[s, ev]));
     let (gv, ov, lv) = (values(&go, &batch, &[l, ev]), values(&o, &batch, &[l, ev]), values(&lse, &batch, &[l]));
     let nb: usize = batch.iter().product();
-    let (mut dq, mut dk, mut dv) = (vec![0f64; nb * l * e], vec![0f64; nb * s * e], vec![0f64; nb * s * ev]);
-    for b in 0..nb {
-        let (qb, kb, vb) = (&qv[b * l * e..][..l * e], &kv[b * s * e..][..s * e], &vv[b * s * ev..][..s * ev]);
-        let sc = scores(qb, kb, (l, s, e), scale, causal);
-        for i in 0..l {
-            let (gi, oi) = (&gv[(b * l + i) * ev..][..ev], &ov[(b * l + i) * ev..][..ev]);
-            let d = dot(gi, oi);
-            let li = lv[b * l + i];
-            for j in 0..s {
-                let Some(x) = sc[i * s + j] else { continue };
-                let p = if li.is_finite() { (x - li).exp() } else { 0.0 };
-                let ds = p * (dot(gi, &vb[j * ev..][..ev]) - d);
-                for c in 0..ev {
-                    dv[(b * s + j) * ev + c] += p * gi[c];
+    let g = Grads::new([&qv, &kv, &vv, &gv, &ov, &lv], (nb, l, s, e, ev), scale, causal);
+    // dQ by queries, dK and dV by keys: each row written by one task.
+    let dq: Vec<f64> = (0..nb * l)
+        .into_par_iter()
+        .flat_map_iter(|r| {
+            let mut dq = vec![0f64; e];
+            g.over_keys(r / l, r % l, |j, _, ds| {
+                for (x, kc) in dq.iter_mut().zip(g.k(r / l, j)) {
+                    *x += scale * ds * kc;
                 }
-                for c in 0..e {
-                    dq[(b * l + i) * e + c] += scale * ds * kb[j * e + c];
-                    dk[(b * s + j) * e + c] += scale * ds * qb[i * e + c];
+            });
+            dq
+        })
+        .collect();
+    let (dk, dv): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (0..nb * s)
+        .into_par_iter()
+        .map(|r| {
+            let (mut dk, mut dv) = (vec![0f64; e], vec![0f64; ev]);
+            g.over_queries(r / s, r % s, |i, p, ds| {
+                for (x, qc) in dk.iter_mut().zip(g.q(r / s, i)) {
+                    *x += scale * ds * qc;
                 }
-            }
-        }
-    }
+                for (x, gc) in dv.iter_mut().zip(g.g(r / s, i)) {
+                    *x += p * gc;
+                }
+            });
+            (dk, dv)
+        })
+        .unzip();
+    let (dk, dv): (Vec<f64>, Vec<f64>) = (dk.concat(), dv.concat());
     Ok(vec![
         Tensor::from_f64s(q.dtype(), q.shape(), &dq)?,
         Tensor::from_f64s(k.dtype(), k.shape(), &dk)?,
         Tensor::from_f64s(v.dtype(), v.shape(), &dv)?,
     ])
+}
+
+/// The backward's operands of all batch rows (dense, logical order) and
+/// what it visits: each (query, key) pair's weight p = exp(s - lse) and dS
+/// = p (dO.V - D), D = dO.O per query. Pairs are visited from a query's side
+/// (for dQ) or a key's (for dK, dV), so that each side's rows are written
+/// by one task.
+struct Grads<'a> {
+    q: &'a [f64],
+    k: &'a [f64],
+    v: &'a [f64],
+    g: &'a [f64],
+    lse: &'a [f64],
+    d: Vec<f64>,
+    dims: (usize, usize, usize, usize, usize),
+    scale: f64,
+    causal: bool,
+}
+
+impl<'a> Grads<'a> {
+    fn new(t: [&'a [f64]; 6], dims: (usize, usize, usize, usize, usize), scale: f64, causal: bool) -> Self {
+        let [q, k, v, g, o, lse] = t;
+        let (nb, l, _, _, ev) = dims;
+        let d = (0..nb * l).map(|r| dot(&g[r * ev..][..ev], &o[r * ev..][..ev])).collect();
+        Grads { q, k, v, g, lse, d, dims, scale, causal }
+    }
+
+    fn q(&self, b: usize, i: usize) -> &'a [f64] {
+        let (_, l, _, e, _) = self.dims;
+        &self.q[(b * l + i) * e..][..e]
+    }
+    fn k(&self, b: usize, j: usize) -> &'a [f64] {
+        let (_, _, s, e, _) = self.dims;
+        &self.k[(b * s + j) * e..][..e]
+    }
+    fn v(&self, b: usize, j: usize) -> &'a [f64] {
+        let (_, _, s, _, ev) = self.dims;
+        &self.v[(b * s + j) * ev..][..ev]
+    }
+    fn g(&self, b: usize, i: usize) -> &'a [f64] {
+        let (_, l, _, _, ev) = self.dims;
+        &self.g[(b * l + i) * ev..][..ev]
+    }
+
+    /// p and dS of query `i` and key `j` of batch row `b`; `None` where masked.
+    fn pair(&self, b: usize, i: usize, j: usize) -> Option<(f64, f64)> {
+        if self.causal && j > i {
+            return None;
+        }
+        let l = self.dims.1;
+        let li = self.lse[b * l + i];
+        let p = if li.is_finite() { (self.scale * dot(self.q(b, i), self.k(b, j)) - li).exp() } else { 0.0 };
+        Some((p, p * (dot(self.g(b, i), self.v(b, j)) - self.d[b * l + i])))
+    }
+
+    fn over_keys(&self, b: usize, i: usize, mut f: impl FnMut(usize, f64, f64)) {
+        for j in 0..self.dims.2 {
+            if let Some((p, ds)) = self.pair(b, i, j) {
+                f(j, p, ds);
+            }
+        }
+    }
+
+    fn over_queries(&self, b: usize, j: usize, mut f: impl FnMut(usize, f64, f64)) {
+        for i in 0..self.dims.1 {
+            if let Some((p, ds)) = self.pair(b, i, j) {
+                f(i, p, ds);
+            }
+        }
+    }
 }
 
 /// Per element of grad_query, grad_key and grad_value, how far a flash
@@ -219,54 +295,76 @@ pub(crate) fn bwd_bounds(
         });
     }
     let scale = scale.unwrap_or(1.0 / (ev as f64).sqrt());
-    let g = crate::sum_bound::accumulation_factor(ev.max(e), DType::Float, DType::Float);
+    let gamma = crate::sum_bound::accumulation_factor(ev.max(e), DType::Float, DType::Float);
     let f32_unit = 2f64.powi(-24);
     let (qv, kv, vv) = (q.to_f64_vec(), k.to_f64_vec(), v.to_f64_vec());
     let (gv, ov, lv) = (go.to_f64_vec(), o.to_f64_vec(), lse.to_f64_vec());
-    let (mut bq, mut bk, mut bv) = (vec![0f64; nb * l * e], vec![0f64; nb * s * e], vec![0f64; nb * s * ev]);
-    let (mut dq, mut dk, mut dv) = (vec![0f64; nb * l * e], vec![0f64; nb * s * e], vec![0f64; nb * s * ev]);
+    let gr = Grads::new([&qv, &kv, &vv, &gv, &ov, &lv], (nb, l, s, e, ev), scale, causal);
     let abs_dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| (x * y).abs()).sum::<f64>();
-    for b in 0..nb {
-        let (qb, kb, vb) = (&qv[b * l * e..][..l * e], &kv[b * s * e..][..s * e], &vv[b * s * ev..][..s * ev]);
-        let sc = scores(qb, kb, (l, s, e), scale, causal);
-        for i in 0..l {
-            let (gi, oi) = (&gv[(b * l + i) * ev..][..ev], &ov[(b * l + i) * ev..][..ev]);
-            let (d, d_abs) = (dot(gi, oi), abs_dot(gi, oi));
-            let li = lv[b * l + i];
-            let p_of = |j: usize| sc[i * s + j].map(|x| if li.is_finite() { (x - li).exp() } else { 0.0 });
-            // How far another executor's o may be, and so D.
+    // Per query: sum|dO||O|, and how far another executor's o may move D.
+    let per_query: Vec<(f64, f64)> = (0..nb * l)
+        .into_par_iter()
+        .map(|r| {
+            let (b, i) = (r / l, r % l);
+            let (gi, oi) = (gr.g(b, i), &ov[r * ev..][..ev]);
             let d_err = if computed {
                 let mut o_err: Vec<f64> = oi.iter().map(|x| 2.0 * u * x.abs()).collect();
-                for j in 0..s {
-                    if let Some(p) = p_of(j) {
-                        for (c, oe) in o_err.iter_mut().enumerate() {
-                            *oe += u * p * vb[j * ev + c].abs();
-                        }
+                gr.over_keys(b, i, |j, p, _| {
+                    for (oe, vc) in o_err.iter_mut().zip(gr.v(b, j)) {
+                        *oe += u * p * vc.abs();
                     }
-                }
+                });
                 abs_dot(gi, &o_err)
             } else {
                 0.0
             };
-            let lse_units = 16.0 * f32_unit * li.abs();
-            for j in 0..s {
-                let Some(p) = p_of(j) else { continue };
-                let vj = &vb[j * ev..][..ev];
-                let ds = p * (dot(gi, vj) - d);
-                let e_ds = (u + lse_units) * ds.abs() + p * (g * (abs_dot(gi, vj) + d_abs) + d_err);
-                for c in 0..ev {
-                    bv[(b * s + j) * ev + c] += u * p * gi[c].abs();
-                    dv[(b * s + j) * ev + c] += p * gi[c];
+            (abs_dot(gi, oi), d_err)
+        })
+        .collect();
+    // How far dS of a pair may be.
+    let e_ds = |b: usize, i: usize, j: usize, p: f64, ds: f64| {
+        let (d_abs, d_err) = per_query[b * l + i];
+        let lse_units = 16.0 * f32_unit * lv[b * l + i].abs();
+        (u + lse_units) * ds.abs() + p * (gamma * (abs_dot(gr.g(b, i), gr.v(b, j)) + d_abs) + d_err)
+    };
+    let (bq, dq): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (0..nb * l)
+        .into_par_iter()
+        .map(|r| {
+            let (b, i) = (r / l, r % l);
+            let (mut bq, mut dq) = (vec![0f64; e], vec![0f64; e]);
+            gr.over_keys(b, i, |j, p, ds| {
+                let err = e_ds(b, i, j, p, ds);
+                for ((x, y), kc) in bq.iter_mut().zip(dq.iter_mut()).zip(gr.k(b, j)) {
+                    *x += scale.abs() * err * kc.abs();
+                    *y += scale * ds * kc;
                 }
-                for c in 0..e {
-                    bq[(b * l + i) * e + c] += scale.abs() * e_ds * kb[j * e + c].abs();
-                    bk[(b * s + j) * e + c] += scale.abs() * e_ds * qb[i * e + c].abs();
-                    dq[(b * l + i) * e + c] += scale * ds * kb[j * e + c];
-                    dk[(b * s + j) * e + c] += scale * ds * qb[i * e + c];
+            });
+            (bq, dq)
+        })
+        .unzip();
+    type Four = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
+    let by_key: Vec<Four> = (0..nb * s)
+        .into_par_iter()
+        .map(|r| {
+            let (b, j) = (r / s, r % s);
+            let (mut bk, mut dk, mut bv, mut dv) = (vec![0f64; e], vec![0f64; e], vec![0f64; ev], vec![0f64; ev]);
+            gr.over_queries(b, j, |i, p, ds| {
+                let err = e_ds(b, i, j, p, ds);
+                for ((x, y), qc) in bk.iter_mut().zip(dk.iter_mut()).zip(gr.q(b, i)) {
+                    *x += scale.abs() * err * qc.abs();
+                    *y += scale * ds * qc;
                 }
-            }
-        }
-    }
+                for ((x, y), gc) in bv.iter_mut().zip(dv.iter_mut()).zip(gr.g(b, i)) {
+                    *x += u * p * gc.abs();
+                    *y += p * gc;
+                }
+            });
+            (bk, dk, bv, dv)
+        })
+        .collect();
+    let cat = |f: fn(&Four) -> &Vec<f64>| by_key.iter().flat_map(|x| f(x).iter().copied()).collect::<Vec<f64>>();
+    let (bk, dk, bv, dv) = (cat(|x| &x.0), cat(|x| &x.1), cat(|x| &x.2), cat(|x| &x.3));
+    let (bq, dq) = (bq.concat(), dq.concat());
     Ok((
         [
             Tensor::from_f64s(DType::Double, q.shape(), &bq)?,
