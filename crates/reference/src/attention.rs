@@ -102,8 +102,10 @@ pub(crate) fn sdpfa_fwd(
             let row = row_scores(&qv[b * l * e..][..l * e], &kv[b * s * e..][..s * e], (i, s, e), scale, causal);
             let m = row.iter().flatten().fold(f64::NEG_INFINITY, |a, &x| a.max(x));
             let sum: f64 = row.iter().flatten().map(|&x| (x - m).exp()).sum();
-            // flash-attn writes +inf for a row with nothing to attend to, and zeros.
-            if sum == 0.0 || !sum.is_finite() {
+            // flash-attn writes +inf for a row with nothing to attend to, and
+            // zeros; a NaN among the scores makes the row NaN, as in its kernel
+            // (the max passes over NaN, the sum does not).
+            if sum == 0.0 {
                 return (o, f64::INFINITY);
             }
             let li = m + sum.ln();
@@ -241,7 +243,9 @@ impl<'a> Grads<'a> {
         }
         let l = self.dims.1;
         let li = self.lse[b * l + i];
-        let p = if li.is_finite() { (self.scale * dot(self.q(b, i), self.k(b, j)) - li).exp() } else { 0.0 };
+        // exp(s - lse) as it is: 0 for a row with nothing to attend to (lse
+        // +inf), NaN for a NaN, as flash kernels compute it.
+        let p = (self.scale * dot(self.q(b, i), self.k(b, j)) - li).exp();
         Some((p, p * (dot(self.g(b, i), self.v(b, j)) - self.d[b * l + i])))
     }
 

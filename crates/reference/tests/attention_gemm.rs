@@ -95,6 +95,17 @@ fn sdpfa_fwd_is_softmax_attention_with_its_log_sum_exp() {
 }
 
 #[test]
+fn a_nan_score_makes_its_row_nan_as_in_flash_kernels() {
+    // Row 0's query holds a NaN: its scores, weights, output and log-sum-exp
+    // are NaN; row 1 is untouched.
+    let (q, k, v) = (rows2([f64::NAN, 0.], [0., 0.]), rows2([2., 0.], [0., 0.]), rows2([1., 0.], [0., 1.]));
+    let o = fwd(", scale=1.0", &q, &k, &v).unwrap();
+    let (att, lse) = (o[0].to_f64_vec(), o[1].to_f64_vec());
+    assert!(att[..8].iter().all(|x| x.is_nan()) && lse[0].is_nan(), "{att:?} {lse:?}");
+    assert_eq!((att[8], att[9], lse[1] as f32), (0.5, 0.5, 2f32.ln()));
+}
+
+#[test]
 fn sdpfa_refuses_dropout_and_non_square_causal_masks() {
     let z = vec![0.0; 16];
     let e = fwd(", dropout_p=0.1", &z, &z, &z).unwrap_err();
