@@ -105,6 +105,12 @@ struct Row {
     /// A copy of `bytes` timed by the same method, cache policy and set-up.
     copy_us: f64,
     pct_of_copy: f64,
+    /// The arithmetic of the fusion's matrix products and attention
+    /// (`ir::gemm::flops`), 0 where it has none, and its rate at the median.
+    #[serde(default)]
+    flops: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tflops: Option<f64>,
     method: String,
 }
 
@@ -180,6 +186,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let measured = measure_all(&paths, a.json, |p| {
         let f = files::load(p)?;
+        let flops = fusebench_ir::gemm::flops(&f);
         let g =
             fusebench_reference::generate_inputs(&f, a.timing.seed).context("generating inputs")?;
         for n in &g.notes {
@@ -259,6 +266,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             gbps: bytes as f64 / summary.median / 1e3,
             copy_us,
             pct_of_copy: record.pct_of_ceiling().unwrap_or(f64::NAN),
+            flops,
+            tflops: (flops > 0).then(|| flops as f64 / summary.median / 1e6),
             method: record.method.name().to_string(),
             record,
         };
@@ -295,7 +304,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The table of `bench`: a row per fusion measured and per fusion that
-/// failed, under `title`; with `kernels` each kernel too; then throttling
+/// failed, under `title` (the rate of products' and attention's arithmetic
+/// where a fusion has them); with `kernels` each kernel too; then throttling
 /// warnings and the geometric mean against nvFuser.
 fn print_table(rows: &[Row], failures: &[Failure], title: &str, kernels: bool) {
     let mut t = Table::new();
@@ -312,6 +322,7 @@ fn print_table(rows: &[Row], failures: &[Failure], title: &str, kernels: bool) {
         "GB/s",
         "copy us",
         "% of copy",
+        "TFLOP/s",
     ]);
     for r in rows {
         t.add_row(vec![
@@ -326,12 +337,13 @@ fn print_table(rows: &[Row], failures: &[Failure], title: &str, kernels: bool) {
             format!("{:.0}", r.gbps),
             format!("{:.2}", r.copy_us),
             format!("{:.0}%", r.pct_of_copy),
+            r.tflops.map_or("-".into(), |t| format!("{t:.0}")),
         ]);
     }
     // A fusion that failed has its row too: never an empty table without a word.
     for f in failures {
         let mut row = vec![f.file.clone(), "FAILED".into()];
-        row.resize(11, "-".into());
+        row.resize(12, "-".into());
         t.add_row(row);
     }
     outln!("{title}");

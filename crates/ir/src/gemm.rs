@@ -152,3 +152,86 @@ mod tests {
         assert!(matmul((DType::Int, &[2, 2]), (DType::Int, &[2, 2])).is_err());
     }
 }
+
+/// The arithmetic of a fusion's matrix products and attention, in floating-
+/// point operations (a multiply-add is two), as the field counts it: 2mnk per
+/// product (grouped products: the full extents, each group taking its share),
+/// 2 L S (E + Ev) per batch row of attention's forward and 2 L S (3E + 2Ev) of
+/// its backward (the five products FlashAttention-2 counts, 2.5 forwards at E
+/// = Ev), half of each with a causal mask. 0 where the fusion has none: its
+/// other ops are counted by bytes, not operations.
+pub fn flops(f: &crate::Fusion) -> u64 {
+    use crate::{GemmOp, Op};
+    let shape = |v: crate::ValueId| f.value(v).shape.clone().unwrap_or_default();
+    let numel = |s: &[usize]| s.iter().product::<usize>() as f64;
+    let causal = |c: Option<crate::ValueId>| c.and_then(|v| f.value(v).constant).is_some_and(|l| l.as_bool());
+    let mut total = 0f64;
+    for n in &f.nodes {
+        total += match n.op {
+            Op::Matmul { a, b } => match matmul_shape(&shape(a), &shape(b)) {
+                Ok(ms) => 2.0 * numel(&ms.batch) * (ms.m * ms.n * ms.k) as f64,
+                Err(_) => 0.0,
+            },
+            Op::Linear { a, .. } => {
+                let (sa, so) = (shape(a), shape(n.outputs[0]));
+                2.0 * numel(&so) * sa.last().copied().unwrap_or(0) as f64
+            }
+            Op::Gemm(GemmOp::GroupedMm { mat1, mat2, .. }) => {
+                let (s1, s2) = (shape(mat1), shape(mat2));
+                let (m, k) = (s1[s1.len() - 2], s1[s1.len() - 1]);
+                2.0 * (m * k * s2[s2.len() - 1]) as f64
+            }
+            Op::Gemm(GemmOp::ScaledMm { mat1, mat2, .. }) => {
+                let (s1, s2) = (shape(mat1), shape(mat2));
+                2.0 * (s1[0] * s1[1] * s2[1]) as f64
+            }
+            Op::Gemm(GemmOp::SdpfaFwd { query, key, value, is_causal, .. })
+            | Op::Gemm(GemmOp::SdpfaBwd { query, key, value, is_causal, .. }) => {
+                let (q, k, v) = (shape(query), shape(key), shape(value));
+                let Ok((batch, l, s, e, ev)) = crate::op_gemm::attention_dims("attention", &q, &k, &v) else {
+                    continue;
+                };
+                let per = if matches!(n.op, Op::Gemm(GemmOp::SdpfaFwd { .. })) { e + ev } else { 3 * e + 2 * ev };
+                let all = 2.0 * numel(&batch) * (l * s * per) as f64;
+                if causal(is_causal) {
+                    all / 2.0
+                } else {
+                    all
+                }
+            }
+            _ => 0.0,
+        };
+    }
+    total as u64
+}
+
+#[cfg(test)]
+mod flops_tests {
+    use crate::{DType, FusionBuilder, GemmOp, Literal, Op};
+
+    #[test]
+    fn products_and_attention_are_counted_as_the_field_counts_them() {
+        let mut b = FusionBuilder::new();
+        let q = b.tensor(&[2, 4, 128, 64], DType::BFloat16).unwrap();
+        let x = b.tensor(&[3, 32, 16], DType::BFloat16).unwrap();
+        let w = b.tensor(&[8, 16], DType::BFloat16).unwrap();
+        let causal = b.literal(Literal::Bool(true));
+        let fwd = |causal| Op::Gemm(GemmOp::SdpfaFwd { query: q, key: q, value: q, dropout_p: None, is_causal: causal, scale: None });
+        let o = b.op(fwd(Some(causal)), &["o", "lse", "s", "off"]).unwrap();
+        let y = b.op(Op::Linear { a: x, weight: w, bias: None }, &["y"]).unwrap();
+        b.add_output(o[0]).unwrap();
+        b.add_output(y[0]).unwrap();
+        let f = b.finish();
+        // Attention: 2 * 8 batch rows * 128 * 128 * (64 + 64), halved by the causal mask;
+        // the linear: 2 * (3 * 32 rows) * 8 * 16.
+        assert_eq!(super::flops(&f), 8 * 128 * 128 * 128 + 2 * 96 * 8 * 16);
+        let mut b = FusionBuilder::new();
+        let q = b.tensor(&[1, 1, 16, 8], DType::Half).unwrap();
+        let e = b.tensor(&[4], DType::Half).unwrap();
+        let o = b.op(Op::Gemm(GemmOp::SdpfaFwd { query: q, key: q, value: q, dropout_p: None, is_causal: None, scale: None }), &["o", "l", "s", "x"]).unwrap();
+        let _ = o;
+        let ex = b.op(Op::Unary { kind: crate::UnaryOp::Exp, x: e }, &["ex"]).unwrap();
+        b.add_output(ex[0]).unwrap();
+        assert_eq!(super::flops(&b.finish()), 2 * 16 * 16 * 16, "elementwise work is not counted");
+    }
+}
