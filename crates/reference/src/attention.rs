@@ -300,7 +300,7 @@ pub(crate) fn bwd_bounds(
     }
     let scale = scale.unwrap_or(1.0 / (ev as f64).sqrt());
     let gamma = crate::sum_bound::accumulation_factor(ev.max(e), DType::Float, DType::Float);
-    let f32_unit = 2f64.powi(-24);
+    let f32_unit = crate::bounds::eps(DType::Float) / 2.0;
     let (qv, kv, vv) = (q.to_f64_vec(), k.to_f64_vec(), v.to_f64_vec());
     let (gv, ov, lv) = (go.to_f64_vec(), o.to_f64_vec(), lse.to_f64_vec());
     let gr = Grads::new([&qv, &kv, &vv, &gv, &ov, &lv], (nb, l, s, e, ev), scale, causal);

@@ -134,11 +134,7 @@ fn attention_chain(f: &Fusion, out: ValueId) -> Option<(usize, usize, Vec<usize>
 
 /// Unit roundoff of flash attention's 16-bit operand types.
 fn flash_roundoff(d: DType) -> Option<f64> {
-    match d {
-        DType::BFloat16 => Some(2f64.powi(-8)),
-        DType::Half => Some(2f64.powi(-11)),
-        _ => None,
-    }
+    matches!(d, DType::BFloat16 | DType::Half).then(|| crate::bounds::eps(d) / 2.0)
 }
 
 /// For an output that is flash attention's result `o` seen through views,
