@@ -17,6 +17,10 @@ use crate::{CodegenError, Device};
 use fusebench_ir::op_gemm::{attention_dims, GemmOp};
 use fusebench_ir::{DType, Fusion, Literal, Node, Op, ValueId};
 
+/// What an attention node becomes in the plan: its kernels, their source,
+/// and the temporary they share (the backward's D).
+pub(crate) type Placed = (Vec<Kernel>, String, Option<Temp>);
+
 /// Widest head dim planned: Q, K and V tiles of 64 rows fit the shared
 /// memory a block may opt into (227 KiB on sm_90) up to 256.
 const MAX_HEAD: usize = 256;
@@ -42,14 +46,15 @@ fn constant(f: &Fusion, op: &str, v: ValueId, what: &str) -> Result<Literal, Cod
 }
 
 /// Causal flag and scale of a flash call (`default_dim`: the head dim
-/// nvFuser's default scale reads), with what the kernels cannot run refused.
+/// nvFuser's default scale reads), and its batch rows (the grid's y), with
+/// what the kernels cannot run refused.
 fn flags(
     f: &Fusion,
     op: &str,
     (dropout_p, is_causal, scale): (Option<ValueId>, Option<ValueId>, Option<ValueId>),
     default_dim: usize,
-    (l, s, e, ev): (usize, usize, usize, usize),
-) -> Result<(bool, Scale), CodegenError> {
+    (batch, l, s, e, ev): (&[usize], usize, usize, usize, usize),
+) -> Result<(bool, Scale, usize), CodegenError> {
     if let Some(p) = dropout_p {
         let p = constant(f, op, p, "dropout_p")?.as_f64();
         if p != 0.0 {
@@ -90,7 +95,11 @@ fn flags(
             },
         },
     };
-    Ok((causal, scale))
+    let nb: usize = batch.iter().product();
+    if nb == 0 || nb > 65535 {
+        return Err(unsupported(format!("{op} over {nb} batch rows (the grid's y holds 1 to 65535)")));
+    }
+    Ok((causal, scale, nb))
 }
 
 /// An operand as a kernel reads it: buffer, element offset, row stride and
@@ -185,7 +194,7 @@ pub(crate) fn kernel(
     place: &dyn Fn(ValueId) -> Result<Place, CodegenError>,
     outs: &[Option<KernelArg>],
     dev: Device,
-) -> Result<Result<(Kernel, String), ValueId>, CodegenError> {
+) -> Result<Result<Placed, ValueId>, CodegenError> {
     let Op::Gemm(GemmOp::SdpfaFwd {
         query,
         key,
@@ -202,11 +211,7 @@ pub(crate) fn kernel(
     let (sq, sk, sv) = (shape(query), shape(key), shape(value));
     let (batch, l, s, e, ev) = attention_dims("sdpfa_fwd", &sq, &sk, &sv).map_err(|e| unsupported(e.to_string()))?;
     let dtype = f.value(query).dtype;
-    let (causal, scale) = flags(f, "sdpfa_fwd", (dropout_p, is_causal, scale), e, (l, s, e, ev))?;
-    let nb: usize = batch.iter().product();
-    if nb == 0 || nb > 65535 {
-        return Err(unsupported(format!("sdpfa_fwd over {nb} batch rows (the grid's y holds 1 to 65535)")));
-    }
+    let (causal, scale, nb) = flags(f, "sdpfa_fwd", (dropout_p, is_causal, scale), e, (&batch, l, s, e, ev))?;
     let mut ops = vec![];
     for (v, sh) in [(query, &sq), (key, &sk), (value, &sv)] {
         match read(&place(v)?, sh, &batch, true) {
@@ -288,14 +293,11 @@ pub(crate) fn kernel(
         shared_bytes,
         fill: None,
     };
-    Ok(Ok((kernel, src)))
+    Ok(Ok((vec![kernel], src, None)))
 }
 
 /// Rows the backward's loop takes per step (`prelude/attention_bwd.cu`'s BN).
 const BWD_STEP: usize = 64;
-
-/// The backward's kernels, their source and the temporary of D they share.
-pub(crate) type Backward = (Vec<Kernel>, String, Temp);
 
 /// One of the backward's kernels: 4 warps, `text` its wrapper.
 fn bwd_kernel(name: String, grid: [u32; 3], args: Vec<KernelArg>, summary: String, why: &str, text: &str, shared: usize) -> Kernel {
@@ -323,7 +325,7 @@ pub(crate) fn backward(
     place: &dyn Fn(ValueId) -> Result<Place, CodegenError>,
     outs: &[KernelArg],
     temp: usize,
-) -> Result<Result<Backward, ValueId>, CodegenError> {
+) -> Result<Result<Placed, ValueId>, CodegenError> {
     let Op::Gemm(GemmOp::SdpfaBwd {
         grad_output,
         query,
@@ -345,12 +347,8 @@ pub(crate) fn backward(
     let (sq, sk, sv) = (shape(query), shape(key), shape(value));
     let (batch, l, s, e, ev) = attention_dims(op, &sq, &sk, &sv).map_err(|e| unsupported(e.to_string()))?;
     // nvFuser's default scale reads the last dim of grad_output (Ev).
-    let (causal, scale) = flags(f, op, (dropout_p, is_causal, scale), ev, (l, s, e, ev))?;
+    let (causal, scale, nb) = flags(f, op, (dropout_p, is_causal, scale), ev, (&batch, l, s, e, ev))?;
     let dtype = f.value(query).dtype;
-    let nb: usize = batch.iter().product();
-    if nb == 0 || nb > 65535 {
-        return Err(unsupported(format!("{op} over {nb} batch rows (the grid's y holds 1 to 65535)")));
-    }
     let operands = [(grad_output, true), (query, true), (key, true), (value, true), (output, true), (logsumexp, false)];
     let mut reads = vec![];
     for (v, tiled) in operands {
@@ -460,5 +458,5 @@ pub(crate) fn backward(
         what: format!("D = rowsum(dO * O) of {} (sdpfa_bwd)", name(n.outputs[0])),
         zeroed: false,
     };
-    Ok(Ok((kernels, src, temp)))
+    Ok(Ok((kernels, src, Some(temp))))
 }

@@ -136,6 +136,8 @@ struct Joiner<'a> {
     outputs: Vec<Option<OutputPlan>>,
     hidden: Vec<OutputPlan>,
     at: HashMap<ValueId, Place>,
+    /// Each output's layout of its own, where it has one (`layout::orders`).
+    orders: Vec<Option<Vec<usize>>>,
 }
 
 impl<'a> Joiner<'a> {
@@ -173,6 +175,7 @@ impl<'a> Joiner<'a> {
             outputs: vec![None; f.outputs.len()],
             hidden: vec![],
             at: HashMap::new(),
+            orders: crate::layout::orders(f),
         }
     }
 
@@ -371,8 +374,7 @@ impl<'a> Joiner<'a> {
             strides: None,
         };
         let positions: Vec<usize> = (0..f.outputs.len()).filter(|&p| f.outputs[p] == r).collect();
-        let orders = crate::layout::orders(f);
-        if let Some(&p) = positions.iter().find(|&&p| orders[p].is_some()) {
+        if let Some(&p) = positions.iter().find(|&&p| self.orders[p].is_some()) {
             return Err(unsupported(format!(
                 "output {p} ({}), a matrix product's or attention's result, in a layout other than row-major",
                 val.name
@@ -400,35 +402,29 @@ impl<'a> Joiner<'a> {
     }
 
     /// Places flash attention node `i`: its kernels after those planned so
-    /// far, its results in buffers (the philox seed and offset only where
-    /// something reads them).
+    /// far, its results in buffers (the forward's philox seed and offset only
+    /// where something reads them).
     fn attention(&mut self, i: usize, n: &Node) -> Result<Result<(), ValueId>, CodegenError> {
         let f = self.f;
-        if matches!(n.op, Op::Gemm(GemmOp::SdpfaBwd { .. })) {
-            let outs = n.outputs.iter().map(|&r| self.result_buffer(r)).collect::<Result<Vec<_>, _>>()?;
-            let place = |v: ValueId| self.place(v);
-            return match crate::attention::backward(f, n, i, &place, &outs, self.out.temps.len())? {
-                Ok((ks, src, temp)) => {
-                    self.text.push('\n');
-                    self.text.push_str(&src);
-                    self.out.kernels.extend(ks);
-                    self.out.temps.push(temp);
-                    Ok(Ok(()))
-                }
-                Err(v) => Ok(Err(v)),
-            };
-        }
+        let backward = matches!(n.op, Op::Gemm(GemmOp::SdpfaBwd { .. }));
         let mut outs = vec![];
         for (j, &r) in n.outputs.iter().enumerate() {
             let read = f.outputs.contains(&r) || f.nodes.iter().any(|m| m.op.operands().contains(&r));
-            outs.push(if j < 2 || read { Some(self.result_buffer(r)?) } else { None });
+            outs.push(if backward || j < 2 || read { Some(self.result_buffer(r)?) } else { None });
         }
         let place = |v: ValueId| self.place(v);
-        match crate::attention::kernel(f, n, i, &place, &outs, self.dev)? {
-            Ok((k, src)) => {
+        let placed = if backward {
+            let outs: Vec<KernelArg> = outs.into_iter().flatten().collect();
+            crate::attention::backward(f, n, i, &place, &outs, self.out.temps.len())?
+        } else {
+            crate::attention::kernel(f, n, i, &place, &outs, self.dev)?
+        };
+        match placed {
+            Ok((ks, src, temp)) => {
                 self.text.push('\n');
                 self.text.push_str(&src);
-                self.out.kernels.push(k);
+                self.out.kernels.extend(ks);
+                self.out.temps.extend(temp);
                 Ok(Ok(()))
             }
             Err(v) => Ok(Err(v)),
