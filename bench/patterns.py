@@ -93,7 +93,8 @@ class Fusion:
         self.n += 1
         strides = strides or dense(shape)
         contiguity, order = descriptor(shape, strides)
-        nv, tdt = {"data": (self.nv, self.torch_dt), "float": ("Float", "torch.float32"), "ids": ("Int", "torch.int64")}[kind]
+        nv, tdt = {"data": (self.nv, self.torch_dt), "float": ("Float", "torch.float32"), "ids": ("Int", "torch.int64"),
+                   "e4m3": ("Float8_e4m3fn", "torch.float8_e4m3fn"), "offs": ("Int32", "torch.int32")}[kind]
         so = "" if order == list(range(len(shape) - 1, -1, -1)) else f", stride_order={order}"
         self.defs.append(f"{name} = fd.define_tensor(shape={list(shape)}, contiguity={contiguity}, dtype=DataType.{nv}, is_cpu=False{so})")
         size = "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
@@ -449,10 +450,47 @@ def matmul(f, r, c):
     f.outs.append("y")
 
 
+def scaled_mm(f, r, c, rowwise=False):
+    """An FP8 product as torch._scaled_mm takes it: x [r, c] row-major times the transpose of a weight [c, c]
+    held [out, in] (a view with k contiguous), e4m3 both, Float scales (one each, or one per row and per
+    column), D in the dtype."""
+    x = f.input([r, c], kind="e4m3", cast=False)
+    w = f.input([c, c], kind="e4m3", cast=False)
+    sx = f.input([r, 1] if rowwise else [], kind="float")
+    sw = f.input([1, c] if rowwise else [], kind="float")
+    f.op(f"wt = fd.ops.permute({w}, dims=[1, 0])")
+    f.op(f"y, _, _ = fd.ops.scaled_mm({x}, wt, {sx}, {sw}, dtype=DataType.{f.nv})")
+    f.outs.append("y")
+
+
+def grouped_mm(f, r, c, groups=8):
+    """An MoE layer's expert products: r tokens sorted by expert [r, c] times each expert's weight, held
+    [groups, c, c] as [out, in] and read transposed (k contiguous, as torch._grouped_mm takes it). The
+    offsets are drawn by whoever runs the script (bench/peers.py: an even split; fusebench: a random one)."""
+    x, w, o = f.input([r, c], cast=False), f.input([groups, c, c], cast=False), f.input([groups], kind="offs")
+    f.op(f"wt = fd.ops.permute({w}, dims=[0, 2, 1])")
+    f.op(f"y = fd.ops.grouped_mm({x}, wt, {o})")
+    f.outs.append("y")
+
+
+def grouped_mm_k(f, r, c, groups=8):
+    """The experts' weight gradients: x^T [c, r] times dy [r, c], the groups cutting the r tokens (k);
+    both held with the tokens contiguous."""
+    xt, dy, o = f.input([c, r], cast=False), f.input([c, r], cast=False), f.input([groups], kind="offs")
+    f.op(f"dyt = fd.ops.permute({dy}, dims=[1, 0])")
+    f.op(f"y = fd.ops.grouped_mm({xt}, dyt, {o})")
+    f.outs.append("y")
+
+
 GEMM_PATTERNS = {
     "linear": (linear, ["rowmajor", "colmajor"]),
     "linear_gelu": (linear_gelu, ["rowmajor", "colmajor"]),
     "matmul": (matmul, ["rowmajor", "colmajor"]),
+    # The weight is always read k contiguous, as torch._scaled_mm takes it (a transposed view).
+    "scaled_mm": (scaled_mm, ["colmajor"]),
+    "scaled_mm_rowwise": (lambda f, r, c: scaled_mm(f, r, c, rowwise=True), ["colmajor"]),
+    "grouped_mm": (grouped_mm, ["colmajor"]),
+    "grouped_mm_k": (grouped_mm_k, ["colmajor"]),
 }
 FAMILIES = {"schedules": list(PATTERNS), "gemm": list(GEMM_PATTERNS)}
 PATTERNS = {**PATTERNS, **GEMM_PATTERNS}

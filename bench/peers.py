@@ -36,7 +36,23 @@ def script_parts(path):
     exec(compile(text, path, "exec"), ns)
     inputs = ns["inputs"]
     valid_indices(inputs)
+    group_offsets(path, inputs)
     return ns["fd"], inputs
+
+
+def group_offsets(path, inputs):
+    """grouped_mm's offsets made an even split of the extent they cut: a script's make_tensor cannot draw
+    valid ones (nondecreasing group ends that end at the extent), and every peer times the same groups."""
+    d = json.loads(fusebench.fusion_json(path))
+    vals = d["values"]
+    for n in d["nodes"]:
+        o = n["op"]
+        if o.get("op") == "gemm" and o.get("gemm_op") == "grouped_mm" and o["offsets"] in d["inputs"]:
+            i = d["inputs"].index(o["offsets"])
+            a, b = vals[o["mat1"]]["shape"], vals[o["mat2"]]["shape"]
+            ext = a[0] if (len(a), len(b)) == (2, 3) else b[1] if len(a) == 3 else a[-1]
+            g = inputs[i].numel()
+            inputs[i] = torch.tensor([ext * (j + 1) // g for j in range(g)], dtype=torch.int32, device="cuda")
 
 
 def timed(label, fn, *args, **kw):
@@ -210,7 +226,7 @@ def main():
         try:
             fj = fusebench.fusion_json(path)
             # Inductor runs a product as cuBLAS (no Triton kernel) whether or not it compiled the rest.
-            products = any(n["op"]["op"] in ("matmul", "linear") for n in json.loads(fj)["nodes"])
+            products = any(n["op"]["op"] in ("matmul", "linear", "gemm") for n in json.loads(fj)["nodes"])
             fn = build(fj)
             with torch.no_grad():
                 if "eager" not in skip:

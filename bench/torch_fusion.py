@@ -24,6 +24,8 @@ DTYPES = {
     "Int32": torch.int32,
     "Bool": torch.bool,
     "Index": torch.int64,
+    "Float8E4m3fn": torch.float8_e4m3fn,
+    "Float8E5m2": torch.float8_e5m2,
 }
 # Scalar arithmetic stays in Python: a torch scalar's .item() would break torch.compile's graph.
 SCALAR_BINARY = {
@@ -177,6 +179,11 @@ def build(fusion_json):
             elif k == "linear":
                 b = o.get("bias")
                 r = F.linear(val(o["a"]), val(o["weight"]), None if b is None else val(b))
+            elif k == "gemm" and o["gemm_op"] == "grouped_mm":
+                r = torch._grouped_mm(val(o["mat1"]), val(o["mat2"]), offs=val(o["offsets"]))
+            elif k == "gemm" and o["gemm_op"] == "scaled_mm":
+                r = torch._scaled_mm(val(o["mat1"]), val(o["mat2"]), scale_a=val(o["scale1"]),
+                                     scale_b=val(o["scale2"]), out_dtype=DTYPES[o["dtype"]])
             else:
                 raise NotImplementedError(f"op {k}")
             env[outs[0]] = typed(r, outs[0])

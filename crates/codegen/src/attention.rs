@@ -176,7 +176,7 @@ fn elem(dtype: DType) -> &'static str {
     }
 }
 
-fn wrapper(name: &str, threads: usize, params: &[String], body: &str) -> String {
+pub(crate) fn wrapper(name: &str, threads: usize, params: &[String], body: &str) -> String {
     format!(
         "extern \"C\" __global__ void __launch_bounds__({threads}) {name}({}) {{\n{body}}}\n",
         params.join(", ")

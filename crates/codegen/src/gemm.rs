@@ -27,14 +27,17 @@ pub fn present(f: &Fusion) -> bool {
     f.nodes.iter().any(|n| is_product(&n.op))
 }
 
-/// Ops run between the stages' kernels: the library's products, and flash
-/// attention's own kernel (crate::attention), placed the same way.
+/// Ops run between the stages' kernels: the library's products (`scaled_mm`
+/// among them, its FP8 operands read by cuBLASLt), and flash attention's own
+/// kernel (crate::attention), placed the same way.
 fn is_product(op: &Op) -> bool {
-    matches!(op, Op::Matmul { .. } | Op::Linear { .. }) || is_attention(op)
+    matches!(op, Op::Matmul { .. } | Op::Linear { .. } | Op::Gemm(GemmOp::ScaledMm { .. })) || own_kernel(op)
 }
 
-fn is_attention(op: &Op) -> bool {
-    matches!(op, Op::Gemm(GemmOp::SdpfaFwd { .. } | GemmOp::SdpfaBwd { .. }))
+/// Ops placed like products whose kernels are ours: flash attention
+/// (crate::attention) and grouped products (crate::grouped_mm).
+fn own_kernel(op: &Op) -> bool {
+    matches!(op, Op::Gemm(GemmOp::SdpfaFwd { .. } | GemmOp::SdpfaBwd { .. } | GemmOp::GroupedMm { .. }))
 }
 
 /// How many products each value depends on, through its longest chain.
@@ -65,22 +68,33 @@ pub(crate) fn plan(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], dev: Device)
             "outputs that update an input in place (`alias_input`) in a fusion with matrix products".into(),
         ));
     }
-    // Consumers the library's epilogue computes: the product writes their
-    // value, and their ops are left unread.
-    let (g, epilogues) = absorb(f, dev);
-    let f = &g;
-    // Operands found unreadable as laid out are copied by their stage, and
-    // the plan made again; each value is copied at most once.
-    let mut copies = BTreeSet::new();
-    loop {
-        match Joiner::new(f, layouts, dev, &copies, &epilogues).run()? {
-            Ok(p) => return Ok(p),
-            Err(v) if copies.insert(v) => {}
-            Err(v) => {
-                return Err(unsupported(format!(
-                    "the library cannot read {} even written densely",
-                    f.value(v).name
-                )))
+    // FP8 products cuBLASLt cannot read as laid out run in Float instead
+    // (crate::rewrite::scaled_mm_for_library); each is found by the joiner,
+    // which names its result, and the plan made again.
+    let mut upcast = BTreeSet::new();
+    'upcast: loop {
+        let (split, scaled) = crate::rewrite::scaled_mm_for_library(f, &upcast)?;
+        // Consumers the library's epilogue computes: the product writes their
+        // value, and their ops are left unread.
+        let (g, epilogues) = absorb(&split, dev);
+        let f = &g;
+        // Operands found unreadable as laid out are copied by their stage, and
+        // the plan made again; each value is copied at most once.
+        let mut copies = BTreeSet::new();
+        loop {
+            match Joiner::new(f, layouts, dev, &copies, &epilogues, &scaled.unscaled).run()? {
+                Ok(p) => return Ok(p),
+                Err(v) => match scaled.origin.get(&v) {
+                    Some(&r) if upcast.insert(r) => continue 'upcast,
+                    Some(_) => return Err(unsupported(format!("{} is run in Float and still unreadable", f.value(v).name))),
+                    None if copies.insert(v) => {}
+                    None => {
+                        return Err(unsupported(format!(
+                            "the library cannot read {} even written densely",
+                            f.value(v).name
+                        )))
+                    }
+                },
             }
         }
     }
@@ -96,8 +110,8 @@ fn absorb(f: &Fusion, dev: Device) -> (Fusion, HashMap<usize, (Epilogue, f64)>) 
         return (g, epilogues);
     }
     for i in 0..f.nodes.len() {
-        // (`find` takes 16-bit and Float products only.)
-        if !is_product(&f.nodes[i].op) || is_attention(&f.nodes[i].op) {
+        // (`find` takes 16-bit and Float products only; FP8 ones are planned plain.)
+        if !matches!(f.nodes[i].op, Op::Matmul { .. } | Op::Linear { .. }) {
             continue;
         }
         let r = f.nodes[i].outputs[0];
@@ -129,6 +143,8 @@ struct Joiner<'a> {
     dev: Device,
     copies: &'a BTreeSet<ValueId>,
     epilogues: &'a HashMap<usize, (Epilogue, f64)>,
+    /// `scaled_mm` results planned as the plain product (crate::rewrite).
+    unscaled: &'a BTreeSet<ValueId>,
     level: Vec<usize>,
     results: BTreeSet<ValueId>,
     out: Plan,
@@ -147,6 +163,7 @@ impl<'a> Joiner<'a> {
         dev: Device,
         copies: &'a BTreeSet<ValueId>,
         epilogues: &'a HashMap<usize, (Epilogue, f64)>,
+        unscaled: &'a BTreeSet<ValueId>,
     ) -> Self {
         let results = f
             .nodes
@@ -160,6 +177,7 @@ impl<'a> Joiner<'a> {
             dev,
             copies,
             epilogues,
+            unscaled,
             level: levels(f),
             results,
             out: Plan {
@@ -343,8 +361,8 @@ impl<'a> Joiner<'a> {
             if self.level[n.outputs[0].index()] != s {
                 continue;
             }
-            if is_attention(&n.op) {
-                if let Err(v) = self.attention(i, n)? {
+            if own_kernel(&n.op) {
+                if let Err(v) = self.own_kernels(i, n)? {
                     return Ok(Err(v));
                 }
                 continue;
@@ -401,10 +419,10 @@ impl<'a> Joiner<'a> {
         Ok(arg)
     }
 
-    /// Places flash attention node `i`: its kernels after those planned so
-    /// far, its results in buffers (the forward's philox seed and offset only
-    /// where something reads them).
-    fn attention(&mut self, i: usize, n: &Node) -> Result<Result<(), ValueId>, CodegenError> {
+    /// Places node `i`, flash attention or a grouped product: its kernels
+    /// after those planned so far, its results in buffers (the attention
+    /// forward's philox seed and offset only where something reads them).
+    fn own_kernels(&mut self, i: usize, n: &Node) -> Result<Result<(), ValueId>, CodegenError> {
         let f = self.f;
         let backward = matches!(n.op, Op::Gemm(GemmOp::SdpfaBwd { .. }));
         let mut outs = vec![];
@@ -413,7 +431,9 @@ impl<'a> Joiner<'a> {
             outs.push(if backward || j < 2 || read { Some(self.result_buffer(r)?) } else { None });
         }
         let place = |v: ValueId| self.place(v);
-        let placed = if backward {
+        let placed = if matches!(n.op, Op::Gemm(GemmOp::GroupedMm { .. })) {
+            crate::grouped_mm::kernel(f, n, i, &place, outs[0].expect("a grouped product's result has a buffer"))?
+        } else if backward {
             let outs: Vec<KernelArg> = outs.into_iter().flatten().collect();
             crate::attention::backward(f, n, i, &place, &outs, self.out.temps.len())?
         } else {
@@ -444,7 +464,9 @@ impl<'a> Joiner<'a> {
     }
 
     /// The product node `n` writing `out` (one product per index of batch
-    /// dims that do not collapse), or the operand to copy first.
+    /// dims that do not collapse), or the operand to copy first (a
+    /// `scaled_mm` the library cannot read names its own result: it is run
+    /// in Float).
     fn product(&self, n: &Node, out: KernelArg) -> Result<Result<Vec<Product>, ValueId>, CodegenError> {
         let f = self.f;
         let name = |v: ValueId| f.value(v).name.clone();
@@ -531,6 +553,8 @@ impl<'a> Joiner<'a> {
                         out_offset: off[2],
                         epilogue: Epilogue::None,
                         alpha: 1.0,
+                        operands: None,
+                        scales: None,
                         before: self.out.kernels.len(),
                     });
                 }
@@ -604,6 +628,56 @@ impl<'a> Joiner<'a> {
                     out_offset: 0,
                     epilogue: Epilogue::None,
                     alpha: 1.0,
+                    operands: None,
+                    scales: None,
+                    before: self.out.kernels.len(),
+                }]))
+            }
+            Op::Gemm(GemmOp::ScaledMm { mat1, mat2, scale1, scale2, .. }) => {
+                let (sa, sb) = (self.shape(mat1), self.shape(mat2));
+                let (m, k, nn) = (sa[0], sa[1], sb[1]);
+                let (pa, pb) = (place(mat1)?, place(mat2)?);
+                let oa = Operand { arg: pa.0, offset: pa.2, strides: [0, pa.1[0], pa.1[1]] };
+                let ob = Operand { arg: pb.0, offset: pb.2, strides: [0, pb.1[0], pb.1[1]] };
+                // cuBLASLt reads FP8 operands with k contiguous only; a dense
+                // copy (row-major) would not give that to mat2.
+                // cuBLASLt's FP8 kernels read both operands with k contiguous,
+                // every row 16 bytes apart and aligned, and write rows of 16
+                // bytes; otherwise the product runs in Float (its own result
+                // named: crate::rewrite). Extent-1 dims take any stride.
+                let lines16 = |o: &Operand, ld: i64| ld % 16 == 0 && o.offset % 16 == 0;
+                let mat1_ok = (oa.strides[2] == 1 || k <= 1) && (m <= 1 || oa.strides[1] >= k as i64) && lines16(&oa, oa.strides[1]);
+                let mat2_ok = (ob.strides[1] == 1 || k <= 1) && (nn <= 1 || ob.strides[2] >= k as i64) && lines16(&ob, ob.strides[2]);
+                let rows_ok = k.is_multiple_of(16) && (nn * dtype.size_bytes()).is_multiple_of(16);
+                if !(mat1_ok && mat2_ok && rows_ok) {
+                    return Ok(Err(r));
+                }
+                let scales = if self.unscaled.contains(&r) {
+                    None
+                } else {
+                    let one = |v: ValueId| -> Result<Operand, CodegenError> {
+                        let p = place(v)?;
+                        Ok(Operand { arg: p.0, offset: p.2, strides: [0, 0, 0] })
+                    };
+                    Some([one(scale1)?, one(scale2)?])
+                };
+                let how = if scales.is_some() { "" } else { " (unscaled: each row's and column's scale after)" };
+                Ok(Ok(vec![Product {
+                    summary: format!("scaled_mm {} = {} x {}{how}", name(r), name(mat1), name(mat2)),
+                    dtype,
+                    batch: 1,
+                    m,
+                    n: nn,
+                    k,
+                    a: oa,
+                    b: ob,
+                    bias: None,
+                    out,
+                    out_offset: 0,
+                    epilogue: Epilogue::None,
+                    alpha: 1.0,
+                    operands: Some([f.value(mat1).dtype, f.value(mat2).dtype]),
+                    scales,
                     before: self.out.kernels.len(),
                 }]))
             }

@@ -30,6 +30,8 @@ pub enum Schedule {
     Transpose,
     /// Flash attention forward (attention.rs).
     Attention,
+    /// Grouped matrix products (grouped_mm.rs).
+    Grouped,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -219,6 +221,13 @@ pub struct Product {
     /// D is alpha times the product (a constant scale of its consumer).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub alpha: f64,
+    /// A's and B's dtypes where they are not `dtype` (`scaled_mm`'s FP8 operands).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operands: Option<[DType; 2]>,
+    /// One Float each that A and B are scaled by (`scaled_mm` with one scale
+    /// per operand), read by the library where they lie.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scales: Option<[Operand; 2]>,
     pub before: usize,
 }
 
@@ -239,8 +248,9 @@ impl Product {
                 arg(&o.arg), o.offset, o.strides[0], o.strides[1], o.strides[2]
             )
         };
+        let inputs = self.operands.map(|[a, b]| format!(", operands {a} and {b}")).unwrap_or_default();
         let mut lines = vec![
-            format!("{} (cuBLASLt, {} accumulation)", self.summary, if self.dtype == DType::Double { "f64" } else { "f32" }),
+            format!("{} (cuBLASLt, {} accumulation{inputs})", self.summary, if self.dtype == DType::Double { "f64" } else { "f32" }),
             format!(
                 "{}m {} x n {} x k {}, {} into {}{} (dense row-major){}",
                 if self.batch > 1 { format!("batch {} of ", self.batch) } else { String::new() },
@@ -268,6 +278,12 @@ impl Product {
         ]);
         if let Some(b) = &self.bias {
             lines.push(format!("bias: {} from element {}, batch stride {}", arg(&b.arg), b.offset, b.strides[0]));
+        }
+        if let Some([sa, sb]) = &self.scales {
+            lines.push(format!(
+                "scaled by A's scale ({} element {}) and B's ({} element {}) in the product, before D is rounded to {}",
+                arg(&sa.arg), sa.offset, arg(&sb.arg), sb.offset, self.dtype
+            ));
         }
         lines
     }

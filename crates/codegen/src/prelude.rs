@@ -15,6 +15,8 @@ const CORE: &str = include_str!("prelude/core.cu");
 pub const ATTENTION: &str = include_str!("prelude/attention.cu");
 /// Flash attention's backward section (after the forward's, whose helpers it uses).
 pub const ATTENTION_BWD: &str = include_str!("prelude/attention_bwd.cu");
+/// The grouped product's section (after attention's, whose helpers it uses).
+pub const GROUPED_MM: &str = include_str!("prelude/grouped_mm.cu");
 
 /// The optional sections in the order they are written: a section may use
 /// names of the core and of the sections before it.
@@ -27,6 +29,7 @@ const SECTIONS: &[&str] = &[
     include_str!("prelude/complex_prod.cu"),
     ATTENTION,
     ATTENTION_BWD,
+    GROUPED_MM,
 ];
 
 /// The last line of every prelude: where the kernels begin.

@@ -9,15 +9,9 @@ use fusebench_ir::{Fusion, Op};
 fn why(op: &Op) -> Option<&'static str> {
     match op {
         // Reached only where crate::gemm could not take a product apart.
-        Op::Matmul { .. }
-        | Op::Linear { .. }
-        | Op::Gemm(fusebench_ir::GemmOp::SdpfaFwd { .. } | fusebench_ir::GemmOp::SdpfaBwd { .. }) => Some(
-            "a matrix product or attention inside a kernel: they run between kernels (crate::gemm)",
-        ),
-        Op::Gemm(_) => Some(
-            "grouped and scaled matrix products have no GPU kernel yet (planned: cuBLASLt); \
-             the CPU reference runs them (`fusebench check` without --device gpu)",
-        ),
+        Op::Matmul { .. } | Op::Linear { .. } | Op::Gemm(_) => {
+            Some("a matrix product or attention inside a kernel: they run between kernels (crate::gemm)")
+        }
         _ => None,
     }
 }

@@ -16,18 +16,97 @@
 //!   along the reduced dims (a slice, squeezed unless keepdim), M2 a full 0, N
 //!   a full count, and var_mean's var `0 * (1 / max(N - correction, 0))` in
 //!   Double (0, or NaN when no degree of freedom is left).
+//! - For the planner of matrix products only ([`scaled_mm_for_library`]):
+//!   `scaled_mm` as cuBLASLt runs it (FP8, or in Float where its FP8 kernels
+//!   cannot read the operands; a scale per row and per column after the
+//!   product).
 //!
 //! A fusion without such ops is returned as it is, so its kernels do not change.
 
 use crate::CodegenError;
 use fusebench_ir::dtype_ops::ComplexOp;
 use fusebench_ir::infer::norm_dims;
-use fusebench_ir::{DType, Fusion, FusionBuilder, Literal, Node, Op, ReduceOp, Value, ValueDef, ValueId};
+use fusebench_ir::{BinaryOp, DType, Fusion, FusionBuilder, GemmOp, Literal, Node, Op, ReduceOp, Value, ValueDef, ValueId};
 use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
 
 /// `f` with its complex sums and integer statistics rewritten, or `f` itself
 /// when it has none.
 pub fn apply(f: &Fusion) -> Result<Cow<'_, Fusion>, CodegenError> {
+    rebuild(f, wanted, |g, _, op, names| lower(g, op, names))
+}
+
+/// What [`scaled_mm_for_library`] made of each `scaled_mm`.
+#[derive(Default, Debug)]
+pub struct Scaled {
+    /// Products planned as the plain product of their operands: the rows'
+    /// and columns' scales are applied by the ops after them.
+    pub unscaled: BTreeSet<ValueId>,
+    /// Each `scaled_mm` left to the library, by its result in the new fusion:
+    /// the result it had in the fusion given.
+    pub origin: HashMap<ValueId, ValueId>,
+}
+
+/// `f` with its `scaled_mm`s made into what cuBLASLt runs, for the planner of
+/// matrix products only (crate::gemm):
+/// - one whose result (in `f`) is in `upcast`, which cuBLASLt's FP8 kernels
+///   cannot read, becomes `matmul` of its operands cast to Float (exact:
+///   Float holds every FP8 value), times each scale, cast to its dtype;
+/// - one with a scale per row and per column becomes the same `scaled_mm` in
+///   Float read as the unscaled product (recorded in [`Scaled::unscaled`]),
+///   times each scale, cast to its dtype: cuBLASLt scales a product by one
+///   number per operand only (its outer-vector scales are refused on the
+///   H200: CUBLAS_STATUS_INVALID_VALUE, measured);
+/// - one with a scale per operand stays as it is.
+///
+/// Where the new fusion names a `scaled_mm` in `unscaled`, that node means
+/// the plain product: the planner of products takes that meaning, and the
+/// fusion goes nowhere else.
+pub fn scaled_mm_for_library<'a>(f: &'a Fusion, upcast: &BTreeSet<ValueId>) -> Result<(Cow<'a, Fusion>, Scaled), CodegenError> {
+    let mut out = Scaled::default();
+    let is_scaled = |_: &Fusion, op: &Op| matches!(op, Op::Gemm(GemmOp::ScaledMm { .. }));
+    let g = rebuild(f, is_scaled, |g, node, op, names| {
+        let Op::Gemm(GemmOp::ScaledMm { mat1, mat2, scale1, scale2, dtype }) = *op else {
+            unreachable!("only scaled_mm is made over")
+        };
+        let r = node.outputs[0];
+        let name = names.first().copied().unwrap_or("scaled_mm");
+        let p = if upcast.contains(&r) {
+            let a = add1(g, Op::Cast { x: mat1, dtype: DType::Float }, Some(&format!("{name}_mat1_in_float")))?;
+            let b = add1(g, Op::Cast { x: mat2, dtype: DType::Float }, Some(&format!("{name}_mat2_in_float")))?;
+            add1(g, Op::Matmul { a, b }, Some(&format!("{name}_in_float")))?
+        } else if rowwise(f, &node.op) {
+            let product = Op::Gemm(GemmOp::ScaledMm { mat1, mat2, scale1, scale2, dtype: DType::Float });
+            let p = add1(g, product, Some(&format!("{name}_unscaled")))?;
+            out.unscaled.insert(p);
+            out.origin.insert(p, r);
+            p
+        } else {
+            let p = add1(g, op.clone(), Some(name))?;
+            out.origin.insert(p, r);
+            return Ok(vec![p]);
+        };
+        let rows = add1(g, Op::Binary { kind: BinaryOp::Mul, a: p, b: scale1 }, None)?;
+        let both = add1(g, Op::Binary { kind: BinaryOp::Mul, a: rows, b: scale2 }, None)?;
+        Ok(vec![add1(g, Op::Cast { x: both, dtype }, Some(name))?])
+    })?;
+    Ok((g, out))
+}
+
+/// Whether `op` is a `scaled_mm` with rowwise scales.
+fn rowwise(f: &Fusion, op: &Op) -> bool {
+    let Op::Gemm(GemmOp::ScaledMm { scale1, scale2, .. }) = op else { return false };
+    let one = |v: &ValueId| f.value(*v).shape.as_ref().is_some_and(|s| s.iter().product::<usize>() == 1);
+    !(one(scale1) && one(scale2))
+}
+
+/// `f` with each op `wanted` says replaced by the ops `lower` gives for it
+/// (operands mapped into the new fusion), or `f` itself where none is.
+fn rebuild(
+    f: &Fusion,
+    wanted: impl Fn(&Fusion, &Op) -> bool,
+    mut lower: impl FnMut(&mut Fusion, &Node, &Op, &[&str]) -> Result<Vec<ValueId>, CodegenError>,
+) -> Result<Cow<'_, Fusion>, CodegenError> {
     if !f.nodes.iter().any(|n| wanted(f, &n.op)) {
         return Ok(Cow::Borrowed(f));
     }
@@ -53,7 +132,7 @@ pub fn apply(f: &Fusion) -> Result<Cow<'_, Fusion>, CodegenError> {
                 }
                 let outs = if wanted(f, &n.op) {
                     let names: Vec<&str> = n.outputs.iter().map(|&o| f.value(o).name.as_str()).collect();
-                    lower(&mut g, &op, &names)?
+                    lower(&mut g, n, &op, &names)?
                 } else {
                     copy(&mut g, &op, n.outputs.iter().map(|&o| f.value(o)))
                 };

@@ -230,3 +230,141 @@ fn a_constant_scale_of_the_product_alone_is_its_alpha() {
     );
     assert_eq!((q.products[0].alpha, q.kernels.len()), (1.0, 1));
 }
+
+/// `scaled_mm` of FP8 operands as torch._scaled_mm lays them out: mat1
+/// row-major, mat2 a column-major view.
+const SCALED: &str = "    a = fd.define_tensor(shape=[32, 64], contiguity=[True, True], dtype=DataType.Float8_e4m3fn, is_cpu=False)
+    b = fd.define_tensor(shape=[64, 48], contiguity=[True, True], dtype=DataType.Float8_e5m2, is_cpu=False, stride_order=[0, 1])
+";
+
+/// Planned with mat2 (input 1) column-major, as the engine sees it.
+fn planned_scaled(body: &str) -> Plan {
+    let f = common::script(body);
+    let mut layouts = vec![None; f.inputs.len()];
+    layouts[1] = Some((vec![1, 64], 0));
+    plan(&f, &layouts, Device::default()).unwrap()
+}
+
+#[test]
+fn a_tensorwise_scaled_product_is_one_library_call_with_its_scales() {
+    let p = planned_scaled(&format!(
+        "{SCALED}    s = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu=False)
+    t = fd.define_tensor(shape=[1, 1], contiguity=[None, None], dtype=DataType.Float, is_cpu=False)
+    y, _, _ = fd.ops.scaled_mm(a, b, s, t, dtype=DataType.Half)
+    fd.add_output(y)
+"
+    ));
+    assert!(p.kernels.is_empty(), "no kernel of ours: {:?}", p.kernels);
+    assert_eq!(p.products.len(), 1);
+    let g = &p.products[0];
+    assert_eq!((g.m, g.n, g.k), (32, 48, 64));
+    assert_eq!(g.dtype, fusebench_ir::DType::Half);
+    assert_eq!(g.operands, Some([fusebench_ir::DType::Float8E4m3fn, fusebench_ir::DType::Float8E5m2]));
+    assert_eq!(g.a.strides[1..], [64, 1]);
+    assert_eq!(g.b.strides[1..], [1, 64], "mat2 read where it lies, k contiguous");
+    let s = g.scales.as_ref().expect("tensorwise scales go to the library");
+    assert_eq!((s[0].arg, s[1].arg), (KernelArg::Input(2), KernelArg::Input(3)));
+    assert_eq!(g.out, KernelArg::Output(0));
+    assert!(g.describe().iter().any(|l| l.contains("scaled by A's scale")), "{:?}", g.describe());
+}
+
+#[test]
+fn a_rowwise_scaled_product_is_the_plain_product_then_one_kernel_of_scales() {
+    let p = planned_scaled(&format!(
+        "{SCALED}    s = fd.define_tensor(shape=[32, 1], contiguity=[True, None], dtype=DataType.Float, is_cpu=False)
+    t = fd.define_tensor(shape=[1, 48], contiguity=[None, True], dtype=DataType.Float, is_cpu=False)
+    y, _, _ = fd.ops.scaled_mm(a, b, s, t, dtype=DataType.BFloat16)
+    fd.add_output(y)
+"
+    ));
+    assert_eq!(p.products.len(), 1);
+    let g = &p.products[0];
+    assert!(g.scales.is_none(), "the library multiplies by no scale");
+    assert_eq!(g.dtype, fusebench_ir::DType::Float, "the product is kept in Float for the scales");
+    assert_eq!(p.hidden_outputs, 1);
+    assert_eq!(g.out, KernelArg::Output(1));
+    assert_eq!(p.kernels.len(), 1, "one kernel scales the rows and columns and rounds");
+    let args = &p.kernels[0].args;
+    for a in [KernelArg::Output(1), KernelArg::Input(2), KernelArg::Input(3), KernelArg::Output(0)] {
+        assert!(args.contains(&a), "{a:?} not in {args:?}");
+    }
+    assert!(matches!(p.outputs[0].source, OutputSource::Written));
+}
+
+#[test]
+fn a_scaled_product_the_fp8_kernels_cannot_read_runs_in_float() {
+    // mat2 row-major (n contiguous), and k = 40 (not a multiple of 16): each
+    // alone keeps cuBLASLt's FP8 kernels out.
+    for (defs, layouts) in [
+        (SCALED, vec![None; 4]),
+        (
+            "    a = fd.define_tensor(shape=[32, 40], contiguity=[True, True], dtype=DataType.Float8_e4m3fn, is_cpu=False)
+    b = fd.define_tensor(shape=[40, 48], contiguity=[True, True], dtype=DataType.Float8_e5m2, is_cpu=False, stride_order=[0, 1])
+",
+            vec![None, Some((vec![1, 40], 0)), None, None],
+        ),
+    ] {
+        let f = common::script(&format!(
+            "{defs}    s = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu=False)
+    y, _, _ = fd.ops.scaled_mm(a, b, s, s, dtype=DataType.BFloat16)
+    fd.add_output(y)
+"
+        ));
+        let p = plan(&f, &layouts, Device::default()).unwrap();
+        assert_eq!(p.products.len(), 1);
+        let g = &p.products[0];
+        assert_eq!((g.dtype, g.operands, g.scales.is_some()), (fusebench_ir::DType::Float, None, false));
+        assert!(g.summary.starts_with("matmul y_in_float = "), "{}", g.summary);
+        // The operands' casts (one kernel per shape) before it, the scales
+        // and rounding in one kernel after it.
+        assert_eq!(p.kernels.len(), 3, "{:?}", p.kernels.iter().map(|k| &k.name).collect::<Vec<_>>());
+        assert_eq!(g.before, 2);
+    }
+}
+
+#[test]
+fn a_grouped_product_is_one_kernel_of_ours_for_each_way_its_groups_cut() {
+    let t = |name: &str, shape: &[usize], dtype: &str| {
+        let c = vec!["True"; shape.len()].join(", ");
+        format!("    {name} = fd.define_tensor(shape={shape:?}, contiguity=[{c}], dtype=DataType.{dtype}, is_cpu=False)\n")
+    };
+    for (a, b, grid, cut) in [
+        // Tiles at most: whole ones of the extent cut, plus one partial a group.
+        (&[160, 64][..], &[3, 64, 80][..], 2 + 3, "m (rows of mat1)"),
+        (&[3, 96, 64][..], &[64, 160][..], 2 + 3, "n (columns of mat2)"),
+        (&[160, 64][..], &[64, 144][..], 3 * 2 * 2, "k (each group"),
+    ] {
+        let body = format!(
+            "{}{}{}    y = fd.ops.grouped_mm(a, b, o)\n    fd.add_output(y)\n",
+            t("a", a, "BFloat16"),
+            t("b", b, "BFloat16"),
+            t("o", &[3], "Int32")
+        );
+        let p = planned(&body);
+        assert!(p.products.is_empty());
+        assert_eq!(p.kernels.len(), 1);
+        let k = &p.kernels[0];
+        assert_eq!(k.schedule, fusebench_codegen::Schedule::Grouped);
+        assert_eq!(k.grid, [grid, 1, 1], "{}", k.summary);
+        assert!(k.summary.contains(cut), "{}", k.summary);
+        assert_eq!(k.args, [KernelArg::Input(0), KernelArg::Input(1), KernelArg::Input(2), KernelArg::Output(0)]);
+        assert!(p.source.contains("fb_grouped_mm<true,"), "the section is taken");
+        // Row-major mat2 (n contiguous, not k) is read element by element.
+        assert!(p.source.contains(", false>(a + 0"), "{}", p.source);
+    }
+}
+
+#[test]
+fn a_grouped_product_of_k_contiguous_operands_copies_its_tiles_16_bytes_a_thread() {
+    let p = planned(
+        "    x = fd.define_tensor(shape=[160, 64], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    w = fd.define_tensor(shape=[4, 96, 64], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    o = fd.define_tensor(shape=[4], contiguity=[True], dtype=DataType.Int32, is_cpu=False)
+    wt = fd.ops.permute(w, dims=[0, 2, 1])
+    y = fd.ops.grouped_mm(x, wt, o)
+    fd.add_output(y)
+",
+    );
+    assert!(p.source.contains("fb_grouped_mm<true, 0, true>(a + 0, b + 0, offs + 0, d, 4, 160, 96, 64, 0, 64, 1, 6144, 1, 64)"), "{}", p.source);
+    assert!(p.kernels[0].choice.as_ref().unwrap().reason.contains("cp.async"), "{:?}", p.kernels[0].choice);
+}

@@ -434,19 +434,23 @@ impl Prepared {
     /// Addresses of a product's A, B, bias and D as the next launches see them.
     fn product_addresses(&self, p: &fusebench_codegen::Product) -> (u64, u64, Option<u64>, u64) {
         let elem = p.dtype.size_bytes();
-        let at = |o: &fusebench_codegen::Operand| crate::products::address(self.ptr(&o.arg), o.offset, elem);
+        let [ea, eb] = p.operands.map_or([elem; 2], |t| t.map(|d| d.size_bytes()));
+        let at = |o: &fusebench_codegen::Operand, e: usize| crate::products::address(self.ptr(&o.arg), o.offset, e);
         (
-            at(&p.a),
-            at(&p.b),
-            p.bias.as_ref().map(at),
+            at(&p.a, ea),
+            at(&p.b, eb),
+            p.bias.as_ref().map(|o| at(o, elem)),
             crate::products::address(self.ptr(&p.out), p.out_offset, elem),
         )
     }
 
     /// Enqueues matrix product `i` of the plan.
     fn run_product(&self, i: usize) -> Result<(), EngineError> {
-        let (a, b, bias, d) = self.product_addresses(&self.plan.products[i]);
-        self.gpu.matmul(&self.products[i], a, b, bias, d)?;
+        let p = &self.plan.products[i];
+        let (a, b, bias, d) = self.product_addresses(p);
+        // Scales are Float.
+        let scales = p.scales.as_ref().map(|s| s.each_ref().map(|o| crate::products::address(self.ptr(&o.arg), o.offset, 4)));
+        self.gpu.matmul(&self.products[i], a, b, scales, bias, d)?;
         Ok(())
     }
 

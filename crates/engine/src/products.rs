@@ -5,7 +5,7 @@
 use crate::error::EngineError;
 use fusebench_codegen::{Epilogue, Operand, Product};
 use fusebench_ir::DType;
-use fusebench_runtime::{BlasEpilogue, BlasType, Gpu, MatmulSpec, MatrixStrides, Matmul};
+use fusebench_runtime::{BlasEpilogue, BlasScales, BlasType, Gpu, MatmulSpec, MatrixStrides, Matmul};
 
 fn blas_type(d: DType) -> Result<BlasType, EngineError> {
     Ok(match d {
@@ -13,9 +13,12 @@ fn blas_type(d: DType) -> Result<BlasType, EngineError> {
         DType::BFloat16 => BlasType::BF16,
         DType::Float => BlasType::F32,
         DType::Double => BlasType::F64,
+        DType::Float8E4m3fn => BlasType::E4M3,
+        DType::Float8E5m2 => BlasType::E5M2,
         other => {
             return Err(EngineError::Codegen(fusebench_codegen::CodegenError::Unsupported(format!(
-                "matrix products of {other}: the BLAS path takes Half, BFloat16, Float and Double"
+                "matrix products of {other}: the BLAS path takes Half, BFloat16, Float and Double, \
+                 and Float8_e4m3fn or Float8_e5m2 operands of scaled_mm"
             ))))
         }
     })
@@ -55,6 +58,11 @@ pub(crate) fn prepare(gpu: &Gpu, p: &Product, a: u64, b: u64, bias: Option<u64>,
         },
         alpha: p.alpha,
         align: [alignment(a), alignment(b), bias.map_or(256, alignment), alignment(d)],
+        operands: match p.operands {
+            Some([x, y]) => Some([blas_type(x)?, blas_type(y)?]),
+            None => None,
+        },
+        scales: if p.scales.is_some() { BlasScales::PerOperand } else { BlasScales::None },
     };
     Ok(gpu.matmul_plan(&spec)?)
 }

@@ -460,8 +460,6 @@ fn golden_outputs_match_the_reference_and_nvfuser() {
 /// Remove a case once it passes on the GPU.
 #[rustfmt::skip]
 const GPU_NOT_YET: &[(&str, &str)] = &[
-    ("grouped_mm_bf16", "GEMM family: not lowered to CUDA, refused at plan time"),
-    ("scaled_mm_e4m3", "GEMM family: not lowered to CUDA, refused at plan time"),
 ];
 
 /// One golden-ops case on the GPU (both fills) against nvFuser's outputs and

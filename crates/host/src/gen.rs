@@ -52,6 +52,21 @@ enum Dist {
     Bool,
 }
 
+/// `values` (a 1-D Int32 input of `count` elements `step` apart) made a
+/// random split of `extent`: sorted cut points, the last at `extent`, so
+/// some groups may be empty as real routings leave them.
+fn group_ends(values: &mut [i32], count: usize, step: usize, extent: usize, seed: u64, input: usize) {
+    let mut rng = SmallRng::seed_from_u64(stream_seed(seed, input, usize::MAX));
+    let mut cuts: Vec<i32> = (0..count).map(|_| below(rng.next_u64(), extent as u64 + 1) as i32).collect();
+    cuts.sort_unstable();
+    if let Some(last) = cuts.last_mut() {
+        *last = extent as i32;
+    }
+    for (k, c) in cuts.into_iter().enumerate() {
+        values[k * step] = c;
+    }
+}
+
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -283,6 +298,7 @@ fn reach(shape: &[usize], strides: &[i64]) -> usize {
 /// indices are drawn in range (see [`Generated::redrawn`]).
 pub fn generate_inputs(f: &Fusion, seed: u64) -> Result<Generated, ExecError> {
     let index_uses = index_inputs(f);
+    let group_offsets = fusebench_ir::analysis::group_offset_inputs(f);
     let mut inputs = Vec::with_capacity(f.inputs.len());
     let mut redrawn = vec![];
     let mut notes = vec![];
@@ -417,7 +433,16 @@ pub fn generate_inputs(f: &Fusion, seed: u64) -> Result<Generated, ExecError> {
                     available.map(|a| a.saturating_sub(taken)),
                 )?;
                 taken = taken.saturating_add(need.unwrap_or(0));
-                let buf = draw_buffer(v.dtype, storage, dist, seed, i);
+                let mut buf = draw_buffer(v.dtype, storage, dist, seed, i);
+                if let (Some(&(_, extent)), Buffer::I32(values)) = (group_offsets.iter().find(|&&(g, _)| g == i), &mut buf) {
+                    let step = strides.first().copied().unwrap_or(1).max(1) as usize;
+                    group_ends(values, shape.first().copied().unwrap_or(0), step, extent, seed, i);
+                    notes.push(format!(
+                        "input {i} ({}): grouped_mm's offsets must be nondecreasing group ends from 0 to {extent}; drew a random split of {extent} into {} groups instead",
+                        v.name,
+                        shape.first().copied().unwrap_or(0)
+                    ));
+                }
                 let mut t = Tensor::new(v.dtype, shape.clone(), strides.clone(), 0, Arc::new(buf))
                     .map_err(|e| bad(e.to_string()))?;
                 // Values like the live run's: within the range `save` recorded.

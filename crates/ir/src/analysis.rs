@@ -63,6 +63,28 @@ pub fn index_inputs(f: &Fusion) -> Vec<IndexUse> {
     out
 }
 
+/// Inputs that are the offsets of a `grouped_mm` (1-D, Int32, read as they
+/// are), each with the extent its groups cut: valid offsets are
+/// nondecreasing group ends from 0 to that extent, ending at it.
+pub fn group_offset_inputs(f: &Fusion) -> Vec<(usize, usize)> {
+    let mut out = vec![];
+    for n in &f.nodes {
+        let Op::Gemm(crate::GemmOp::GroupedMm { mat1, mat2, offsets }) = n.op else { continue };
+        let ValueDef::TensorInput(_) = f.value(offsets).def else { continue };
+        let Some(input) = f.inputs.iter().position(|&i| i == offsets) else { continue };
+        let (a, b) = (f.value(mat1).shape.clone().unwrap_or_default(), f.value(mat2).shape.clone().unwrap_or_default());
+        let extent = match (a.len(), b.len()) {
+            (2, 3) => a[0],
+            (3, 2) => b[1],
+            _ => a.last().copied().unwrap_or(0),
+        };
+        if !out.iter().any(|&(i, _)| i == input) {
+            out.push((input, extent));
+        }
+    }
+    out
+}
+
 /// The input `v` is, moved by ops that do not change values (`None` when it
 /// is computed).
 pub(crate) fn source_input(f: &Fusion, mut v: ValueId) -> Option<usize> {

@@ -35,7 +35,7 @@ pub fn sum_bounds(f: &Fusion, inputs: &[Arg]) -> Vec<Option<Tensor>> {
     let mut extra: Vec<(usize, f64)> = Vec::new();
     for (pos, &v) in f.outputs.iter().enumerate() {
         let val = f.value(v);
-        if let Some(factor) = attention_bound(f, &mut b, v) {
+        if let Some(factor) = attention_bound(f, &mut b, v).or_else(|| fp8_product_bound(f, &mut b, v)) {
             extra.push((pos, factor));
             continue;
         }
@@ -99,14 +99,25 @@ pub fn accumulation_factor(n: usize, x: DType, y: DType) -> f64 {
     ((n.max(2) as f64).log2().ceil() + 1.0) * accumulator_roundoff(x, y)
 }
 
+fn is_attention(op: &Op) -> bool {
+    matches!(op, Op::Gemm(GemmOp::SdpfaFwd { .. } | GemmOp::SdpfaBwd { .. }))
+}
+
 /// The attention node an output is computed from, which of its outputs,
 /// and the nodes between (output first): views, casts, `set`, and additions
 /// or subtractions of values that depend on no attention.
 fn attention_chain(f: &Fusion, out: ValueId) -> Option<(usize, usize, Vec<usize>)> {
+    chain_to(f, out, is_attention)
+}
+
+/// The node `root` picks that an output is computed from, which of its
+/// outputs, and the nodes between (output first): views, casts, `set`, ops
+/// that move no value further from another (relu, neg, abs), and additions or
+/// subtractions of values that depend on no such node.
+fn chain_to(f: &Fusion, out: ValueId, root: impl Fn(&Op) -> bool) -> Option<(usize, usize, Vec<usize>)> {
     let mut tainted = vec![false; f.values.len()];
     for n in &f.nodes {
-        let t = matches!(n.op, Op::Gemm(GemmOp::SdpfaFwd { .. } | GemmOp::SdpfaBwd { .. }))
-            || n.op.operands().iter().any(|v| tainted[v.index()]);
+        let t = root(&n.op) || n.op.operands().iter().any(|v| tainted[v.index()]);
         for o in &n.outputs {
             tainted[o.index()] = t;
         }
@@ -117,8 +128,9 @@ fn attention_chain(f: &Fusion, out: ValueId) -> Option<(usize, usize, Vec<usize>
         let ValueDef::Node { node, index } = f.value(cur).def else { return None };
         let op = &f.nodes[node].op;
         cur = match op {
-            Op::Gemm(GemmOp::SdpfaFwd { .. } | GemmOp::SdpfaBwd { .. }) => return Some((node, index, chain)),
+            o if root(o) => return Some((node, index, chain)),
             o if o.is_view() || matches!(o, Op::Set { .. } | Op::Cast { .. }) => o.operands()[0],
+            Op::Unary { kind: UnaryOp::Relu | UnaryOp::Neg | UnaryOp::Abs, x } => *x,
             Op::Binary { kind: BinaryOp::Add | BinaryOp::Sub, a, b } if tainted[a.index()] != tainted[b.index()] => {
                 if tainted[a.index()] {
                     *a
@@ -160,19 +172,55 @@ fn attention_bound(f: &Fusion, b: &mut FusionBuilder, out: ValueId) -> Option<f6
         let abs_v = b.unary(UnaryOp::Abs, value).ok()?;
         let op = Op::Gemm(GemmOp::SdpfaFwd { query, key, value: abs_v, dropout_p, is_causal, scale });
         let outs = b.op(op, &["bound_o", "bound_lse", "bound_seed", "bound_offset"]).ok()?;
-        let mut v = b.cast(outs[0], DType::Double).ok()?;
-        for &node in chain.iter().rev() {
-            let op = &f.nodes[node].op;
-            if op.is_view() {
-                let mut op = op.clone();
-                *op.operands_mut()[0] = v;
-                v = b.op(op, &["bound_view"]).ok()?[0];
-            }
-        }
+        let v = b.cast(outs[0], DType::Double).ok()?;
+        let v = through_views(f, b, &chain, v)?;
         b.add_output(v).ok()
     })();
     let rounded_before = if chain.is_empty() { 0.0 } else { 2.0 * u };
     built.map(|_| u + rounded_before + accumulation_factor(keys, DType::Float, DType::Float))
+}
+
+/// `v` seen through the views of `chain` (output first), as the output
+/// sees the value the chain starts from.
+fn through_views(f: &Fusion, b: &mut FusionBuilder, chain: &[usize], mut v: ValueId) -> Option<ValueId> {
+    for &node in chain.iter().rev() {
+        let op = &f.nodes[node].op;
+        if op.is_view() {
+            let mut op = op.clone();
+            *op.operands_mut()[0] = v;
+            v = b.op(op, &["bound_view"]).ok()?[0];
+        }
+    }
+    Some(v)
+}
+
+/// For an output that is `scaled_mm`'s result seen through views, casts,
+/// `set`, relu/neg/abs, and additions or subtractions of values that do not
+/// depend on it: adds to `b` the same product of |mat1|, |mat2| and the
+/// scales' magnitudes (sum_k |a_ik b_kj| |s1 s2|), seen through the same
+/// views, and returns the factor that makes it a bound. Hopper's FP8 tensor
+/// cores accumulate with about 14 significant bits between the library's
+/// promotions to f32 (DeepSeek-V3's report measured this on H800), so each
+/// level of the sum may lose 2^-13 of the magnitudes added, not Float's
+/// 2^-24: (ceil(log2 k) + 1) of them; one ulp (2u) of the product's dtype more
+/// where something follows it, as for attention.
+fn fp8_product_bound(f: &Fusion, b: &mut FusionBuilder, out: ValueId) -> Option<f64> {
+    let (node, _, chain) = chain_to(f, out, |op| matches!(op, Op::Gemm(GemmOp::ScaledMm { .. })))?;
+    let Op::Gemm(GemmOp::ScaledMm { mat1, mat2, scale1, scale2, dtype }) = f.nodes[node].op else {
+        return None;
+    };
+    let k = f.value(mat1).shape.as_ref()?.last().copied()?;
+    let built = (|| {
+        let abs = |b: &mut FusionBuilder, v: ValueId| b.unary(UnaryOp::Abs, v).ok();
+        let (a, m, s, t) = (abs(b, mat1)?, abs(b, mat2)?, abs(b, scale1)?, abs(b, scale2)?);
+        let op = Op::Gemm(GemmOp::ScaledMm { mat1: a, mat2: m, scale1: s, scale2: t, dtype: DType::Float });
+        let p = b.op(op, &["bound_product"]).ok()?[0];
+        let v = b.cast(p, DType::Double).ok()?;
+        let v = through_views(f, b, &chain, v)?;
+        b.add_output(v).ok()
+    })();
+    let rounded_before = if chain.is_empty() { 0.0 } else { crate::bounds::eps(dtype) };
+    built.map(|_| ((k.max(2) as f64).log2().ceil() + 1.0) * 2f64.powi(-13) + rounded_before)
 }
 
 /// For outputs that are gradients of flash attention's backward, returned

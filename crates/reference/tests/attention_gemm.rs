@@ -492,3 +492,64 @@ fn check_allows_flash_backwards_rounding_and_no_more() {
         assert!(!c.ok, "gradient {i}: a missing key is not allowed");
     }
 }
+
+/// `check`'s allowance for an FP8 product in Float: a sum kept to 14
+/// significant bits at each step (as Hopper's FP8 tensor cores accumulate
+/// between the library's promotions), then scaled and seen through a relu,
+/// passes against the exact reference where Float's tolerance alone fails
+/// it; the product with one term of each sum left out does not pass.
+#[test]
+fn check_allows_fp8_accumulation_and_no_more() {
+    use fusebench_reference::compare::compare_with_slack;
+    use fusebench_reference::sum_bound::sum_bounds;
+    let (m, k, n) = (4usize, 64usize, 8usize);
+    let f8 = DType::Float8E4m3fn;
+    let val = |i: usize, salt: usize| round_to((((i * 7919 + salt * 104729) % 801) as f64 / 50.0) - 8.0, f8);
+    let a: Vec<f64> = (0..m * k).map(|i| val(i, 1)).collect();
+    // mat2 [k, n] held column-major: element (p, j) at j * k + p.
+    let b: Vec<f64> = (0..k * n).map(|i| val(i, 2)).collect();
+    let (s1, s2) = (0.75, 1.5);
+    let keep14 = |x: f64| {
+        if x == 0.0 {
+            return 0.0;
+        }
+        let e = x.abs().log2().floor() - 13.0;
+        (x / 2f64.powf(e)).trunc() * 2f64.powf(e)
+    };
+    let product = |skip: Option<usize>| -> Vec<f64> {
+        let mut y = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = 0.0;
+                for p in (0..k).filter(|&p| Some(p) != skip) {
+                    acc = keep14(acc + a[i * k + p] * b[j * k + p]);
+                }
+                y[i * n + j] = round_to(round_to(acc * s1 * s2, DType::Float).max(0.0), DType::Float);
+            }
+        }
+        y
+    };
+    let defs = format!(
+        "from nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n    \
+         a = fd.define_tensor({}, is_cpu=False)\n    b = fd.define_tensor({}, is_cpu=False, stride_order=[0, 1])\n    \
+         s1 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu=False)\n    \
+         s2 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu=False)\n    \
+         y, _, _ = fd.ops.scaled_mm(a, b, s1, s2, dtype=DataType.Float)\n    r = fd.ops.relu(y)\n    fd.add_output(r)\n\
+         with FusionDefinition() as fd:\n    f(fd)\n",
+        def(&[m, k], "Float8_e4m3fn"),
+        def(&[k, n], "Float8_e4m3fn"),
+    );
+    let f = parse_script("t.py", &defs).unwrap();
+    // The reference reads b logically [k, n]: element (p, j).
+    let b_logical: Vec<f64> = (0..k * n).map(|i| b[(i % n) * k + i / n]).collect();
+    let args = [t(f8, &[m, k], &a), t(f8, &[k, n], &b_logical), t(DType::Float, &[], &[s1]), t(DType::Float, &[], &[s2])];
+    let want = run(&f, &args).unwrap();
+    let slack = sum_bounds(&f, &args);
+    assert!(slack[0].is_some(), "a bound for the product through its relu");
+    let out = |y: Vec<f64>| Tensor::from_f64s(DType::Float, &[m, n], &y).unwrap();
+    let good = out(product(None));
+    assert!(compare_with_slack(&good, &want[0], slack[0].as_ref()).ok, "14-bit accumulation is allowed");
+    assert!(!compare_with_slack(&good, &want[0], None).ok, "Float's tolerance alone does not allow it");
+    let bad = out(product(Some(5)));
+    assert!(!compare_with_slack(&bad, &want[0], slack[0].as_ref()).ok, "a missing term is not allowed");
+}

@@ -30,20 +30,23 @@ const MAX_WORKSPACE: usize = 32 << 20;
 const OP_N: i32 = 0;
 const OP_T: i32 = 1;
 
-/// Element type of a product's operands and output (accumulation is f32 for the 16-bit and
-/// f32 types, f64 for F64).
+/// Element type of a product's operands and output (accumulation is f32 for the 8-, 16-bit
+/// and f32 types, f64 for F64). The FP8 types are operands only (`MatmulSpec::operands`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlasType {
     F16,
     BF16,
     F32,
     F64,
+    E4M3,
+    E5M2,
 }
 
 impl BlasType {
     /// Bytes of one element.
     pub fn size(self) -> usize {
         match self {
+            BlasType::E4M3 | BlasType::E5M2 => 1,
             BlasType::F16 | BlasType::BF16 => 2,
             BlasType::F32 => 4,
             BlasType::F64 => 8,
@@ -56,6 +59,8 @@ impl BlasType {
             BlasType::BF16 => "bf16",
             BlasType::F32 => "f32",
             BlasType::F64 => "f64",
+            BlasType::E4M3 => "e4m3",
+            BlasType::E5M2 => "e5m2",
         }
     }
 
@@ -65,6 +70,8 @@ impl BlasType {
             BlasType::BF16 => lt::cudaDataType::CUDA_R_16BF,
             BlasType::F32 => lt::cudaDataType::CUDA_R_32F,
             BlasType::F64 => lt::cudaDataType::CUDA_R_64F,
+            BlasType::E4M3 => lt::cudaDataType::CUDA_R_8F_E4M3,
+            BlasType::E5M2 => lt::cudaDataType::CUDA_R_8F_E5M2,
         }
     }
 
@@ -122,6 +129,22 @@ pub struct MatmulSpec {
     /// Byte alignment of the A, B, bias and D addresses the product will be called with
     /// (powers of two, at most 256).
     pub align: [u32; 4],
+    /// A's and B's element types where they are not `dtype`: FP8 operands (E4M3 or E5M2,
+    /// not both E5M2), whose D is BF16, F16 or F32.
+    pub operands: Option<[BlasType; 2]>,
+    /// How A and B are scaled, by f32s in device memory whose addresses each call gives
+    /// (FP8 products only).
+    pub scales: BlasScales,
+}
+
+/// The scales of an FP8 product's operands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BlasScales {
+    #[default]
+    None,
+    /// One each: D = scale_a x scale_b x alpha x A x B. (cuBLASLt's outer-vector scales,
+    /// one per row and per column, are refused on the H200: CUBLAS_STATUS_INVALID_VALUE.)
+    PerOperand,
 }
 
 impl MatmulSpec {
@@ -135,11 +158,21 @@ impl MatmulSpec {
             ),
             None => String::new(),
         };
+        let of = |i: usize| match self.operands {
+            Some(t) => format!("{} ", t[i].name()),
+            None => String::new(),
+        };
+        let scaled = match self.scales {
+            BlasScales::None => "",
+            BlasScales::PerOperand => "scale_a x scale_b x ",
+        };
         format!(
-            "{} D[{b}, {m}, {n}] = A[{b}, {m}, {k}] ({}) x B[{b}, {k}, {n}] ({}){bias}, \
+            "{} D[{b}, {m}, {n}] = {scaled}A[{b}, {m}, {k}] ({}{}) x B[{b}, {k}, {n}] ({}{}){bias}, \
              addresses aligned to A {} B {} bias {} D {} bytes",
             self.dtype.name(),
+            of(0),
             s(&self.a),
+            of(1),
             s(&self.b),
             self.align[0],
             self.align[1],
@@ -184,7 +217,8 @@ fn to_i64(what: &str, v: u64) -> Result<i64, String> {
 /// Our operand, logical row-major `[r, c]`, as the stored matrix whose op is its transpose
 /// `[c x r]`: with unit column stride it is that transpose already (op N, ld = row stride),
 /// with unit row stride it is itself column-major (op T, ld = column stride).
-fn operand(what: &str, r: u64, c: u64, s: MatrixStrides, batch: u64) -> Result<CmMatrix, String> {
+/// Where both readings fit (a single line), the transposed one is taken when `prefer_t`.
+fn operand(what: &str, r: u64, c: u64, s: MatrixStrides, batch: u64, prefer_t: bool) -> Result<CmMatrix, String> {
     if s.batch < 0 || s.row < 0 || s.col < 0 {
         return Err(format!(
             "{what} has a negative stride (batch {}, row {}, col {}): it needs a copy",
@@ -196,7 +230,8 @@ fn operand(what: &str, r: u64, c: u64, s: MatrixStrides, batch: u64) -> Result<C
     let batch_stride = if batch == 1 { 0 } else { s.batch };
     // A dim of extent 1 is never stepped along, so its stride may be anything; cuBLASLt
     // wants ld >= the stored rows, which a unit-extent dim's made-up stride satisfies.
-    if (c == 1 || s.col == 1) && (r == 1 || s.row >= ci) {
+    let as_t = (r == 1 || s.row == 1) && (c == 1 || s.col >= ri);
+    if (c == 1 || s.col == 1) && (r == 1 || s.row >= ci) && !(prefer_t && as_t) {
         return Ok(CmMatrix {
             trans: false,
             rows: c,
@@ -205,7 +240,7 @@ fn operand(what: &str, r: u64, c: u64, s: MatrixStrides, batch: u64) -> Result<C
             batch_stride,
         });
     }
-    if (r == 1 || s.row == 1) && (c == 1 || s.col >= ri) {
+    if as_t {
         return Ok(CmMatrix {
             trans: true,
             rows: r,
@@ -237,13 +272,15 @@ pub(crate) fn column_major(spec: &MatmulSpec) -> Result<Layouts, String> {
             i32::MAX
         )
     })?;
-    let size = spec.dtype.size() as u32;
-    for (what, a) in ["A", "B", "bias", "D"].iter().zip(spec.align) {
+    fp8(spec)?;
+    let [ta, tb] = spec.operands.unwrap_or([spec.dtype; 2]);
+    for ((what, a), t) in ["A", "B", "bias", "D"].iter().zip(spec.align).zip([ta, tb, spec.dtype, spec.dtype]) {
+        let size = t.size() as u32;
         if !a.is_power_of_two() || a > 256 || a < size {
             return Err(format!(
                 "{what}'s alignment {a} must be a power of two from the element size ({size} \
                  bytes for {}) to 256",
-                spec.dtype.name()
+                t.name()
             ));
         }
     }
@@ -257,9 +294,20 @@ pub(crate) fn column_major(spec: &MatmulSpec) -> Result<Layouts, String> {
     let mn = m
         .checked_mul(n)
         .ok_or_else(|| format!("m * n = {m} * {n} overflows"))?;
+    let fp8 = spec.operands.is_some();
+    let (a, b) = (operand("B", k, n, spec.b, batch, fp8)?, operand("A", m, k, spec.a, batch, false)?);
+    // cuBLASLt's FP8 kernels read both operands with k contiguous ("TN"): its A (our B)
+    // transposed, its B (our A) not.
+    if spec.operands.is_some() && (!a.trans || b.trans) {
+        let which = if b.trans { "A is column-major" } else { "B is row-major" };
+        return Err(format!(
+            "FP8 products read both operands with k contiguous (A [m, k] row-major, B [k, n] \
+             column-major, as torch._scaled_mm requires); here {which}"
+        ));
+    }
     Ok(Layouts {
-        a: operand("B", k, n, spec.b, batch)?,
-        b: operand("A", m, k, spec.a, batch)?,
+        a,
+        b,
         d: CmMatrix {
             trans: false,
             rows: n,
@@ -270,6 +318,33 @@ pub(crate) fn column_major(spec: &MatmulSpec) -> Result<Layouts, String> {
         batch: batch_i32,
         bias_batch_stride,
     })
+}
+
+/// The FP8 rules cuBLASLt states for its products, checked before it is asked.
+fn fp8(spec: &MatmulSpec) -> Result<(), String> {
+    let is8 = |t: BlasType| matches!(t, BlasType::E4M3 | BlasType::E5M2);
+    let Some([ta, tb]) = spec.operands else {
+        if spec.scales != BlasScales::None {
+            return Err("scaled operands are FP8 operands; none are given".into());
+        }
+        if is8(spec.dtype) {
+            return Err(format!("D of {} is not supported (BF16, F16, F32 or F64)", spec.dtype.name()));
+        }
+        return Ok(());
+    };
+    if !is8(ta) || !is8(tb) {
+        return Err(format!("operand types {} and {} given apart from D's must both be FP8", ta.name(), tb.name()));
+    }
+    if ta == BlasType::E5M2 && tb == BlasType::E5M2 {
+        return Err("an e5m2 x e5m2 product is not supported by cuBLASLt (one operand must be e4m3)".into());
+    }
+    if !matches!(spec.dtype, BlasType::BF16 | BlasType::F16 | BlasType::F32) {
+        return Err(format!("an FP8 product's D is BF16, F16 or F32, not {}", spec.dtype.name()));
+    }
+    if spec.bias.is_some() || spec.epilogue != BlasEpilogue::None {
+        return Err("FP8 products are planned without a bias or epilogue".into());
+    }
+    Ok(())
 }
 
 /// The addresses of one call against the spec: present where needed and aligned as promised.
@@ -301,6 +376,24 @@ pub(crate) fn check_addresses(
         }
     }
     Ok(())
+}
+
+/// A call's scale addresses against the spec: given exactly where it was planned scaled,
+/// each non-null and aligned to its f32.
+pub(crate) fn check_scales(spec: &MatmulSpec, scales: Option<[u64; 2]>) -> Result<(), String> {
+    match (spec.scales != BlasScales::None, scales) {
+        (true, None) => Err("the product was planned with scales, none given".into()),
+        (false, Some(_)) => Err("scales were given to a product planned without them".into()),
+        (false, None) => Ok(()),
+        (true, Some(s)) => {
+            for (what, p) in ["A", "B"].iter().zip(s) {
+                if p == 0 || p % 4 != 0 {
+                    return Err(format!("{what}'s scale address {p:#x} is null or not aligned to its f32"));
+                }
+            }
+            Ok(())
+        }
+    }
 }
 
 /// A cuBLAS status in words.
@@ -623,6 +716,7 @@ impl Gpu {
                     "epilogue",
                 )?;
             }
+
             if let Some(stride) = l.bias_batch_stride {
                 let dtype = spec.dtype.cuda();
                 set(
@@ -651,8 +745,10 @@ impl Gpu {
                 )?;
             }
         }
-        let a_layout = layout(spec.dtype, &l.a, l.batch)?;
-        let b_layout = layout(spec.dtype, &l.b, l.batch)?;
+        // cuBLASLt's A is our B, its B our A.
+        let [ta, tb] = spec.operands.unwrap_or([spec.dtype; 2]);
+        let a_layout = layout(tb, &l.a, l.batch)?;
+        let b_layout = layout(ta, &l.b, l.batch)?;
         let d_layout = layout(spec.dtype, &l.d, l.batch)?;
 
         let mut raw_pref: lt::cublasLtMatmulPreference_t = std::ptr::null_mut();
@@ -733,8 +829,13 @@ impl Gpu {
             return Err(RuntimeError::Blas {
                 context: "choosing a cuBLASLt algorithm".into(),
                 error: format!(
-                    "cuBLASLt has no algorithm for {} within {MAX_WORKSPACE} bytes of workspace{}",
+                    "cuBLASLt has no algorithm for {} within {MAX_WORKSPACE} bytes of workspace{}{}",
                     spec.describe(),
+                    if spec.operands.is_some() {
+                        " (FP8 products need k a multiple of 16 and rows of D a multiple of 16 bytes)"
+                    } else {
+                        ""
+                    },
                     if count < 1 {
                         String::new()
                     } else {
@@ -750,7 +851,8 @@ impl Gpu {
             n => Some(self.alloc(n)?),
         };
         let name: Arc<str> = format!(
-            "cuBLASLt matmul {} [{}, {}, {}] x [{}, {}, {}]",
+            "cuBLASLt matmul {}{} [{}, {}, {}] x [{}, {}, {}]",
+            spec.operands.map(|[a, b]| format!("{}x{}->", a.name(), b.name())).unwrap_or_default(),
             spec.dtype.name(),
             spec.batch,
             spec.m,
@@ -776,7 +878,8 @@ impl Gpu {
         })
     }
 
-    /// Enqueues D = A x B (+ bias) on this GPU's stream (the one kernels launch on). The
+    /// Enqueues D = A x B (+ bias) on this GPU's stream (the one kernels launch on); a
+    /// product planned `scaled` takes the addresses of A's and B's f32 scales. The
     /// addresses are checked against the plan's alignments first: an error, not undefined
     /// behaviour, where one is lower.
     pub fn matmul(
@@ -784,6 +887,7 @@ impl Gpu {
         mm: &Matmul,
         a: u64,
         b: u64,
+        scales: Option<[u64; 2]>,
         bias: Option<u64>,
         d: u64,
     ) -> Result<(), RuntimeError> {
@@ -794,12 +898,23 @@ impl Gpu {
             )));
         }
         check_addresses(&mm.spec, a, b, bias, d)
+            .and_then(|()| check_scales(&mm.spec, scales))
             .map_err(|m| RuntimeError::Invalid(format!("{}: {m}", mm.name)))?;
         self.cuda_context()
             .bind_to_thread()
             .ctx(|| "binding the CUDA context".into())?;
         guard("running a cuBLASLt product", || {
             let desc = mm.desc.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some([sa, sb]) = scales {
+                // cuBLASLt's A is our B: its scale is B's.
+                let (sa, sb) = (sb as *const c_void, sa as *const c_void);
+                // SAFETY: a live descriptor, held under its lock; the attributes are pointers.
+                unsafe {
+                    let f = lt::cublasLtMatmulDescSetAttribute;
+                    set(f, desc.raw, DescAttr::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, "B's scale")?;
+                    set(f, desc.raw, DescAttr::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, "A's scale")?;
+                }
+            }
             if let Some(p) = bias {
                 let p = p as *const c_void;
                 // SAFETY: a live descriptor, held under its lock; the attribute is a pointer.
@@ -880,6 +995,8 @@ mod tests {
             epilogue: BlasEpilogue::None,
             alpha: 1.0,
             align: [16; 4],
+            operands: None,
+            scales: BlasScales::None,
         }
     }
 
@@ -1037,6 +1154,35 @@ mod tests {
             Ok(())
         );
         assert!(check_addresses(&s, 0x1010, 0x1008, Some(0x2002), 0x1100).is_err());
+    }
+
+    #[test]
+    fn fp8_products_read_k_contiguous_operands() {
+        // A [m, k] row-major, B [k, n] column-major: cuBLASLt's "TN".
+        let mut s = spec(16, 32, 64, st(0, 64, 1), st(0, 1, 64));
+        s.batch = 1;
+        s.operands = Some([BlasType::E4M3, BlasType::E5M2]);
+        s.scales = BlasScales::PerOperand;
+        s.align = [16, 16, 256, 16];
+        let l = column_major(&s).unwrap();
+        assert!(l.a.trans && !l.b.trans, "{l:?}");
+        assert!(s.describe().contains("scale_a x scale_b x A[1, 16, 64] (e4m3 "), "{}", s.describe());
+        // Alignments are checked against each operand's own element size.
+        assert!(column_major(&MatmulSpec { align: [1, 16, 256, 16], ..s.clone() }).is_ok());
+        let e = column_major(&MatmulSpec { b: st(0, 32, 1), ..s.clone() }).unwrap_err();
+        assert!(e.contains("k contiguous") && e.contains("B is row-major"), "{e}");
+        let e = column_major(&MatmulSpec { a: st(0, 1, 16), ..s.clone() }).unwrap_err();
+        assert!(e.contains("A is column-major"), "{e}");
+        let e = column_major(&MatmulSpec { operands: Some([BlasType::E5M2; 2]), ..s.clone() }).unwrap_err();
+        assert!(e.contains("e5m2 x e5m2"), "{e}");
+        let e = column_major(&MatmulSpec { dtype: BlasType::F64, ..s.clone() }).unwrap_err();
+        assert!(e.contains("BF16, F16 or F32"), "{e}");
+        let e = column_major(&MatmulSpec { operands: None, ..s.clone() }).unwrap_err();
+        assert!(e.contains("none are given"), "{e}");
+        assert_eq!(check_scales(&s, Some([0x1000, 0x2004])), Ok(()));
+        assert!(check_scales(&s, None).unwrap_err().contains("none given"));
+        assert!(check_scales(&s, Some([0, 0x2004])).unwrap_err().contains("null"));
+        assert!(check_scales(&MatmulSpec { scales: BlasScales::None, ..s }, Some([0x1000, 0x2000])).is_err());
     }
 
     #[test]

@@ -29,7 +29,7 @@ mod memory;
 mod resources;
 
 pub use arch::{choose_target, compute_arch, sm_arch, ImageKind, Target};
-pub use blas::{blas_available, BlasEpilogue, BlasType, Matmul, MatmulSpec, MatrixStrides};
+pub use blas::{blas_available, BlasEpilogue, BlasScales, BlasType, Matmul, MatmulSpec, MatrixStrides};
 pub use cache::{
     cache_key, default_cache_dir, CacheKeyParts, CachedImage, KernelCache, CACHE_FORMAT,
 };

@@ -327,7 +327,7 @@ fn encode(dtype: fusebench_runtime::BlasType, v: &[f64]) -> Vec<u8> {
             .collect(),
         F32 => v.iter().flat_map(|x| (*x as f32).to_ne_bytes()).collect(),
         F64 => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
-        F16 => unimplemented!("no f16 case"),
+        F16 | E4M3 | E5M2 => unimplemented!("no {dtype:?} case: FP8 products are checked through the engine"),
     }
 }
 
@@ -343,7 +343,7 @@ fn decode(dtype: fusebench_runtime::BlasType, b: &[u8]) -> Vec<f64> {
             .chunks_exact(8)
             .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
             .collect(),
-        F16 => unimplemented!("no f16 case"),
+        F16 | E4M3 | E5M2 => unimplemented!("no {dtype:?} case: FP8 products are checked through the engine"),
     }
 }
 
@@ -391,6 +391,8 @@ fn check_product(gpu: &Gpu, p: &Product) {
             alignment(pbias),
             alignment(pd),
         ],
+        operands: None,
+        scales: fusebench_runtime::BlasScales::None,
     };
     let mm = gpu
         .matmul_plan(&spec)
@@ -399,7 +401,7 @@ fn check_product(gpu: &Gpu, p: &Product) {
     assert!(mm.workspace_bytes() <= 32 << 20);
     assert_eq!(mm.spec(), &spec);
     let bias = p.bias.map(|_| pbias);
-    gpu.matmul(&mm, pa, pb, bias, pd).unwrap();
+    gpu.matmul(&mm, pa, pb, None, bias, pd).unwrap();
     gpu.synchronize().unwrap();
     let got = decode(p.dtype, &dd.download().unwrap()[p.offset * size..]);
     let idx = |s: &fusebench_runtime::MatrixStrides, bt: usize, r: usize, c: usize| {
@@ -527,16 +529,18 @@ fn cublaslt_refuses_what_it_cannot_run() {
         epilogue: fusebench_runtime::BlasEpilogue::None,
         alpha: 1.0,
         align: [256; 4],
+        operands: None,
+        scales: fusebench_runtime::BlasScales::None,
     };
     let mm = gpu.matmul_plan(&spec).unwrap();
     let buf = gpu.alloc(4 * 64 * 64 * 2).unwrap();
     let p = buf.device_ptr();
     let (a, b, d) = (p, p + 8192, p + 16384);
     // Lower alignment than planned, a bias the plan has not: errors, nothing enqueued.
-    let e = gpu.matmul(&mm, a + 2, b, None, d).unwrap_err();
+    let e = gpu.matmul(&mm, a + 2, b, None, None, d).unwrap_err();
     assert!(matches!(e, RuntimeError::Invalid(_)) && e.to_string().contains("aligned"), "{e}");
-    assert!(gpu.matmul(&mm, a, b, Some(p + 24576), d).is_err());
-    gpu.matmul(&mm, a, b, None, d).unwrap();
+    assert!(gpu.matmul(&mm, a, b, None, Some(p + 24576), d).is_err());
+    gpu.matmul(&mm, a, b, None, None, d).unwrap();
     gpu.synchronize().unwrap();
     // No unit stride: refused at planning, naming the copy it needs.
     let bad = MatmulSpec { a: S { batch: 0, row: 128, col: 2 }, ..spec };

@@ -1,0 +1,141 @@
+//! `grouped_mm` on the GPU: the device prelude's grouped product
+//! (`prelude/grouped_mm.cu`), placed by the product stages of `gemm.rs` like
+//! flash attention. Its groups are cut by an Int32 tensor of cumulative ends
+//! read on the device, so one plan serves every split of the rows, columns or
+//! k among the groups; a block takes a 128 x 128 tile of one group's result,
+//! its group found by counting the tiles of the groups before it.
+
+use crate::attention::{wrapper, Placed};
+use crate::gemm::Place;
+use crate::plan::{code_hash, Choice, Kernel, KernelArg, Schedule};
+use crate::CodegenError;
+use fusebench_ir::op_gemm::GemmOp;
+use fusebench_ir::{DType, Fusion, Node, Op, ValueId};
+
+fn unsupported(m: String) -> CodegenError {
+    CodegenError::Unsupported(m)
+}
+
+/// The kernel of `n` (a `grouped_mm`, node `index`) writing `out` (dense
+/// row-major), or the operand to copy densely first.
+pub(crate) fn kernel(
+    f: &Fusion,
+    n: &Node,
+    index: usize,
+    place: &dyn Fn(ValueId) -> Result<Place, CodegenError>,
+    out: KernelArg,
+) -> Result<Result<Placed, ValueId>, CodegenError> {
+    let Op::Gemm(GemmOp::GroupedMm { mat1, mat2, offsets }) = n.op else {
+        unreachable!("grouped_mm::kernel takes grouped_mm only")
+    };
+    let name = |v: ValueId| f.value(v).name.clone();
+    let shape = |v: ValueId| f.value(v).shape.clone().unwrap_or_default();
+    let (sa, sb, so) = (shape(mat1), shape(mat2), shape(offsets));
+    let dtype = f.value(mat1).dtype;
+    if !matches!(dtype, DType::BFloat16 | DType::Half) {
+        return Err(unsupported(format!(
+            "grouped_mm {} of {dtype}: the GPU kernel takes BFloat16 and Half operands (tensor cores, f32 accumulation), \
+             as torch._grouped_mm takes BFloat16; the CPU reference runs {dtype}",
+            name(n.outputs[0])
+        )));
+    }
+    let groups = so[0];
+    // (cut, m, n, k): which extent the groups cut.
+    let (cut, m, nn, k) = match (sa.len(), sb.len()) {
+        (2, 3) => (0, sa[0], sb[2], sa[1]),
+        (3, 2) => (1, sa[1], sb[1], sa[2]),
+        _ => (2, sa[0], sb[1], sa[1]),
+    };
+    if m == 0 || nn == 0 || groups == 0 {
+        return Err(unsupported(format!(
+            "grouped_mm {} with an extent of 0 (m {m}, n {nn}, {groups} groups): the kernel is not planned for empty tensors",
+            name(n.outputs[0])
+        )));
+    }
+    // Strides: (group, row, column) of each operand, group 0 where 2-D.
+    let strides = |p: &Place, rank: usize| -> [i64; 3] {
+        let st = &p.1;
+        if rank == 3 {
+            [st[0], st[1], st[2]]
+        } else {
+            [0, st[0], st[1]]
+        }
+    };
+    let (pa, pb, po) = (place(mat1)?, place(mat2)?, place(offsets)?);
+    let (a, b) = (strides(&pa, sa.len()), strides(&pb, sb.len()));
+    for (v, s) in [(mat1, a), (mat2, b)] {
+        if s.iter().any(|&x| x < 0) {
+            return Ok(Err(v));
+        }
+    }
+    // The offsets one after the other.
+    if groups > 1 && po.1[0] != 1 {
+        return Ok(Err(offsets));
+    }
+    let kname = format!("fb_gmm{index}");
+    let el = if dtype == DType::BFloat16 { "fb_bf16" } else { "fb_f16" };
+    let params = vec![
+        format!("const {el}* __restrict__ a"),
+        format!("const {el}* __restrict__ b"),
+        "const int* __restrict__ offs".to_string(),
+        format!("{el}* __restrict__ d"),
+    ];
+    let args = vec![pa.0, pb.0, po.0, out];
+    // Both operands with k contiguous and every row 16 bytes aligned: tiles
+    // copied 16 bytes a thread (cp.async), else element by element.
+    let vec = a[2] == 1 && b[1] == 1 && [a[0], a[1], b[0], b[2], pa.2, pb.2].iter().all(|x| x % 8 == 0);
+    let body = format!(
+        "    fb_grouped_mm<{bf}, {cut}, {vec}>(a + {ao}, b + {bo}, offs + {oo}, d, {groups}, {m}, {nn}, {k}, {}, {}, {}, {}, {}, {});\n",
+        a[0],
+        a[1],
+        a[2],
+        b[0],
+        b[1],
+        b[2],
+        bf = dtype == DType::BFloat16,
+        ao = pa.2,
+        bo = pb.2,
+        oo = po.2,
+    );
+    let src = wrapper(&kname, 256, &params, &body);
+    let (tm, tn) = (m.div_ceil(128), nn.div_ceil(128));
+    // Tiles at most: a group's partial tile each past the whole ones.
+    let tiles = match cut {
+        0 => (tm + groups) * tn,
+        1 => tm * (tn + groups),
+        _ => groups * tm * tn,
+    };
+    let cuts = ["m (rows of mat1)", "n (columns of mat2)", "k (each group's result apart)"][cut];
+    let kernel = Kernel {
+        name: kname,
+        schedule: Schedule::Grouped,
+        grid: [tiles as u32, 1, 1],
+        block: [256, 1, 1],
+        args,
+        summary: format!(
+            "grouped_mm {} = {} x {}: {groups} groups cut along {cuts} by {}, m {m} x n {nn} x k {k}, {dtype}",
+            name(n.outputs[0]),
+            name(mat1),
+            name(mat2),
+            name(offsets)
+        ),
+        code_hash: code_hash(&format!(
+            "{src}{}{}{}",
+            crate::prelude::ATTENTION,
+            crate::prelude::ATTENTION_BWD,
+            crate::prelude::GROUPED_MM
+        )),
+        choice: Some(Choice::only(
+            "grouped",
+            format!(
+                "grouped_mm: 128 x 128 tiles of one group's result a block, the group read from the offsets on the device, \
+                 mma.sync with f32 accumulation, {}",
+                if vec { "tiles copied 16 bytes a thread (cp.async), two stages" } else { "tiles copied element by element (an operand without k contiguous or 16-byte rows)" }
+            ),
+        )),
+        // Two stages of A's and B's 128 x 64 tiles, rows padded to 72 (prelude/grouped_mm.cu).
+        shared_bytes: 2 * 2 * 128 * 72 * 2,
+        fill: None,
+    };
+    Ok(Ok((vec![kernel], src, None)))
+}
