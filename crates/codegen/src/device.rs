@@ -206,8 +206,14 @@ pub struct Device {
     /// fifth fresh sample, LayerNorm bf16 26624x12544 (0.85 of nvFuser),
     /// holds 40 floats a thread in 320 threads at 95 registers, 2 blocks per
     /// multiprocessor; nvFuser holds 56 halves in 224 at 70, 4 per
-    /// multiprocessor. Not yet timed, so off.
-    pub row_packed_norms: bool,
+    /// multiprocessor. Taken for rows of this many elements or more (0:
+    /// never), at most `rowwise::PACKED_NORM_VECTORS` vectors a thread. Timed
+    /// on 15 fresh norms in the twenty-eighth session, it won where it raised
+    /// the blocks a multiprocessor holds, rows of 6272 to 14848 (0.87-0.93),
+    /// and lost where it lowered them, rows of 1920 to 4864 (1.03-1.06); on
+    /// 27 more in the thirtieth, rows of 6144-6400 lost up to 1.05 and from
+    /// 6784 on it won or tied but for one row of 9 vectors a thread (1.57).
+    pub row_packed_norms: usize,
     /// Threads per multiprocessor a row kernel holding its rows fills before
     /// a thread takes more vectors (`rowwise::Holding::filling`): 512 rows of
     /// 2560 f16 took 96 threads x 4 vectors each, 0.82 of torch.compile's 512
@@ -374,7 +380,7 @@ impl Default for Device {
             attention_keys: 64,
             attention_tiles: 2,
             row_packed: true,
-            row_packed_norms: false,
+            row_packed_norms: 6784,
             row_fill: 0,
             row_sum_vectors: 3,
             pointwise_walk: 3,

@@ -88,6 +88,21 @@ pub struct Shape {
 /// scheduler. Longer rows go to the loop schedule (persistent.rs).
 pub const HELD_MAX: usize = 32;
 
+/// Vectors a thread of a norm's row held as loaded takes at most
+/// (`Device::row_packed_norms`): an RMSNorm of 15360 bf16 at 9 a thread took
+/// 153 registers, one block of 224 threads per multiprocessor, and ran 1.57x
+/// slower than as floats (H200, NVRTC 12.9); at 8 or fewer the packed norms
+/// measured took 52-96.
+pub const PACKED_NORM_VECTORS: usize = 8;
+
+/// Vectors a thread takes where a row of `cols` 16-bit elements is held as
+/// loaded (the widest vector dividing the row; usize::MAX where it does not fit).
+fn packed_vectors(dev: &crate::device::Device, f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> usize {
+    let width = [8, 4, 2, 1].into_iter().find(|w| cols % w == 0).unwrap_or(1);
+    let h = Holding { packed: true, ..Holding::halves(dev, held_halves(f, rows, cols, true)) };
+    shape_held(cols, width, true, h, None).map_or(usize::MAX, |s| s.vectors)
+}
+
 /// Threads a plain row sum is spread over at most (`Holding::summing`).
 pub const SUM_THREADS: usize = 512;
 
@@ -141,7 +156,9 @@ impl Holding {
             && match writes {
                 Writes::Statistics => true,
                 Writes::Normalized => {
-                    dev.row_packed_norms
+                    dev.row_packed_norms > 0
+                        && cols >= dev.row_packed_norms
+                        && packed_vectors(dev, f, rows, cols) <= PACKED_NORM_VECTORS
                         && cols * held_halves(f, rows, cols, false) <= 2 * dev.block_held
                         && recomputed_cheaply(f, rows * cols)
                         && !sums_over_rows(f, rows, cols)

@@ -374,9 +374,12 @@ const LAYER_NORM: &str = "    t0 = fd.define_tensor(shape=[26624, 12544], contig
 fn a_norms_rows_held_as_loaded_are_converted_again_for_its_outputs() {
     // 12544 bf16 = 1568 vectors of 8: 320 threads x 5 as floats; held as
     // loaded (`row_packed_norms`) 224 x 7, nvFuser's shape for it.
-    let on = Device { row_packed_norms: true, ..Device::default() };
-    let floats = planned(LAYER_NORM, Device::default());
-    let packed = planned(LAYER_NORM, on);
+    // The default holds rows of 6144 or more as loaded; every row here, none with 0.
+    let on = Device { row_packed_norms: 1, ..Device::default() };
+    let off = Device { row_packed_norms: 0, ..Device::default() };
+    let floats = planned(LAYER_NORM, off);
+    let packed = planned(LAYER_NORM, Device::default());
+    assert_eq!(common::kernels(&packed).to_string(), common::kernels(&planned(LAYER_NORM, on)).to_string());
     assert_eq!(floats.kernels[0].block[0], 320, "{}", floats.kernels[0].summary);
     assert_eq!(packed.kernels[0].block[0], 224, "{}", packed.kernels[0].summary);
     let code = common::kernels(&packed).to_string();
@@ -392,7 +395,7 @@ fn a_norms_rows_held_as_loaded_are_converted_again_for_its_outputs() {
     assert!(softmax.contains("fd.ops.exp"));
     assert_eq!(
         common::kernels(&planned(&softmax, on)).to_string(),
-        common::kernels(&planned(&softmax, Device::default())).to_string()
+        common::kernels(&planned(&softmax, off)).to_string()
     );
     // A square one (4096 x 4096): its row reductions are not sums over rows.
     let square = LAYER_NORM.replace("26624", "4096").replace("12544", "4096");

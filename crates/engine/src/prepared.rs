@@ -249,7 +249,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         },
         row_min_blocks: k.row_min_blocks.unwrap_or(d.row_min_blocks),
         row_packed: k.row_packed.unwrap_or(d.row_packed),
-        row_packed_norms: k.row_packed_norms.unwrap_or(d.row_packed_norms),
+        row_packed_norms: k.row_packed_norms.map_or(d.row_packed_norms, |n| n as usize),
         walk_fill: k.walk_fill.unwrap_or(d.walk_fill),
         product_epilogue: k.product_epilogue.unwrap_or(d.product_epilogue),
         attention_warps: k.attention_warps.unwrap_or(d.attention_warps),
