@@ -98,7 +98,7 @@ pub const PACKED_NORM_VECTORS: usize = 8;
 /// Vectors a thread takes where a row of `cols` 16-bit elements is held as
 /// loaded (the widest vector dividing the row; usize::MAX where it does not fit).
 fn packed_vectors(dev: &crate::device::Device, f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> usize {
-    let width = [8, 4, 2, 1].into_iter().find(|w| cols % w == 0).unwrap_or(1);
+    let width = [8, 4, 2, 1].into_iter().find(|&w| cols.is_multiple_of(w)).unwrap_or(1);
     let h = Holding { packed: true, ..Holding::halves(dev, held_halves(f, rows, cols, true)) };
     shape_held(cols, width, true, h, None).map_or(usize::MAX, |s| s.vectors)
 }
