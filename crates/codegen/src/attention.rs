@@ -176,9 +176,13 @@ fn elem(dtype: DType) -> &'static str {
     }
 }
 
-pub(crate) fn wrapper(name: &str, threads: usize, params: &[String], body: &str) -> String {
+/// A kernel of `threads` a block calling a template of the prelude; with
+/// `min_blocks` the compiler keeps its registers within what lets that many
+/// blocks share a multiprocessor.
+pub(crate) fn wrapper(name: &str, threads: usize, min_blocks: usize, params: &[String], body: &str) -> String {
+    let bounds = if min_blocks > 0 { format!("{threads}, {min_blocks}") } else { threads.to_string() };
     format!(
-        "extern \"C\" __global__ void __launch_bounds__({threads}) {name}({}) {{\n{body}}}\n",
+        "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}({}) {{\n{body}}}\n",
         params.join(", ")
     )
 }
@@ -266,7 +270,7 @@ pub(crate) fn kernel(
         ks = ops[1].row,
         vs = ops[2].row,
     ));
-    let src = wrapper(&kname, threads, &params, &body);
+    let src = wrapper(&kname, threads, 0, &params, &body);
     let pad = |d: usize| d.div_ceil(16) * 16 + 8;
     let shared_bytes = (2 * ((queries + keys) * pad(e) + keys * pad(ev))) as u32;
     let kernel = Kernel {
@@ -410,7 +414,7 @@ pub(crate) fn backward(
             name(output)
         );
         let why = "sdpfa_bwd: FlashAttention-2's scheme without atomics, dQ by blocks of queries walking the keys";
-        let text = wrapper(&kname, 128, &params, &body);
+        let text = wrapper(&kname, 128, 0, &params, &body);
         kernels.push(bwd_kernel(kname, [l.div_ceil(64) as u32, nb as u32, 1], args, summary, why, &text, tiles16 + 4 * 128));
         src.push_str(&text);
     }
@@ -447,7 +451,7 @@ pub(crate) fn backward(
             name(n.outputs[2])
         );
         let why = "sdpfa_bwd: FlashAttention-2's scheme without atomics, dK and dV by blocks of keys walking the queries";
-        let text = wrapper(&kname, 128, &params, &body);
+        let text = wrapper(&kname, 128, 0, &params, &body);
         kernels.push(bwd_kernel(kname, [s.div_ceil(64) as u32, nb as u32, 1], args, summary, why, &text, tiles16 + 4 * 4 * BWD_STEP));
         src.push('\n');
         src.push_str(&text);

@@ -178,6 +178,9 @@ pub struct Device {
     /// reads the product back: the fresh GEMM sample's GELU kernel cost 8-12%
     /// of the product alone at 4096 rows.
     pub product_epilogue: bool,
+    /// Steps of k a grouped product keeps in shared memory, the one it
+    /// multiplies and those loading ahead (crate::grouped_mm; 36 KiB each).
+    pub grouped_stages: u32,
     /// Warps per flash attention block, 16 queries each (crate::attention).
     pub attention_warps: u32,
     /// Keys flash attention takes per step.
@@ -376,6 +379,7 @@ impl Default for Device {
             row_fit_grid: false,
             walk_fill: false,
             product_epilogue: true,
+            grouped_stages: 2,
             attention_warps: 4,
             attention_keys: 64,
             attention_tiles: 2,

@@ -432,7 +432,7 @@ impl<'a> Joiner<'a> {
         }
         let place = |v: ValueId| self.place(v);
         let placed = if matches!(n.op, Op::Gemm(GemmOp::GroupedMm { .. })) {
-            crate::grouped_mm::kernel(f, n, i, &place, outs[0].expect("a grouped product's result has a buffer"))?
+            crate::grouped_mm::kernel(f, n, i, &place, outs[0].expect("a grouped product's result has a buffer"), self.dev)?
         } else if backward {
             let outs: Vec<KernelArg> = outs.into_iter().flatten().collect();
             crate::attention::backward(f, n, i, &place, &outs, self.out.temps.len())?

@@ -8,7 +8,7 @@
 use crate::attention::{wrapper, Placed};
 use crate::gemm::Place;
 use crate::plan::{code_hash, Choice, Kernel, KernelArg, Schedule};
-use crate::CodegenError;
+use crate::{CodegenError, Device};
 use fusebench_ir::op_gemm::GemmOp;
 use fusebench_ir::{DType, Fusion, Node, Op, ValueId};
 
@@ -24,6 +24,7 @@ pub(crate) fn kernel(
     index: usize,
     place: &dyn Fn(ValueId) -> Result<Place, CodegenError>,
     out: KernelArg,
+    dev: Device,
 ) -> Result<Result<Placed, ValueId>, CodegenError> {
     let Op::Gemm(GemmOp::GroupedMm { mat1, mat2, offsets }) = n.op else {
         unreachable!("grouped_mm::kernel takes grouped_mm only")
@@ -85,7 +86,7 @@ pub(crate) fn kernel(
     // copied 16 bytes a thread (cp.async), else element by element.
     let vec = a[2] == 1 && b[1] == 1 && [a[0], a[1], b[0], b[2], pa.2, pb.2].iter().all(|x| x % 8 == 0);
     let body = format!(
-        "    fb_grouped_mm<{bf}, {cut}, {vec}>(a + {ao}, b + {bo}, offs + {oo}, d, {groups}, {m}, {nn}, {k}, {}, {}, {}, {}, {}, {});\n",
+        "    fb_grouped_mm<{bf}, {cut}, {vec}, {stages}>(a + {ao}, b + {bo}, offs + {oo}, d, {groups}, {m}, {nn}, {k}, {}, {}, {}, {}, {}, {});\n",
         a[0],
         a[1],
         a[2],
@@ -96,8 +97,11 @@ pub(crate) fn kernel(
         ao = pa.2,
         bo = pb.2,
         oo = po.2,
+        stages = dev.grouped_stages,
     );
-    let src = wrapper(&kname, 256, &params, &body);
+    // Two blocks a multiprocessor at most 128 registers a thread: the
+    // pipelined loop compiles to 129 unbounded (NVRTC 12.9), one block.
+    let src = wrapper(&kname, 256, 2, &params, &body);
     let (tm, tn) = (m.div_ceil(128), nn.div_ceil(128));
     // Tiles at most: a group's partial tile each past the whole ones.
     let tiles = match cut {
@@ -129,12 +133,13 @@ pub(crate) fn kernel(
             "grouped",
             format!(
                 "grouped_mm: 128 x 128 tiles of one group's result a block, the group read from the offsets on the device, \
-                 mma.sync with f32 accumulation, {}",
-                if vec { "tiles copied 16 bytes a thread (cp.async), two stages" } else { "tiles copied element by element (an operand without k contiguous or 16-byte rows)" }
+                 mma.sync with f32 accumulation, 64 of k a step in {} stages, {}",
+                dev.grouped_stages,
+                if vec { "tiles copied 16 bytes a thread (cp.async)" } else { "tiles copied element by element (an operand without k contiguous or 16-byte rows)" }
             ),
         )),
-        // Two stages of A's and B's 128 x 64 tiles, rows padded to 72 (prelude/grouped_mm.cu).
-        shared_bytes: 2 * 2 * 128 * 72 * 2,
+        // Stages of A's and B's 128 x 64 tiles, rows padded to 72 (prelude/grouped_mm.cu).
+        shared_bytes: dev.grouped_stages * 2 * 128 * 72 * 2,
         fill: None,
     };
     Ok(Ok((vec![kernel], src, None)))

@@ -350,7 +350,7 @@ fn a_grouped_product_is_one_kernel_of_ours_for_each_way_its_groups_cut() {
         assert_eq!(k.args, [KernelArg::Input(0), KernelArg::Input(1), KernelArg::Input(2), KernelArg::Output(0)]);
         assert!(p.source.contains("fb_grouped_mm<true,"), "the section is taken");
         // Row-major mat2 (n contiguous, not k) is read element by element.
-        assert!(p.source.contains(", false>(a + 0"), "{}", p.source);
+        assert!(p.source.contains(", false, 2>(a + 0"), "{}", p.source);
     }
 }
 
@@ -365,6 +365,6 @@ fn a_grouped_product_of_k_contiguous_operands_copies_its_tiles_16_bytes_a_thread
     fd.add_output(y)
 ",
     );
-    assert!(p.source.contains("fb_grouped_mm<true, 0, true>(a + 0, b + 0, offs + 0, d, 4, 160, 96, 64, 0, 64, 1, 6144, 1, 64)"), "{}", p.source);
+    assert!(p.source.contains("fb_grouped_mm<true, 0, true, 2>(a + 0, b + 0, offs + 0, d, 4, 160, 96, 64, 0, 64, 1, 6144, 1, 64)"), "{}", p.source);
     assert!(p.kernels[0].choice.as_ref().unwrap().reason.contains("cp.async"), "{:?}", p.kernels[0].choice);
 }

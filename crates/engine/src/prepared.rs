@@ -253,6 +253,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         walk_fill: k.walk_fill.unwrap_or(d.walk_fill),
         product_epilogue: k.product_epilogue.unwrap_or(d.product_epilogue),
         attention_warps: k.attention_warps.unwrap_or(d.attention_warps),
+        grouped_stages: k.grouped_stages.unwrap_or(d.grouped_stages),
         attention_keys: k.attention_keys.unwrap_or(d.attention_keys),
         attention_tiles: k.attention_tiles.unwrap_or(d.attention_tiles),
         row_fill: k.row_fill.unwrap_or(d.row_fill),

@@ -3,10 +3,10 @@
 // m (CUT 0: A [M, K] rows, B [G, K, N]), n (CUT 1: A [G, M, K], B [K, N]
 // columns) or k (CUT 2: A [M, K] x B [K, N] into D [G, M, N]). One block of 8
 // warps takes a 128 x 128 tile of one group's D, 64 of k at a time through
-// two stages of dynamic shared memory (72 KiB); warp (wm, wn) its rows 64 wm.. and columns
+// STAGES stages of dynamic shared memory (36 KiB each); warp (wm, wn) its rows 64 wm.. and columns
 // 32 wn.., mma.sync m16n8k16 with f32 accumulation. With VEC both operands
 // have k contiguous and 16-byte aligned rows, and the tiles are copied 16
-// bytes a thread with cp.async while the stage before is multiplied (a
+// bytes a thread with cp.async while the stages before are multiplied (a
 // chunk crossing a group's k range element by element); otherwise element by
 // element, the unit-stride dim fastest across threads.
 // D is dense row-major.
@@ -53,15 +53,13 @@ __device__ __forceinline__ void fb_gmm_tile(unsigned short* s, const unsigned sh
     }
 }
 
-template <bool BF16, int CUT, bool VEC>
+template <bool BF16, int CUT, bool VEC, int STAGES>
 __device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
                                               const int* __restrict__ offs, unsigned short* __restrict__ d, int groups,
                                               int M, int N, int K, long long ag, long long ar, long long ac, long long bg,
                                               long long br, long long bc) {
-    // A's two stages, then B's.
+    // Stage s: A's tile at s, B's at STAGES + s (128 rows of FB_GMM_W each).
     extern __shared__ __align__(16) unsigned short fb_attn_smem[];
-    unsigned short* as[2] = {fb_attn_smem, fb_attn_smem + 128 * FB_GMM_W};
-    unsigned short* bs[2] = {fb_attn_smem + 2 * 128 * FB_GMM_W, fb_attn_smem + 3 * 128 * FB_GMM_W};
     // This block's group and tile: tiles are counted group after group.
     int t = blockIdx.x, g = 0, lo = 0, hi = 0;
     const int tm = (M + 127) >> 7, tn = (N + 127) >> 7;
@@ -94,28 +92,36 @@ __device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__
 #pragma unroll
         for (int j = 0; j < 4; ++j) c[i][j][0] = c[i][j][1] = c[i][j][2] = c[i][j][3] = 0.f;
     // A as [row][k], B as [column][k].
+    auto as = [&](int stage) { return fb_attn_smem + stage * 128 * FB_GMM_W; };
+    auto bs = [&](int stage) { return fb_attn_smem + (STAGES + stage) * 128 * FB_GMM_W; };
     auto load = [&](int stage, int k) {
-        fb_gmm_tile<VEC>(as[stage], a, ar, ac, r0, r1, k, k0, k1);
-        fb_gmm_tile<VEC>(bs[stage], b, bc, br, c0, c1, k, k0, k1);
+        fb_gmm_tile<VEC>(as(stage), a, ar, ac, r0, r1, k, k0, k1);
+        fb_gmm_tile<VEC>(bs(stage), b, bc, br, c0, c1, k, k0, k1);
     };
     // From k0 rounded down to 8 elements: 16-byte chunks stay aligned. An
     // empty group (k0 == k1 cutting k) takes no step: its result is zeros.
     const int kstart = k0 & ~7, kend = k0 < k1 ? k1 : kstart;
-    int stage = 0;
-    if (k0 < k1) load(0, kstart);
-    fb_attn_commit();
-    for (int k = kstart; k < kend; k += 64) {
-        if (k + 64 < k1) load(stage ^ 1, k + 64);
+    // STAGES - 1 steps in flight ahead of the one multiplied; a step's stage
+    // is loaded again only after the barrier that follows its use.
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (kstart + 64 * s < kend) load(s, kstart + 64 * s);
         fb_attn_commit();
-        fb_attn_wait<1>();
+    }
+    int stage = 0;
+    for (int k = kstart; k < kend; k += 64) {
+        fb_attn_wait<STAGES - 2>();
         __syncthreads();
+        const int ahead = k + 64 * (STAGES - 1);
+        if (ahead < kend) load((stage + STAGES - 1) % STAGES, ahead);
+        fb_attn_commit();
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
             unsigned af[4][4], bf[2][4];
 #pragma unroll
-            for (int mt = 0; mt < 4; ++mt) fb_attn_a(af[mt], as[stage], FB_GMM_W, 64 * wm + 16 * mt, 16 * kk);
+            for (int mt = 0; mt < 4; ++mt) fb_attn_a(af[mt], as(stage), FB_GMM_W, 64 * wm + 16 * mt, 16 * kk);
 #pragma unroll
-            for (int np = 0; np < 2; ++np) fb_attn_bn(bf[np], bs[stage], FB_GMM_W, 32 * wn + 16 * np, 16 * kk);
+            for (int np = 0; np < 2; ++np) fb_attn_bn(bf[np], bs(stage), FB_GMM_W, 32 * wn + 16 * np, 16 * kk);
 #pragma unroll
             for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
@@ -124,8 +130,7 @@ __device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__
                     fb_mma16816<BF16>(c[mt][2 * np + 1], af[mt], bf[np][2], bf[np][3]);
                 }
         }
-        __syncthreads();
-        stage ^= 1;
+        stage = (stage + 1) % STAGES;
     }
     // Tile (mt, nt) holds rows 64 wm + 16 mt + lane / 4 (+ 8) and columns
     // 32 wn + 8 nt + 2 (lane % 4) (+ 1).
