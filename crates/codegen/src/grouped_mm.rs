@@ -41,12 +41,8 @@ pub(crate) fn kernel(
         )));
     }
     let groups = so[0];
-    // (cut, m, n, k): which extent the groups cut.
-    let (cut, m, nn, k) = match (sa.len(), sb.len()) {
-        (2, 3) => (0, sa[0], sb[2], sa[1]),
-        (3, 2) => (1, sa[1], sb[1], sa[2]),
-        _ => (2, sa[0], sb[1], sa[1]),
-    };
+    // Which extent the groups cut (the kernel's CUT), and the extents.
+    let (cut, m, nn, k) = fusebench_ir::op_gemm::grouped_mm_dims(&sa, &sb);
     if m == 0 || nn == 0 || groups == 0 {
         return Err(unsupported(format!(
             "grouped_mm {} with an extent of 0 (m {m}, n {nn}, {groups} groups): the kernel is not planned for empty tensors",

@@ -73,11 +73,11 @@ pub fn group_offset_inputs(f: &Fusion) -> Vec<(usize, usize)> {
         let ValueDef::TensorInput(_) = f.value(offsets).def else { continue };
         let Some(input) = f.inputs.iter().position(|&i| i == offsets) else { continue };
         let (a, b) = (f.value(mat1).shape.clone().unwrap_or_default(), f.value(mat2).shape.clone().unwrap_or_default());
-        let extent = match (a.len(), b.len()) {
-            (2, 3) => a[0],
-            (3, 2) => b[1],
-            _ => a.last().copied().unwrap_or(0),
-        };
+        if a.len() < 2 || b.len() < 2 {
+            continue;
+        }
+        let (cut, m, n, k) = crate::op_gemm::grouped_mm_dims(&a, &b);
+        let extent = [m, n, k][cut];
         if !out.iter().any(|&(i, _)| i == input) {
             out.push((input, extent));
         }

@@ -319,6 +319,17 @@ pub fn infer(g: &Graph, op: &GemmOp) -> Result<Vec<OutType>, IrError> {
     })
 }
 
+/// Which extent `grouped_mm`'s groups cut, as 0 (m: `[m,k] x [g,k,n]`), 1
+/// (n: `[g,m,k] x [k,n]`) or 2 (k: `[m,k] x [k,n]`), and the product's m, n
+/// and k, for operand shapes `a` and `b` that `grouped_mm_shape` accepts.
+pub fn grouped_mm_dims(a: &[usize], b: &[usize]) -> (usize, usize, usize, usize) {
+    match (a.len(), b.len()) {
+        (2, 3) => (0, a[0], b[2], a[1]),
+        (3, 2) => (1, a[1], b[1], a[2]),
+        _ => (2, a[0], b[1], a[1]),
+    }
+}
+
 /// The output shape of `grouped_mm` for ranks <2,2>, <3,2>, <2,3> and `g`
 /// groups.
 pub fn grouped_mm_shape(a: &[usize], b: &[usize], g: usize) -> Result<Vec<usize>, IrError> {
