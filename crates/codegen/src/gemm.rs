@@ -639,8 +639,6 @@ impl<'a> Joiner<'a> {
                 let (pa, pb) = (place(mat1)?, place(mat2)?);
                 let oa = Operand { arg: pa.0, offset: pa.2, strides: [0, pa.1[0], pa.1[1]] };
                 let ob = Operand { arg: pb.0, offset: pb.2, strides: [0, pb.1[0], pb.1[1]] };
-                // cuBLASLt reads FP8 operands with k contiguous only; a dense
-                // copy (row-major) would not give that to mat2.
                 // cuBLASLt's FP8 kernels read both operands with k contiguous,
                 // every row 16 bytes apart and aligned, and write rows of 16
                 // bytes; otherwise the product runs in Float (its own result
