@@ -141,6 +141,16 @@ pub struct Device {
     /// (0.77 to 1.12; 33 faster, the slowest cross-entropies of 1664-2560
     /// rows, where the fewer threads no longer fill the GPU).
     pub row_slack: bool,
+    /// A backward norm's row kernel walking the rows re-reads its row in
+    /// each pass from the next row's copy in shared memory instead of
+    /// holding it (`walk::plan`): 1 where its estimated registers held would
+    /// leave fewer blocks resident than the grid plans and re-read would not;
+    /// 2 always (where the copy is planned); 0 never.
+    pub row_reread: u32,
+    /// A row kernel's Float sums of one pass reduce over the block two at a
+    /// time (`Passes::finish_all`, `fb_block_sum2_f`): one pair of barriers
+    /// for both, the same additions in the same order.
+    pub block_pairs: bool,
     /// A row kernel whose grid gives each block one iteration (every row
     /// kernel but those walking a fixed grid) is written without the loop
     /// over rows: with the loop the compiler keeps the vectors' addresses
@@ -166,13 +176,15 @@ pub struct Device {
     /// spilled words). Not yet timed, so off.
     pub row_fit_grid: bool,
     /// A backward norm's fixed grid walking the rows (`plan::Fill::Walk`)
-    /// planned with `row_blocks_per_sm` (2, or enough for 256 threads) where
-    /// its compiled registers and shared memory leave more resident is
-    /// planned again with as many as are (`launch::refit`; compiled twice).
-    /// The fifth fresh sample's RMSNorm backward f32 26624x1664 (0.91 of
-    /// nvFuser) walks on 2 blocks of 96 threads per multiprocessor where 5
-    /// are resident (0.40 waves; nvFuser's grid 0.71). Not yet timed, so off.
-    pub walk_fill: bool,
+    /// takes as many blocks per multiprocessor as its estimated registers
+    /// leave resident (`walk::plan`), as long as each block walks at least
+    /// this many rows; 0: `row_blocks_per_sm` (2, or enough for 256 threads).
+    /// The sixth fresh sample's RMSNorm backward f32 23040x1408 (0.92 of
+    /// nvFuser) walked on 2 blocks of 96 threads per multiprocessor where 7
+    /// were resident (0.29 waves). Session 28 measured the compiled form
+    /// (every walk refit after compiling) winning where blocks walk many rows
+    /// and losing where 2-8.
+    pub walk_fill: u32,
     /// A matrix product's ReLU (or, for BFloat16, tanh GELU) consumer run in the BLAS
     /// library's epilogue (crate::epilogue_fn) rather than by a kernel that
     /// reads the product back: the fresh GEMM sample's GELU kernel cost 8-12%
@@ -374,10 +386,12 @@ impl Default for Device {
             block_held: crate::rowwise::BLOCK_HELD_MAX,
             row_vectors: 32,
             row_slack: true,
+            row_reread: 1,
+            block_pairs: true,
             row_once: true,
             row_min_blocks: 0,
             row_fit_grid: false,
-            walk_fill: false,
+            walk_fill: 16,
             product_epilogue: true,
             grouped_stages: 2,
             attention_warps: 4,

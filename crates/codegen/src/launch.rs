@@ -167,7 +167,7 @@ pub fn occupancy(dev: &Device, grid: [u32; 3], block: [u32; 3], registers: u32, 
 /// compiled kernel leaves resident (`refit`), so that the registers the
 /// compiler gave must be read back.
 pub fn refits(dev: &Device) -> bool {
-    dev.fit_waves != crate::FitWaves::Off || dev.walk_fill
+    dev.fit_waves != crate::FitWaves::Off
 }
 
 /// Where a kernel whose grid was sized by blocks per multiprocessor
@@ -179,11 +179,8 @@ pub fn refits(dev: &Device) -> bool {
 /// among such kernels (`Device::fit_waves` says which kinds). `compiled`: each kernel's
 /// registers per thread and static shared memory, in the plan's order, as
 /// the compiler gave them.
-///
-/// With `Device::walk_fill`, a backward norm's grid walking the rows
-/// (`Fill::Walk`) that leaves slots idle, more blocks resident than planned,
-/// is planned again with as many as are resident (`row_blocks_per_sm`, the
-/// fewest among such kernels).
+/// (A backward norm's grid walking the rows is widened before it is
+/// compiled, by its estimated registers: `walk.rs`.)
 pub fn refit(dev: &Device, plan: &crate::Plan, compiled: &[(u32, u32)]) -> Option<Device> {
     use crate::{plan::Fill, FitWaves};
     if !refits(dev) {
@@ -191,32 +188,18 @@ pub fn refit(dev: &Device, plan: &crate::Plan, compiled: &[(u32, u32)]) -> Optio
     }
     let mut fit = *dev;
     let mut changed = false;
-    let mut walk: Option<u32> = None;
-    let mut idle = false;
     for (k, &(registers, shared)) in plan.kernels.iter().zip(compiled) {
         let Some(fill) = k.fill else { continue };
         let o = occupancy(dev, k.grid, k.block, registers, shared + k.shared_bytes);
         let planned = match fill {
             Fill::Outer if dev.fit_waves != FitWaves::Off => &mut fit.outer_blocks_per_sm,
             Fill::ColumnSums if dev.fit_waves == FitWaves::All => &mut fit.column_sum_blocks_per_sm,
-            Fill::Walk if dev.walk_fill => {
-                // The setting is the fusion's: no more than the fewest any
-                // walking kernel holds, raised where one leaves slots idle.
-                let per_sm = o.blocks.div_ceil(dev.sm_count.max(1) as u64) as u32;
-                idle |= o.per_sm > per_sm && o.waves < 1.0;
-                walk = Some(walk.map_or(o.per_sm, |w| w.min(o.per_sm)));
-                continue;
-            }
             _ => continue,
         };
         if o.per_sm >= 1 && o.per_sm < *planned && o.waves > 1.0 {
             *planned = o.per_sm;
             changed = true;
         }
-    }
-    if let Some(w) = walk.filter(|&w| idle && w > fit.row_blocks_per_sm) {
-        fit.row_blocks_per_sm = w;
-        changed = true;
     }
     changed.then_some(fit)
 }

@@ -51,6 +51,7 @@ pub mod segment;
 pub mod totals;
 pub mod transpose;
 pub mod view;
+pub mod walk;
 
 pub use error::CodegenError;
 pub use epilogue_fn::Epilogue;

@@ -137,6 +137,49 @@ impl Passes {
         }
     }
 
+    /// `finish` for each of `folded` (reduction, accumulator, row) of one
+    /// pass, in order; with `paired`, Float sums two at a time in one block
+    /// reduction (`fb_block_sum2_f`: one pair of barriers for both, the same
+    /// additions in the same order as one at a time). A backward LayerNorm's
+    /// two row sums, or one sum of two rows taken at once, are such pairs.
+    pub fn finish_all(
+        &self,
+        lw: &mut Lowerer,
+        f: &Fusion,
+        reds: &[Reduction],
+        pass: usize,
+        folded: &[(usize, String, String)],
+        paired: bool,
+    ) -> Vec<Option<String>> {
+        let sums: Vec<usize> = (0..folded.len())
+            .filter(|&k| paired && Self::combine(&reds[folded[k].0]) == Combine::Sum && reds[folded[k].0].acc(f) == DType::Float)
+            .collect();
+        let mut reduced = vec![false; folded.len()];
+        for two in sums.chunks_exact(2) {
+            lw.line(&format!(
+                "fb_block_sum2_f({}, {}, reinterpret_cast<float2*>(fb_sd){});",
+                folded[two[0]].1,
+                folded[two[1]].1,
+                self.group()
+            ));
+            reduced[two[0]] = true;
+            reduced[two[1]] = true;
+        }
+        folded
+            .iter()
+            .zip(reduced)
+            .map(|((i, a, row), done)| self.finish_reduced(lw, f, reds, (*i, pass), a, row, done))
+            .collect()
+    }
+
+    /// The group-size argument of the block helpers: none for a whole block.
+    fn group(&self) -> String {
+        match self.group_warps {
+            0 => String::new(),
+            g => format!(", {g}"),
+        }
+    }
+
     /// Reduces accumulator `a` across the block and holds the results for the
     /// row `row` (a C variable). Returns the mean after the first of two passes.
     #[allow(clippy::too_many_arguments)] // which reduction and pass, then the C names it combines: one call, no shared bundle
@@ -150,17 +193,31 @@ impl Passes {
         a: &str,
         row: &str,
     ) -> Option<String> {
+        self.finish_reduced(lw, f, reds, (i, pass), a, row, false)
+    }
+
+    /// `finish`, with `reduced`: `a` already holds the block's result.
+    #[allow(clippy::too_many_arguments)] // as `finish`
+    fn finish_reduced(
+        &self,
+        lw: &mut Lowerer,
+        f: &Fusion,
+        reds: &[Reduction],
+        (i, pass): (usize, usize),
+        a: &str,
+        row: &str,
+        reduced: bool,
+    ) -> Option<String> {
         let r = &reds[i];
         let acc = r.acc(f);
-        let group = match self.group_warps {
-            0 => String::new(),
-            g => format!(", {g}"),
-        };
-        lw.line(&format!(
-            "{a} = {}({a}, {}{group});",
-            reduction::block_fn(&Self::combine(r), acc),
-            reduction::smem_name(acc)
-        ));
+        if !reduced {
+            lw.line(&format!(
+                "{a} = {}({a}, {}{});",
+                reduction::block_fn(&Self::combine(r), acc),
+                reduction::smem_name(acc),
+                self.group()
+            ));
+        }
         let held_idx = |v: ValueId| {
             view::delinearize(Ix::var(row), f.value(v).shape.as_deref().unwrap_or(&[]))
         };

@@ -259,10 +259,11 @@ fn lower_with(
             lw.lanes = None;
             Ok(())
         })?;
-        for (j, &i) in active.iter().enumerate() {
-            let a = Passes::fold(&mut lw, f, &reds[i], &accs[j]);
-            if let Some(m) = passes.finish(&mut lw, f, reds, i, pass, &a, "row") {
-                means[i] = Some(m);
+        let folded: Vec<(usize, String, String)> =
+            active.iter().enumerate().map(|(j, &i)| (i, Passes::fold(&mut lw, f, &reds[i], &accs[j]), "row".to_string())).collect();
+        for ((i, _, _), m) in folded.iter().zip(passes.finish_all(&mut lw, f, reds, pass, &folded, cx.dev.block_pairs)) {
+            if let Some(m) = m {
+                means[*i] = Some(m);
             }
         }
     }

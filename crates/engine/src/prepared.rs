@@ -239,6 +239,8 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         block_held: k.block_held.map_or(d.block_held, |n| n as usize),
         row_vectors: k.row_vectors.map_or(d.row_vectors, |n| n as usize),
         row_slack: k.row_slack.unwrap_or(d.row_slack),
+        row_reread: k.row_reread.unwrap_or(d.row_reread),
+        block_pairs: k.block_pairs.unwrap_or(d.block_pairs),
         row_once: k.row_once.unwrap_or(d.row_once),
         row_fit_grid: k.row_fit_grid.unwrap_or(d.row_fit_grid),
         fit_waves: match k.fit_waves {

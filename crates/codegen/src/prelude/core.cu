@@ -129,6 +129,23 @@ template <typename T> __device__ __forceinline__ T fb_shfl_xor(T v, int m) { ret
     }
 #define FB_ADD(a, b) ((a) + (b))
 FB_DEFINE_BLOCK_REDUCE(fb_block_sum_f, float, FB_ADD)
+// Two float sums over the block (or group of `gw` warps) at once, each added
+// in the same order as fb_block_sum_f adds it, with one pair of barriers for
+// both: a backward LayerNorm's two row sums, or two rows' sums.
+__device__ __forceinline__ void fb_block_sum2_f(float& a, float& b, float2* smem, int gw = 32) {
+    for (int m = 16; m > 0; m >>= 1) { a += fb_shfl_xor(a, m); b += fb_shfl_xor(b, m); }
+    if (gw == 1) return;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int warps = (blockDim.x + 31) >> 5;
+    const int first = warp / gw * gw, end = first + gw < warps ? first + gw : warps;
+    __syncthreads();
+    if (lane == 0) smem[warp] = make_float2(a, b);
+    __syncthreads();
+    float2 v = smem[first];
+    for (int w = first + 1; w < end; ++w) { const float2 t = smem[w]; v.x += t.x; v.y += t.y; }
+    a = v.x;
+    b = v.y;
+}
 FB_DEFINE_BLOCK_REDUCE(fb_block_sum_d, double, FB_ADD)
 FB_DEFINE_BLOCK_REDUCE(fb_block_sum_i, long long, FB_ADD)
 FB_DEFINE_BLOCK_REDUCE(fb_block_max_f, float, fb_maxf)

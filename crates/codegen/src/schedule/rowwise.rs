@@ -210,13 +210,23 @@ fn build_rows(
         CodegenError::NoFit(format!("{}: a row of {cols} does not fit rowwise", c.name))
     })?;
     let tiles = shape.tiles;
-    let row_blocks = crate::launch::row_blocks(
+    let mut row_blocks = crate::launch::row_blocks(
         dev,
         rows,
         (tiles, shape.threads),
         !r.inner.is_empty(),
         !r.outer.is_empty(),
     );
+    // A fixed grid walking the rows with sums over them: its blocks and
+    // whether it re-reads its rows, from its estimated registers.
+    let walk = match (row_blocks > 0 && !r.inner.is_empty() && !r.outer.is_empty() && !spread, tiles) {
+        (true, 1) => crate::rowwise::walk_registers(cx, (rows, cols, w), row_blocks, reload, r.outer.len(), r.inner.len())
+            .map(|(held, reread)| crate::walk::plan(dev, rows, shape.threads, row_blocks, held, reread)),
+        _ => None,
+    };
+    if let Some(walked) = &walk {
+        row_blocks = walked.row_blocks;
+    }
     let outer: Vec<(Reduction, usize)> = r
         .outer
         .iter()
@@ -256,6 +266,7 @@ fn build_rows(
         row_blocks,
         unroll: crate::launch::row_unroll(dev),
         reload,
+        walk: walk.as_ref(),
     };
     let built = crate::rowwise::build(cx, &c.name, &spec)?;
     let written = built.1.grid[0] as usize * groups;
