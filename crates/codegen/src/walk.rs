@@ -13,7 +13,8 @@
 //! LayerNorms and RMSNorms (90 fresh, the corpus's): held rows of 16-bit
 //! inputs and rows taken one at a time within 10 registers, of Float up to 18
 //! short; rows taken two at a time up to 48 over (phi-2's 144 against 96: not
-//! every input's values stay live). Re-read rows 64-94 where it says 64-80.
+//! every input's values stay live). Re-read rows 64-116 where it says 64-88,
+//! the highest at 512 threads, where the rule does not re-read.
 
 use crate::device::Device;
 
@@ -67,7 +68,7 @@ fn resident(dev: &Device, threads: usize, registers: usize) -> usize {
 ///   384 threads per multiprocessor where two were planned, two waves (the
 ///   sixth fresh sample's worst, 0.84 of nvFuser); re-read, 80 and two
 ///   (0.93-0.95 of held). Where held rows fit the grid, re-reading measured
-///   1.03-1.20x slower (recomputed values, more shared-memory reads).
+///   0.99-1.20x slower (recomputed values, more shared-memory reads).
 /// - Otherwise more blocks (`Device::walk_fill`: as many as the estimate
 ///   leaves resident, each walking at least that many rows): more blocks in
 ///   flight hide more of each row's reductions, and the combine then reads
