@@ -206,7 +206,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                     what.push(format!("the walked rows at {}", crate::plural(fit.row_blocks_per_sm as usize, "block")));
                 }
                 outln!(
-                    "  planned again with {} per multiprocessor, what is resident (FUSEBENCH_FIT_WAVES, FUSEBENCH_WALK_FILL): compiled twice",
+                    "  planned again with {} per multiprocessor, what is resident (FUSEBENCH_FIT_WAVES): compiled twice",
                     what.join(" and ")
                 );
             }

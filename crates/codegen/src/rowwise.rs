@@ -655,8 +655,6 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         ))
     })?;
     let per_block = rows_per_block(spec.rows, !spec.outer.is_empty(), &sh, cx.dev.sm_count as usize);
-    // Spread rows: a block each, one at a time (what two rows per thread
-    // would hide is latency the other blocks do not have to hide).
     // A walking row re-read in each pass (`walk::plan`), only where its
     // next row is copied to shared memory: re-read from global memory
     // instead, a backward RMSNorm of 7040 f32 ran 1.43x slower than held.
@@ -673,6 +671,8 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
         });
         return build(cx, name, &Spec { walk: held.as_ref(), ..*spec });
     }
+    // Spread rows: a block each, one at a time (what two rows per thread
+    // would hide is latency the other blocks do not have to hide).
     let u = if spread { 1 } else { unroll(spec, &sh, &holding, per_block) };
     let first = build_next_row(cx, name, spec, &sh, per_block, u)?;
     if first.0.lines().count() > UNROLLED_LINES_MAX && u > 1 {
@@ -724,8 +724,7 @@ pub fn walk_registers(
 /// `build_unrolled`, with the next row copied to shared memory while the
 /// current one reduces (next_row.rs) where each block walks two row
 /// iterations or more of a fixed grid and the two buffers fit beside what
-/// else the block keeps there.
-/// The flag: whether the next row is copied.
+/// else the block keeps there; the flag says whether it is.
 fn build_next_row(
     cx: &Context,
     name: &str,

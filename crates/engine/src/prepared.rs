@@ -112,7 +112,7 @@ impl Engine {
         let dev = self.device()?;
         // Grids sized by blocks per multiprocessor where a different number
         // compiles to be resident: planned again for what is, and compiled
-        // again (`Device::fit_waves`, `Device::walk_fill`).
+        // again (`Device::fit_waves`).
         let (mut plan, mut module, mut kernels) = self.compiled(plan(f, &layouts, dev)?)?;
         let mut compile_ms = module.compile_ms();
         let used: Vec<(u32, u32)> = kernels
