@@ -83,7 +83,8 @@ pub enum Fill {
     /// rows on a fixed grid: `Device::column_sum_blocks_per_sm`.
     ColumnSums,
     /// A row kernel with row reductions and sums over rows (a backward
-    /// norm), walking the rows on a fixed grid: `Device::row_blocks_per_sm`.
+    /// norm), walking the rows on a fixed grid: `Device::row_blocks_per_sm`,
+    /// widened before compiling by its estimated registers (`walk::plan`).
     Walk,
 }
 

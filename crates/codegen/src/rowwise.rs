@@ -681,23 +681,23 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     Ok((first.0, first.1))
 }
 
-/// Registers a thread of a row kernel walking `rows x cols` in vectors of
-/// `width` with `sums` sums over rows and `reductions` of each row is
-/// estimated to take (`walk::registers`), holding its row and re-reading
-/// it; None where the row is re-read anyway (past the registers).
+/// Registers a thread of a row kernel laid out as `sh` (its `shape`),
+/// walking `rows x cols` in vectors of `width` with `sums` sums over rows and
+/// `reductions` of each row, is estimated to take (`walk::registers`),
+/// holding its row and re-reading it; None where the row is re-read anyway
+/// (past the registers).
 pub fn walk_registers(
     cx: &Context,
     (rows, cols, width): (usize, usize, usize),
-    row_blocks: usize,
-    reload: Option<usize>,
+    sh: &Shape,
+    (row_blocks, reload): (usize, Option<usize>),
     sums: usize,
     reductions: usize,
 ) -> Option<(usize, usize)> {
-    let holding = Holding::of(&cx.dev, cx.f, rows, cols, Writes::Rows);
-    let sh = shape(cols, width, true, holding, reload, false)?;
     if sh.reload {
         return None;
     }
+    let holding = Holding::of(&cx.dev, cx.f, rows, cols, Writes::Rows);
     let probe = Spec {
         rows,
         cols,
@@ -714,7 +714,7 @@ pub fn walk_registers(
         reload,
         walk: None,
     };
-    let u = unroll(&probe, &sh, &holding, 1);
+    let u = unroll(&probe, sh, &holding, 1);
     let elements = sh.vectors * width;
     let held = held(cx.f, rows, cols) * elements * u;
     let sums = sums * elements;

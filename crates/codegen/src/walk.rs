@@ -89,8 +89,8 @@ pub fn plan(dev: &Device, rows: usize, threads: usize, row_blocks: usize, held: 
         // backward RMSNorm of 7424 bf16 at 480 threads took 66 registers
         // where 64 were estimated: one block, 1.08x slower than held; a
         // LayerNorm of 5632 f32 took 79 at 14336 rows and 117 at 26624).
-        // Bound, every re-read walk of 20 measured fits its planned blocks,
-        // 17 with no spill and 3 with 4-48 bytes.
+        // Bound, every re-read walk of 20 compiled fits its planned blocks,
+        // 15 with no spill, 4 with 4 bytes and one with 48.
         let why = format!("{estimate}: {on_held} blocks of {planned} resident held, {on_reread} re-read and asked for");
         return Walk { row_blocks, reread: true, why };
     }

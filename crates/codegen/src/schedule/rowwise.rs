@@ -220,7 +220,7 @@ fn build_rows(
     // A fixed grid walking the rows with sums over them: its blocks and
     // whether it re-reads its rows, from its estimated registers.
     let walk = match (row_blocks > 0 && !r.inner.is_empty() && !r.outer.is_empty() && !spread, tiles) {
-        (true, 1) => crate::rowwise::walk_registers(cx, (rows, cols, w), row_blocks, reload, r.outer.len(), r.inner.len())
+        (true, 1) => crate::rowwise::walk_registers(cx, (rows, cols, w), &shape, (row_blocks, reload), r.outer.len(), r.inner.len())
             .map(|(held, reread)| crate::walk::plan(dev, rows, shape.threads, row_blocks, held, reread)),
         _ => None,
     };
