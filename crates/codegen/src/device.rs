@@ -151,6 +151,10 @@ pub struct Device {
     /// time (`Passes::finish_all`, `fb_block_sum2_f`): one pair of barriers
     /// for both, the same additions in the same order.
     pub block_pairs: bool,
+    /// A re-read row (`row_reread`) whose next row's two buffers do not fit
+    /// re-reads from one, refilled as each row ends (next_row.rs), instead
+    /// of holding its row.
+    pub reread_one_buffer: bool,
     /// A row kernel whose grid gives each block one iteration (every row
     /// kernel but those walking a fixed grid) is written without the loop
     /// over rows: with the loop the compiler keeps the vectors' addresses
@@ -388,6 +392,7 @@ impl Default for Device {
             row_slack: true,
             row_reread: 1,
             block_pairs: true,
+            reread_one_buffer: true,
             row_once: true,
             row_min_blocks: 0,
             row_fit_grid: false,

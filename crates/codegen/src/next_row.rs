@@ -19,6 +19,14 @@
 //! have pushed a backward LayerNorm's 116 registers past the 128 that two
 //! blocks of 256 threads allow.
 //!
+//! One buffer where two do not fit (only for a row re-read in each pass,
+//! `walk::plan`, which needs the copy to re-read from): the next row's
+//! copies are issued once the current row's last pass is done with the
+//! buffer, at the end of the iteration, so they overlap only the other
+//! blocks' work; what is gained is the re-read row's registers. A backward
+//! LayerNorm of 6912 Float, two tensors of 56 KB a row at 352 threads, held
+//! its row at 160 registers: one block where two were planned, two waves.
+//!
 //! The kernel is lowered twice: a survey of the row loads, then the kernel
 //! with their slots.
 
@@ -42,6 +50,9 @@ pub struct NextRow {
     slots: Vec<Slot>,
     /// Threads of the block.
     block: usize,
+    /// Buffers: 2, the next row copied as the current one reduces; 1, as
+    /// the current one ends.
+    buffers: usize,
 }
 
 impl NextRow {
@@ -55,17 +66,30 @@ impl NextRow {
             survey: true,
             slots: Vec::new(),
             block,
+            buffers: 2,
         }
     }
 
     /// After a survey: the kernel with slots, when there are vectors to copy
-    /// and both buffers fit `budget` bytes.
-    pub fn plan(mut self, budget: usize) -> Option<NextRow> {
-        if self.count(16) == 0 || self.bytes() > budget {
+    /// and both buffers fit `budget` bytes, or with `one` a single buffer
+    /// does.
+    pub fn plan(mut self, budget: usize, one: bool) -> Option<NextRow> {
+        if self.count(16) == 0 {
             return None;
+        }
+        if self.bytes() > budget {
+            self.buffers = 1;
+            if !one || self.bytes() > budget {
+                return None;
+            }
         }
         self.survey = false;
         Some(self)
+    }
+
+    /// Whether the plan has one buffer, refilled as each row ends.
+    pub fn single(&self) -> bool {
+        self.buffers == 1
     }
 
     /// Whether this is a plan (its loads read the copies), not a survey.
@@ -73,9 +97,9 @@ impl NextRow {
         !self.survey
     }
 
-    /// Shared memory of the two buffers, bytes.
+    /// Shared memory of the buffers, bytes.
     pub fn bytes(&self) -> usize {
-        2 * self.block * (16 * self.count(16) + 4 * self.count(4))
+        self.buffers * self.block * (16 * self.count(16) + 4 * self.count(4))
     }
 
     /// Slots of `bytes` per buffer.
@@ -91,7 +115,7 @@ impl NextRow {
         if self.count(4) > 0 {
             d.push(format!(
                 "unsigned* const fb_next4 = reinterpret_cast<unsigned*>(fb_next + {});",
-                2 * self.count(16) * self.block
+                self.buffers * self.count(16) * self.block
             ));
         }
         d

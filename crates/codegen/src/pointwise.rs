@@ -164,7 +164,8 @@ pub fn build(
         shared_bytes: 0,
         fill: None,
         summary: format!(
-            "pointwise over {shape:?}, {width} elements per thread{walked}: {}",
+            "pointwise over {shape:?}, {}{width} elements per thread{walked}: {}",
+            if unroll > 1 { format!("{unroll} vectors of ") } else { String::new() },
             names.join(", ")
         ),
     };

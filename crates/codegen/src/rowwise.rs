@@ -660,7 +660,7 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     // instead, a backward RMSNorm of 7040 f32 ran 1.43x slower than held.
     if spec.walk.is_some_and(|w| w.reread) && !sh.reload {
         let reread = Shape { reload: true, packed: false, ..sh };
-        let built = build_next_row(cx, name, spec, &reread, per_block, 1)?;
+        let built = build_next_row(cx, name, spec, &reread, per_block, 1, cx.dev.reread_one_buffer)?;
         if built.2 {
             return Ok((built.0, built.1));
         }
@@ -674,9 +674,9 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
     // Spread rows: a block each, one at a time (what two rows per thread
     // would hide is latency the other blocks do not have to hide).
     let u = if spread { 1 } else { unroll(spec, &sh, &holding, per_block) };
-    let first = build_next_row(cx, name, spec, &sh, per_block, u)?;
+    let first = build_next_row(cx, name, spec, &sh, per_block, u, false)?;
     if first.0.lines().count() > UNROLLED_LINES_MAX && u > 1 {
-        return build_next_row(cx, name, spec, &sh, per_block, 1).map(|(s, k, _)| (s, k));
+        return build_next_row(cx, name, spec, &sh, per_block, 1, false).map(|(s, k, _)| (s, k));
     }
     Ok((first.0, first.1))
 }
@@ -684,8 +684,8 @@ pub fn build(cx: &Context, name: &str, spec: &Spec) -> Result<(String, Kernel), 
 /// Registers a thread of a row kernel laid out as `sh` (its `shape`),
 /// walking `rows x cols` in vectors of `width` with `sums` sums over rows and
 /// `reductions` of each row, is estimated to take (`walk::registers`),
-/// holding its row and re-reading it; None where the row is re-read anyway
-/// (past the registers).
+/// holding its row and re-reading it (None for Float rows with 64-bit
+/// indices); None where the row is re-read anyway (past the registers).
 pub fn walk_registers(
     cx: &Context,
     (rows, cols, width): (usize, usize, usize),
@@ -693,7 +693,7 @@ pub fn walk_registers(
     (row_blocks, reload): (usize, Option<usize>),
     sums: usize,
     reductions: usize,
-) -> Option<(usize, usize)> {
+) -> Option<(usize, Option<usize>)> {
     if sh.reload {
         return None;
     }
@@ -718,13 +718,17 @@ pub fn walk_registers(
     let elements = sh.vectors * width;
     let held = held(cx.f, rows, cols) * elements * u;
     let sums = sums * elements;
-    Some((crate::walk::registers(held, sums, reductions, false), crate::walk::registers(0, sums, reductions, true)))
+    // Float rows with 64-bit indices: not re-read (`walk::plan`).
+    let float_rows = row_inputs(cx.f, rows, cols).any(|i| cx.f.value(i).dtype.size_bytes() >= 4);
+    let reread = (cx.idx_type == "int" || !float_rows).then(|| crate::walk::registers(0, sums, reductions, true));
+    Some((crate::walk::registers(held, sums, reductions, false), reread))
 }
 
 /// `build_unrolled`, with the next row copied to shared memory while the
 /// current one reduces (next_row.rs) where each block walks two row
 /// iterations or more of a fixed grid and the two buffers fit beside what
-/// else the block keeps there; the flag says whether it is.
+/// else the block keeps there, or with `one` a single buffer does; the flag
+/// says whether it is.
 fn build_next_row(
     cx: &Context,
     name: &str,
@@ -732,6 +736,7 @@ fn build_next_row(
     sh: &Shape,
     per_block: usize,
     u_rows: usize,
+    one: bool,
 ) -> Result<(String, Kernel, bool), CodegenError> {
     let per_iter = u_rows * per_block;
     let block = sh.threads * per_block;
@@ -756,7 +761,7 @@ fn build_next_row(
         .max(1);
     let copies: usize = copied_inputs(cx, spec, sh, block).iter().map(|&(v, _, _)| cx.f.value(v).numel() * cx.f.value(v).dtype.size_bytes()).sum();
     let budget = (cx.dev.shared_memory_per_sm as usize / on_sm).saturating_sub(2048 + copies);
-    match seen.and_then(|n| n.plan(budget)) {
+    match seen.and_then(|n| n.plan(budget, one)) {
         Some(next) => build_unrolled(cx, name, spec, sh, per_block, u_rows, Some(next)).map(|(s, k, _)| (s, k, true)),
         None => Ok((src, kernel, false)),
     }
@@ -985,10 +990,12 @@ fn build_unrolled(
     });
     if let Some(n) = next.as_ref().filter(|_| copying) {
         lw.line("fb_copy_wait();");
-        lw.open("{");
-        lw.line(&format!("const {it} nrow = row + ({it})gridDim.x * {per_iter};"));
-        next_rows(&mut lw, n, "nrow", "(fb_nb ^ 1)");
-        lw.close("}");
+        if !n.single() {
+            lw.open("{");
+            lw.line(&format!("const {it} nrow = row + ({it})gridDim.x * {per_iter};"));
+            next_rows(&mut lw, n, "nrow", "(fb_nb ^ 1)");
+            lw.close("}");
+        }
     }
     lw.next_row = next;
     let mut row_vars: Vec<RowVar> = Vec::new();
@@ -1228,11 +1235,20 @@ fn build_unrolled(
         }
         lw.close("}");
     }
-    if copying {
-        lw.line("fb_nb ^= 1;");
+    let next = lw.next_row.take();
+    match next.as_ref().filter(|_| copying) {
+        // One buffer: refilled once every pass of this row has read it
+        // (each thread reads only its own slots, so no barrier).
+        Some(n) if n.single() => {
+            lw.open("{");
+            lw.line(&format!("const {it} nrow = row + ({it})gridDim.x * {per_iter};"));
+            next_rows(&mut lw, n, "nrow", "0");
+            lw.close("}");
+        }
+        Some(_) => lw.line("fb_nb ^= 1;"),
+        None => {}
     }
     lw.close("}");
-    let next = lw.next_row.take();
     match spec.finish {
         Some(_) if per_block > 1 || row_blocks > 1 => {
             return Err(CodegenError::NoFit(format!(
@@ -1317,12 +1333,13 @@ fn build_unrolled(
     let walk = spec.walk.map(|w| format!("; {}", w.why)).unwrap_or_default();
     let nexts = match next.as_ref().filter(|_| copying) {
         Some(n) => format!(
-            ", the next row's {} vectors{} per thread copied to shared memory as the row reduces",
+            ", the next row's {} vectors{} per thread copied to shared memory {}",
             n.count(16),
             match n.count(4) {
                 0 => String::new(),
                 s => format!(" and {s} per-row values"),
-            }
+            },
+            if n.single() { "as the row ends, one buffer" } else { "as the row reduces" }
         ),
         None => String::new(),
     };

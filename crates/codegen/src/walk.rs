@@ -60,7 +60,7 @@ fn resident(dev: &Device, threads: usize, registers: usize) -> usize {
 
 /// The walk for `rows` rows by blocks of `threads` planned as `row_blocks`,
 /// a thread estimated at `held` registers holding its row and `reread`
-/// re-reading it.
+/// re-reading it (None: not re-read, Float rows with 64-bit indices).
 ///
 /// - Re-read (`Device::row_reread` 1) where holding the row leaves fewer
 ///   blocks resident than the grid plans and re-reading leaves all of them:
@@ -68,21 +68,32 @@ fn resident(dev: &Device, threads: usize, registers: usize) -> usize {
 ///   384 threads per multiprocessor where two were planned, two waves (the
 ///   sixth fresh sample's worst, 0.84 of nvFuser); re-read, 80 and two
 ///   (0.93-0.95 of held). Where held rows fit the grid, re-reading measured
-///   0.99-1.20x slower (recomputed values, more shared-memory reads).
+///   0.99-1.20x slower (recomputed values, more shared-memory reads). Not
+///   Float rows with 64-bit indices: under the launch bound the compiler
+///   spills their 64-bit column offsets. Backward norms of Float sliced
+///   tensors (64-bit) spilled 48-148 bytes a thread re-read and ran
+///   1.08-1.24x slower than held at 5632-6912 columns (H200), the same rows
+///   row-major (32-bit, 0-40 bytes) 0.97x; 16-bit rows with 64-bit indices
+///   compiled re-read with no spill (a LayerNorm of 26624 x 5632 bf16: 0.89
+///   of held).
 /// - Otherwise more blocks (`Device::walk_fill`: as many as the estimate
 ///   leaves resident, each walking at least that many rows): more blocks in
 ///   flight hide more of each row's reductions, and the combine then reads
 ///   more partials, which lost where blocks walked 2-8 rows.
-pub fn plan(dev: &Device, rows: usize, threads: usize, row_blocks: usize, held: usize, reread: usize) -> Walk {
+pub fn plan(dev: &Device, rows: usize, threads: usize, row_blocks: usize, held: usize, reread: Option<usize>) -> Walk {
     let sms = dev.sm_count.max(1) as usize;
     let planned = row_blocks.div_ceil(sms);
-    let (on_held, on_reread) = (resident(dev, threads, held), resident(dev, threads, reread));
-    let rereads = match dev.row_reread {
-        0 => false,
-        1 => on_held < planned && on_reread >= planned,
+    let on_held = resident(dev, threads, held);
+    let on_reread = reread.map_or(0, |r| resident(dev, threads, r));
+    let rereads = match (dev.row_reread, reread) {
+        (0, _) | (_, None) => false,
+        (1, _) => on_held < planned && on_reread >= planned,
         _ => true,
     };
-    let estimate = format!("registers estimated {held} held, {reread} re-read");
+    let estimate = match reread {
+        Some(r) => format!("registers estimated {held} held, {r} re-read"),
+        None => format!("registers estimated {held} held, not re-read: Float rows with 64-bit indices"),
+    };
     if rereads {
         // The kernel declares the planned blocks in its launch bounds: the
         // compiler's count moves by a unit or more with the code around it (a
@@ -117,8 +128,8 @@ mod tests {
         // LayerNorm backward f16 x6016: 384 threads x 16 values, two sums,
         // two row reductions. Held: 16 x 2 + 32 + 40 + 16 = 120 (ptxas 125),
         // one block resident of two; re-read 32 + 48 = 80 (ptxas 80), two.
-        let (held, reread) = (registers(32, 32, 2, false), registers(0, 32, 2, true));
-        assert_eq!((held, reread), (120, 80));
+        let (held, reread) = (registers(32, 32, 2, false), Some(registers(0, 32, 2, true)));
+        assert_eq!((held, reread), (120, Some(80)));
         let w = plan(&dev, 10752, 384, 264, held, reread);
         assert!(w.reread && w.row_blocks == 264, "{w:?}");
         // At 256 threads two held blocks fit: held.
@@ -127,6 +138,9 @@ mod tests {
         // Off: never.
         let off = Device { row_reread: 0, ..Device::default() };
         assert!(!plan(&off, 10752, 384, 264, held, reread).reread);
+        // Float rows with 64-bit indices: held, and the estimate says why.
+        let wide = plan(&dev, 10752, 384, 264, held, None);
+        assert!(!wide.reread && wide.why.contains("not re-read: Float rows with 64-bit indices"), "{wide:?}");
     }
 
     #[test]
@@ -135,14 +149,14 @@ mod tests {
         // RMSNorm backward f32 x1408: 96 threads, 16 values, one sum: 96
         // estimated, 6 blocks resident (ptxas: 95, 7).
         let held = registers(32, 16, 1, false);
-        let w = plan(&dev, 23040, 96, 264, held, registers(0, 16, 1, true));
+        let w = plan(&dev, 23040, 96, 264, held, Some(registers(0, 16, 1, true)));
         assert_eq!(w.row_blocks, 132 * 6, "{w:?}");
         // 2048 rows: 15 rows a block at 8 per multiprocessor; left at 2.
-        assert_eq!(plan(&dev, 2048, 96, 264, held, 64).row_blocks, 264);
+        assert_eq!(plan(&dev, 2048, 96, 264, held, Some(64)).row_blocks, 264);
         // 6144 rows: at most 3 per multiprocessor walk 16 rows each.
-        assert_eq!(plan(&dev, 6144, 96, 264, held, 64).row_blocks, 132 * 2);
-        assert_eq!(plan(&dev, 8448, 96, 264, held, 64).row_blocks, 132 * 4);
+        assert_eq!(plan(&dev, 6144, 96, 264, held, Some(64)).row_blocks, 132 * 2);
+        assert_eq!(plan(&dev, 8448, 96, 264, held, Some(64)).row_blocks, 132 * 4);
         let off = Device { walk_fill: 0, ..dev };
-        assert_eq!(plan(&off, 23040, 96, 264, held, 64).row_blocks, 264);
+        assert_eq!(plan(&off, 23040, 96, 264, held, Some(64)).row_blocks, 264);
     }
 }

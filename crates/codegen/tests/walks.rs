@@ -1,8 +1,9 @@
 //! A backward norm's walking row kernel, planned from its estimated registers
 //! (`walk.rs`): re-read from the next row's shared-memory copy where held rows
 //! would leave fewer blocks resident than the grid plans (`Device::row_reread`),
-//! and two Float row sums of a pass reduced over the block together
-//! (`Device::block_pairs`).
+//! or from one buffer where the next row's two do not fit
+//! (`Device::reread_one_buffer`), and two Float row sums of a pass reduced
+//! over the block together (`Device::block_pairs`).
 
 use fusebench_codegen::{plan, Device, Fill, Plan};
 
@@ -44,7 +45,13 @@ const LAYERNORM_BWD: &str = "    t0 = fd.define_tensor(shape=[ROWS, COLS], conti
 ";
 
 fn planned(rows: usize, cols: usize, dev: Device) -> Plan {
-    let f = common::script(&LAYERNORM_BWD.replace("ROWS", &rows.to_string()).replace("COLS", &cols.to_string()));
+    planned_as(rows, cols, "Half", dev)
+}
+
+/// The LayerNorm backward with `dtype` (a DataType name) for Half.
+fn planned_as(rows: usize, cols: usize, dtype: &str, dev: Device) -> Plan {
+    let text = LAYERNORM_BWD.replace("ROWS", &rows.to_string()).replace("COLS", &cols.to_string());
+    let f = common::script(&text.replace("DataType.Half", &format!("DataType.{dtype}")));
     let layouts = vec![None; f.inputs.len()];
     plan(&f, &layouts, dev).unwrap()
 }
@@ -77,6 +84,36 @@ fn a_re_read_row_whose_next_row_is_not_copied_is_held() {
     let (summary, _) = walk(&planned(10752, 6016, Device { next_row: 0, ..Device::default() }));
     assert!(!summary.contains("re-read each pass"), "{summary}");
     assert!(summary.contains("held: the next row does not fit shared memory"), "{summary}");
+}
+
+#[test]
+fn a_re_read_row_whose_two_next_row_buffers_do_not_fit_re_reads_from_one() {
+    // 6912 Float at 352 threads: 10 vectors a thread of two tensors, 56 KB a
+    // buffer; two blocks of two buffers do not fit 228 KB, of one they do.
+    let (summary, cuda) = walk(&planned_as(29696, 6912, "Float", Device::default()));
+    assert!(summary.contains("re-read each pass") && summary.contains("as the row ends, one buffer"), "{summary}");
+    assert!(!cuda.contains("(fb_nb ^ 1)") && !cuda.contains("fb_nb ^= 1"), "no second buffer");
+    // The copies of the next row come after the row's last read of the buffer.
+    let body = &cuda[cuda.find("fb_n0(").expect("the row kernel")..];
+    let last_read = body.rfind("= fb_next[").expect("reads of the copy");
+    let refill = body.rfind("fb_copy16(&fb_next[").expect("copies");
+    assert!(refill > last_read, "the buffer is refilled after its last read");
+    // Off: held, and the summary says why.
+    let (held, _) = walk(&planned_as(29696, 6912, "Float", Device { reread_one_buffer: false, ..Device::default() }));
+    assert!(!held.contains("re-read each pass") && held.contains("held: the next row does not fit"), "{held}");
+    // The same rows of a sliced tensor (every other 6912 of 13824): 64-bit
+    // indices, which the compiler spilled under the re-read's launch bound.
+    let f = common::script(
+        &LAYERNORM_BWD.replace("ROWS", "29696").replace("COLS", "6912").replace("DataType.Half", "DataType.Float"),
+    );
+    let mut layouts = vec![None; f.inputs.len()];
+    layouts[0] = Some((vec![13824, 1], 0));
+    layouts[1] = Some((vec![13824, 1], 0));
+    let (sliced, _) = walk(&plan(&f, &layouts, Device::default()).unwrap());
+    assert!(!sliced.contains("re-read each pass") && sliced.contains("Float rows with 64-bit indices"), "{sliced}");
+    // Where two buffers fit (6016 f16), still two.
+    let (two, cuda) = walk(&planned(10752, 6016, Device::default()));
+    assert!(two.contains("as the row reduces") && cuda.contains("fb_nb ^= 1"), "{two}");
 }
 
 #[test]

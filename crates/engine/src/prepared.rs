@@ -241,6 +241,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         row_slack: k.row_slack.unwrap_or(d.row_slack),
         row_reread: k.row_reread.unwrap_or(d.row_reread),
         block_pairs: k.block_pairs.unwrap_or(d.block_pairs),
+        reread_one_buffer: k.reread_one_buffer.unwrap_or(d.reread_one_buffer),
         row_once: k.row_once.unwrap_or(d.row_once),
         row_fit_grid: k.row_fit_grid.unwrap_or(d.row_fit_grid),
         fit_waves: match k.fit_waves {

@@ -65,11 +65,20 @@ impl Schedule for Pointwise {
 /// An input broadcast over the rows counts at its logical size: with two
 /// vectors bf16 SiLU-mul and GELU backward with a broadcast input were 2-5%
 /// faster (round W).
+///
+/// Two also where the kernel writes rows gathered by an index (embedding,
+/// index_select along dim 0) and at least `GATHER_TWO_BYTES`: each thread's
+/// value load waits for its index load, and a second vector puts two such
+/// chains in flight (H200, 24 embeddings of 896-17408 ids x 1600-13568,
+/// bf16 and f32: 0.93-0.96 of one vector from 40 MB, 0.98-1.06 below).
 fn unroll(c: &Candidate, shape: &[usize], dev: &Device) -> u32 {
     if dev.pointwise_unroll > 0 {
         return dev.pointwise_unroll;
     }
     let n: usize = shape.iter().product();
+    if gathered_bytes(c, n) >= GATHER_TWO_BYTES {
+        return 2;
+    }
     let large: Vec<_> = c
         .f
         .inputs
@@ -82,6 +91,32 @@ fn unroll(c: &Candidate, shape: &[usize], dev: &Device) -> u32 {
     } else {
         1
     }
+}
+
+/// Bytes written from which a kernel of gathered rows takes two vectors a
+/// thread.
+const GATHER_TWO_BYTES: usize = 32 << 20;
+
+/// Bytes of the largest output of `n` elements gathered row by row (an
+/// embedding, an index_select along dim 0); 0 where there is none.
+fn gathered_bytes(c: &Candidate, n: usize) -> usize {
+    use fusebench_ir::op_index::IndexOp;
+    use fusebench_ir::Op;
+    c.f.nodes
+        .iter()
+        .filter(|node| match &node.op {
+            Op::Index(IndexOp::EmbeddingFwd { .. }) => true,
+            Op::IndexSelect { x, dim, .. } => {
+                let rank = c.f.value(*x).shape.as_ref().map_or(0, Vec::len);
+                fusebench_ir::infer::norm_dim("index_select", *dim, rank) == Ok(0)
+            }
+            _ => false,
+        })
+        .flat_map(|node| node.outputs.iter().map(|&o| c.f.value(o)))
+        .filter(|v| v.numel() == n)
+        .map(|v| n * v.dtype.size_bytes())
+        .max()
+        .unwrap_or(0)
 }
 
 /// Positions of the outermost dim each thread walks (`pointwise::build`; 1:
