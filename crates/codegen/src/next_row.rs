@@ -23,9 +23,11 @@
 //! `walk::plan`, which needs the copy to re-read from): the next row's
 //! copies are issued once the current row's last pass is done with the
 //! buffer, at the end of the iteration, so they overlap only the other
-//! blocks' work; what is gained is the re-read row's registers. A backward
-//! LayerNorm of 6912 Float, two tensors of 56 KB a row at 352 threads, held
-//! its row at 160 registers: one block where two were planned, two waves.
+//! blocks' work; what is gained is the re-read row's registers. Backward
+//! norms of 6912 Float (two tensors, 56 KB a buffer at 352 threads) held
+//! their rows at one block where two were planned, two waves; from one
+//! buffer 0.93-0.98 of that time (H200, 4096-29696 rows), the RMSNorms of
+//! 8192 at 512 threads 0.98-1.02.
 //!
 //! The kernel is lowered twice: a survey of the row loads, then the kernel
 //! with their slots.
