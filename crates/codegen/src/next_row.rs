@@ -80,8 +80,11 @@ impl NextRow {
             return None;
         }
         if self.bytes() > budget {
+            if !one {
+                return None;
+            }
             self.buffers = 1;
-            if !one || self.bytes() > budget {
+            if self.bytes() > budget {
                 return None;
             }
         }

@@ -944,7 +944,8 @@ fn build_unrolled(
     }
     let exact_rows = spec.rows.is_multiple_of(per_iter);
     // The next row's copies (next_row.rs), `row` its first row: the first
-    // before the loop, then each iteration's next as it starts.
+    // before the loop, then each iteration's next as it starts (two
+    // buffers) or as it ends (one: `next_iteration`).
     let next_rows = |lw: &mut Lowerer, n: &NextRow, row: &str, buffer: &str| {
         lw.open(&format!("if ({row} < {}) {{", spec.rows));
         let names: Vec<String> = (0..u_rows).map(|u| format!("nrow{u}")).collect();
@@ -956,6 +957,13 @@ fn build_unrolled(
         for c in n.copies(&names, buffer) {
             lw.line(&c);
         }
+        lw.close("}");
+    };
+    // The next iteration's row, copied into `buffer`.
+    let next_iteration = |lw: &mut Lowerer, n: &NextRow, buffer: &str| {
+        lw.open("{");
+        lw.line(&format!("const {it} nrow = row + ({it})gridDim.x * {per_iter};"));
+        next_rows(lw, n, "nrow", buffer);
         lw.close("}");
     };
     // A survey lowers the kernel as it is; a plan copies.
@@ -991,10 +999,7 @@ fn build_unrolled(
     if let Some(n) = next.as_ref().filter(|_| copying) {
         lw.line("fb_copy_wait();");
         if !n.single() {
-            lw.open("{");
-            lw.line(&format!("const {it} nrow = row + ({it})gridDim.x * {per_iter};"));
-            next_rows(&mut lw, n, "nrow", "(fb_nb ^ 1)");
-            lw.close("}");
+            next_iteration(&mut lw, n, "(fb_nb ^ 1)");
         }
     }
     lw.next_row = next;
@@ -1239,12 +1244,7 @@ fn build_unrolled(
     match next.as_ref().filter(|_| copying) {
         // One buffer: refilled once every pass of this row has read it
         // (each thread reads only its own slots, so no barrier).
-        Some(n) if n.single() => {
-            lw.open("{");
-            lw.line(&format!("const {it} nrow = row + ({it})gridDim.x * {per_iter};"));
-            next_rows(&mut lw, n, "nrow", "0");
-            lw.close("}");
-        }
+        Some(n) if n.single() => next_iteration(&mut lw, n, "0"),
         Some(_) => lw.line("fb_nb ^= 1;"),
         None => {}
     }

@@ -50,10 +50,14 @@ fn planned(rows: usize, cols: usize, dev: Device) -> Plan {
 
 /// The LayerNorm backward with `dtype` (a DataType name) for Half.
 fn planned_as(rows: usize, cols: usize, dtype: &str, dev: Device) -> Plan {
-    let text = LAYERNORM_BWD.replace("ROWS", &rows.to_string()).replace("COLS", &cols.to_string());
-    let f = common::script(&text.replace("DataType.Half", &format!("DataType.{dtype}")));
+    let f = layernorm_bwd(rows, cols, dtype);
     let layouts = vec![None; f.inputs.len()];
     plan(&f, &layouts, dev).unwrap()
+}
+
+fn layernorm_bwd(rows: usize, cols: usize, dtype: &str) -> fusebench_ir::Fusion {
+    let text = LAYERNORM_BWD.replace("ROWS", &rows.to_string()).replace("COLS", &cols.to_string());
+    common::script(&text.replace("DataType.Half", &format!("DataType.{dtype}")))
 }
 
 /// The walking kernel's summary and source.
@@ -103,9 +107,7 @@ fn a_re_read_row_whose_two_next_row_buffers_do_not_fit_re_reads_from_one() {
     assert!(!held.contains("re-read each pass") && held.contains("held: the next row does not fit"), "{held}");
     // The same rows of a sliced tensor (every other 6912 of 13824): 64-bit
     // indices, which the compiler spilled under the re-read's launch bound.
-    let f = common::script(
-        &LAYERNORM_BWD.replace("ROWS", "29696").replace("COLS", "6912").replace("DataType.Half", "DataType.Float"),
-    );
+    let f = layernorm_bwd(29696, 6912, "Float");
     let mut layouts = vec![None; f.inputs.len()];
     layouts[0] = Some((vec![13824, 1], 0));
     layouts[1] = Some((vec![13824, 1], 0));
