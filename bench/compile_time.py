@@ -8,6 +8,10 @@ and without, compared function by function.
     python3 bench/compile_time.py DIR_OR_SCRIPTS... --nvrtc /path/to/libnvrtc.so.12 \
         [--fusebench target/release/fusebench] [--reps 2] [--sass]
 
+A plan of several translation units (attention's kernels compile apart, `Plan::units`; `emit --cuda`
+starts each with UNIT_LINE) is timed as the runtime compiles it: the units at once, one thread each,
+the wall time of all.
+
 With `--against OTHER_FUSEBENCH` it compares two builds instead: each fusion's module from both,
 compiled with the runtime's options (split as the runtime splits), the ratio of their times, and
 with `--sass` whether every kernel's machine code is the same (a change meant to cost the compiler
@@ -18,8 +22,10 @@ the library in nvidia/cuda_nvrtc/lib). Times depend on the machine's cores and t
 the GPU machine's are the ones the issue's bar is about.
 """
 import argparse
+import concurrent.futures
 import ctypes
 import glob
+import itertools
 import math
 import os
 import subprocess
@@ -29,6 +35,10 @@ import time
 
 BASE = [b"--gpu-architecture=sm_90", b"-default-device", b"--std=c++17", b"-lineinfo"]
 SPLIT = b"--split-compile=0"
+# Names each compile's unused variable (atomic under the GIL, so threads get distinct ones).
+COUNTER = itertools.count(1)
+# The line `fusebench emit --cuda` writes before each translation unit where a plan has several.
+UNIT_LINE = b"// fusebench translation unit "
 
 
 class Nvrtc:
@@ -40,8 +50,7 @@ class Nvrtc:
         compile's source differs (one unused variable named by a counter): NVRTC 13 answered a
         repeated compile of the same source and options in a fraction of the time (the corpus's
         median 30 ms against 194 ms on the GPU machine), which is not what a first compile costs."""
-        self.count = getattr(self, "count", 0) + 1
-        src = src + b"\n__device__ int fb_compile_time_%d;\n" % self.count
+        src = src + b"\n__device__ int fb_compile_time_%d;\n" % next(COUNTER)
         prog = ctypes.c_void_p()
         if self.lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"fusebench_kernel.cu", 0, None, None):
             sys.exit("nvrtcCreateProgram failed")
@@ -60,6 +69,38 @@ class Nvrtc:
         self.lib.nvrtcGetCUBIN(prog, buf)
         self.lib.nvrtcDestroyProgram(ctypes.byref(prog))
         return ms, buf.raw
+
+
+def units(src):
+    """The translation units of `emit --cuda`'s output (one where no UNIT_LINE splits it)."""
+    parts, cur = [], []
+    for line in src.split(b"\n"):
+        if line.startswith(UNIT_LINE):
+            if any(l.strip() and not l.startswith(b"//") for l in cur):
+                parts.append(b"\n".join(cur))
+            cur = []
+        else:
+            cur.append(line)
+    parts.append(b"\n".join(cur))
+    return parts
+
+
+def compile_units(nv, src, opts):
+    """(wall milliseconds, cubins) of compiling `src`'s units at once, a thread each, each with
+    `opts` (and the split where a unit holds SPLIT_FROM kernels or more, when `opts` is None)."""
+    us = units(src)
+    pick = lambda u: opts if opts is not None else BASE + ([SPLIT] if u.count(b"__global__") >= 3 else [])
+    t = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(len(us)) as ex:
+        done = list(ex.map(lambda u: nv.compile(u, pick(u)), us))
+    return 1000 * (time.perf_counter() - t), [c for _, c in done]
+
+
+def sass_all(cubins):
+    out = {}
+    for c in cubins:
+        out.update(sass(c))
+    return out
 
 
 def sass(cubin):
@@ -101,11 +142,11 @@ def main():
     rows = []
     for s in scripts(a.paths):
         src = subprocess.run([a.fusebench, "emit", "--cuda", s], capture_output=True, check=True).stdout
-        one = min(nv.compile(src, BASE)[0] for _ in range(a.reps))
-        split = min(nv.compile(src, BASE + [SPLIT])[0] for _ in range(a.reps))
+        one = min(compile_units(nv, src, BASE)[0] for _ in range(a.reps))
+        split = min(compile_units(nv, src, BASE + [SPLIT])[0] for _ in range(a.reps))
         same = ""
         if a.sass:
-            same = "same SASS" if sass(nv.compile(src, BASE)[1]) == sass(nv.compile(src, BASE + [SPLIT])[1]) else "SASS DIFFERS"
+            same = "same SASS" if sass_all(compile_units(nv, src, BASE)[1]) == sass_all(compile_units(nv, src, BASE + [SPLIT])[1]) else "SASS DIFFERS"
         rows.append((os.path.basename(s), src.count(b"__global__"), one, split, same))
         print(f"{rows[-1][0]:<55} {rows[-1][1]} kernels  {one:7.1f} ms  split {split:7.1f} ms  {same}", flush=True)
     if rows:
@@ -126,11 +167,10 @@ def compare_builds(nv, a):
         times, funcs = [], []
         for build in (a.against, a.fusebench):
             src = subprocess.run([build, "emit", "--cuda", s], capture_output=True, check=True).stdout
-            opts = BASE + ([SPLIT] if src.count(b"__global__") >= 3 else [])
-            best = min((nv.compile(src, opts) for _ in range(a.reps)), key=lambda r: r[0])
+            best = min((compile_units(nv, src, None) for _ in range(a.reps)), key=lambda r: r[0])
             times.append(best[0])
             if a.sass:
-                funcs.append({k: v for k, v in sass(best[1]).items() if not k.startswith("fb_compile_time_")})
+                funcs.append({k: v for k, v in sass_all(best[1]).items() if not k.startswith("fb_compile_time_")})
         verdict = ""
         if a.sass:
             verdict = "same SASS" if funcs[0] == funcs[1] else "SASS DIFFERS"

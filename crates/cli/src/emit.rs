@@ -124,13 +124,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         if a.compile {
             // ptxas's report where it is printed or where a grid may be refit to it.
             let report = a.resources || fusebench_codegen::launch::refits(&dev);
-            let compile = |p: &fusebench_codegen::Plan| {
-                if report {
-                    fusebench_runtime::compile_offline_resources(&p.source, &a.arch, p.kernels.len())
-                } else {
-                    fusebench_runtime::compile_offline(&p.source, &a.arch, p.kernels.len())
-                }
-            };
+            // Each translation unit on a thread of its own, as the runtime compiles them.
+            let compile = |p: &fusebench_codegen::Plan| fusebench_runtime::compile_offline_units(&p.units(), &a.arch, report);
             // NVRTC missing: a usage error for the whole run; a module that fails: this file.
             let failure = |e: &fusebench_runtime::RuntimeError| match e {
                 fusebench_runtime::RuntimeError::Invalid(why) => {
@@ -228,11 +223,20 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         }
         let text = describe(path, &f, &plan);
         if a.cuda {
-            // The plan as comments above the source, so the whole output compiles.
+            // The plan as comments above the source, so the whole output
+            // compiles; several translation units (`Plan::units`) each after
+            // a line of its own, `UNIT_LINE`, to be compiled apart.
             for line in text.lines() {
                 outln!("// {line}");
             }
-            outln!("\n{}", plan.source);
+            let units = plan.units();
+            if units.len() <= 1 {
+                outln!("\n{}", units.first().map_or(plan.source.as_str(), |u| u.0));
+            } else {
+                for (i, (src, names)) in units.iter().enumerate() {
+                    outln!("\n{UNIT_LINE}{} of {}: {}\n{src}", i + 1, units.len(), names.join(", "));
+                }
+            }
         } else {
             out!("{text}");
         }
@@ -249,6 +253,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     Ok(crate::outcome::exit_code(failed))
 }
+
+/// Starts the line before each translation unit where `emit --cuda` writes
+/// several.
+pub const UNIT_LINE: &str = "// fusebench translation unit ";
 
 /// The plan in words: kernels with their launch shapes and schedule choices,
 /// where each output comes from, the temporaries.

@@ -330,8 +330,7 @@ fn warm_cache(engine: &Engine, f: &Fusion, inputs: &[Arg]) {
         .collect();
     let Ok(device) = engine.device() else { return };
     if let Ok(p) = plan(f, &layouts, device) {
-        let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
-        let _ = engine.gpu.compile(&p.source, &names);
+        let _ = engine.gpu.compile_units(&p.units());
     }
 }
 

@@ -75,8 +75,8 @@ pub fn check(
     Ok(GpuCheck {
         kernels: p.kernels.len(),
         compile_ms: p.compile_ms,
-        load_ms: p.module.info.load_ms,
-        from_cache: p.module.from_cache(),
+        load_ms: p.modules.iter().map(|m| m.info.load_ms).sum(),
+        from_cache: p.modules.iter().all(|m| m.from_cache()),
         ok: outputs.iter().all(|c| c.ok) && updated.iter().all(|(_, c)| c.ok),
         outputs,
         updated_inputs: updated,

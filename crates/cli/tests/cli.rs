@@ -164,6 +164,30 @@ fn emit_compiles_with_nvrtc_alone_or_says_it_cannot() {
 }
 
 #[test]
+fn emit_writes_each_translation_unit_after_a_line_of_its_own() {
+    // Flash attention's forward and backward: three kernels, each a unit of its own.
+    let f = "crates/cli/tests/fixtures/ops/attention/attn_bwd_bf16.py";
+    let o = fusebench(&["emit", "--cuda", f]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let units: Vec<&str> = t.split("// fusebench translation unit ").skip(1).collect();
+    assert_eq!(units.len(), 3, "{t}");
+    for (i, u) in units.iter().enumerate() {
+        assert!(u.starts_with(&format!("{} of 3: fb_attn_", i + 1)), "{u}");
+        // Each a whole module: the prelude, then its one kernel.
+        assert!(u.contains("typedef unsigned short fb_bf16;"), "{u}");
+        assert_eq!(u.matches("__global__").count(), 1, "{u}");
+    }
+    let o = fusebench(&["emit", "--compile", f]);
+    let t = text(&o);
+    match o.status.code() {
+        Some(0) => assert!(t.contains("3 kernels compiled in "), "{t}"),
+        Some(2) => assert!(t.contains("NVRTC could not be loaded"), "{t}"),
+        c => panic!("exit {c:?}: {t}"),
+    }
+}
+
+#[test]
 fn emit_resources_says_each_kernels_registers_residency_and_waves() {
     let o = fusebench(&["emit", "--compile", "--resources", "examples/seed_rmsnorm_legacy.py"]);
     let t = text(&o);

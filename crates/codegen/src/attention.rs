@@ -5,21 +5,34 @@
 //! stages read. The backward is two kernels (dQ with D = rowsum(dO * O) into
 //! a temporary, then dK and dV), 64 rows a block, 4 warps.
 //!
-//! Each kernel is a template instantiated per fusion by a small wrapper that
-//! bakes in the head dims, the causal flag, the scale and every stride. The
+//! Each kernel is a template instantiated by a small wrapper that bakes in
+//! the head dims, the causal flag, the scale, the lengths and every stride,
+//! and is a translation unit of its own (`plan::Module`), named by a hash of
+//! its wrapper: compiled beside the fusion's module, and once for every
+//! fusion with the same attention (a model's layers). Lengths and strides as
+//! arguments instead, one unit per head dim and dtype, measured 1.058x
+//! slower (BENCHMARKS.md, session 33): the backward's kernels, at the edge
+//! of the registers, lost blocks or spilled. The
 //! forward's block is `Device::attention_warps` warps of
 //! `Device::attention_tiles` tiles of 16 queries of one batch row (`[*N, H]`),
 //! walking the keys `Device::attention_keys` at a time.
 
 use crate::gemm::Place;
-use crate::plan::{code_hash, Choice, Kernel, KernelArg, Schedule, Temp};
+use crate::plan::{code_hash, Choice, Kernel, KernelArg, Module, Schedule, Temp};
 use crate::{CodegenError, Device};
 use fusebench_ir::op_gemm::{attention_dims, GemmOp};
 use fusebench_ir::{DType, Fusion, Literal, Node, Op, ValueId};
 
-/// What an attention node becomes in the plan: its kernels, their source,
-/// and the temporary they share (the backward's D).
-pub(crate) type Placed = (Vec<Kernel>, String, Option<Temp>);
+/// What an attention node or a grouped product becomes in the plan.
+pub(crate) struct Placed {
+    pub kernels: Vec<Kernel>,
+    /// Source joined to the fusion's module.
+    pub text: String,
+    /// Translation units of their own (attention's, `plan::Module`).
+    pub modules: Vec<Module>,
+    /// The temporary the kernels share (the backward's D).
+    pub temp: Option<Temp>,
+}
 
 /// Widest head dim planned: Q, K and V tiles of 64 rows fit the shared
 /// memory a block may opt into (227 KiB on sm_90) up to 256.
@@ -176,6 +189,25 @@ fn elem(dtype: DType) -> &'static str {
     }
 }
 
+/// The name of a kernel `what` (with `tag`, its dtype and head dims, for
+/// people) whose wrapper has `params` and `body`: the same attention in any
+/// fusion gets the same name, and so the same unit and cache entry.
+fn unit_name(what: &str, tag: &str, threads: usize, params: &[String], body: &str) -> String {
+    let hash = code_hash(&format!("{threads}\n{}\n{body}", params.join(", ")));
+    format!("fb_attn_{what}_{tag}_{hash}")
+}
+
+/// A translation unit of its own for `text`, a wrapper named `name`: the
+/// prelude it names, then the wrapper.
+fn own_module(name: &str, text: &str) -> Module {
+    Module { kernels: vec![name.to_string()], source: crate::prelude::module(&format!("\n{text}")) }
+}
+
+/// `bf16_128x128`: the dtype and head dims, in a kernel's name.
+fn tag(dtype: DType, e: usize, ev: usize) -> String {
+    format!("{}_{e}x{ev}", if dtype == DType::BFloat16 { "bf16" } else { "f16" })
+}
+
 /// A kernel of `threads` a block calling a template of the prelude; with
 /// `min_blocks` the compiler keeps its registers within what lets that many
 /// blocks share a multiprocessor.
@@ -187,14 +219,13 @@ pub(crate) fn wrapper(name: &str, threads: usize, min_blocks: usize, params: &[S
     )
 }
 
-/// The kernel of `n` (an `sdpfa_fwd`, node `index`), reading its operands
-/// at `place` and writing `outs` (attention, log-sum-exp, and the philox
-/// seed and offset where anything reads them); or the operand the kernel
-/// cannot read as laid out, to be copied densely first.
+/// The kernel of `n` (an `sdpfa_fwd`), reading its operands at `place` and
+/// writing `outs` (attention, log-sum-exp, and the philox seed and offset
+/// where anything reads them), in a unit of its own; or the operand the
+/// kernel cannot read as laid out, to be copied densely first.
 pub(crate) fn kernel(
     f: &Fusion,
     n: &Node,
-    index: usize,
     place: &dyn Fn(ValueId) -> Result<Place, CodegenError>,
     outs: &[Option<KernelArg>],
     dev: Device,
@@ -226,7 +257,6 @@ pub(crate) fn kernel(
     let (Some(o), Some(lse)) = (outs[0], outs[1]) else {
         unreachable!("the attention and its log-sum-exp always have buffers")
     };
-    let kname = format!("fb_attn{index}");
     let el = elem(dtype);
     let mut params = vec![
         format!("const {el}* __restrict__ q"),
@@ -270,7 +300,8 @@ pub(crate) fn kernel(
         ks = ops[1].row,
         vs = ops[2].row,
     ));
-    let src = wrapper(&kname, threads, 0, &params, &body);
+    let kname = unit_name("fwd", &tag(dtype, e, ev), threads, &params, &body);
+    let module = own_module(&kname, &wrapper(&kname, threads, 0, &params, &body));
     let pad = |d: usize| d.div_ceil(16) * 16 + 8;
     let shared_bytes = (2 * ((queries + keys) * pad(e) + keys * pad(ev))) as u32;
     let kernel = Kernel {
@@ -287,45 +318,50 @@ pub(crate) fn kernel(
             if causal { ", causal mask" } else { "" },
             name(value)
         ),
-        code_hash: code_hash(&format!("{src}{}", crate::prelude::ATTENTION)),
+        code_hash: code_hash(&module.source),
         choice: Some(Choice::only(
             "attention",
             format!(
-                "sdpfa_fwd: FlashAttention-2's scheme, {queries} queries per block, keys {keys} at a time, mma.sync with f32 accumulation"
+                "sdpfa_fwd: FlashAttention-2's scheme, {queries} queries per block, keys {keys} at a time, mma.sync with f32 accumulation; {APART}"
             ),
         )),
         shared_bytes,
         fill: None,
     };
-    Ok(Ok((vec![kernel], src, None)))
+    Ok(Ok(Placed { kernels: vec![kernel], text: String::new(), modules: vec![module], temp: None }))
 }
+
+/// What `emit` says of where an attention kernel is compiled.
+const APART: &str = "a unit of its own, compiled beside the fusion's and shared by every fusion with this attention";
 
 /// Rows the backward's loop takes per step (`prelude/attention_bwd.cu`'s BN).
 const BWD_STEP: usize = 64;
 
-/// One of the backward's kernels: 4 warps, `text` its wrapper.
-fn bwd_kernel(name: String, grid: [u32; 3], args: Vec<KernelArg>, summary: String, why: &str, text: &str, shared: usize) -> Kernel {
-    Kernel {
+/// One of the backward's kernels: 4 warps, in a unit of its own, `text`
+/// its wrapper.
+fn bwd_kernel(name: String, grid: [u32; 3], args: Vec<KernelArg>, summary: String, why: &str, text: &str, shared: usize) -> (Kernel, Module) {
+    let module = own_module(&name, text);
+    let kernel = Kernel {
         name,
         schedule: Schedule::Attention,
         grid,
         block: [128, 1, 1],
         args,
         summary,
-        code_hash: code_hash(&format!("{text}{}{}", crate::prelude::ATTENTION, crate::prelude::ATTENTION_BWD)),
-        choice: Some(Choice::only("attention", why)),
+        code_hash: code_hash(&module.source),
+        choice: Some(Choice::only("attention", format!("{why}; {APART}"))),
         shared_bytes: shared as u32,
         fill: None,
-    }
+    };
+    (kernel, module)
 }
 
-/// The two kernels of `n` (an `sdpfa_bwd`, node `index`) and their source,
+/// The two kernels of `n` (an `sdpfa_bwd`), each in a unit of its own,
 /// with the temporary of D (`temp`: its index in the joined plan) they share;
 /// or the operand to copy densely first.
 pub(crate) fn backward(
     f: &Fusion,
     n: &Node,
-    index: usize,
     place: &dyn Fn(ValueId) -> Result<Place, CodegenError>,
     outs: &[KernelArg],
     temp: usize,
@@ -375,14 +411,12 @@ pub(crate) fn backward(
     let bf = dtype == DType::BFloat16;
     let (dq, dk, dv) = (outs[0], outs[1], outs[2]);
     let d = KernelArg::Temp(temp);
-    let mut src = String::new();
-    let mut kernels = vec![];
+    let mut placed = Placed { kernels: vec![], text: String::new(), modules: vec![], temp: None };
     let pad = |x: usize| x.div_ceil(16) * 16 + 8;
     let tiles16 = 2 * (64 * (pad(e) + pad(ev)) + 2 * BWD_STEP * (pad(e) + pad(ev)));
     let offsets = |names: &[(&str, &Read)]| batch_offsets(&batch, names);
     // dQ and D.
     {
-        let kname = format!("fb_attn{index}_dq");
         let mut params = vec![
             format!("const {el}* __restrict__ q"),
             format!("const {el}* __restrict__ k"),
@@ -414,13 +448,14 @@ pub(crate) fn backward(
             name(output)
         );
         let why = "sdpfa_bwd: FlashAttention-2's scheme without atomics, dQ by blocks of queries walking the keys";
+        let kname = unit_name("dq", &tag(dtype, e, ev), 128, &params, &body);
         let text = wrapper(&kname, 128, 0, &params, &body);
-        kernels.push(bwd_kernel(kname, [l.div_ceil(64) as u32, nb as u32, 1], args, summary, why, &text, tiles16 + 4 * 128));
-        src.push_str(&text);
+        let (kernel, module) = bwd_kernel(kname, [l.div_ceil(64) as u32, nb as u32, 1], args, summary, why, &text, tiles16 + 4 * 128);
+        placed.kernels.push(kernel);
+        placed.modules.push(module);
     }
     // dK and dV.
     {
-        let kname = format!("fb_attn{index}_dkv");
         let mut params = vec![
             format!("const {el}* __restrict__ q"),
             format!("const {el}* __restrict__ k"),
@@ -451,16 +486,17 @@ pub(crate) fn backward(
             name(n.outputs[2])
         );
         let why = "sdpfa_bwd: FlashAttention-2's scheme without atomics, dK and dV by blocks of keys walking the queries";
+        let kname = unit_name("dkv", &tag(dtype, e, ev), 128, &params, &body);
         let text = wrapper(&kname, 128, 0, &params, &body);
-        kernels.push(bwd_kernel(kname, [s.div_ceil(64) as u32, nb as u32, 1], args, summary, why, &text, tiles16 + 4 * 4 * BWD_STEP));
-        src.push('\n');
-        src.push_str(&text);
+        let (kernel, module) = bwd_kernel(kname, [s.div_ceil(64) as u32, nb as u32, 1], args, summary, why, &text, tiles16 + 4 * 4 * BWD_STEP);
+        placed.kernels.push(kernel);
+        placed.modules.push(module);
     }
-    let temp = Temp {
+    placed.temp = Some(Temp {
         dtype: DType::Float,
         elements: nb * l,
         what: format!("D = rowsum(dO * O) of {} (sdpfa_bwd)", name(n.outputs[0])),
         zeroed: false,
-    };
-    Ok(Ok((kernels, src, Some(temp))))
+    });
+    Ok(Ok(placed))
 }

@@ -155,6 +155,9 @@ pub struct Device {
     /// re-reads from one, refilled as each row ends (next_row.rs), instead
     /// of holding its row.
     pub reread_one_buffer: bool,
+    /// Kernels index in 32 bits where the largest element offset a tensor
+    /// of the fusion reaches, times this, is below 2^31 (segment.rs).
+    pub index_margin: u64,
     /// A row kernel whose grid gives each block one iteration (every row
     /// kernel but those walking a fixed grid) is written without the loop
     /// over rows: with the loop the compiler keeps the vectors' addresses
@@ -393,6 +396,7 @@ impl Default for Device {
             row_reread: 1,
             block_pairs: true,
             reread_one_buffer: true,
+            index_margin: 8,
             row_once: true,
             row_min_blocks: 0,
             row_fit_grid: false,

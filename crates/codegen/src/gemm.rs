@@ -188,6 +188,7 @@ impl<'a> Joiner<'a> {
                 alias_writes: vec![],
                 hidden_outputs: 0,
                 products: vec![],
+                modules: vec![],
             },
             text: String::new(),
             outputs: vec![None; f.outputs.len()],
@@ -435,16 +436,30 @@ impl<'a> Joiner<'a> {
             crate::grouped_mm::kernel(f, n, i, &place, outs[0].expect("a grouped product's result has a buffer"), self.dev)?
         } else if backward {
             let outs: Vec<KernelArg> = outs.into_iter().flatten().collect();
-            crate::attention::backward(f, n, i, &place, &outs, self.out.temps.len())?
+            crate::attention::backward(f, n, &place, &outs, self.out.temps.len())?
         } else {
-            crate::attention::kernel(f, n, i, &place, &outs, self.dev)?
+            crate::attention::kernel(f, n, &place, &outs, self.dev)?
         };
         match placed {
-            Ok((ks, src, temp)) => {
-                self.text.push('\n');
-                self.text.push_str(&src);
-                self.out.kernels.extend(ks);
-                self.out.temps.extend(temp);
+            Ok(p) => {
+                if !p.text.is_empty() {
+                    self.text.push('\n');
+                    self.text.push_str(&p.text);
+                }
+                // An attention met before in the fusion is the same kernel:
+                // one unit. Another source under a name already taken (two
+                // wrappers' hashes alike) would run the wrong kernel.
+                for m in p.modules {
+                    if self.out.modules.contains(&m) {
+                        continue;
+                    }
+                    if let Some(k) = m.kernels.iter().find(|k| self.out.modules.iter().any(|o| o.kernels.contains(k))) {
+                        return Err(unsupported(format!("two different kernels named {k} in one fusion")));
+                    }
+                    self.out.modules.push(m);
+                }
+                self.out.kernels.extend(p.kernels);
+                self.out.temps.extend(p.temp);
                 Ok(Ok(()))
             }
             Err(v) => Ok(Err(v)),

@@ -138,5 +138,5 @@ pub(crate) fn kernel(
         shared_bytes: dev.grouped_stages * 2 * 128 * 72 * 2,
         fill: None,
     };
-    Ok(Ok((vec![kernel], src, None)))
+    Ok(Ok(Placed { kernels: vec![kernel], text: src, modules: vec![], temp: None }))
 }

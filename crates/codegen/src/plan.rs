@@ -169,9 +169,21 @@ pub struct OutputPlan {
     pub strides: Option<Vec<i64>>,
 }
 
+/// Kernels compiled as a translation unit of their own, apart from the
+/// fusion's: on a thread of its own beside the fusion's module, and, its
+/// source holding nothing of the fusion but the kernel, one entry of the
+/// kernel cache for every fusion with the same kernel (attention.rs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Module {
+    /// The kernels it holds, by name.
+    pub kernels: Vec<String>,
+    /// The whole translation unit: the prelude it needs, then the kernels.
+    pub source: String,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Plan {
-    /// One CUDA C translation unit holding every kernel.
+    /// One CUDA C translation unit holding every kernel not in `modules`.
     pub source: String,
     /// Kernels in launch order.
     pub kernels: Vec<Kernel>,
@@ -191,6 +203,11 @@ pub struct Plan {
     /// (crate::gemm), in launch order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub products: Vec<Product>,
+    /// Kernels compiled apart (each named in `kernels`, which may name one
+    /// several times: two identical attention calls), one entry per
+    /// distinct source.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<Module>,
 }
 
 /// `D[batch, m, n] = A[batch, m, k] x B[batch, k, n] (+ bias[batch, n])`, run
@@ -313,6 +330,24 @@ fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
 }
 
 impl Plan {
+    /// The translation units to compile, each with the kernels it holds: the
+    /// fusion's own module (where it holds any kernel), then `modules`.
+    pub fn units(&self) -> Vec<(&str, Vec<&str>)> {
+        let apart: Vec<&str> = self.modules.iter().flat_map(|m| m.kernels.iter().map(String::as_str)).collect();
+        let mut own: Vec<&str> = vec![];
+        for k in &self.kernels {
+            if !apart.contains(&k.name.as_str()) && !own.contains(&k.name.as_str()) {
+                own.push(&k.name);
+            }
+        }
+        let mut units = vec![];
+        if !own.is_empty() {
+            units.push((self.source.as_str(), own));
+        }
+        units.extend(self.modules.iter().map(|m| (m.source.as_str(), m.kernels.iter().map(String::as_str).collect())));
+        units
+    }
+
     /// Bytes the kernels must move at least: inputs they read once and outputs they write.
     pub fn written_bytes(&self) -> usize {
         self.outputs

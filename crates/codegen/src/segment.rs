@@ -140,7 +140,7 @@ fn try_plan(
     all_reds: &[Reduction],
     forced: &BTreeSet<usize>,
 ) -> Result<Plan, Failure> {
-    let idx_type = if max_extent(f, layouts) < (1u64 << 31) {
+    let idx_type = if max_extent(f, layouts).saturating_mul(dev.index_margin) < (1u64 << 31) {
         "int"
     } else {
         "long long"
@@ -638,6 +638,7 @@ fn try_plan(
         alias_writes: vec![],
         hidden_outputs: 0,
         products: vec![],
+        modules: vec![],
     })
 }
 
@@ -764,7 +765,7 @@ fn max_extent(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>]) -> u64 {
         })
         .max()
         .unwrap_or(0);
-    values.max(inputs) * 8
+    values.max(inputs)
 }
 
 /// Decides, per output, whether a kernel writes it or it is a view. Outputs

@@ -1,7 +1,7 @@
 //! Flash attention (crate::attention): one kernel of the prelude's template
-//! per `sdpfa_fwd` and two per `sdpfa_bwd`, placed between stages like a
-//! matrix product, reading their operands where they lie; and what they
-//! refuse, with why.
+//! per `sdpfa_fwd` and two per `sdpfa_bwd`, each a translation unit of its
+//! own named by its wrapper, placed between stages like a matrix product,
+//! reading their operands where they lie; and what they refuse, with why.
 
 use fusebench_codegen::{plan, Device, KernelArg, Plan, Schedule};
 
@@ -10,6 +10,16 @@ mod common;
 fn planned(body: &str) -> Result<Plan, String> {
     let f = common::script(body);
     plan(&f, &common::declared_layouts(&f), Device::default()).map_err(|e| e.to_string())
+}
+
+/// The translation unit holding kernel `name`.
+fn unit<'a>(p: &'a Plan, name: &str) -> &'a str {
+    p.units().into_iter().find(|(_, names)| names.contains(&name)).map(|u| u.0).expect("a unit holds every kernel")
+}
+
+/// Every unit's source, the fusion's own module first.
+fn all_units(p: &Plan) -> String {
+    p.units().iter().map(|u| u.0).collect::<Vec<_>>().join("\n")
 }
 
 fn qkv(shape: &str, dtype: &str) -> String {
@@ -22,7 +32,7 @@ fn qkv(shape: &str, dtype: &str) -> String {
 const OUT: &str = "    fd.add_output(o)\n    fd.add_output(lse)\n";
 
 #[test]
-fn one_kernel_per_attention_with_its_shape_and_flags_baked_in() {
+fn one_kernel_per_attention_with_its_shape_and_flags_baked_in_a_unit_of_its_own() {
     let body = format!(
         "{}    o, lse, seed, off = fd.ops.sdpfa_fwd(q, k, v, dropout_p=0.0, is_causal=True, scale=0.25)\n{OUT}",
         qkv("[2, 3, 130, 64]", "BFloat16")
@@ -38,11 +48,43 @@ fn one_kernel_per_attention_with_its_shape_and_flags_baked_in() {
     assert_eq!(k.args, [KernelArg::Input(0), KernelArg::Input(1), KernelArg::Input(2), KernelArg::Output(0), KernelArg::Output(1)]);
     // Q's 128 rows, K's and V's 64, each of 64 + 8 16-bit elements.
     assert_eq!(k.shared_bytes, (128 + 64 + 64) * 72 * 2);
-    let src = common::kernels(&p);
+    assert!(k.name.starts_with("fb_attn_fwd_bf16_64x64_"), "{}", k.name);
+    let src = unit(&p, &k.name);
     assert!(src.contains("fb_flash_fwd<true, 64, 64, true, 4, 64, 2, true>"), "{src}");
     // The scale times log2(e), in the kernel's base-2 softmax.
     assert!(src.contains(&format!("{:e}f", (0.25 * std::f64::consts::LOG2_E) as f32)), "{src}");
-    assert!(p.source.contains("mma.sync.aligned.m16n8k16"), "the prelude's attention section is in the module");
+    assert!(src.contains("mma.sync.aligned.m16n8k16"), "the prelude's attention section is in the unit");
+    assert_eq!(p.units().len(), 1, "the fusion's own module holds no kernel");
+    assert!(!p.source.contains("fb_flash_fwd"));
+    // The same attention in another fusion (a layer before it): the same
+    // unit, so one entry of the kernel cache.
+    let other = format!(
+        "{}    x = fd.ops.mul(q, q)\n    y = fd.ops.cast(x, dtype=DataType.BFloat16)\n    o, lse, seed, off = fd.ops.sdpfa_fwd(q, k, v, is_causal=True, scale=0.25)\n    fd.add_output(o)\n    fd.add_output(y)\n",
+        qkv("[2, 3, 130, 64]", "BFloat16")
+    );
+    let p2 = planned(&other).unwrap();
+    let k2 = p2.kernels.iter().find(|k| k.schedule == Schedule::Attention).unwrap();
+    assert_eq!((&k2.name, unit(&p2, &k2.name), &k2.code_hash), (&k.name, src, &k.code_hash));
+    assert_eq!(p2.units().len(), 2, "the fusion's kernel and the attention's");
+    // Another length: another kernel.
+    let longer = planned(&format!(
+        "{}    o, lse, seed, off = fd.ops.sdpfa_fwd(q, k, v, is_causal=True, scale=0.25)\n{OUT}",
+        qkv("[2, 3, 131, 64]", "BFloat16")
+    ))
+    .unwrap();
+    assert_ne!(longer.kernels[0].name, k.name);
+}
+
+#[test]
+fn two_identical_attention_calls_share_their_unit() {
+    let body = format!(
+        "{}    o, lse, seed, off = fd.ops.sdpfa_fwd(q, k, v)\n    o2, lse2, seed2, off2 = fd.ops.sdpfa_fwd(o, k, v)\n    fd.add_output(o2)\n",
+        qkv("[1, 2, 32, 64]", "Half")
+    );
+    let p = planned(&body).unwrap();
+    assert_eq!(p.kernels.len(), 2);
+    assert_eq!(p.kernels[0].name, p.kernels[1].name);
+    assert_eq!((p.modules.len(), p.units().len()), (1, 1));
 }
 
 #[test]
@@ -60,7 +102,7 @@ fn past_head_dims_of_128_a_warp_takes_one_tile_of_queries() {
     let p = planned(&body).unwrap();
     let k = &p.kernels[0];
     assert_eq!(k.grid, [2, 2, 1], "64 queries per block");
-    assert!(common::kernels(&p).contains("fb_flash_fwd<true, 256, 256, false, 4, 64, 1, true>"));
+    assert!(unit(&p, &k.name).contains("fb_flash_fwd<true, 256, 256, false, 4, 64, 1, true>"));
     assert_eq!(k.shared_bytes, (64 + 64 + 64) * 264 * 2);
 }
 
@@ -78,7 +120,7 @@ fn a_sliced_and_permuted_projection_is_read_in_place() {
     body += "    o, lse, seed, off = fd.ops.sdpfa_fwd(q, k, v)\n    fd.add_output(o)\n";
     let p = planned(&body).unwrap();
     assert_eq!(p.kernels.len(), 1, "no copies: {:?}", p.kernels.iter().map(|k| &k.name).collect::<Vec<_>>());
-    let src = common::kernels(&p);
+    let src = unit(&p, &p.kernels[0].name);
     // k and v start 64 and 128 elements in; rows step over the 3 x 2 x 64 projection; heads step 64.
     assert!(src.contains("long long qo = 0;\n    long long ko = 128;\n    long long vo = 256;"), "{src}");
     assert!(src.contains("qo += i * 64; ko += i * 64; vo += i * 64;"), "{src}");
@@ -127,8 +169,8 @@ fn philox_outputs_get_buffers_only_where_read() {
     let k = &p.kernels[0];
     // q, k, v, o, lse (hidden), seed, offset.
     assert_eq!(k.args.len(), 7, "{:?}", k.args);
-    assert!(common::kernels(&p).contains("seed[i] = 0ull"));
-    assert!(common::kernels(&p).contains("fb_flash_fwd<false, 16, 16, false, 4, 64, 2, true>"));
+    assert!(unit(&p, &k.name).contains("seed[i] = 0ull"));
+    assert!(unit(&p, &k.name).contains("fb_flash_fwd<false, 16, 16, false, 4, 64, 2, true>"));
 }
 
 #[test]
@@ -139,9 +181,9 @@ fn a_scale_given_as_an_input_is_a_kernel_argument() {
     );
     let p = planned(&body).unwrap();
     assert_eq!(p.kernels[0].args.last(), Some(&KernelArg::Scalar(3)));
-    assert!(common::kernels(&p).contains("(float)(scale * "));
+    assert!(all_units(&p).contains("(float)(scale * "));
     // Its sign is not known: the scores are scaled before their max.
-    assert!(common::kernels(&p).contains(", 4, 64, 2, false>("));
+    assert!(all_units(&p).contains(", 4, 64, 2, false>("));
 }
 
 #[test]
@@ -198,7 +240,10 @@ fn the_backward_is_two_kernels_sharing_d() {
     );
     let p = planned(&body).unwrap();
     let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
-    assert_eq!(names, ["fb_attn0", "fb_attn1_dq", "fb_attn1_dkv"]);
+    for (name, what) in names.iter().zip(["fwd", "dq", "dkv"]) {
+        assert!(name.starts_with(&format!("fb_attn_{what}_bf16_64x64_")), "{name}");
+    }
+    assert_eq!(p.units().len(), 3, "each kernel a unit of its own, compiled at once");
     // D = rowsum(dO * O) in one temporary, written by the first and read by the second.
     assert_eq!((p.temps.len(), p.temps[0].elements), (1, 2 * 70));
     assert!(p.kernels[1].args.contains(&KernelArg::Temp(0)) && p.kernels[2].args.contains(&KernelArg::Temp(0)));
@@ -207,7 +252,7 @@ fn the_backward_is_two_kernels_sharing_d() {
     assert!(p.kernels[1].args.contains(&o) && p.kernels[1].args.contains(&lse));
     assert_eq!(p.kernels[1].args[6], KernelArg::Output(0), "dq");
     assert_eq!(p.kernels[2].args[6..8], [KernelArg::Output(1), KernelArg::Output(2)], "dk, dv");
-    let src = common::kernels(&p);
+    let src = unit(&p, names[1]);
     assert!(src.contains("fb_flash_bwd_dq<true, 64, 64, true, 64>"), "{src}");
-    assert!(p.source.contains("void fb_flash_bwd_dkv("), "the backward's prelude section");
+    assert!(unit(&p, names[2]).contains("void fb_flash_bwd_dkv("), "the backward's prelude section");
 }

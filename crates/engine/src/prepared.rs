@@ -76,16 +76,20 @@ impl Engine {
         )))
     }
 
-    /// `plan` compiled, with its kernels.
-    fn compiled(&self, plan: Plan) -> Result<(Plan, Arc<CompiledModule>, Vec<Kernel>), EngineError> {
-        let names: Vec<&str> = plan.kernels.iter().map(|k| k.name.as_str()).collect();
-        let module = self.gpu.compile(&plan.source, &names)?;
+    /// `plan` compiled, with its kernels: its translation units at once
+    /// (`Plan::units`), each kernel taken from the unit holding it.
+    fn compiled(&self, plan: Plan) -> Result<Compiled, EngineError> {
+        let units = plan.units();
+        let modules = self.gpu.compile_units(&units)?;
         let kernels = plan
             .kernels
             .iter()
-            .map(|k| module.function(&k.name))
+            .map(|k| {
+                let at = units.iter().position(|(_, names)| names.contains(&k.name.as_str()));
+                modules[at.expect("every kernel is in a unit")].function(&k.name)
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((plan, module, kernels))
+        Ok((plan, modules, kernels))
     }
 
     /// Plans, compiles, uploads inputs and allocates outputs.
@@ -113,15 +117,15 @@ impl Engine {
         // Grids sized by blocks per multiprocessor where a different number
         // compiles to be resident: planned again for what is, and compiled
         // again (`Device::fit_waves`).
-        let (mut plan, mut module, mut kernels) = self.compiled(plan(f, &layouts, dev)?)?;
-        let mut compile_ms = module.compile_ms();
+        let (mut plan, mut modules, mut kernels) = self.compiled(plan(f, &layouts, dev)?)?;
+        let mut compile_ms = longest_compile(&modules);
         let used: Vec<(u32, u32)> = kernels
             .iter()
             .map(|k| (k.attributes().registers_per_thread, k.attributes().static_shared_bytes))
             .collect();
         if let Some(fit) = fusebench_codegen::launch::refit(&dev, &plan, &used) {
-            (plan, module, kernels) = self.compiled(fusebench_codegen::plan(f, &layouts, fit)?)?;
-            compile_ms += module.compile_ms();
+            (plan, modules, kernels) = self.compiled(fusebench_codegen::plan(f, &layouts, fit)?)?;
+            compile_ms += longest_compile(&modules);
         }
         let in_place = crate::inplace::plan(f, &plan, inputs)?;
         self.check_memory(f, inputs, &plan)?;
@@ -168,7 +172,7 @@ impl Engine {
             input_layouts: input_layouts(inputs),
             bytes,
             plan,
-            module,
+            modules,
             compile_ms,
             kernels,
             inputs: dev_inputs,
@@ -242,6 +246,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         row_reread: k.row_reread.unwrap_or(d.row_reread),
         block_pairs: k.block_pairs.unwrap_or(d.block_pairs),
         reread_one_buffer: k.reread_one_buffer.unwrap_or(d.reread_one_buffer),
+        index_margin: k.index_margin.map_or(d.index_margin, u64::from),
         row_once: k.row_once.unwrap_or(d.row_once),
         row_fit_grid: k.row_fit_grid.unwrap_or(d.row_fit_grid),
         fit_waves: match k.fit_waves {
@@ -347,6 +352,14 @@ pub enum Bound {
     Scalar(Literal),
 }
 
+/// A plan with its compiled units and, in launch order, its kernels.
+type Compiled = (Plan, Vec<Arc<CompiledModule>>, Vec<Kernel>);
+
+/// The longest NVRTC run of units compiled at once (0 when all came from the cache).
+fn longest_compile(modules: &[Arc<CompiledModule>]) -> f64 {
+    modules.iter().map(|m| m.compile_ms()).fold(0.0, f64::max)
+}
+
 pub struct Prepared {
     pub gpu: Gpu,
     pub plan: Plan,
@@ -354,10 +367,11 @@ pub struct Prepared {
     input_layouts: Vec<InputLayout>,
     /// Bytes the fusion must move, and how they were counted.
     bytes: (usize, String),
-    pub module: Arc<CompiledModule>,
-    /// NVRTC time of every module compiled to prepare the fusion: `module`'s,
-    /// and before it the first plan's where `launch::refit` planned it again
-    /// (0 for images from the kernel cache).
+    /// The plan's translation units (`Plan::units`), compiled.
+    pub modules: Vec<Arc<CompiledModule>>,
+    /// NVRTC time of compiling the fusion: the longest unit's (they compile
+    /// at once), and before it the first plan's where `launch::refit`
+    /// planned it again (0 for images from the kernel cache).
     pub compile_ms: f64,
     pub kernels: Vec<Kernel>,
     inputs: Vec<Option<DeviceBuffer>>,

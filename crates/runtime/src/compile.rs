@@ -160,6 +160,38 @@ impl Gpu {
         })
     }
 
+    /// Compiles several translation units (each with the kernels it holds), NVRTC running for
+    /// each on a thread of its own, then loads them in order: the wait is the longest unit's
+    /// compile, not their sum. The first error in unit order is returned.
+    pub fn compile_units(&self, units: &[(&str, Vec<&str>)]) -> Result<Vec<Arc<CompiledModule>>, RuntimeError> {
+        if units.len() <= 1 {
+            return units.iter().map(|(src, names)| self.compile(src, names)).collect();
+        }
+        guard("compiling kernel modules", || {
+            let t0 = Instant::now();
+            let built: Vec<Result<Built, RuntimeError>> = std::thread::scope(|s| {
+                let handles: Vec<_> = units
+                    .iter()
+                    .map(|(src, names)| {
+                        let n = names.len();
+                        s.spawn(move || self.build(src, n, &[]))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| Err(RuntimeError::Invalid("a compiling thread panicked".into())))
+                    })
+                    .collect()
+            });
+            let mut out = vec![];
+            for (b, (src, names)) in built.into_iter().zip(units) {
+                out.push(self.load_built(b?, src, names, &[], t0)?);
+            }
+            Ok(out)
+        })
+    }
+
     fn compile_inner(
         &self,
         source: &str,
@@ -167,9 +199,17 @@ impl Gpu {
         extra_options: &[&str],
     ) -> Result<Arc<CompiledModule>, RuntimeError> {
         let t0 = Instant::now();
+        let built = self.build(source, kernel_names.len(), extra_options)?;
+        self.load_built(built, source, kernel_names, extra_options, t0)
+    }
+
+    /// The image of `source`: the cache's, or NVRTC's (then cached). No driver call, so units
+    /// can be built on threads of their own.
+    fn build(&self, source: &str, kernels: usize, extra_options: &[&str]) -> Result<Built, RuntimeError> {
+        let t0 = Instant::now();
         let target = self.target();
         let info = self.info();
-        let options = module_options(target.arch, extra_options, kernel_names.len())?;
+        let options = module_options(target.arch, extra_options, kernels)?;
         let key = cache_key(&CacheKeyParts {
             source,
             arch: target.arch,
@@ -182,40 +222,23 @@ impl Gpu {
             .dir()
             .is_none()
             .then(|| "kernel cache disabled".to_string());
-
         if let Some(hit) = cache.load(&key) {
-            match self.load_image(&hit.bytes) {
-                Ok(module) => {
-                    let load_ms = ms_since(t0);
-                    let parts = Parts {
-                        key,
-                        options,
-                        log: String::new(),
-                        note,
-                        compile_ms: 0.0,
-                        load_ms,
-                    };
-                    return self.finish(
-                        module,
-                        kernel_names,
-                        hit.kind,
-                        hit.bytes.len(),
-                        Some(hit.path),
-                        true,
-                        parts,
-                        t0,
-                    );
-                }
-                Err(e) => {
-                    cache.remove(&key);
-                    note = Some(format!(
-                        "cached image {} did not load ({e}); recompiled",
-                        hit.path.display()
-                    ));
-                }
-            }
+            return Ok(Built {
+                parts: Parts {
+                    key,
+                    options,
+                    log: String::new(),
+                    note,
+                    compile_ms: 0.0,
+                    // The cache read; loading adds cuModuleLoadData's time.
+                    load_ms: ms_since(t0),
+                },
+                image: hit.bytes,
+                kind: hit.kind,
+                path: Some(hit.path),
+                from_cache: true,
+            });
         }
-
         let out = nvrtc_compile(source, &options, target.image)?;
         let path = if cache.dir().is_some() {
             match cache.store(&key, out.kind, &out.image) {
@@ -228,26 +251,67 @@ impl Gpu {
         } else {
             None
         };
-        let t_load = Instant::now();
-        let module = self.load_image(&out.image)?;
-        let parts = Parts {
-            key,
-            options,
-            log: out.log,
-            note,
-            compile_ms: out.ms,
-            load_ms: ms_since(t_load),
-        };
-        self.finish(
-            module,
-            kernel_names,
-            out.kind,
-            out.image.len(),
+        Ok(Built {
+            parts: Parts {
+                key,
+                options,
+                log: out.log,
+                note,
+                compile_ms: out.ms,
+                load_ms: 0.0,
+            },
+            image: out.image,
+            kind: out.kind,
             path,
-            false,
-            parts,
-            t0,
-        )
+            from_cache: false,
+        })
+    }
+
+    /// Loads what `build` gave; a cached image that does not load is removed and compiled
+    /// again.
+    fn load_built(
+        &self,
+        built: Built,
+        source: &str,
+        kernel_names: &[&str],
+        extra_options: &[&str],
+        t0: Instant,
+    ) -> Result<Arc<CompiledModule>, RuntimeError> {
+        let t_load = Instant::now();
+        match self.load_image(&built.image) {
+            Ok(module) => {
+                let parts = Parts {
+                    load_ms: built.parts.load_ms + ms_since(t_load),
+                    ..built.parts
+                };
+                self.finish(
+                    module,
+                    kernel_names,
+                    built.kind,
+                    built.image.len(),
+                    built.path,
+                    built.from_cache,
+                    parts,
+                    t0,
+                )
+            }
+            Err(e) if built.from_cache => {
+                let cache = self.cache();
+                cache.remove(&built.parts.key);
+                let why = format!(
+                    "cached image {} did not load ({e}); recompiled",
+                    built.path.as_ref().map_or(String::new(), |p| p.display().to_string())
+                );
+                let mut again = self.build(source, kernel_names.len(), extra_options)?;
+                if again.from_cache {
+                    // The entry could not be removed: no second try from it.
+                    return Err(e);
+                }
+                again.parts.note = Some(why);
+                self.load_built(again, source, kernel_names, extra_options, t0)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn load_image(&self, image: &[u8]) -> Result<Arc<CudaModule>, RuntimeError> {
@@ -306,6 +370,15 @@ impl Gpu {
             info,
         }))
     }
+}
+
+/// A unit's image before it is loaded (`build`).
+struct Built {
+    parts: Parts,
+    image: Vec<u8>,
+    kind: ImageKind,
+    path: Option<PathBuf>,
+    from_cache: bool,
 }
 
 struct Parts {
@@ -384,6 +457,53 @@ fn offline(source: &str, arch: &str, kernels: usize, report: bool) -> Result<Off
             resources,
         })
     })
+}
+
+/// `compile_offline` (`compile_offline_resources` with `report`) of several translation units
+/// (each with the kernels it holds), each on a thread of its own as the runtime compiles them
+/// (`Gpu::compile_units`): `ms` is the longest unit's, the rest added up or joined.
+pub fn compile_offline_units(units: &[(&str, Vec<&str>)], arch: &str, report: bool) -> Result<OfflineCompile, RuntimeError> {
+    if units.is_empty() {
+        // No kernel (every output a view): nothing is compiled, here or on a GPU.
+        return guard("reading the NVRTC version", || {
+            crate::device::check_nvrtc()
+                .map_err(|e| RuntimeError::Invalid(format!("NVRTC could not be loaded: {e}")))?;
+            Ok(OfflineCompile {
+                nvrtc_version: crate::device::nvrtc_version()?,
+                options: build_options(arch, &[])?,
+                ms: 0.0,
+                cubin_bytes: 0,
+                log: String::new(),
+                resources: vec![],
+            })
+        });
+    }
+    let each: Vec<Result<OfflineCompile, RuntimeError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = units
+            .iter()
+            .map(|(src, names)| {
+                let n = names.len();
+                s.spawn(move || offline(src, arch, n, report))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(RuntimeError::Invalid("a compiling thread panicked".into()))))
+            .collect()
+    });
+    let mut all = each.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter();
+    let mut out = all
+        .next()
+        .ok_or_else(|| RuntimeError::Invalid("no translation unit to compile".into()))?;
+    for o in all {
+        out.ms = out.ms.max(o.ms);
+        out.cubin_bytes += o.cubin_bytes;
+        if !o.log.is_empty() {
+            out.log = if out.log.is_empty() { o.log } else { format!("{}\n{}", out.log, o.log) };
+        }
+        out.resources.extend(o.resources);
+    }
+    Ok(out)
 }
 
 /// ptxas's report of each kernel's registers, spills and shared memory, in NVRTC's log.

@@ -100,6 +100,38 @@ fn a_cache_entry_the_driver_rejects_is_recompiled() {
 
 fusebench_testdata::needs_gpu! {
 #[test]
+fn units_compile_at_once_and_come_from_the_cache_after() {
+    let Some((gpu, _dir)) = gpu_or_skip("units_compile_at_once_and_come_from_the_cache_after") else {
+        return;
+    };
+    let scale = r#"
+extern "C" __global__ void scale(float* out, const float* x, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a * x[i];
+}
+"#;
+    let units = vec![(SAXPY, vec!["saxpy"]), (scale, vec!["scale"])];
+    let first = gpu.compile_units(&units).unwrap();
+    assert_eq!(first.len(), 2);
+    assert!(first.iter().all(|m| !m.from_cache() && m.compile_ms() > 0.0));
+    assert_eq!(first[1].kernels()[0].attributes().name, "scale");
+    assert_ne!(first[0].info.cache_key, first[1].info.cache_key);
+    // Each unit its own cache entry: the second unit alone beside a new one.
+    let other = "extern \"C\" __global__ void other(int* o) { o[0] = 1; }\n";
+    let again = gpu.compile_units(&[(scale, vec!["scale"]), (other, vec!["other"])]).unwrap();
+    assert!(again[0].from_cache() && !again[1].from_cache());
+    // A unit that does not compile fails the whole call with NVRTC's log.
+    let broken = "extern \"C\" __global__ void broken(float* o) { o[0] = undefined_name; }\n";
+    match gpu.compile_units(&[(scale, vec!["scale"]), (broken, vec!["broken"])]) {
+        Err(RuntimeError::Compile { log, .. }) => assert!(log.contains("undefined_name"), "{log}"),
+        Err(e) => panic!("expected a compile error, got {e}"),
+        Ok(_) => panic!("a broken unit compiled"),
+    }
+}
+}
+
+fusebench_testdata::needs_gpu! {
+#[test]
 fn saxpy_matches_the_host_bit_for_bit() {
     let Some((gpu, _dir)) = gpu_or_skip("saxpy_matches_the_host_bit_for_bit") else {
         return;
