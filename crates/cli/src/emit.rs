@@ -125,7 +125,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             // ptxas's report where it is printed or where a grid may be refit to it.
             let report = a.resources || fusebench_codegen::launch::refits(&dev);
             // Each translation unit on a thread of its own, as the runtime compiles them.
-            let compile = |p: &fusebench_codegen::Plan| fusebench_runtime::compile_offline_units(&p.units(), &a.arch, report);
+            let apart = fusebench_runtime::compile_apart();
+            let compile = |p: &fusebench_codegen::Plan| fusebench_runtime::compile_offline_units(&p.units(apart), &a.arch, report);
             // NVRTC missing: a usage error for the whole run; a module that fails: this file.
             let failure = |e: &fusebench_runtime::RuntimeError| match e {
                 fusebench_runtime::RuntimeError::Invalid(why) => {
@@ -229,7 +230,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             for line in text.lines() {
                 outln!("// {line}");
             }
-            let units = plan.units();
+            let units = plan.units(fusebench_runtime::compile_apart());
             if units.len() <= 1 {
                 outln!("\n{}", units.first().map_or(plan.source.as_str(), |u| u.0));
             } else {

@@ -330,7 +330,7 @@ fn warm_cache(engine: &Engine, f: &Fusion, inputs: &[Arg]) {
         .collect();
     let Ok(device) = engine.device() else { return };
     if let Ok(p) = plan(f, &layouts, device) {
-        let _ = engine.gpu.compile_units(&p.units());
+        let _ = engine.gpu.compile_units(&p.units(fusebench_runtime::compile_apart()));
     }
 }
 

@@ -68,6 +68,7 @@ pub fn add(
             );
             // The prelude again: the copy may name a section the others did not.
             p.source = crate::prelude::module(&format!("{}\n{src}", crate::prelude::kernels_of(&p.source)));
+            p.pieces.push(crate::plan::Module::alone(&name, &src));
             p.kernels.push(Kernel {
                 name,
                 schedule: Schedule::Pointwise,

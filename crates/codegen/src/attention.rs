@@ -197,11 +197,6 @@ fn unit_name(what: &str, tag: &str, threads: usize, params: &[String], body: &st
     format!("fb_attn_{what}_{tag}_{hash}")
 }
 
-/// A translation unit of its own for `text`, a wrapper named `name`: the
-/// prelude it names, then the wrapper.
-fn own_module(name: &str, text: &str) -> Module {
-    Module { kernels: vec![name.to_string()], source: crate::prelude::module(&format!("\n{text}")) }
-}
 
 /// `bf16_128x128`: the dtype and head dims, in a kernel's name.
 fn tag(dtype: DType, e: usize, ev: usize) -> String {
@@ -301,7 +296,7 @@ pub(crate) fn kernel(
         vs = ops[2].row,
     ));
     let kname = unit_name("fwd", &tag(dtype, e, ev), threads, &params, &body);
-    let module = own_module(&kname, &wrapper(&kname, threads, 0, &params, &body));
+    let module = Module::alone(&kname, &wrapper(&kname, threads, 0, &params, &body));
     let pad = |d: usize| d.div_ceil(16) * 16 + 8;
     let shared_bytes = (2 * ((queries + keys) * pad(e) + keys * pad(ev))) as u32;
     let kernel = Kernel {
@@ -340,7 +335,7 @@ const BWD_STEP: usize = 64;
 /// One of the backward's kernels: 4 warps, in a unit of its own, `text`
 /// its wrapper.
 fn bwd_kernel(name: String, grid: [u32; 3], args: Vec<KernelArg>, summary: String, why: &str, text: &str, shared: usize) -> (Kernel, Module) {
-    let module = own_module(&name, text);
+    let module = Module::alone(&name, text);
     let kernel = Kernel {
         name,
         schedule: Schedule::Attention,

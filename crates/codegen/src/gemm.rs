@@ -17,7 +17,7 @@
 //! it. An operand the library cannot read as laid out (no unit stride, batch
 //! dims that do not collapse to one stride) is copied densely by its stage.
 
-use crate::plan::{KernelArg, Operand, OutputPlan, OutputSource, Plan, Product};
+use crate::plan::{KernelArg, Module, Operand, OutputPlan, OutputSource, Plan, Product};
 use crate::{CodegenError, Device, Epilogue};
 use fusebench_ir::{Fusion, GemmOp, Node, Op, TensorDecl, ValueDef, ValueId};
 use std::collections::{BTreeSet, HashMap};
@@ -189,6 +189,7 @@ impl<'a> Joiner<'a> {
                 hidden_outputs: 0,
                 products: vec![],
                 modules: vec![],
+                pieces: vec![],
             },
             text: String::new(),
             outputs: vec![None; f.outputs.len()],
@@ -338,6 +339,13 @@ impl<'a> Joiner<'a> {
             text = rename(&text, &renames);
         }
         self.text.push_str(&text);
+        for mut m in p.pieces {
+            if !renames.is_empty() {
+                m.source = rename(&m.source, &renames);
+                m.kernels = m.kernels.iter().map(|k| rename(k, &renames)).collect();
+            }
+            self.out.pieces.push(m);
+        }
         for mut k in p.kernels {
             if let Some((_, to)) = renames.iter().find(|(from, _)| *from == k.name) {
                 k.name = to.clone();
@@ -445,6 +453,9 @@ impl<'a> Joiner<'a> {
                 if !p.text.is_empty() {
                     self.text.push('\n');
                     self.text.push_str(&p.text);
+                    if let [k] = &p.kernels[..] {
+                        self.out.pieces.push(Module::alone(&k.name, &p.text));
+                    }
                 }
                 // An attention met before in the fusion is the same kernel:
                 // one unit. Another source under a name already taken (two

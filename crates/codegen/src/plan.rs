@@ -181,6 +181,14 @@ pub struct Module {
     pub source: String,
 }
 
+impl Module {
+    /// Kernel `name`, whose text (as written after the prelude) is `text`,
+    /// by itself: the prelude sections it names, then it.
+    pub fn alone(name: &str, text: &str) -> Module {
+        Module { kernels: vec![name.to_string()], source: crate::prelude::module(&format!("\n{text}")) }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Plan {
     /// One CUDA C translation unit holding every kernel not in `modules`.
@@ -208,6 +216,12 @@ pub struct Plan {
     /// distinct source.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub modules: Vec<Module>,
+    /// Each kernel of `source` as a translation unit by itself, where the
+    /// planner wrote it as one piece (every schedule does): what
+    /// `units(true)` compiles instead of `source`, a kernel a thread. Not in
+    /// the plan's JSON, which `source` already holds.
+    #[serde(skip)]
+    pub pieces: Vec<Module>,
 }
 
 /// `D[batch, m, n] = A[batch, m, k] x B[batch, k, n] (+ bias[batch, n])`, run
@@ -331,17 +345,25 @@ fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
 
 impl Plan {
     /// The translation units to compile, each with the kernels it holds: the
-    /// fusion's own module (where it holds any kernel), then `modules`.
-    pub fn units(&self) -> Vec<(&str, Vec<&str>)> {
-        let apart: Vec<&str> = self.modules.iter().flat_map(|m| m.kernels.iter().map(String::as_str)).collect();
+    /// fusion's own module (where it holds any kernel), or with `apart` and
+    /// two kernels or more, each of them by itself (`pieces`, where every
+    /// one has a piece); then `modules`.
+    pub fn units(&self, apart: bool) -> Vec<(&str, Vec<&str>)> {
+        let in_modules: Vec<&str> = self.modules.iter().flat_map(|m| m.kernels.iter().map(String::as_str)).collect();
         let mut own: Vec<&str> = vec![];
         for k in &self.kernels {
-            if !apart.contains(&k.name.as_str()) && !own.contains(&k.name.as_str()) {
+            if !in_modules.contains(&k.name.as_str()) && !own.contains(&k.name.as_str()) {
                 own.push(&k.name);
             }
         }
         let mut units = vec![];
-        if !own.is_empty() {
+        let piece = |n: &str| self.pieces.iter().find(|m| m.kernels.len() == 1 && m.kernels[0] == n);
+        if apart && own.len() >= 2 && own.iter().all(|n| piece(n).is_some()) {
+            for n in own {
+                let m = piece(n).expect("checked above");
+                units.push((m.source.as_str(), vec![n]));
+            }
+        } else if !own.is_empty() {
             units.push((self.source.as_str(), own));
         }
         units.extend(self.modules.iter().map(|m| (m.source.as_str(), m.kernels.iter().map(String::as_str).collect())));

@@ -623,8 +623,10 @@ fn try_plan(
         body.push_str(src);
     }
     let source = crate::prelude::module(&body);
+    let pieces = kernels.iter().map(|(src, k)| crate::plan::Module::alone(&k.name, src)).collect();
     Ok(Plan {
         source,
+        pieces,
         kernels: kernels
             .into_iter()
             .map(|(src, mut k)| {

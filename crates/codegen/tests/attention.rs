@@ -14,12 +14,12 @@ fn planned(body: &str) -> Result<Plan, String> {
 
 /// The translation unit holding kernel `name`.
 fn unit<'a>(p: &'a Plan, name: &str) -> &'a str {
-    p.units().into_iter().find(|(_, names)| names.contains(&name)).map(|u| u.0).expect("a unit holds every kernel")
+    p.units(false).into_iter().find(|(_, names)| names.contains(&name)).map(|u| u.0).expect("a unit holds every kernel")
 }
 
 /// Every unit's source, the fusion's own module first.
 fn all_units(p: &Plan) -> String {
-    p.units().iter().map(|u| u.0).collect::<Vec<_>>().join("\n")
+    p.units(false).iter().map(|u| u.0).collect::<Vec<_>>().join("\n")
 }
 
 fn qkv(shape: &str, dtype: &str) -> String {
@@ -54,7 +54,7 @@ fn one_kernel_per_attention_with_its_shape_and_flags_baked_in_a_unit_of_its_own(
     // The scale times log2(e), in the kernel's base-2 softmax.
     assert!(src.contains(&format!("{:e}f", (0.25 * std::f64::consts::LOG2_E) as f32)), "{src}");
     assert!(src.contains("mma.sync.aligned.m16n8k16"), "the prelude's attention section is in the unit");
-    assert_eq!(p.units().len(), 1, "the fusion's own module holds no kernel");
+    assert_eq!(p.units(false).len(), 1, "the fusion's own module holds no kernel");
     assert!(!p.source.contains("fb_flash_fwd"));
     // The same attention in another fusion (a layer before it): the same
     // unit, so one entry of the kernel cache.
@@ -65,7 +65,7 @@ fn one_kernel_per_attention_with_its_shape_and_flags_baked_in_a_unit_of_its_own(
     let p2 = planned(&other).unwrap();
     let k2 = p2.kernels.iter().find(|k| k.schedule == Schedule::Attention).unwrap();
     assert_eq!((&k2.name, unit(&p2, &k2.name), &k2.code_hash), (&k.name, src, &k.code_hash));
-    assert_eq!(p2.units().len(), 2, "the fusion's kernel and the attention's");
+    assert_eq!(p2.units(false).len(), 2, "the fusion's kernel and the attention's");
     // Another length: another kernel.
     let longer = planned(&format!(
         "{}    o, lse, seed, off = fd.ops.sdpfa_fwd(q, k, v, is_causal=True, scale=0.25)\n{OUT}",
@@ -84,7 +84,7 @@ fn two_identical_attention_calls_share_their_unit() {
     let p = planned(&body).unwrap();
     assert_eq!(p.kernels.len(), 2);
     assert_eq!(p.kernels[0].name, p.kernels[1].name);
-    assert_eq!((p.modules.len(), p.units().len()), (1, 1));
+    assert_eq!((p.modules.len(), p.units(false).len()), (1, 1));
 }
 
 #[test]
@@ -243,7 +243,7 @@ fn the_backward_is_two_kernels_sharing_d() {
     for (name, what) in names.iter().zip(["fwd", "dq", "dkv"]) {
         assert!(name.starts_with(&format!("fb_attn_{what}_bf16_64x64_")), "{name}");
     }
-    assert_eq!(p.units().len(), 3, "each kernel a unit of its own, compiled at once");
+    assert_eq!(p.units(false).len(), 3, "each kernel a unit of its own, compiled at once");
     // D = rowsum(dO * O) in one temporary, written by the first and read by the second.
     assert_eq!((p.temps.len(), p.temps[0].elements), (1, 2 * 70));
     assert!(p.kernels[1].args.contains(&KernelArg::Temp(0)) && p.kernels[2].args.contains(&KernelArg::Temp(0)));

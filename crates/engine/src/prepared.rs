@@ -79,7 +79,7 @@ impl Engine {
     /// `plan` compiled, with its kernels: its translation units at once
     /// (`Plan::units`), each kernel taken from the unit holding it.
     fn compiled(&self, plan: Plan) -> Result<Compiled, EngineError> {
-        let units = plan.units();
+        let units = plan.units(fusebench_runtime::compile_apart());
         let modules = self.gpu.compile_units(&units)?;
         let kernels = plan
             .kernels

@@ -35,6 +35,18 @@ pub const SPLIT_OPTION: &str = "--split-compile=0";
 /// Kernels a module holds at least for `SPLIT_OPTION`.
 pub const SPLIT_FROM: usize = 3;
 
+/// Threads the machine runs at least for a fusion's kernels to compile apart by default.
+pub const APART_FROM_THREADS: usize = 4;
+
+/// Whether a fusion's kernels compile as translation units of their own, a thread each
+/// (`Plan::units`): `FUSEBENCH_COMPILE_APART`, by default where the machine runs
+/// `APART_FROM_THREADS` threads or more. Each unit parses the prelude it names again, which
+/// the threads repay only where there are enough of them.
+pub fn compile_apart() -> bool {
+    let set = fusebench_knobs::get().ok().and_then(|k| k.compile_apart);
+    set.unwrap_or_else(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= APART_FROM_THREADS))
+}
+
 /// Options that would trade IEEE semantics for speed.
 const FORBIDDEN_OPTIONS: &[&str] = &[
     "--use_fast_math",

@@ -35,7 +35,7 @@ pub use cache::{
 };
 pub use clocks::{driver_release, ClockReader, ClockReading};
 pub use compile::{
-    build_options, compile_offline, compile_offline_resources, compile_offline_units, source_excerpt, CompiledModule, ModuleInfo, OfflineCompile, BASE_OPTIONS,
+    build_options, compile_apart, compile_offline, compile_offline_resources, compile_offline_units, source_excerpt, CompiledModule, ModuleInfo, OfflineCompile, BASE_OPTIONS,
 };
 pub use cupti::{Activity, ActivityKind, Cupti, Records};
 pub use device::{device_count, probe, probe_ordinal, Availability, DeviceInfo, Unavailable};
