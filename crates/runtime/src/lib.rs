@@ -2,7 +2,8 @@
 //!
 //! - [`probe`] says whether a GPU can be used here, and why not, without ever panicking.
 //! - [`Gpu`] owns a context and one stream; everything it does is ordered on that stream.
-//! - [`Gpu::compile`] runs NVRTC for the device's own architecture, through a disk cache.
+//! - [`Gpu::compile`] runs NVRTC for the device's own architecture, through a disk cache;
+//!   [`Gpu::compile_units`] several translation units at once, a thread each.
 //! - [`DeviceBuffer`] is untyped device memory; [`Gpu::flush_l2`] evicts L2 before a cold run.
 //! - [`Gpu::matmul_plan`] and [`Gpu::matmul`] run matrix products through cuBLASLt.
 //! - [`Gpu::launch`] enqueues a kernel with a run-time argument list; [`Gpu::time_ms`] times
