@@ -55,19 +55,28 @@ fn names(text: &str) -> BTreeSet<&str> {
     out
 }
 
+/// What each section brings: its names less the core's and the earlier
+/// sections'. The same for every module (a plan makes one per kernel too,
+/// `plan::Module::alone`), so found once.
+fn brings() -> &'static [BTreeSet<&'static str>] {
+    static BRINGS: std::sync::OnceLock<Vec<BTreeSet<&'static str>>> = std::sync::OnceLock::new();
+    BRINGS.get_or_init(|| {
+        let mut seen = names(CORE);
+        SECTIONS
+            .iter()
+            .map(|s| {
+                let own: BTreeSet<&str> = names(s).difference(&seen).copied().collect();
+                seen.extend(own.iter().copied());
+                own
+            })
+            .collect()
+    })
+}
+
 /// The module source for `kernels` (each kernel's source, joined with a
 /// newline before each): the prelude they need, then the kernels.
 pub fn module(kernels: &str) -> String {
-    // What each section brings: its names less the core's and the earlier sections'.
-    let mut seen = names(CORE);
-    let brings: Vec<BTreeSet<&str>> = SECTIONS
-        .iter()
-        .map(|s| {
-            let own: BTreeSet<&str> = names(s).difference(&seen).copied().collect();
-            seen.extend(own.iter().copied());
-            own
-        })
-        .collect();
+    let brings = brings();
     // Sections taken until none more is named (a later section may name an
     // earlier one's names: complex products name the complex type).
     let mut wanted = names(kernels);
