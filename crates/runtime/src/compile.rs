@@ -181,21 +181,7 @@ impl Gpu {
         }
         guard("compiling kernel modules", || {
             let t0 = Instant::now();
-            let built: Vec<Result<Built, RuntimeError>> = std::thread::scope(|s| {
-                let handles: Vec<_> = units
-                    .iter()
-                    .map(|(src, names)| {
-                        let n = names.len();
-                        s.spawn(move || self.build(src, n, &[]))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| Err(RuntimeError::Invalid("a compiling thread panicked".into())))
-                    })
-                    .collect()
-            });
+            let built = at_once(units, |src, n| self.build(src, n, &[]));
             let mut out = vec![];
             for (b, (src, names)) in built.into_iter().zip(units) {
                 out.push(self.load_built(b?, src, names, &[], t0)?);
@@ -490,19 +476,7 @@ pub fn compile_offline_units(units: &[(&str, Vec<&str>)], arch: &str, report: bo
             })
         });
     }
-    let each: Vec<Result<OfflineCompile, RuntimeError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = units
-            .iter()
-            .map(|(src, names)| {
-                let n = names.len();
-                s.spawn(move || offline(src, arch, n, report))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(RuntimeError::Invalid("a compiling thread panicked".into()))))
-            .collect()
-    });
+    let each = at_once(units, |src, n| offline(src, arch, n, report));
     let mut all = each.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter();
     let mut out = all
         .next()
@@ -516,6 +490,28 @@ pub fn compile_offline_units(units: &[(&str, Vec<&str>)], arch: &str, report: bo
         out.resources.extend(o.resources);
     }
     Ok(out)
+}
+
+/// `compile(source, kernel count)` of every unit, each on a thread of its own, the results in
+/// unit order (a thread that panicked an error).
+fn at_once<T: Send>(
+    units: &[(&str, Vec<&str>)],
+    compile: impl Fn(&str, usize) -> Result<T, RuntimeError> + Sync,
+) -> Vec<Result<T, RuntimeError>> {
+    std::thread::scope(|s| {
+        let compile = &compile;
+        let handles: Vec<_> = units
+            .iter()
+            .map(|(src, names)| {
+                let n = names.len();
+                s.spawn(move || compile(src, n))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(RuntimeError::Invalid("a compiling thread panicked".into()))))
+            .collect()
+    })
 }
 
 /// ptxas's report of each kernel's registers, spills and shared memory, in NVRTC's log.
