@@ -405,11 +405,12 @@ fn print_report(r: &Report) {
     }
     if let Some(g) = &r.gpu {
         outln!(
-            "   GPU: {}, compile {:.1} ms{}, load {:.1} ms: {}",
+            "   GPU: {}, compile {:.1} ms{}, load {:.1} ms{}: {}",
             crate::plural(g.kernels, "kernel"),
             g.compile_ms,
             if g.from_cache { " (cached)" } else { "" },
             g.load_ms,
+            if g.library_ms > 0.05 { format!(", libraries plan {:.1} ms", g.library_ms) } else { String::new() },
             if g.ok {
                 "every output matches the CPU reference"
             } else {

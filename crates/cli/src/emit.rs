@@ -96,8 +96,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Ok(f) => f,
         Err(code) => return Ok(code),
     };
+    // Attention is planned for cuDNN where it loads here, as a run here would.
     let mut dev = fusebench_engine::planner_device(fusebench_codegen::Device {
         sm_count: a.sms,
+        attention_library: fusebench_runtime::dnn_available().is_ok(),
         ..Default::default()
     })?;
     if let Some(u) = a.row_unroll {
@@ -269,20 +271,35 @@ fn describe(
 ) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let products = if plan.products.is_empty() {
+    let mut products = if plan.products.is_empty() {
         String::new()
     } else {
         format!(" and {} in the BLAS library", crate::plural(plan.products.len(), "matrix product"))
     };
+    if !plan.attention.is_empty() {
+        products.push_str(&format!(" and {} in cuDNN", crate::plural(plan.attention.len(), "attention call")));
+    }
     writeln!(out, "{}: {}{products}", path.display(), crate::plural(plan.kernels.len(), "kernel"));
     // Products run before the kernel they name (after them all at the count).
     let products_before = |out: &mut String, k: usize| {
-        for p in plan.products.iter().filter(|p| p.before == k) {
-            let lines = p.describe();
-            writeln!(out, "  product  {}", lines[0]);
+        let lines = |out: &mut String, head: &str, lines: Vec<String>| {
+            writeln!(out, "  {head}  {}", lines[0]);
             for l in &lines[1..] {
                 writeln!(out, "      {l}");
             }
+        };
+        // Products from index `from` up to `to` placed before kernel k.
+        let between = |from: usize, to: usize| plan.products.iter().enumerate().filter(move |(i, p)| p.before == k && (from..to).contains(i));
+        let mut shown = 0;
+        for a in plan.attention.iter().filter(|a| a.before == k) {
+            for (_, p) in between(shown, a.after_products) {
+                lines(out, "product", p.describe());
+            }
+            shown = shown.max(a.after_products);
+            lines(out, "attention", a.describe());
+        }
+        for (_, p) in between(shown, usize::MAX) {
+            lines(out, "product", p.describe());
         }
     };
     for (i, k) in plan.kernels.iter().enumerate() {

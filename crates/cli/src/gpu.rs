@@ -9,6 +9,8 @@ use serde::Serialize;
 pub struct GpuCheck {
     pub kernels: usize,
     pub compile_ms: f64,
+    /// The libraries' planning of products and attention (cuBLASLt, cuDNN).
+    pub library_ms: f64,
     /// Reading the cached image (on a hit) and loading the module: with a
     /// cache hit, the whole cost of a compile the second time.
     pub load_ms: f64,
@@ -75,8 +77,9 @@ pub fn check(
     Ok(GpuCheck {
         kernels: p.kernels.len(),
         compile_ms: p.compile_ms,
+        library_ms: p.library_ms,
         load_ms: p.modules.iter().map(|m| m.info.load_ms).sum(),
-        from_cache: p.modules.iter().all(|m| m.from_cache()),
+        from_cache: !p.modules.is_empty() && p.modules.iter().all(|m| m.from_cache()),
         ok: outputs.iter().all(|c| c.ok) && updated.iter().all(|(_, c)| c.ok),
         outputs,
         updated_inputs: updated,

@@ -495,3 +495,163 @@ pub(crate) fn backward(
     });
     Ok(Ok(placed))
 }
+
+/// Head dims cuDNN's fused attention takes here: multiples of 8 up to 128,
+/// the same for Q/K and V.
+fn library_head(e: usize, ev: usize) -> bool {
+    e == ev && e.is_multiple_of(8) && e <= 128
+}
+
+/// `[b, h, s, d]` strides of `v` read where it lies, with the batch dims
+/// `[N, H]` its own (no broadcast) and every stride and the offset a
+/// multiple of `align` elements (16 bytes); `None` where cuDNN cannot read it.
+fn library_read(place: &Place, shape: &[usize], batch: &[usize], align: i64) -> Option<(KernelArg, i64, [i64; 4])> {
+    let (arg, st, off) = place;
+    if shape.len() != 4 || shape[..2] != batch[..] || st.iter().any(|&x| x < 0) {
+        return None;
+    }
+    if shape[3] > 1 && st[3] != 1 {
+        return None;
+    }
+    // A dim of extent 1 may have any stride; cuDNN is given a dense one.
+    let mut s = [st[0], st[1], st[2], 1];
+    for d in (0..3).rev() {
+        if shape[d] == 1 {
+            s[d] = s[d + 1] * shape[d + 1] as i64;
+        }
+    }
+    // Q, K, V, O and dO are read by tiles of rows: every row 16-byte
+    // aligned. The log-sum-exp, one Float a row, only needs its start so.
+    let rows = if shape[3] > 1 { &s[..3] } else { &[][..] };
+    if off % align != 0 || rows.iter().any(|x| x % align != 0) {
+        return None;
+    }
+    Some((*arg, *off, s))
+}
+
+/// Dense `[b, h, s, d]` strides.
+fn dense4(d: [usize; 4]) -> [i64; 4] {
+    [(d[1] * d[2] * d[3]) as i64, (d[2] * d[3]) as i64, d[3] as i64, 1]
+}
+
+/// What the library path makes of an attention node.
+pub(crate) struct LibraryPlaced {
+    pub call: crate::plan::LibraryAttention,
+    pub temps: Vec<Temp>,
+}
+
+/// `n` (an `sdpfa_fwd` or `sdpfa_bwd`) as a call of cuDNN's fused attention
+/// where the device plans it (`Device::attention_library`) and cuDNN reads
+/// it as it lies: `[N, H, L, E]` operands with no broadcast, head dims of 8
+/// to 128, every row and batch stride 16-byte aligned, a positive constant
+/// scale. `None` otherwise:
+/// the kernels of ours run it. `outs` as `own_kernels` gives them; `temp`
+/// the index its first temporary will have.
+pub(crate) fn library(
+    f: &Fusion,
+    n: &Node,
+    place: &dyn Fn(ValueId) -> Result<Place, CodegenError>,
+    outs: &[Option<KernelArg>],
+    temp: usize,
+    dev: Device,
+) -> Result<Option<LibraryPlaced>, CodegenError> {
+    use crate::plan::{AttentionOperand, AttentionRole as R, LibraryAttention};
+    if !dev.attention_library {
+        return Ok(None);
+    }
+    let (backward, query, key, value, knobs, extra) = match n.op {
+        Op::Gemm(GemmOp::SdpfaFwd { query, key, value, dropout_p, is_causal, scale }) => {
+            (false, query, key, value, (dropout_p, is_causal, scale), None)
+        }
+        Op::Gemm(GemmOp::SdpfaBwd { grad_output, query, key, value, output, logsumexp, dropout_p, is_causal, scale, .. }) => {
+            (true, query, key, value, (dropout_p, is_causal, scale), Some((grad_output, output, logsumexp)))
+        }
+        _ => return Ok(None),
+    };
+    let op = if backward { "sdpfa_bwd" } else { "sdpfa_fwd" };
+    let shape = |v: ValueId| f.value(v).shape.clone().unwrap_or_default();
+    let (sq, sk, sv) = (shape(query), shape(key), shape(value));
+    let (batch, l, s, e, ev) = attention_dims(op, &sq, &sk, &sv).map_err(|e| unsupported(e.to_string()))?;
+    let dtype = f.value(query).dtype;
+    if batch.len() != 2 || !library_head(e, ev) || !matches!(dtype, DType::BFloat16 | DType::Half) {
+        return Ok(None);
+    }
+    // nvFuser's default scale reads the last dim of grad_output (Ev) in the backward.
+    let (causal, scale, _) = flags(f, op, knobs, if backward { ev } else { e }, (&batch, l, s, e, ev))?;
+    // cuDNN's engines take the row maximum of the unscaled scores: a negative
+    // scale gave NaN (H200, cuDNN 9.14, measured), and a scalar input's sign
+    // is not known when planning.
+    let scale = match scale {
+        Scale::Constant(c) if c > 0.0 => c,
+        _ => return Ok(None),
+    };
+    let (nb, nh) = (batch[0], batch[1]);
+    let mut tensors = vec![];
+    let mut operand = |role: R, v: ValueId, align: i64| -> Result<bool, CodegenError> {
+        let mut sh = shape(v);
+        if role == R::Stats {
+            sh.push(1);
+        }
+        match library_read(&place(v)?, &sh, &batch, align) {
+            Some((arg, offset, strides)) => {
+                tensors.push(AttentionOperand { role, arg, offset, strides });
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    };
+    let mut readable = operand(R::Q, query, 8)? && operand(R::K, key, 8)? && operand(R::V, value, 8)?;
+    if let Some((dout, out, lse)) = extra {
+        readable = readable && operand(R::DO, dout, 8)? && operand(R::O, out, 8)? && operand(R::Stats, lse, 4)?;
+    }
+    if !readable {
+        return Ok(None);
+    }
+    let mut written = |role: R, a: Option<KernelArg>, dims: [usize; 4]| {
+        let arg = a.expect("an attention's results always have buffers");
+        tensors.push(AttentionOperand { role, arg, offset: 0, strides: dense4(dims) });
+    };
+    let mut temps = vec![];
+    let mut zeroed = vec![];
+    let name = |v: ValueId| f.value(v).name.clone();
+    let summary = if backward {
+        written(R::DQ, outs[0], [nb, nh, l, e]);
+        written(R::DK, outs[1], [nb, nh, s, e]);
+        written(R::DV, outs[2], [nb, nh, s, ev]);
+        let what = |w: &str| format!("{w} of {} (sdpfa_bwd in cuDNN)", name(n.outputs[0]));
+        temps.push(Temp { dtype: DType::Float, elements: nb * nh * l, what: what("D = rowsum(dO * O)"), zeroed: false });
+        temps.push(Temp { dtype: DType::Float, elements: nb * nh * l * e, what: what("dQ's Float accumulator"), zeroed: false });
+        written(R::SoftmaxSum, Some(KernelArg::Temp(temp)), [nb, nh, l, 1]);
+        written(R::DqAccum, Some(KernelArg::Temp(temp + 1)), [nb, nh, l, e]);
+        format!("flash attention backward {}, {}, {}", name(n.outputs[0]), name(n.outputs[1]), name(n.outputs[2]))
+    } else {
+        written(R::O, outs[0], [nb, nh, l, ev]);
+        written(R::Stats, outs[1], [nb, nh, l, 1]);
+        zeroed.extend(outs.iter().skip(2).flatten().copied());
+        format!(
+            "flash attention {} = softmax(scale {} x {}^T) x {}",
+            name(n.outputs[0]),
+            name(query),
+            name(key),
+            name(value)
+        )
+    };
+    let call = LibraryAttention {
+        summary,
+        backward,
+        dtype,
+        b: nb,
+        h: nh,
+        s_q: l,
+        s_kv: s,
+        d: e,
+        d_v: ev,
+        causal,
+        scale,
+        tensors,
+        zeroed,
+        before: 0,
+        after_products: 0,
+    };
+    Ok(Some(LibraryPlaced { call, temps }))
+}

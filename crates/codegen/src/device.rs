@@ -209,6 +209,12 @@ pub struct Device {
     /// memory feeds two products; h128 s2048 bf16 ran in 969 us, not 1132
     /// (H200, 4 warps, 64 keys).
     pub attention_tiles: u32,
+    /// Flash attention run by cuDNN's fused attention where it reads the
+    /// operands as they lie (crate::attention::library), not by the kernels
+    /// of ours: on the H200 its Hopper kernels took 0.43-0.56 of our time
+    /// (BENCHMARKS.md, session 29). Off where cuDNN cannot be loaded, and in
+    /// planning without a GPU unless `FUSEBENCH_ATTENTION=cudnn`.
+    pub attention_library: bool,
     /// A row kernel that writes only statistics of its rows
     /// (`rowwise::Writes::Statistics`: a cross-entropy, a logsumexp) holds 16-bit
     /// rows as loaded and converts them again in each pass
@@ -406,6 +412,7 @@ impl Default for Device {
             attention_warps: 4,
             attention_keys: 64,
             attention_tiles: 2,
+            attention_library: false,
             row_packed: true,
             row_packed_norms: 6784,
             row_fill: 0,

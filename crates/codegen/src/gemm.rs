@@ -190,6 +190,7 @@ impl<'a> Joiner<'a> {
                 products: vec![],
                 modules: vec![],
                 pieces: vec![],
+                attention: vec![],
             },
             text: String::new(),
             outputs: vec![None; f.outputs.len()],
@@ -440,6 +441,16 @@ impl<'a> Joiner<'a> {
             outs.push(if backward || j < 2 || read { Some(self.result_buffer(r)?) } else { None });
         }
         let place = |v: ValueId| self.place(v);
+        if let Some(lib) = crate::attention::library(f, n, &place, &outs, self.out.temps.len(), self.dev)? {
+            let call = crate::plan::LibraryAttention {
+                before: self.out.kernels.len(),
+                after_products: self.out.products.len(),
+                ..lib.call
+            };
+            self.out.attention.push(call);
+            self.out.temps.extend(lib.temps);
+            return Ok(Ok(()));
+        }
         let placed = if matches!(n.op, Op::Gemm(GemmOp::GroupedMm { .. })) {
             crate::grouped_mm::kernel(f, n, i, &place, outs[0].expect("a grouped product's result has a buffer"), self.dev)?
         } else if backward {

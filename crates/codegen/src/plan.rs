@@ -222,6 +222,97 @@ pub struct Plan {
     /// the plan's JSON, which `source` already holds.
     #[serde(skip)]
     pub pieces: Vec<Module>,
+    /// Flash attention run by cuDNN between the kernels (crate::attention),
+    /// in launch order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attention: Vec<LibraryAttention>,
+}
+
+/// `sdpfa_fwd` or `sdpfa_bwd` run by cuDNN's fused attention before kernel
+/// `before` and after the first `after_products` products: `[b, h, s, d]`
+/// operands read where they lie.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LibraryAttention {
+    /// What it computes, for people.
+    pub summary: String,
+    pub backward: bool,
+    pub dtype: DType,
+    /// Batch rows, heads, queries, keys and the head dims of Q/K and V.
+    pub b: usize,
+    pub h: usize,
+    pub s_q: usize,
+    pub s_kv: usize,
+    pub d: usize,
+    pub d_v: usize,
+    pub causal: bool,
+    /// The scores' scale, a positive constant (crate::attention::library).
+    pub scale: f64,
+    pub tensors: Vec<AttentionOperand>,
+    /// Outputs nothing else writes that read zero (the forward's philox
+    /// seed and offset without dropout): set to zero before the call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zeroed: Vec<KernelArg>,
+    pub before: usize,
+    pub after_products: usize,
+}
+
+/// What an attention's buffer holds: its operands and results, and the
+/// backward's Float intermediates (D = rowsum(dO * O) and dQ's accumulator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AttentionRole {
+    Q,
+    K,
+    V,
+    O,
+    Stats,
+    DO,
+    DQ,
+    DK,
+    DV,
+    SoftmaxSum,
+    DqAccum,
+}
+
+/// A buffer of an attention: from element `offset`, the element strides of
+/// its `[b, h, s, d]` (`[b, h, s, 1]` for the log-sum-exp and D).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttentionOperand {
+    pub role: AttentionRole,
+    pub arg: KernelArg,
+    pub offset: i64,
+    pub strides: [i64; 4],
+}
+
+impl LibraryAttention {
+    /// The call in words, for `emit`.
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "{} (cuDNN's fused attention, f32 accumulation): batch {} x {} heads, {} queries, {} keys, head dims {}/{}, {}{}",
+            self.summary,
+            self.b,
+            self.h,
+            self.s_q,
+            self.s_kv,
+            self.d,
+            self.d_v,
+            self.dtype,
+            if self.causal { ", causal mask" } else { "" }
+        )];
+        lines.push(format!("scale {}", self.scale));
+        for t in &self.tensors {
+            let arg = match t.arg {
+                KernelArg::Input(i) => format!("input {i}"),
+                KernelArg::Output(o) => format!("output {o}"),
+                KernelArg::Temp(t) => format!("temp {t}"),
+                KernelArg::Scalar(s) => format!("scalar {s}"),
+            };
+            lines.push(format!("{:?}: {arg} from element {} at strides {:?}", t.role, t.offset, t.strides));
+        }
+        if !self.zeroed.is_empty() {
+            lines.push(format!("{} set to zero before it (no dropout: the philox seed and offset)", self.zeroed.len()));
+        }
+        lines
+    }
 }
 
 /// `D[batch, m, n] = A[batch, m, k] x B[batch, k, n] (+ bias[batch, n])`, run
@@ -368,6 +459,12 @@ impl Plan {
         }
         units.extend(self.modules.iter().map(|m| (m.source.as_str(), m.kernels.iter().map(String::as_str).collect())));
         units
+    }
+
+    /// Whether libraries (cuBLASLt, cuDNN) run part of the plan: they pick
+    /// their own kernels, known only once they ran.
+    pub fn runs_library(&self) -> bool {
+        !self.products.is_empty() || !self.attention.is_empty()
     }
 
     /// Bytes the kernels must move at least: inputs they read once and outputs they write.

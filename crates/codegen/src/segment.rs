@@ -641,6 +641,7 @@ fn try_plan(
         hidden_outputs: 0,
         products: vec![],
         modules: vec![],
+        attention: vec![],
     })
 }
 

@@ -174,6 +174,7 @@ impl Engine {
             plan,
             modules,
             compile_ms,
+            library_ms: 0.0,
             kernels,
             inputs: dev_inputs,
             rotation: Default::default(),
@@ -190,7 +191,9 @@ impl Engine {
             temps,
             in_place,
             products: vec![],
+            attention: vec![],
         };
+        let libraries = std::time::Instant::now();
         // Each product's algorithm is chosen once, for the alignment of the
         // addresses it reads and writes.
         if !prep.plan.products.is_empty() {
@@ -205,6 +208,20 @@ impl Engine {
             let mm = crate::products::prepare(&self.gpu, p, a, b, bias, d)?;
             prep.products.push(mm);
         }
+        if !prep.plan.attention.is_empty() {
+            fusebench_runtime::dnn_available().map_err(|why| {
+                EngineError::Library(format!(
+                    "the fusion's attention runs in cuDNN, which could not be loaded: {why} \
+                     (FUSEBENCH_ATTENTION=own runs it in kernels of fusebench's own)"
+                ))
+            })?;
+        }
+        for (i, a) in prep.plan.attention.iter().enumerate() {
+            let name = format!("cudnn_sdpa_{}_{i}", if a.backward { "bwd" } else { "fwd" });
+            let plan = self.gpu.attention_plan(&crate::products::attention_spec(a)?, &name)?;
+            prep.attention.push(plan);
+        }
+        prep.library_ms = libraries.elapsed().as_secs_f64() * 1e3;
         Ok(prep)
     }
 }
@@ -264,6 +281,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         grouped_stages: k.grouped_stages.unwrap_or(d.grouped_stages),
         attention_keys: k.attention_keys.unwrap_or(d.attention_keys),
         attention_tiles: k.attention_tiles.unwrap_or(d.attention_tiles),
+        attention_library: k.attention_library.unwrap_or(d.attention_library),
         row_fill: k.row_fill.unwrap_or(d.row_fill),
         row_sum_vectors: k.row_sum_vectors.map_or(d.row_sum_vectors, |n| n as usize),
         pointwise_walk: k.pointwise_walk.unwrap_or(d.pointwise_walk),
@@ -295,6 +313,8 @@ pub fn device_of(info: &fusebench_runtime::DeviceInfo) -> Device {
         shared_memory_per_sm: info.max_shared_memory_per_sm,
         registers_per_sm: info.registers_per_sm,
         l2_bytes: info.l2_cache_bytes,
+        // cuDNN's fused attention runs on Ampere and later.
+        attention_library: info.compute_capability.0 >= 8 && fusebench_runtime::dnn_available().is_ok(),
         ..Device::default()
     }
 }
@@ -373,6 +393,10 @@ pub struct Prepared {
     /// at once), and before it the first plan's where `launch::refit`
     /// planned it again (0 for images from the kernel cache).
     pub compile_ms: f64,
+    /// Time the libraries took to plan the products and attention calls
+    /// (cuBLASLt's heuristic, cuDNN's graph and execution plan), their
+    /// counterpart of compiling.
+    pub library_ms: f64,
     pub kernels: Vec<Kernel>,
     inputs: Vec<Option<DeviceBuffer>>,
     /// Extra copies of the tensor inputs for the rotate policy: `rotation[c][i]`.
@@ -389,6 +413,8 @@ pub struct Prepared {
     pub in_place: Vec<crate::InPlace>,
     /// The plan's matrix products, prepared for the BLAS library.
     products: Vec<fusebench_runtime::Matmul>,
+    /// The plan's attention calls, prepared for cuDNN.
+    attention: Vec<fusebench_runtime::Attention>,
 }
 
 impl Prepared {
@@ -472,6 +498,31 @@ impl Prepared {
         Ok(())
     }
 
+    /// Enqueues attention call `i` of the plan (zeroing the outputs it
+    /// leaves zero first).
+    fn run_attention(&self, i: usize) -> Result<(), EngineError> {
+        let a = &self.plan.attention[i];
+        for z in &a.zeroed {
+            if let PlanArg::Output(o) = z {
+                self.outputs[*o].as_ref().expect("written output").fill(0)?;
+            }
+        }
+        let elem = |t: &fusebench_codegen::AttentionOperand| {
+            use fusebench_codegen::AttentionRole as R;
+            match t.role {
+                R::Stats | R::SoftmaxSum | R::DqAccum => 4,
+                _ => a.dtype.size_bytes(),
+            }
+        };
+        let ptrs: Vec<_> = a
+            .tensors
+            .iter()
+            .map(|t| (crate::products::attention_role(t.role), crate::products::address(self.ptr(&t.arg), t.offset, elem(t))))
+            .collect();
+        self.gpu.attention(&self.attention[i], &ptrs, a.scale as f32)?;
+        Ok(())
+    }
+
     /// Makes the next launches read these inputs instead of the prepared
     /// ones (`None` keeps an input's prepared value). A bound tensor must have
     /// the dtype, shape and strides the plan was made for: the caller checks.
@@ -534,7 +585,7 @@ impl Prepared {
     /// products, whose kernels the library picks: the harness learns them
     /// from a warm-up run and holds every sample to them.
     pub fn launch_list(&self) -> Option<Vec<(String, [u32; 6])>> {
-        if !self.plan.products.is_empty() {
+        if self.plan.runs_library() {
             return None;
         }
         Some(
@@ -601,11 +652,27 @@ impl Prepared {
     /// its input's buffer (the one these launches read).
     pub fn launch_all(&self) -> Result<(), EngineError> {
         // Products run before the kernel they name (after them all at the count).
-        let mut next = 0;
+        // Attention calls run among them, after the products placed before them.
+        let (mut next, mut att) = (0, 0);
         for k in 0..=self.kernels.len() {
-            while next < self.products.len() && self.plan.products[next].before == k {
-                self.run_product(next)?;
-                next += 1;
+            loop {
+                let a = self.plan.attention.get(att).filter(|a| a.before == k);
+                let p = self.plan.products.get(next).filter(|p| p.before == k);
+                match (a, p) {
+                    (Some(a), _) if a.after_products <= next => {
+                        self.run_attention(att)?;
+                        att += 1;
+                    }
+                    (_, Some(_)) => {
+                        self.run_product(next)?;
+                        next += 1;
+                    }
+                    (Some(_), None) => {
+                        self.run_attention(att)?;
+                        att += 1;
+                    }
+                    (None, None) => break,
+                }
             }
             if k < self.kernels.len() {
                 self.launch(k)?;

@@ -3,9 +3,9 @@
 //! addresses it was prepared with, its algorithm chosen once at preparation.
 
 use crate::error::EngineError;
-use fusebench_codegen::{Epilogue, Operand, Product};
+use fusebench_codegen::{AttentionRole, Epilogue, LibraryAttention, Operand, Product};
 use fusebench_ir::DType;
-use fusebench_runtime::{BlasEpilogue, BlasScales, BlasType, Gpu, MatmulSpec, MatrixStrides, Matmul};
+use fusebench_runtime::{AttentionSpec, AttentionTensor, BlasEpilogue, BlasScales, BlasType, Gpu, MatmulSpec, MatrixStrides, Matmul};
 
 fn blas_type(d: DType) -> Result<BlasType, EngineError> {
     Ok(match d {
@@ -65,6 +65,39 @@ pub(crate) fn prepare(gpu: &Gpu, p: &Product, a: u64, b: u64, bias: Option<u64>,
         scales: if p.scales.is_some() { BlasScales::PerOperand } else { BlasScales::None },
     };
     Ok(gpu.matmul_plan(&spec)?)
+}
+
+/// cuDNN's name of an attention buffer's role.
+pub(crate) fn attention_role(r: AttentionRole) -> AttentionTensor {
+    match r {
+        AttentionRole::Q => AttentionTensor::Q,
+        AttentionRole::K => AttentionTensor::K,
+        AttentionRole::V => AttentionTensor::V,
+        AttentionRole::O => AttentionTensor::O,
+        AttentionRole::Stats => AttentionTensor::Stats,
+        AttentionRole::DO => AttentionTensor::DO,
+        AttentionRole::DQ => AttentionTensor::DQ,
+        AttentionRole::DK => AttentionTensor::DK,
+        AttentionRole::DV => AttentionTensor::DV,
+        AttentionRole::SoftmaxSum => AttentionTensor::SoftmaxSum,
+        AttentionRole::DqAccum => AttentionTensor::DqAccum,
+    }
+}
+
+/// An attention call of the plan as cuDNN is told it.
+pub(crate) fn attention_spec(a: &LibraryAttention) -> Result<AttentionSpec, EngineError> {
+    Ok(AttentionSpec {
+        backward: a.backward,
+        dtype: blas_type(a.dtype)?,
+        b: a.b as i64,
+        h: a.h as i64,
+        s_q: a.s_q as i64,
+        s_kv: a.s_kv as i64,
+        d: a.d as i64,
+        d_v: a.d_v as i64,
+        causal: a.causal,
+        strides: a.tensors.iter().map(|t| (attention_role(t.role), t.strides)).collect(),
+    })
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ impl Subject for FusionSubject<'_> {
 
     fn kernel_facts(&self) -> Vec<KernelFacts> {
         // The library's kernels are not known before they run.
-        if !self.prep.plan.products.is_empty() {
+        if self.prep.plan.runs_library() {
             return Vec::new();
         }
         self.prep

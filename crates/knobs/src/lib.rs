@@ -140,6 +140,8 @@ pub const DECLARED: &[Declared] = &[
         "steps of 64 of k a grouped_mm block keeps in shared memory, 36 KiB each: more load further ahead, fewer blocks fit a multiprocessor (tuning experiments)"),
     knob("FUSEBENCH_ATTENTION_WARPS", "2, 4 or 8", "the planner's (4)", Affects::Kernels,
         "warps per block of flash attention, each taking 16 queries: more share each tile of keys and values loaded, fewer blocks fit a multiprocessor (tuning experiments)"),
+    knob("FUSEBENCH_ATTENTION", "auto, cudnn or own", "auto", Affects::Kernels,
+        "who runs flash attention (sdpfa_fwd, sdpfa_bwd): cudnn, its fused attention where it reads the operands as they lie; own, the kernels of ours; auto: cudnn on a GPU where libcudnn loads, own in planning without a GPU"),
     knob("FUSEBENCH_ATTENTION_TILES", "1 or 2", "the planner's (2; 1 past head dims of 128)", Affects::Kernels,
         "tiles of 16 queries each warp of flash attention takes: two feed every key and value fragment read from shared memory to twice the products, in twice the registers (tuning experiments)"),
     knob("FUSEBENCH_ATTENTION_KEYS", "32, 64 or 128", "the planner's (64)", Affects::Kernels,
@@ -256,6 +258,7 @@ pub struct Knobs {
     pub grouped_stages: Option<u32>,
     pub attention_keys: Option<u32>,
     pub attention_tiles: Option<u32>,
+    pub attention_library: Option<bool>,
     pub row_fill: Option<u32>,
     pub row_sum_vectors: Option<u32>,
     pub pointwise_walk: Option<u32>,
@@ -327,6 +330,7 @@ impl Default for Knobs {
             grouped_stages: None,
             attention_keys: None,
             attention_tiles: None,
+            attention_library: None,
             row_fill: None,
             row_sum_vectors: None,
             pointwise_walk: None,
@@ -474,6 +478,14 @@ impl Knobs {
                 "FUSEBENCH_GROUPED_STAGES" => count(value, 2, 4).map(|n| k.grouped_stages = Some(n)),
                 "FUSEBENCH_ATTENTION_WARPS" => count(value, 2, 8).filter(|n| n.is_power_of_two()).map(|n| k.attention_warps = Some(n)),
                 "FUSEBENCH_ATTENTION_TILES" => count(value, 1, 2).map(|n| k.attention_tiles = Some(n)),
+                "FUSEBENCH_ATTENTION" => match value {
+                    "auto" => Some(()),
+                    "cudnn" | "own" => {
+                        k.attention_library = Some(value == "cudnn");
+                        Some(())
+                    }
+                    _ => None,
+                },
                 "FUSEBENCH_ATTENTION_KEYS" => count(value, 32, 128).filter(|n| n.is_power_of_two()).map(|n| k.attention_keys = Some(n)),
                 "FUSEBENCH_ROW_FILL" => count(value, 0, 2048).map(|n| k.row_fill = Some(n)),
                 "FUSEBENCH_ROW_SUM_VECTORS" => count(value, 0, 32).map(|n| k.row_sum_vectors = Some(n)),

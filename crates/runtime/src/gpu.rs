@@ -24,6 +24,8 @@ pub struct Gpu {
 pub(crate) struct GpuInner {
     /// The cuBLASLt handle, created on first use; first so it goes before the context.
     pub(crate) blas: std::sync::OnceLock<crate::blas::BlasHandle>,
+    /// The cuDNN handle, created on first use, before the context goes too.
+    pub(crate) dnn: std::sync::OnceLock<crate::dnn::DnnHandle>,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     info: DeviceInfo,
@@ -87,6 +89,7 @@ impl Gpu {
             Ok(Gpu {
                 inner: Arc::new(GpuInner {
                     blas: std::sync::OnceLock::new(),
+                    dnn: std::sync::OnceLock::new(),
                     ctx,
                     stream,
                     info,

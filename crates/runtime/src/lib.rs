@@ -5,7 +5,8 @@
 //! - [`Gpu::compile`] runs NVRTC for the device's own architecture, through a disk cache;
 //!   [`Gpu::compile_units`] several translation units at once, a thread each.
 //! - [`DeviceBuffer`] is untyped device memory; [`Gpu::flush_l2`] evicts L2 before a cold run.
-//! - [`Gpu::matmul_plan`] and [`Gpu::matmul`] run matrix products through cuBLASLt.
+//! - [`Gpu::matmul_plan`] and [`Gpu::matmul`] run matrix products through cuBLASLt;
+//!   [`Gpu::attention_plan`] and [`Gpu::attention`] flash attention through cuDNN.
 //! - [`Gpu::launch`] enqueues a kernel with a run-time argument list; [`Gpu::time_ms`] times
 //!   enqueued work with CUDA events.
 //!
@@ -22,6 +23,7 @@ mod clocks;
 mod compile;
 mod cupti;
 mod device;
+mod dnn;
 mod error;
 mod gpu;
 mod harness;
@@ -30,6 +32,7 @@ mod memory;
 mod resources;
 
 pub use arch::{choose_target, compute_arch, sm_arch, ImageKind, Target};
+pub use dnn::{dnn_available, dnn_version, Attention, AttentionSpec, AttentionTensor};
 pub use blas::{blas_available, BlasEpilogue, BlasScales, BlasType, Matmul, MatmulSpec, MatrixStrides};
 pub use cache::{
     cache_key, default_cache_dir, CacheKeyParts, CachedImage, KernelCache, CACHE_FORMAT,
