@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-BASE = [b"--gpu-architecture=sm_90", b"-default-device", b"--std=c++17", b"-lineinfo"]
+BASE = [b"--gpu-architecture=sm_90", b"-default-device", b"--std=c++17", b"-lineinfo", b"-minimal"]
 SPLIT = b"--split-compile=0"
 # Names each compile's unused variable (atomic under the GIL, so threads get distinct ones).
 COUNTER = itertools.count(1)

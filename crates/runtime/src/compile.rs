@@ -20,7 +20,18 @@ use crate::launch::{Kernel, KernelAttributes};
 
 /// Always passed. No `--use_fast_math`: results are compared bit for bit with a CPU
 /// reference, which needs IEEE division, square root and denormals.
-pub const BASE_OPTIONS: &[&str] = &["-default-device", "--std=c++17", "-lineinfo"];
+pub const BASE_OPTIONS: &[&str] = &["-default-device", "--std=c++17", "-lineinfo", MINIMAL_OPTION];
+
+/// Leaves out of NVRTC's implicit header what generated kernels never use (texture and
+/// surface functions, the device runtime, the CUDA runtime's types): the same machine code (20
+/// corpus fusions compared, NVRTC 12.9), and on the GPU machine (NVRTC 13.0) the first compile in
+/// a process 210 ms instead of 326 (median over 12 corpus fusions, BENCHMARKS.md session 34),
+/// where NVRTC's start-up, not the kernels, is most of it. An NVRTC that does not know the
+/// option compiles without it (`nvrtc_compile`).
+pub const MINIMAL_OPTION: &str = "-minimal";
+
+/// Options an NVRTC too old to know them compiles without.
+const OPTIONAL: [&str; 2] = [SPLIT_OPTION, MINIMAL_OPTION];
 
 /// Optimizes a module's kernels on as many threads as there are cores, each on its own: the
 /// machine code is the same (the SASS of all 33 corpus fusions compared, NVRTC 12.9), but the
@@ -60,6 +71,17 @@ const FORBIDDEN_OPTIONS: &[&str] = &[
     "--prec-sqrt=false",
     "-prec-sqrt=false",
 ];
+
+/// Pays NVRTC's start-up on a thread of its own, its result dropped: the first compile in a
+/// process otherwise waits for it (on the GPU machine, NVRTC 13.0: a trivial kernel first in a
+/// process 197 ms, a fusion's module after it 26 ms, BENCHMARKS.md session 34). `Gpu::new` starts
+/// it before the driver opens the device, which takes a while of its own.
+pub(crate) fn warm_up() {
+    let _ = std::thread::Builder::new().name("nvrtc-warm-up".into()).spawn(|| {
+        let opts = build_options("compute_75", &[]).unwrap_or_default();
+        let _ = guard("warming NVRTC up", || nvrtc_compile("extern \"C\" __global__ void fb_warm_up() {}\n", &opts, ImageKind::Ptx));
+    });
+}
 
 /// The name NVRTC uses in its diagnostics ("fusebench_kernel.cu(12): error: ...").
 const PROGRAM_NAME: &str = "fusebench_kernel.cu";
@@ -537,10 +559,10 @@ pub(crate) fn nvrtc_compile(
     // SAFETY: `prog` is live until `Program` drops at the end of this function.
     let mut compiled = unsafe { nr::compile_program(prog.0, options) };
     if matches!(&compiled, Err(e) if e.0 == nsys::nvrtcResult::NVRTC_ERROR_INVALID_OPTION)
-        && options.iter().any(|o| o == SPLIT_OPTION)
+        && options.iter().any(|o| OPTIONAL.contains(&o.as_str()))
     {
-        // An NVRTC older than the option: the same compile on one thread.
-        let fewer: Vec<String> = options.iter().filter(|o| *o != SPLIT_OPTION).cloned().collect();
+        // An NVRTC older than the options: the same compile without them.
+        let fewer: Vec<String> = options.iter().filter(|o| !OPTIONAL.contains(&o.as_str())).cloned().collect();
         prog = create()?;
         // SAFETY: as above, for the new program.
         compiled = unsafe { nr::compile_program(prog.0, &fewer) };
@@ -658,7 +680,8 @@ mod tests {
                 "--gpu-architecture=sm_90",
                 "-default-device",
                 "--std=c++17",
-                "-lineinfo"
+                "-lineinfo",
+                "-minimal"
             ]
         );
         let o = build_options("sm_90", &["--maxrregcount=64"]).unwrap();

@@ -580,3 +580,92 @@ fn cublaslt_refuses_what_it_cannot_run() {
     assert!(e.to_string().contains("needs a copy"), "{e}");
 }
 }
+
+/// bf16 bytes of `v` (exact for the small multiples of 1/8 used here).
+fn bf16_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|&x| bf16_bits(x).to_ne_bytes()).collect()
+}
+
+fn bytes_bf16(b: &[u8]) -> Vec<f64> {
+    b.chunks_exact(2).map(|c| bf16_value(u16::from_ne_bytes([c[0], c[1]]))).collect()
+}
+
+fusebench_testdata::needs_gpu! {
+/// cuDNN's attention (runtime/dnn.rs) where every query sees two equal keys:
+/// each weighs 1/2, so O is the mean of the two value rows, the log-sum-exp
+/// the scaled q.k plus ln 2; backward, dV_j = sum_i dO_i / 2 and dQ = 0.
+#[test]
+fn cudnn_attention_over_two_equal_keys() {
+    use fusebench_runtime::{dnn_available, AttentionSpec, AttentionTensor as T, BlasType};
+    let Some((gpu, _dir)) = gpu_or_skip("cudnn_attention_over_two_equal_keys") else {
+        return;
+    };
+    if let Err(why) = dnn_available() {
+        eprintln!("skipped cudnn_attention_over_two_equal_keys: {why}");
+        return;
+    }
+    let (h, sq, skv, d) = (2usize, 16usize, 2usize, 64usize);
+    let dense = |s: usize, d: usize| [(h * s * d) as i64, (s * d) as i64, d as i64, 1];
+    let small = |i: usize, m: usize| ((i * 7 + m) % 9) as f32 / 8.0 - 0.5;
+    let q: Vec<f32> = (0..h * sq * d).map(|i| small(i, 1)).collect();
+    let key: Vec<f32> = (0..d).map(|i| small(i, 3)).collect();
+    let k: Vec<f32> = (0..h * skv).flat_map(|_| key.clone()).collect();
+    let v: Vec<f32> = (0..h * skv * d).map(|i| small(i, 5)).collect();
+    let d_o: Vec<f32> = (0..h * sq * d).map(|i| small(i, 2)).collect();
+    let up = |x: &[f32]| gpu.alloc_from(&bf16_bytes(x)).unwrap();
+    let (qb, kb, vb, dob) = (up(&q), up(&k), up(&v), up(&d_o));
+    let zeros = |n: usize| gpu.alloc_from(&vec![0u8; n]).unwrap();
+    let (o, stats) = (zeros(2 * h * sq * d), zeros(4 * h * sq));
+    let scale = 0.125f32;
+    let spec = |backward: bool, strides: Vec<(T, [i64; 4])>| AttentionSpec {
+        backward,
+        dtype: BlasType::BF16,
+        b: 1,
+        h: h as i64,
+        s_q: sq as i64,
+        s_kv: skv as i64,
+        d: d as i64,
+        d_v: d as i64,
+        causal: false,
+        strides,
+    };
+    let mut st = vec![(T::Q, dense(sq, d)), (T::K, dense(skv, d)), (T::V, dense(skv, d)), (T::O, dense(sq, d)), (T::Stats, [(h * sq) as i64, sq as i64, 1, 1])];
+    let fwd = gpu.attention_plan(&spec(false, st.clone()), "test_fwd").expect("cuDNN plans the forward");
+    let ptr = |b: &fusebench_runtime::DeviceBuffer| b.device_ptr();
+    let mut ptrs = vec![(T::Q, ptr(&qb)), (T::K, ptr(&kb)), (T::V, ptr(&vb)), (T::O, ptr(&o)), (T::Stats, ptr(&stats))];
+    gpu.attention(&fwd, &ptrs, scale).unwrap();
+    let (got_o, got_lse) = (bytes_bf16(&o.download().unwrap()), bytes_f32(&stats.download().unwrap()));
+    for hh in 0..h {
+        for i in 0..sq {
+            let qk: f64 = (0..d).map(|c| q[(hh * sq + i) * d + c] as f64 * key[c] as f64).sum();
+            let want = scale as f64 * qk + std::f64::consts::LN_2;
+            let lse = got_lse[hh * sq + i] as f64;
+            assert!((lse - want).abs() <= 1e-5 * want.abs().max(1.0), "lse [{hh}, {i}]: {lse} vs {want}");
+            for c in 0..d {
+                let mean = (v[(hh * skv) * d + c] as f64 + v[(hh * skv + 1) * d + c] as f64) / 2.0;
+                let got = got_o[(hh * sq + i) * d + c];
+                assert!((got - mean).abs() <= 2f64.powi(-8) * mean.abs() + 1e-6, "o [{hh}, {i}, {c}]: {got} vs {mean}");
+            }
+        }
+    }
+    // The backward, from the forward's own O and statistics.
+    let (dq, dk, dv) = (zeros(2 * h * sq * d), zeros(2 * h * skv * d), zeros(2 * h * skv * d));
+    let (ssum, acc) = (zeros(4 * h * sq), zeros(4 * h * sq * d));
+    st.extend([(T::DO, dense(sq, d)), (T::DQ, dense(sq, d)), (T::DK, dense(skv, d)), (T::DV, dense(skv, d))]);
+    let bwd = gpu.attention_plan(&spec(true, st), "test_bwd").expect("cuDNN plans the backward");
+    ptrs.extend([(T::DO, ptr(&dob)), (T::DQ, ptr(&dq)), (T::DK, ptr(&dk)), (T::DV, ptr(&dv)), (T::SoftmaxSum, ptr(&ssum)), (T::DqAccum, ptr(&acc))]);
+    gpu.attention(&bwd, &ptrs, scale).unwrap();
+    let (got_dq, got_dv) = (bytes_bf16(&dq.download().unwrap()), bytes_bf16(&dv.download().unwrap()));
+    for hh in 0..h {
+        for c in 0..d {
+            let half: f64 = (0..sq).map(|i| d_o[(hh * sq + i) * d + c] as f64).sum::<f64>() / 2.0;
+            for j in 0..skv {
+                let got = got_dv[(hh * skv + j) * d + c];
+                assert!((got - half).abs() <= 2f64.powi(-7) * half.abs() + 1e-3, "dv [{hh}, {j}, {c}]: {got} vs {half}");
+            }
+        }
+    }
+    let worst = got_dq.iter().fold(0f64, |m, x| m.max(x.abs()));
+    assert!(worst <= 1e-2, "dq of equal keys is 0, got up to {worst}");
+}
+}
