@@ -72,17 +72,6 @@ const FORBIDDEN_OPTIONS: &[&str] = &[
     "-prec-sqrt=false",
 ];
 
-/// Pays NVRTC's start-up on a thread of its own, its result dropped: the first compile in a
-/// process otherwise waits for it (on the GPU machine, NVRTC 13.0: a trivial kernel first in a
-/// process 197 ms, a fusion's module after it 26 ms, BENCHMARKS.md session 34). `Gpu::new` starts
-/// it before the driver opens the device, which takes a while of its own.
-pub(crate) fn warm_up() {
-    let _ = std::thread::Builder::new().name("nvrtc-warm-up".into()).spawn(|| {
-        let opts = build_options("compute_75", &[]).unwrap_or_default();
-        let _ = guard("warming NVRTC up", || nvrtc_compile("extern \"C\" __global__ void fb_warm_up() {}\n", &opts, ImageKind::Ptx));
-    });
-}
-
 /// The name NVRTC uses in its diagnostics ("fusebench_kernel.cu(12): error: ...").
 const PROGRAM_NAME: &str = "fusebench_kernel.cu";
 

@@ -72,9 +72,6 @@ impl Gpu {
 
     pub fn with_cache(ordinal: usize, cache: KernelCache) -> Result<Gpu, RuntimeError> {
         check_libraries().map_err(RuntimeError::Unavailable)?;
-        if fusebench_knobs::get().map(|k| k.nvrtc_warm_up != Some(false)).unwrap_or(true) {
-            crate::compile::warm_up();
-        }
         init_driver(ordinal).map_err(RuntimeError::Unavailable)?;
         guard("opening the GPU", || {
             let ctx = CudaContext::new(ordinal)
