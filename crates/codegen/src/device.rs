@@ -211,9 +211,11 @@ pub struct Device {
     pub attention_tiles: u32,
     /// Flash attention run by cuDNN's fused attention where it reads the
     /// operands as they lie (crate::attention::library), not by the kernels
-    /// of ours: on the H200 its Hopper kernels took 0.43-0.56 of our time
-    /// (BENCHMARKS.md, session 29). Off where cuDNN cannot be loaded, and in
-    /// planning without a GPU unless `FUSEBENCH_ATTENTION=cudnn`.
+    /// of ours: on the H200 its Hopper kernels took 0.42-0.56 of our time,
+    /// within 3% of PyTorch's fastest backend (BENCHMARKS.md, session 34).
+    /// Off by default; the engine turns it on for a GPU of compute capability
+    /// 8.0 or later where cuDNN loads, `emit` where cuDNN loads, and
+    /// `FUSEBENCH_ATTENTION` sets it.
     pub attention_library: bool,
     /// A row kernel that writes only statistics of its rows
     /// (`rowwise::Writes::Statistics`: a cross-entropy, a logsumexp) holds 16-bit

@@ -430,8 +430,10 @@ impl<'a> Joiner<'a> {
     }
 
     /// Places node `i`, flash attention or a grouped product: its kernels
-    /// after those planned so far, its results in buffers (the attention
-    /// forward's philox seed and offset only where something reads them).
+    /// after those planned so far, or a call of cuDNN's attention where the
+    /// device plans one and cuDNN reads the operands as they lie; its results
+    /// in buffers (the attention forward's philox seed and offset only where
+    /// something reads them).
     fn own_kernels(&mut self, i: usize, n: &Node) -> Result<Result<(), ValueId>, CodegenError> {
         let f = self.f;
         let backward = matches!(n.op, Op::Gemm(GemmOp::SdpfaBwd { .. }));

@@ -1,6 +1,8 @@
-//! The plan's matrix products (codegen's `Product`) as calls of the BLAS
-//! library: each one's description for cuBLASLt, with the alignment of the
-//! addresses it was prepared with, its algorithm chosen once at preparation.
+//! The plan's library calls: its matrix products (codegen's `Product`) as
+//! calls of the BLAS library, each one's description for cuBLASLt, with the
+//! alignment of the addresses it was prepared with, its algorithm chosen once
+//! at preparation; and its attention calls (`LibraryAttention`) as cuDNN is
+//! told them.
 
 use crate::error::EngineError;
 use fusebench_codegen::{AttentionRole, Epilogue, LibraryAttention, Operand, Product};

@@ -237,8 +237,8 @@ pub struct Attention {
     handle: dnn::cudnnHandle_t,
     gpu: Gpu,
     name: Arc<str>,
-    /// The engine cuDNN chose (its global index), for people.
-    pub engine: i64,
+    /// The buffers a call must be given (`AttentionSpec::tensors`).
+    roles: Vec<AttentionTensor>,
     /// The by-value scalars its graph reads (`Graph::scalars`).
     scalars: Vec<i64>,
 }
@@ -554,11 +554,11 @@ impl Gpu {
                             unsafe { (loaded().get_attr)(plan.0, Attr::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, Ty::CUDNN_TYPE_INT64, 1, &mut n, &mut ws as *mut i64 as *mut c_void) },
                             || "reading the plan's workspace size".into(),
                         )?;
-                        let engine = engine_index(cfg).unwrap_or(-1);
                         let workspace_bytes = ws.max(0) as usize;
                         let workspace = if workspace_bytes > 0 { Some(self.alloc(workspace_bytes)?) } else { None };
                         let scalars = g.scalars.clone();
-                        return Ok(Attention { plan, workspace, workspace_bytes, handle, gpu: self.clone(), name: Arc::from(name), engine, scalars });
+                        let roles = spec.tensors();
+                        return Ok(Attention { plan, workspace, workspace_bytes, handle, gpu: self.clone(), name: Arc::from(name), roles, scalars });
                     }
                     Err(e) => last = Some(e),
                 }
@@ -575,6 +575,9 @@ impl Gpu {
     pub fn attention(&self, a: &Attention, ptrs: &[(AttentionTensor, u64)], scale: f32) -> Result<(), RuntimeError> {
         if !Arc::ptr_eq(&a.gpu.inner, &self.inner) {
             return Err(RuntimeError::Invalid(format!("{} was planned on another GPU handle", a.name)));
+        }
+        if let Some(t) = a.roles.iter().find(|r| !ptrs.iter().any(|(t, _)| t == *r)) {
+            return Err(RuntimeError::Invalid(format!("{}: no buffer given for {t:?}", a.name)));
         }
         if let Some((t, p)) = ptrs.iter().find(|(_, p)| p % 16 != 0) {
             return Err(RuntimeError::Invalid(format!("{}: {t:?} at {p:#x} is not 16-byte aligned", a.name)));
@@ -605,22 +608,6 @@ impl Gpu {
             Ok(())
         })
     }
-}
-
-/// The global index of the engine of configuration `cfg`, for people.
-fn engine_index(cfg: &Desc) -> Option<i64> {
-    let engine = Desc::new(Kind::CUDNN_BACKEND_ENGINE_DESCRIPTOR).ok()?;
-    let mut raw = engine.0;
-    let mut n = 0i64;
-    // SAFETY: copies the configuration's engine into `engine`.
-    let s = unsafe { (loaded().get_attr)(cfg.0, Attr::CUDNN_ATTR_ENGINECFG_ENGINE, Ty::CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mut n, &mut raw as *mut _ as *mut c_void) };
-    if s != cudnnStatus_t::CUDNN_STATUS_SUCCESS {
-        return None;
-    }
-    let mut idx = 0i64;
-    // SAFETY: reads one int64.
-    let s = unsafe { (loaded().get_attr)(engine.0, Attr::CUDNN_ATTR_ENGINE_GLOBAL_INDEX, Ty::CUDNN_TYPE_INT64, 1, &mut n, &mut idx as *mut i64 as *mut c_void) };
-    (s == cudnnStatus_t::CUDNN_STATUS_SUCCESS).then_some(idx)
 }
 
 #[cfg(test)]
