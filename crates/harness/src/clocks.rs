@@ -17,7 +17,8 @@ pub fn read(reader: Option<&ClockReader>) -> Option<Clocks> {
 
 /// The environment fingerprint of every record: the GPU, the driver release
 /// (from NVML; empty where NVML is absent), the CUDA API version the driver
-/// supports, NVRTC's version.
+/// supports, NVRTC's version (the libraries a subject runs are added per
+/// measurement, `Subject::libraries`).
 pub fn environment(info: &DeviceInfo) -> Environment {
     Environment {
         gpu_name: info.name.clone(),
@@ -29,5 +30,6 @@ pub fn environment(info: &DeviceInfo) -> Environment {
         sm_count: info.sm_count,
         l2_bytes: info.l2_cache_bytes,
         fusebench_version: env!("CARGO_PKG_VERSION").into(),
+        libraries: String::new(),
     }
 }

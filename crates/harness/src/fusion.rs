@@ -46,6 +46,18 @@ impl Subject for FusionSubject<'_> {
         Ok(self.prep.launch_all()?)
     }
 
+    fn libraries(&self) -> String {
+        let plan = &self.prep.plan;
+        let mut libs = vec![];
+        if !plan.products.is_empty() {
+            libs.push(format!("cuBLASLt {}", fusebench_runtime::blas_version().unwrap_or(0)));
+        }
+        if !plan.attention.is_empty() {
+            libs.push(format!("cuDNN {}", fusebench_runtime::dnn_version().unwrap_or(0)));
+        }
+        libs.join(", ")
+    }
+
     fn kernel_facts(&self) -> Vec<KernelFacts> {
         // The library's kernels are not known before they run.
         if self.prep.plan.runs_library() {

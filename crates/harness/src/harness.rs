@@ -331,7 +331,7 @@ impl Harness {
             o.rule.describe(),
             run.stop,
             run.warmup,
-            self.environment.clone(),
+            fusebench_measure::Environment { libraries: s.libraries(), ..self.environment.clone() },
             kernels,
             run.samples,
             taken_at,

@@ -44,6 +44,12 @@ pub trait Subject {
         Vec::new()
     }
 
+    /// The libraries that run part of it, with their versions (for the
+    /// record's environment); empty when it runs only its own kernels.
+    fn libraries(&self) -> String {
+        String::new()
+    }
+
     /// Bytes it must move, and how they were counted.
     fn bytes(&self) -> Option<(u64, String)> {
         None

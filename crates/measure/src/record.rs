@@ -143,6 +143,11 @@ pub struct Environment {
     pub sm_count: u32,
     pub l2_bytes: u64,
     pub fusebench_version: String,
+    /// The libraries that ran part of what was measured, with their versions
+    /// ("cuBLASLt 130000, cuDNN 91400"): their kernels are theirs, not
+    /// fusebench's. Empty when none did (and in records before it was kept).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub libraries: String,
 }
 
 /// One kernel of the measured fusion.
@@ -450,6 +455,17 @@ impl Measurement {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn the_libraries_a_measurement_ran_are_kept_and_older_records_read_without() {
+        let e = Environment { libraries: "cuDNN 91400".into(), ..Default::default() };
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains("\"libraries\":\"cuDNN 91400\""), "{json}");
+        assert_eq!(serde_json::from_str::<Environment>(&json).unwrap(), e);
+        let plain = serde_json::to_string(&Environment::default()).unwrap();
+        assert!(!plain.contains("libraries"), "{plain}");
+        assert_eq!(serde_json::from_str::<Environment>(&plain).unwrap().libraries, "");
+    }
 
     pub fn example(times: &[f64]) -> Result<Measurement, MeasureError> {
         Measurement::new(

@@ -430,6 +430,12 @@ fn check(status: cublasStatus_t, context: impl FnOnce() -> String) -> Result<(),
     }
 }
 
+/// cuBLASLt's version as it reports it (130000 for 13.0.0), where it loads.
+pub fn blas_version() -> Option<usize> {
+    // SAFETY: loaded (checked just before); takes no argument.
+    blas_available().ok().map(|()| unsafe { lt::cublasLtGetVersion() })
+}
+
 /// Whether libcublasLt can be loaded here (no panic): Ok, or why not, naming the library
 /// file names tried and LD_LIBRARY_PATH.
 pub fn blas_available() -> Result<(), String> {

@@ -33,7 +33,7 @@ mod resources;
 
 pub use arch::{choose_target, compute_arch, sm_arch, ImageKind, Target};
 pub use dnn::{dnn_available, dnn_version, Attention, AttentionSpec, AttentionTensor};
-pub use blas::{blas_available, BlasEpilogue, BlasScales, BlasType, Matmul, MatmulSpec, MatrixStrides};
+pub use blas::{blas_available, blas_version, BlasEpilogue, BlasScales, BlasType, Matmul, MatmulSpec, MatrixStrides};
 pub use cache::{
     cache_key, default_cache_dir, CacheKeyParts, CachedImage, KernelCache, CACHE_FORMAT,
 };
