@@ -280,26 +280,17 @@ fn describe(
         products.push_str(&format!(" and {} in cuDNN", crate::plural(plan.attention.len(), "attention call")));
     }
     writeln!(out, "{}: {}{products}", path.display(), crate::plural(plan.kernels.len(), "kernel"));
-    // Products run before the kernel they name (after them all at the count).
+    // Library calls run before the kernel they name (after them all at the count).
     let products_before = |out: &mut String, k: usize| {
-        let lines = |out: &mut String, head: &str, lines: Vec<String>| {
+        for call in plan.calls_before(k) {
+            let (head, lines) = match call {
+                fusebench_codegen::LibraryCall::Product(i) => ("product", plan.products[i].describe()),
+                fusebench_codegen::LibraryCall::Attention(i) => ("attention", plan.attention[i].describe()),
+            };
             writeln!(out, "  {head}  {}", lines[0]);
             for l in &lines[1..] {
                 writeln!(out, "      {l}");
             }
-        };
-        // Products from index `from` up to `to` placed before kernel k.
-        let between = |from: usize, to: usize| plan.products.iter().enumerate().filter(move |(i, p)| p.before == k && (from..to).contains(i));
-        let mut shown = 0;
-        for a in plan.attention.iter().filter(|a| a.before == k) {
-            for (_, p) in between(shown, a.after_products) {
-                lines(out, "product", p.describe());
-            }
-            shown = shown.max(a.after_products);
-            lines(out, "attention", a.describe());
-        }
-        for (_, p) in between(shown, usize::MAX) {
-            lines(out, "product", p.describe());
         }
     };
     for (i, k) in plan.kernels.iter().enumerate() {

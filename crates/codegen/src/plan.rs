@@ -228,6 +228,15 @@ pub struct Plan {
     pub attention: Vec<LibraryAttention>,
 }
 
+/// A call of a library between the plan's kernels (`Plan::calls_before`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LibraryCall {
+    /// `products[i]`.
+    Product(usize),
+    /// `attention[i]`.
+    Attention(usize),
+}
+
 /// `sdpfa_fwd` or `sdpfa_bwd` run by cuDNN's fused attention before kernel
 /// `before` and after the first `after_products` products: `[b, h, s, d]`
 /// operands read where they lie.
@@ -459,6 +468,22 @@ impl Plan {
         }
         units.extend(self.modules.iter().map(|m| (m.source.as_str(), m.kernels.iter().map(String::as_str).collect())));
         units
+    }
+
+    /// The library calls run just before kernel `k` (after the last kernel
+    /// at `k == kernels.len()`), in launch order: the products placed there,
+    /// each attention call after the products placed before it.
+    pub fn calls_before(&self, k: usize) -> Vec<LibraryCall> {
+        let mut calls = vec![];
+        let mut products = self.products.iter().enumerate().filter(|(_, p)| p.before == k).map(|(i, _)| i).peekable();
+        for (a, call) in self.attention.iter().enumerate().filter(|(_, a)| a.before == k) {
+            while let Some(p) = products.next_if(|&p| p < call.after_products) {
+                calls.push(LibraryCall::Product(p));
+            }
+            calls.push(LibraryCall::Attention(a));
+        }
+        calls.extend(products.map(LibraryCall::Product));
+        calls
     }
 
     /// Whether libraries (cuBLASLt, cuDNN) run part of the plan: they pick

@@ -125,3 +125,20 @@ fn a_negative_or_scalar_input_scale_runs_in_our_kernels() {
         assert_eq!(p.kernels.len(), 1);
     }
 }
+
+#[test]
+fn library_calls_run_in_the_order_their_values_need() {
+    use fusebench_codegen::LibraryCall::{Attention, Product};
+    // Q from a product, the attention, a product of its result: three library
+    // calls and no kernel between them.
+    let body = format!(
+        "{}{}{}    w = fd.define_tensor(shape=[64, 64], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)\n    q = fd.ops.matmul(x, w)\n    o, lse, seed, off = fd.ops.sdpfa_fwd(q, k, v, dropout_p=0.0, is_causal=False, scale=0.125)\n    m = fd.ops.matmul(o, w)\n    fd.add_output(m)\n",
+        define("x", "[1, 2, 64, 64]", ALL),
+        define("k", "[1, 2, 64, 64]", ALL),
+        define("v", "[1, 2, 64, 64]", ALL)
+    );
+    let p = planned(&body, true);
+    assert_eq!((p.products.len(), p.attention.len()), (2, 1), "{:?}", p.kernels.iter().map(|k| &k.name).collect::<Vec<_>>());
+    let all: Vec<_> = (0..=p.kernels.len()).flat_map(|k| p.calls_before(k)).collect();
+    assert_eq!(all, [Product(0), Attention(0), Product(1)]);
+}

@@ -3,7 +3,7 @@
 
 use crate::error::EngineError;
 use crate::transfer::{buffer_bytes, layout};
-use fusebench_codegen::{plan, ColumnSums, Device, FitWaves, KernelArg as PlanArg, LoadHint, OutputSource, Plan};
+use fusebench_codegen::{plan, ColumnSums, Device, FitWaves, KernelArg as PlanArg, LibraryCall, LoadHint, OutputSource, Plan};
 use fusebench_host::{Arg, Tensor};
 use fusebench_ir::{DType, Fusion, Literal};
 use fusebench_measure::InputLayout;
@@ -651,27 +651,12 @@ impl Prepared {
     /// Enqueues every kernel in order, then writes each aliased output into
     /// its input's buffer (the one these launches read).
     pub fn launch_all(&self) -> Result<(), EngineError> {
-        // Products run before the kernel they name (after them all at the count).
-        // Attention calls run among them, after the products placed before them.
-        let (mut next, mut att) = (0, 0);
+        // Library calls run before the kernel they name (after them all at the count).
         for k in 0..=self.kernels.len() {
-            loop {
-                let a = self.plan.attention.get(att).filter(|a| a.before == k);
-                let p = self.plan.products.get(next).filter(|p| p.before == k);
-                match (a, p) {
-                    (Some(a), _) if a.after_products <= next => {
-                        self.run_attention(att)?;
-                        att += 1;
-                    }
-                    (_, Some(_)) => {
-                        self.run_product(next)?;
-                        next += 1;
-                    }
-                    (Some(_), None) => {
-                        self.run_attention(att)?;
-                        att += 1;
-                    }
-                    (None, None) => break,
+            for call in self.plan.calls_before(k) {
+                match call {
+                    LibraryCall::Product(i) => self.run_product(i)?,
+                    LibraryCall::Attention(i) => self.run_attention(i)?,
                 }
             }
             if k < self.kernels.len() {
