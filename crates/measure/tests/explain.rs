@@ -122,3 +122,42 @@ fn cold_times_prepared_differently_are_the_cache_policy() {
         .unwrap();
     assert_eq!(p.verdict, Verdict::RuledOut, "{}", p.detail);
 }
+
+/// The same kernel source compiled by another NVRTC (here: the unroll arm's
+/// kernels given the seed's code hashes, as if only the compiler had changed
+/// them) is the toolchain's change, and the kernels' time counts under it.
+#[test]
+fn another_compiler_of_the_same_source_is_named() {
+    let (mut a, mut b) = (load("seed-cold-1"), load("seed-cold-unroll1"));
+    a.environment.nvrtc = "13.0".into();
+    b.environment.nvrtc = "12.9".into();
+    for (kb, ka) in b.kernels.iter_mut().zip(&a.kernels) {
+        kb.code_hash = ka.code_hash.clone();
+    }
+    let e = explain(&a, &b);
+    assert_eq!(e.causes[0], Cause::Toolchain, "{}", e.render(&a, &b));
+    let t = finding(&e, Cause::Toolchain);
+    assert!(t.detail.contains("NVRTC 13.0 vs 12.9"), "{}", t.detail);
+    assert!(effect(&e, Cause::Toolchain).abs() > 0.0, "{}", e.render(&a, &b));
+}
+
+/// Where the source changed too, the kernels keep their change and the
+/// compiler's is not measured apart; another library version is named.
+#[test]
+fn a_compiler_beside_changed_source_leaves_the_kernels_their_change() {
+    let (mut a, mut b) = (load("seed-cold-1"), load("seed-cold-unroll1"));
+    a.environment.nvrtc = "13.0".into();
+    b.environment.nvrtc = "12.9".into();
+    a.environment.libraries = "cuBLASLt 130100".into();
+    b.environment.libraries = "cuBLASLt 130200".into();
+    let e = explain(&a, &b);
+    assert_eq!(e.causes[0], Cause::Kernels, "{}", e.render(&a, &b));
+    let t = finding(&e, Cause::Toolchain);
+    assert_eq!(t.verdict, Verdict::Differs, "{}", t.detail);
+    assert!(t.detail.contains("libraries cuBLASLt 130100 vs cuBLASLt 130200"), "{}", t.detail);
+    // The same toolchain on both sides is ruled out, saying what was compared.
+    let same = explain(&a, &a.clone());
+    let t = finding(&same, Cause::Toolchain);
+    assert_eq!(t.verdict, Verdict::RuledOut, "{}", t.detail);
+    assert!(t.detail.contains("same NVRTC (13.0)") && t.detail.contains("cuBLASLt 130100"), "{}", t.detail);
+}

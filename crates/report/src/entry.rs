@@ -256,6 +256,10 @@ impl Entry {
                 )
             },
         ));
+        unknown.push((
+            Cause::Toolchain,
+            format!("{tool}'s file does not say which compiler or library versions built what it ran"),
+        ));
         if self.origin.cache.is_none() {
             let why = format!("{tool}'s file does not say what was in L2 before each sample");
             unknown.push((Cause::CachePolicy, why.clone()));

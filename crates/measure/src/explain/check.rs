@@ -206,8 +206,9 @@ pub(super) struct Ctx<'a> {
 /// The causes that change the subject itself rather than how it was timed,
 /// in check order. One sibling measures their change together; the first of
 /// them that differs holds it.
-const SUBJECT: [Cause; 5] = [
+const SUBJECT: [Cause; 6] = [
     Cause::Gpu,
+    Cause::Toolchain,
     Cause::InputLayout,
     Cause::Fusion,
     Cause::Kernels,

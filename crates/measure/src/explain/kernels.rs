@@ -12,7 +12,8 @@
 //! the extra (r − 1) × effect is what the causes add together. Events times
 //! count without the launch overhead per kernel. When the GPU, the input
 //! layout or the definition differs, the kernels differ because of it, and
-//! their effect is counted under that cause.
+//! their effect is counted under that cause; so too when only the compiler or
+//! a library version differs and the kernels' source is the same.
 
 use super::check::{Check, Ctx, Est, Joint};
 use super::Cause;
@@ -60,6 +61,12 @@ fn differences(a: &Measurement, b: &Measurement) -> Vec<String> {
     d
 }
 
+/// The same kernels by their source (code hashes, position by position):
+/// what differs is how they were compiled or which library kernels ran.
+fn same_source(a: &Measurement, b: &Measurement) -> bool {
+    a.kernels.len() == b.kernels.len() && a.kernels.iter().zip(&b.kernels).all(|(x, y)| x.code_hash == y.code_hash)
+}
+
 /// The kernels of `m` (by position) that have no identical kernel at the
 /// same position in `other`.
 fn changed<'a>(m: &'a Measurement, other: &Measurement) -> Vec<&'a KernelRecord> {
@@ -91,9 +98,12 @@ pub(super) fn check(ctx: &Ctx) -> Check {
     if let Some(c) = ctx.subject_check(Cause::Kernels, &detail) {
         return c;
     }
+    // The toolchain owns the change only where the source is the same: the
+    // same code compiled or run by another version.
     let owner = [Cause::Gpu, Cause::InputLayout, Cause::Fusion]
         .into_iter()
-        .find(|&c| ctx.differs(c));
+        .find(|&c| ctx.differs(c))
+        .or_else(|| (ctx.differs(Cause::Toolchain) && same_source(a, b)).then_some(Cause::Toolchain));
     let (ka, kb) = (changed(a, b), changed(b, a));
     let valid = |ks: &[&KernelRecord]| {
         ks.iter()

@@ -67,6 +67,8 @@ causes! {
     CachePolicy => cache_policy,
     Clocks => clocks,
     Gpu => gpu,
+    /// NVRTC's version, or the versions of the libraries that ran part of the fusion.
+    Toolchain => toolchain,
     InputLayout => layout,
     /// Another fusion definition.
     Fusion => fusion,
