@@ -31,8 +31,10 @@ pub struct Args {
     /// the waves its grid takes.
     #[arg(long, requires = "compile")]
     resources: bool,
-    /// Architecture to compile for with --compile.
-    #[arg(long, default_value = "sm_90", requires = "compile")]
+    /// Architecture to compile for with --compile: the H200's own, as the runtime compiles for
+    /// it (sm_90a: its wgmma, which a grouped_mm uses; other targets compile the kernel's
+    /// mma.sync form).
+    #[arg(long, default_value = "sm_90a", requires = "compile")]
     arch: String,
 }
 
@@ -96,10 +98,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Ok(f) => f,
         Err(code) => return Ok(code),
     };
-    // Attention is planned for cuDNN where it loads here, as a run here would.
+    // Attention is planned for cuDNN where it loads here, as a run here would;
+    // a grouped product for the planned H200's wgmma.
     let mut dev = fusebench_engine::planner_device(fusebench_codegen::Device {
         sm_count: a.sms,
         attention_library: fusebench_runtime::dnn_available().is_ok(),
+        grouped_wgmma: true,
         ..Default::default()
     })?;
     if let Some(u) = a.row_unroll {

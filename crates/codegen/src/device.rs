@@ -200,6 +200,14 @@ pub struct Device {
     /// Steps of k a grouped product keeps in shared memory, the one it
     /// multiplies and those loading ahead (crate::grouped_mm; 36 KiB each).
     pub grouped_stages: u32,
+    /// A grouped product whose operands have k contiguous multiplies with
+    /// Hopper's `wgmma` (prelude/grouped_mm.cu `fb_grouped_mm_wg`), each
+    /// warpgroup 64 x 128 of the tile from 128-byte swizzled shared memory,
+    /// instead of `mma.sync` from padded rows: the mma.sync kernel reached
+    /// 295 TFLOP/s at 16384 x 4096 where the peers' CUTLASS kernel reaches
+    /// 770. The engine turns it on for compute capability 9.0, which the
+    /// runtime compiles for as sm_90a.
+    pub grouped_wgmma: bool,
     /// Warps per flash attention block, 16 queries each (crate::attention).
     pub attention_warps: u32,
     /// Keys flash attention takes per step.
@@ -411,6 +419,7 @@ impl Default for Device {
             walk_fill: 16,
             product_epilogue: true,
             grouped_stages: 2,
+            grouped_wgmma: false,
             attention_warps: 4,
             attention_keys: 64,
             attention_tiles: 2,

@@ -81,19 +81,21 @@ pub(crate) fn kernel(
     // Both operands with k contiguous and every row 16 bytes aligned: tiles
     // copied 16 bytes a thread (cp.async), else element by element.
     let vec = a[2] == 1 && b[1] == 1 && [a[0], a[1], b[0], b[2], pa.2, pb.2].iter().all(|x| x % 8 == 0);
+    let wgmma = vec && dev.grouped_wgmma;
+    let call = if wgmma { format!("fb_grouped_mm_wg<{}, {cut}, {}>", dtype == DType::BFloat16, dev.grouped_stages) } else {
+        format!("fb_grouped_mm<{}, {cut}, {vec}, {}>", dtype == DType::BFloat16, dev.grouped_stages)
+    };
     let body = format!(
-        "    fb_grouped_mm<{bf}, {cut}, {vec}, {stages}>(a + {ao}, b + {bo}, offs + {oo}, d, {groups}, {m}, {nn}, {k}, {}, {}, {}, {}, {}, {});\n",
+        "    {call}(a + {ao}, b + {bo}, offs + {oo}, d, {groups}, {m}, {nn}, {k}, {}, {}, {}, {}, {}, {});\n",
         a[0],
         a[1],
         a[2],
         b[0],
         b[1],
         b[2],
-        bf = dtype == DType::BFloat16,
         ao = pa.2,
         bo = pb.2,
         oo = po.2,
-        stages = dev.grouped_stages,
     );
     // Two blocks a multiprocessor at most 128 registers a thread: the
     // pipelined loop compiles to 129 unbounded (NVRTC 12.9), one block.
@@ -129,13 +131,16 @@ pub(crate) fn kernel(
             "grouped",
             format!(
                 "grouped_mm: 128 x 128 tiles of one group's result a block, the group read from the offsets on the device, \
-                 mma.sync with f32 accumulation, 64 of k a step in {} stages, {}",
+                 {} with f32 accumulation, 64 of k a step in {} stages, {}",
+                if wgmma { "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles)" } else { "mma.sync" },
                 dev.grouped_stages,
                 if vec { "tiles copied 16 bytes a thread (cp.async)" } else { "tiles copied element by element (an operand without k contiguous or 16-byte rows)" }
             ),
         )),
-        // Stages of A's and B's 128 x 64 tiles, rows padded to 72 (prelude/grouped_mm.cu).
-        shared_bytes: dev.grouped_stages * 2 * 128 * 72 * 2,
+        // Stages of A's and B's 128 x 64 tiles, rows padded to 72
+        // (prelude/grouped_mm.cu); wgmma's are 64 wide from a 1024-byte
+        // boundary, and its kernel is mma.sync's where not compiled for sm_90a.
+        shared_bytes: dev.grouped_stages * 2 * 128 * 72 * 2 + if wgmma { 1024 } else { 0 },
         fill: None,
     };
     Ok(Ok(Placed { kernels: vec![kernel], text: src, modules: vec![], temp: None }))

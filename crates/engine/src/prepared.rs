@@ -279,6 +279,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         product_epilogue: k.product_epilogue.unwrap_or(d.product_epilogue),
         attention_warps: k.attention_warps.unwrap_or(d.attention_warps),
         grouped_stages: k.grouped_stages.unwrap_or(d.grouped_stages),
+        grouped_wgmma: k.grouped_wgmma.unwrap_or(d.grouped_wgmma),
         attention_keys: k.attention_keys.unwrap_or(d.attention_keys),
         attention_tiles: k.attention_tiles.unwrap_or(d.attention_tiles),
         attention_library: k.attention_library.unwrap_or(d.attention_library),
@@ -315,6 +316,8 @@ pub fn device_of(info: &fusebench_runtime::DeviceInfo) -> Device {
         l2_bytes: info.l2_cache_bytes,
         // cuDNN's fused attention runs on Ampere and later.
         attention_library: info.compute_capability.0 >= 8 && fusebench_runtime::dnn_available().is_ok(),
+        // Hopper's wgmma: the runtime compiles for sm_90a there (arch.rs).
+        grouped_wgmma: info.compute_capability == (9, 0),
         ..Device::default()
     }
 }

@@ -55,6 +55,17 @@ pub fn sm_arch(major: u32, minor: u32) -> &'static str {
     }
 }
 
+/// The CUBIN target for a device of `major.minor` compiled for itself: its
+/// architecture-specific form where one exists ("sm_90a": Hopper's wgmma,
+/// setmaxnreg and the like, which `__CUDA_ARCH_FEAT_SM90_ALL` guards in the
+/// source), whose code runs on that compute capability alone; else `sm_arch`.
+pub fn sm_arch_specific(major: u32, minor: u32) -> &'static str {
+    match (major, minor) {
+        (9, 0) => "sm_90a",
+        _ => sm_arch(major, minor),
+    }
+}
+
 /// "compute_90" for (9, 0): virtual architecture, NVRTC emits PTX only.
 pub fn compute_arch(major: u32, minor: u32) -> &'static str {
     match (major, minor) {
@@ -87,13 +98,13 @@ pub fn choose_target(cc: (u32, u32), supported: Option<&[u32]>) -> Result<Target
     let wanted = major * 10 + minor;
     let Some(list) = supported else {
         return Ok(Target {
-            arch: sm_arch(major, minor),
+            arch: sm_arch_specific(major, minor),
             image: ImageKind::Cubin,
         });
     };
     if list.contains(&wanted) {
         return Ok(Target {
-            arch: sm_arch(major, minor),
+            arch: sm_arch_specific(major, minor),
             image: ImageKind::Cubin,
         });
     }
@@ -164,12 +175,14 @@ mod tests {
         assert_eq!(
             t,
             Target {
-                arch: "sm_90",
+                arch: "sm_90a",
                 image: ImageKind::Cubin
             }
         );
         // Without the list we still ask for the device's own CUBIN.
-        assert_eq!(choose_target((9, 0), None).unwrap().arch, "sm_90");
+        assert_eq!(choose_target((9, 0), None).unwrap().arch, "sm_90a");
+        // Architecture-specific only where the device has such a form.
+        assert_eq!(choose_target((8, 0), Some(&list)).unwrap().arch, "sm_80");
     }
 
     #[test]

@@ -10,6 +10,10 @@
 // chunk crossing a group's k range element by element); otherwise element by
 // element, the unit-stride dim fastest across threads.
 // D is dense row-major.
+// On Hopper compiled for sm_90a, fb_grouped_mm_wg takes the tiles copied 16
+// bytes a thread in 128-byte swizzled rows and multiplies them with wgmma,
+// each warpgroup 64 rows x 128 columns (m64n128k16) reading both operands
+// from shared memory; elsewhere it is fb_grouped_mm.
 
 #define FB_GMM_W 72
 
@@ -21,8 +25,9 @@ __device__ __forceinline__ void fb_gmm_copy(void* smem, const void* gmem, int by
 
 // The 128 x 64 tile from row r0 and k `k` of an operand seen as [rows][k]
 // (element (r, c) at g[r * sr + c * sc]) into `s` (row width FB_GMM_W):
-// zeros past row `rows` and outside k [klo, k1).
-template <bool VEC>
+// zeros past row `rows` and outside k [klo, k1). SW: rows of 64 elements,
+// 16-byte chunk c of row r at chunk c ^ (r % 8) (wgmma's 128-byte swizzle).
+template <bool VEC, bool SW = false>
 __device__ __forceinline__ void fb_gmm_tile(unsigned short* s, const unsigned short* g, long long sr, long long sc, int r0,
                                             int rows, int k, int klo, int k1) {
     if (VEC) {
@@ -32,7 +37,7 @@ __device__ __forceinline__ void fb_gmm_tile(unsigned short* s, const unsigned sh
         for (int i = threadIdx.x; i < 1024; i += 256) {
             const int r = i >> 3, c = (i & 7) * 8;
             const int gr = r0 + r, kc = k + c;
-            unsigned short* dst = s + r * FB_GMM_W + c;
+            unsigned short* dst = SW ? s + r * 64 + (((i & 7) ^ (r & 7)) << 3) : s + r * FB_GMM_W + c;
             if (gr >= rows || kc >= k1 || kc + 8 <= klo) {
                 *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
             } else if (kc >= klo && kc + 8 <= k1) {
@@ -53,14 +58,25 @@ __device__ __forceinline__ void fb_gmm_tile(unsigned short* s, const unsigned sh
     }
 }
 
-template <bool BF16, int CUT, bool VEC, int STAGES>
-__device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
-                                              const int* __restrict__ offs, unsigned short* __restrict__ d, int groups,
-                                              int M, int N, int K, long long ag, long long ar, long long ac, long long bg,
-                                              long long br, long long bc) {
-    // Stage s: A's tile at s, B's at STAGES + s (128 rows of FB_GMM_W each).
-    extern __shared__ __align__(16) unsigned short fb_attn_smem[];
-    // This block's group and tile: tiles are counted group after group.
+// Two neighbours of a row of D, the second only where `both`.
+template <bool BF16>
+__device__ __forceinline__ void fb_gmm_store(unsigned short* at, bool both, float lo, float hi) {
+    const unsigned p = fb_attn_pack<BF16>(lo, hi);
+    if (both && (reinterpret_cast<unsigned long long>(at) & 3) == 0) {
+        *reinterpret_cast<unsigned*>(at) = p;
+    } else {
+        at[0] = (unsigned short)(p & 0xffff);
+        if (both) at[1] = (unsigned short)(p >> 16);
+    }
+}
+
+// This block's tile: rows [r0, r1), columns [c0, c1) and k [k0, k1) of its
+// group's product, with a, b and d moved to the group's; false past the last
+// group's tiles. Tiles are counted group after group.
+template <int CUT>
+__device__ __forceinline__ bool fb_gmm_find(const int* __restrict__ offs, int groups, int M, int N, int K, long long ag,
+                                            long long bg, const unsigned short* __restrict__& a,
+                                            const unsigned short* __restrict__& b, unsigned short* __restrict__& d, int& r0, int& r1, int& c0, int& c1, int& k0, int& k1) {
     int t = blockIdx.x, g = 0, lo = 0, hi = 0;
     const int tm = (M + 127) >> 7, tn = (N + 127) >> 7;
     for (; g < groups; ++g) {
@@ -71,9 +87,8 @@ __device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__
         if (t < tiles) break;
         t -= tiles;
     }
-    if (g >= groups) return;
-    // Rows [r0, r1), columns [c0, c1), k [k0, k1) of the group's product.
-    int r0, r1 = M, c0, c1 = N, k0 = 0, k1 = K;
+    if (g >= groups) return false;
+    r1 = M; c1 = N; k0 = 0; k1 = K;
     if (CUT == 0) {
         r0 = lo + (t / tn) * 128; r1 = hi; c0 = (t % tn) * 128;
         b += g * bg;
@@ -85,6 +100,18 @@ __device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__
         r0 = (t / tn) * 128; c0 = (t % tn) * 128; k0 = lo; k1 = hi;
         d += (long long)g * M * N;
     }
+    return true;
+}
+
+template <bool BF16, int CUT, bool VEC, int STAGES>
+__device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
+                                              const int* __restrict__ offs, unsigned short* __restrict__ d, int groups,
+                                              int M, int N, int K, long long ag, long long ar, long long ac, long long bg,
+                                              long long br, long long bc) {
+    // Stage s: A's tile at s, B's at STAGES + s (128 rows of FB_GMM_W each).
+    extern __shared__ __align__(16) unsigned short fb_attn_smem[];
+    int r0, r1, c0, c1, k0, k1;
+    if (!fb_gmm_find<CUT>(offs, groups, M, N, K, ag, bg, a, b, d, r0, r1, c0, c1, k0, k1)) return;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wm = warp >> 2, wn = warp & 3;
     float c[4][4][4];
 #pragma unroll
@@ -143,13 +170,127 @@ __device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__
                 const int r = r0 + 64 * wm + 16 * mt + (lane >> 2) + 8 * h;
                 const int col = c0 + 32 * wn + 8 * nt + 2 * (lane & 3);
                 if (r >= r1 || col >= c1) continue;
-                const unsigned p = fb_attn_pack<BF16>(c[mt][nt][2 * h], c[mt][nt][2 * h + 1]);
-                unsigned short* at = d + (long long)r * N + col;
-                if (col + 1 < c1 && (reinterpret_cast<unsigned long long>(at) & 3) == 0) {
-                    *reinterpret_cast<unsigned*>(at) = p;
-                } else {
-                    at[0] = (unsigned short)(p & 0xffff);
-                    if (col + 1 < c1) at[1] = (unsigned short)(p >> 16);
-                }
+                fb_gmm_store<BF16>(d + (long long)r * N + col, col + 1 < c1, c[mt][nt][2 * h], c[mt][nt][2 * h + 1]);
             }
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// A wgmma operand descriptor for a tile of 128-byte swizzled rows from `p`
+// (its 8-row groups 1024 bytes apart; the row width makes the leading offset
+// unused, 1 by convention).
+__device__ __forceinline__ unsigned long long fb_wg_desc(const void* p) {
+    const unsigned long long at = (unsigned)__cvta_generic_to_shared(p);
+    return ((at & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+
+#define FB_WG_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define FB_WG_D16(i) FB_WG_D4(i), FB_WG_D4(i + 4), FB_WG_D4(i + 8), FB_WG_D4(i + 12)
+#define FB_WG_MMA(TY)                                                                                                   \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                           \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, "      \
+                 "%9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "  \
+                 "%29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, " \
+                 "%49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n" \
+                 : FB_WG_D16(0), FB_WG_D16(16), FB_WG_D16(32), FB_WG_D16(48)                                            \
+                 : "l"(da), "l"(db), "r"(accumulate))
+
+// d (a warpgroup's 64 x 128 f32 tile) += A (64 x 16, K-major) B (16 x 128, B
+// held as [column][k]), both from shared memory.
+template <bool BF16>
+__device__ __forceinline__ void fb_wgmma_128(float* d, unsigned long long da, unsigned long long db, int accumulate) {
+    if (BF16) {
+        FB_WG_MMA("bf16");
+    } else {
+        FB_WG_MMA("f16");
+    }
+}
+
+// Keeps the compiler from moving reads or writes of the accumulators across
+// the asynchronous multiply (which writes them until wgmma.wait_group).
+__device__ __forceinline__ void fb_wg_pin(float* d) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+template <bool BF16, int CUT, int STAGES>
+__device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
+                                                 const int* __restrict__ offs, unsigned short* __restrict__ d, int groups,
+                                                 int M, int N, int K, long long ag, long long ar, long long ac,
+                                                 long long bg, long long br, long long bc) {
+    // Stage s: A's 128 x 64 tile, then B's, 32 KiB, from a 1024-byte
+    // boundary (the swizzle repeats every 8 rows of 128 bytes).
+    extern __shared__ __align__(16) unsigned short fb_attn_smem[];
+    const unsigned raw = (unsigned)__cvta_generic_to_shared(fb_attn_smem);
+    unsigned short* sm = fb_attn_smem + (((raw + 1023) & ~1023u) - raw) / 2;
+    int r0, r1, c0, c1, k0, k1;
+    if (!fb_gmm_find<CUT>(offs, groups, M, N, K, ag, bg, a, b, d, r0, r1, c0, c1, k0, k1)) return;
+    const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+    auto as = [&](int stage) { return sm + stage * 16384; };
+    auto bs = [&](int stage) { return sm + stage * 16384 + 8192; };
+    auto load = [&](int stage, int k) {
+        fb_gmm_tile<true, true>(as(stage), a, ar, ac, r0, r1, k, k0, k1);
+        fb_gmm_tile<true, true>(bs(stage), b, bc, br, c0, c1, k, k0, k1);
+    };
+    const int kstart = k0 & ~7, kend = k0 < k1 ? k1 : kstart;
+    // With 3 stages or more a step's multiply runs on while the next step
+    // waits for its copies: a stage is loaded again two steps after its
+    // multiply was issued, once every warpgroup has waited for it (the
+    // barrier after each one's wgmma.wait_group 1). With 2, each step waits
+    // for its own multiply and the copies run one step ahead.
+    constexpr int AHEAD = STAGES >= 3 ? STAGES - 2 : 1;
+#pragma unroll
+    for (int s = 0; s < AHEAD; ++s) {
+        if (kstart + 64 * s < kend) load(s, kstart + 64 * s);
+        fb_attn_commit();
+    }
+    int stage = 0;
+    for (int k = kstart; k < kend; k += 64) {
+        fb_attn_wait<AHEAD - 1>();
+        // This thread's copies and stores into the stage, seen by the async
+        // proxy wgmma reads shared memory through; then everyone's.
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        const int ahead = k + 64 * AHEAD;
+        if (ahead < kend) load((stage + AHEAD) % STAGES, ahead);
+        fb_attn_commit();
+        fb_wg_pin(acc);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+            fb_wgmma_128<BF16>(acc, fb_wg_desc(as(stage) + 64 * 64 * wg + 16 * kk), fb_wg_desc(bs(stage) + 16 * kk), 1);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        if (STAGES >= 3) {
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        } else {
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        }
+        fb_wg_pin(acc);
+        stage = (stage + 1) % STAGES;
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    fb_wg_pin(acc);
+    // Columns 8 i + 2 (lane % 4) (+ 1) of rows 64 wg + 16 warp + lane / 4
+    // (+ 8): acc[4 i + 2 h], acc[4 i + 2 h + 1].
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = r0 + 64 * wg + 16 * warp + (lane >> 2) + 8 * h;
+            const int col = c0 + 8 * i + 2 * (lane & 3);
+            if (r >= r1 || col >= c1) continue;
+            fb_gmm_store<BF16>(d + (long long)r * N + col, col + 1 < c1, acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
+        }
+}
+#else
+// Without sm_90a's wgmma: the mma.sync kernel.
+template <bool BF16, int CUT, int STAGES>
+__device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
+                                                 const int* __restrict__ offs, unsigned short* __restrict__ d, int groups,
+                                                 int M, int N, int K, long long ag, long long ar, long long ac,
+                                                 long long bg, long long br, long long bc) {
+    fb_grouped_mm<BF16, CUT, true, STAGES>(a, b, offs, d, groups, M, N, K, ag, ar, ac, bg, br, bc);
+}
+#endif
