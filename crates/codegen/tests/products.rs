@@ -368,3 +368,36 @@ fn a_grouped_product_of_k_contiguous_operands_copies_its_tiles_16_bytes_a_thread
     assert!(p.source.contains("fb_grouped_mm<true, 0, true, 2>(a + 0, b + 0, offs + 0, d, 4, 160, 96, 64, 0, 64, 1, 6144, 1, 64)"), "{}", p.source);
     assert!(p.kernels[0].choice.as_ref().unwrap().reason.contains("cp.async"), "{:?}", p.kernels[0].choice);
 }
+
+#[test]
+fn on_hopper_a_grouped_product_of_k_contiguous_operands_multiplies_with_wgmma() {
+    let f = common::script(
+        "    x = fd.define_tensor(shape=[160, 64], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    w = fd.define_tensor(shape=[4, 300, 64], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    o = fd.define_tensor(shape=[4], contiguity=[True], dtype=DataType.Int32, is_cpu=False)
+    wt = fd.ops.permute(w, dims=[0, 2, 1])
+    y = fd.ops.grouped_mm(x, wt, o)
+    fd.add_output(y)
+",
+    );
+    let layouts = vec![None; 3];
+    let p = plan(&f, &layouts, Device { grouped_wgmma: true, ..Device::default() }).unwrap();
+    let k = &p.kernels[0];
+    assert!(p.source.contains("fb_grouped_mm_wg<true, 0, 2>(a + 0, b + 0, offs + 0, d, 4, 160, 300, 64,"), "{}", p.source);
+    // Tiles of 128 x 128: whole ones of m plus a partial one a group, times n's.
+    assert_eq!(k.grid, [(2 + 4) * 3, 1, 1], "{}", k.summary);
+    // A 1024-byte boundary past the stages (sized for either kernel's layout).
+    assert_eq!(k.shared_bytes, 2 * 36864 + 1024);
+    assert!(k.choice.as_ref().unwrap().reason.contains("wgmma"), "{:?}", k.choice);
+    // Operands without k contiguous keep mma.sync: wgmma reads swizzled K-major tiles here.
+    let row_major = common::script(
+        "    x = fd.define_tensor(shape=[160, 64], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    w = fd.define_tensor(shape=[4, 64, 300], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    o = fd.define_tensor(shape=[4], contiguity=[True], dtype=DataType.Int32, is_cpu=False)
+    y = fd.ops.grouped_mm(x, w, o)
+    fd.add_output(y)
+",
+    );
+    let p = plan(&row_major, &layouts, Device { grouped_wgmma: true, ..Device::default() }).unwrap();
+    assert!(p.source.contains("fb_grouped_mm<true, 0, false, 2>"), "{}", p.source);
+}

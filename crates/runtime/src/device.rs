@@ -10,7 +10,7 @@ use cudarc::driver::{result as dr, sys as dsys};
 use cudarc::nvrtc::sys as nsys;
 use serde::{Deserialize, Serialize};
 
-use crate::arch::sm_arch;
+use crate::arch::sm_arch_specific;
 use crate::error::{guard, DriverContext, RuntimeError};
 
 /// Why no GPU work can run here, in words a person can act on.
@@ -50,7 +50,8 @@ pub struct DeviceInfo {
     pub uuid: String,
     pub pci_bus_id: Option<String>,
     pub compute_capability: (u32, u32),
-    /// The NVRTC target for this device, e.g. "sm_90".
+    /// The NVRTC target for this device, its architecture-specific form where
+    /// it has one: "sm_90a" for an H100 or H200, "sm_80" for an A100.
     pub arch: String,
     pub sm_count: u32,
     pub l2_cache_bytes: u64,
@@ -190,7 +191,7 @@ impl DeviceInfo {
             uuid: format_uuid(&dr::device::get_uuid(dev).ctx(|| "cuDeviceGetUuid".into())?),
             pci_bus_id: pci_bus_id(dev),
             compute_capability: (major, minor),
-            arch: sm_arch(major, minor).to_string(),
+            arch: sm_arch_specific(major, minor).to_string(),
             sm_count: u(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?),
             l2_cache_bytes: u(attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?) as u64,
             max_shared_memory_per_block: u(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?),

@@ -230,9 +230,41 @@ __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restric
     for (int i = 0; i < 64; ++i) acc[i] = 0.f;
     auto as = [&](int stage) { return sm + stage * 16384; };
     auto bs = [&](int stage) { return sm + stage * 16384 + 8192; };
+    // A thread copies the same 16-byte chunk of k of rows rr + 32 j (j < 4)
+    // of both tiles at every step: their addresses are found once. The
+    // chunk's swizzled place is the same in those rows (rr + 32 j = rr mod 8).
+    const int ch = threadIdx.x & 7, rr = threadIdx.x >> 3;
+    const int place = rr * 64 + ((ch ^ (rr & 7)) << 3);
+    const unsigned short* ga[4];
+    const unsigned short* gb[4];
+    bool va[4], vb[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        va[j] = r0 + rr + 32 * j < r1;
+        vb[j] = c0 + rr + 32 * j < c1;
+        ga[j] = a + (long long)(va[j] ? r0 + rr + 32 * j : 0) * ar + ch * 8;
+        gb[j] = b + (long long)(vb[j] ? c0 + rr + 32 * j : 0) * bc + ch * 8;
+    }
+    // Zeros past the tile's rows and outside the group's k [k0, k1); a chunk
+    // crossing that range element by element.
+    auto copy = [&](unsigned short* s, const unsigned short* const* g, const bool* v, int k) {
+        const int kc = k + ch * 8;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            unsigned short* dst = s + place + 2048 * j;
+            if (!v[j] || kc >= k1 || kc + 8 <= k0) {
+                *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+            } else if (kc >= k0 && kc + 8 <= k1) {
+                fb_gmm_copy(dst, g[j] + k, 16);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; ++e) dst[e] = (kc + e >= k0 && kc + e < k1) ? g[j][k + e] : (unsigned short)0;
+            }
+        }
+    };
     auto load = [&](int stage, int k) {
-        fb_gmm_tile<true, true>(as(stage), a, ar, ac, r0, r1, k, k0, k1);
-        fb_gmm_tile<true, true>(bs(stage), b, bc, br, c0, c1, k, k0, k1);
+        copy(as(stage), ga, va, k);
+        copy(bs(stage), gb, vb, k);
     };
     const int kstart = k0 & ~7, kend = k0 < k1 ? k1 : kstart;
     // With 3 stages or more a step's multiply runs on while the next step
