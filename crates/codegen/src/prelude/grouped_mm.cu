@@ -25,9 +25,8 @@ __device__ __forceinline__ void fb_gmm_copy(void* smem, const void* gmem, int by
 
 // The 128 x 64 tile from row r0 and k `k` of an operand seen as [rows][k]
 // (element (r, c) at g[r * sr + c * sc]) into `s` (row width FB_GMM_W):
-// zeros past row `rows` and outside k [klo, k1). SW: rows of 64 elements,
-// 16-byte chunk c of row r at chunk c ^ (r % 8) (wgmma's 128-byte swizzle).
-template <bool VEC, bool SW = false>
+// zeros past row `rows` and outside k [klo, k1).
+template <bool VEC>
 __device__ __forceinline__ void fb_gmm_tile(unsigned short* s, const unsigned short* g, long long sr, long long sc, int r0,
                                             int rows, int k, int klo, int k1) {
     if (VEC) {
@@ -37,7 +36,7 @@ __device__ __forceinline__ void fb_gmm_tile(unsigned short* s, const unsigned sh
         for (int i = threadIdx.x; i < 1024; i += 256) {
             const int r = i >> 3, c = (i & 7) * 8;
             const int gr = r0 + r, kc = k + c;
-            unsigned short* dst = SW ? s + r * 64 + (((i & 7) ^ (r & 7)) << 3) : s + r * FB_GMM_W + c;
+            unsigned short* dst = s + r * FB_GMM_W + c;
             if (gr >= rows || kc >= k1 || kc + 8 <= klo) {
                 *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
             } else if (kc >= klo && kc + 8 <= k1) {
@@ -76,7 +75,8 @@ __device__ __forceinline__ void fb_gmm_store(unsigned short* at, bool both, floa
 template <int CUT>
 __device__ __forceinline__ bool fb_gmm_find(const int* __restrict__ offs, int groups, int M, int N, int K, long long ag,
                                             long long bg, const unsigned short* __restrict__& a,
-                                            const unsigned short* __restrict__& b, unsigned short* __restrict__& d, int& r0, int& r1, int& c0, int& c1, int& k0, int& k1) {
+                                            const unsigned short* __restrict__& b, unsigned short* __restrict__& d,
+                                            int& r0, int& r1, int& c0, int& c1, int& k0, int& k1) {
     int t = blockIdx.x, g = 0, lo = 0, hi = 0;
     const int tm = (M + 127) >> 7, tn = (N + 127) >> 7;
     for (; g < groups; ++g) {

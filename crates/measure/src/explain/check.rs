@@ -215,6 +215,12 @@ const SUBJECT: [Cause; 6] = [
     Cause::Context,
 ];
 
+/// Two fields of the records differ only where both say: an older record or
+/// another tool's file may leave one empty.
+pub(super) fn known_differ(x: &str, y: &str) -> bool {
+    !x.is_empty() && !y.is_empty() && x != y
+}
+
 /// The model of the cache policy's effect, with what it is known to get wrong.
 pub(super) const COPY_MODEL: &str =
     "model: the copy ceilings (a copy of the same bytes under each \

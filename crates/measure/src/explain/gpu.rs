@@ -5,15 +5,10 @@
 //! on both, so it takes what the measured causes leave (the kernels'
 //! difference too, when they were compiled for it: see `kernels.rs`).
 
-use super::check::{mb, Check, Ctx, Est};
+use super::check::{known_differ, mb, Check, Ctx, Est};
 use super::Cause;
 
 pub(super) const TITLE: &str = "different GPU or driver";
-
-/// Differ only where both records say: another tool's file may leave a field empty.
-fn known_differ(x: &str, y: &str) -> bool {
-    !x.is_empty() && !y.is_empty() && x != y
-}
 
 pub(super) fn check(ctx: &Ctx) -> Check {
     let (ea, eb) = (&ctx.a().environment, &ctx.b().environment);

@@ -10,16 +10,10 @@
 //! changed too, the kernels keep it and this takes what the measured causes
 //! leave.
 
-use super::check::{Check, Ctx, Est};
+use super::check::{known_differ, Check, Ctx, Est};
 use super::Cause;
 
 pub(super) const TITLE: &str = "different compiler or library version";
-
-/// Differ only where both records say: an older record or another tool's
-/// file may leave a field empty.
-fn known_differ(x: &str, y: &str) -> bool {
-    !x.is_empty() && !y.is_empty() && x != y
-}
 
 pub(super) fn check(ctx: &Ctx) -> Check {
     let (ea, eb) = (&ctx.a().environment, &ctx.b().environment);
