@@ -154,3 +154,20 @@ fn two_runs_of_the_base_are_not_explained_by_a_cause() {
         );
     }
 }
+
+/// The kernels' finding names the setting that chose other kernels.
+#[test]
+fn the_setting_that_changed_the_kernels_is_named() {
+    let (a, b) = (load("seed-cold"), load("seed-cold-unroll1"));
+    let e = explain(&a, &b);
+    let k = e.findings.iter().find(|f| f.cause == Cause::Kernels).unwrap();
+    assert!(
+        k.detail.contains("the settings that change kernels differ: FUSEBENCH_ROW_UNROLL unset in A, 1 in B"),
+        "{}",
+        k.detail
+    );
+    // Nothing is said of settings where both sides have the same.
+    let same = explain(&b, &b.clone());
+    let k = same.findings.iter().find(|f| f.cause == Cause::Kernels).unwrap();
+    assert!(!k.detail.contains("settings"), "{}", k.detail);
+}

@@ -61,6 +61,20 @@ fn differences(a: &Measurement, b: &Measurement) -> Vec<String> {
     d
 }
 
+/// The FUSEBENCH_* settings that change kernels (each record's `knobs`) set
+/// differently on the two sides, in words: what chose other kernels when the
+/// fusion, inputs and GPU are the same.
+fn settings(a: &Measurement, b: &Measurement) -> Option<String> {
+    let value = |m: &Measurement, k: &str| m.knobs.get(k).map_or("unset", String::as_str).to_string();
+    let keys: std::collections::BTreeSet<&String> = a.knobs.keys().chain(b.knobs.keys()).collect();
+    let d: Vec<String> = keys
+        .into_iter()
+        .filter(|k| a.knobs.get(*k) != b.knobs.get(*k))
+        .map(|k| format!("{k} {} in A, {} in B", value(a, k), value(b, k)))
+        .collect();
+    (!d.is_empty()).then(|| d.join(", "))
+}
+
 /// The same kernels by their source (code hashes, position by position):
 /// what differs is how they were compiled or which library kernels ran.
 fn same_source(a: &Measurement, b: &Measurement) -> bool {
@@ -94,7 +108,10 @@ pub(super) fn check(ctx: &Ctx) -> Check {
             crate::plural(a.kernels.len(), "kernel")
         ));
     }
-    let detail = d.join("; ");
+    let mut detail = d.join("; ");
+    if let Some(s) = settings(a, b) {
+        detail += &format!("; the settings that change kernels differ: {s}");
+    }
     if let Some(c) = ctx.subject_check(Cause::Kernels, &detail) {
         return c;
     }
