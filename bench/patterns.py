@@ -474,11 +474,19 @@ def grouped_mm(f, r, c, groups=8):
 
 
 def grouped_mm_k(f, r, c, groups=8):
-    """The experts' weight gradients: x^T [c, r] times dy [r, c], the groups cutting the r tokens (k);
-    both held with the tokens contiguous."""
-    xt, dy, o = f.input([c, r], cast=False), f.input([c, r], cast=False), f.input([groups], kind="offs")
-    f.op(f"dyt = fd.ops.permute({dy}, dims=[1, 0])")
-    f.op(f"y = fd.ops.grouped_mm({xt}, dyt, {o})")
+    """The experts' weight gradients: x^T [c, r] times dy [r, c], the groups cutting the r tokens (k).
+    colmajor: both held with the tokens contiguous (k contiguous in both operands); rowmajor: x [r, c] and
+    dy [r, c] as the forward and autograd hold them, x^T a view (the tokens strided in both operands)."""
+    if f.layout == "rowmajor":
+        x, dy = f.input([r, c], cast=False), f.input([r, c], cast=False)
+        o = f.input([groups], kind="offs")
+        f.op(f"xt = fd.ops.permute({x}, dims=[1, 0])")
+        f.op(f"y = fd.ops.grouped_mm(xt, {dy}, {o})")
+    else:
+        xt, dy = f.input([c, r], cast=False), f.input([c, r], cast=False)
+        o = f.input([groups], kind="offs")
+        f.op(f"dyt = fd.ops.permute({dy}, dims=[1, 0])")
+        f.op(f"y = fd.ops.grouped_mm({xt}, dyt, {o})")
     f.outs.append("y")
 
 
@@ -490,7 +498,7 @@ GEMM_PATTERNS = {
     "scaled_mm": (scaled_mm, ["colmajor"]),
     "scaled_mm_rowwise": (lambda f, r, c: scaled_mm(f, r, c, rowwise=True), ["colmajor"]),
     "grouped_mm": (grouped_mm, ["colmajor"]),
-    "grouped_mm_k": (grouped_mm_k, ["colmajor"]),
+    "grouped_mm_k": (grouped_mm_k, ["colmajor", "rowmajor"]),
 }
 FAMILIES = {"schedules": list(PATTERNS), "gemm": list(GEMM_PATTERNS)}
 PATTERNS = {**PATTERNS, **GEMM_PATTERNS}
