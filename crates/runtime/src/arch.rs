@@ -185,6 +185,16 @@ mod tests {
         assert_eq!(choose_target((8, 0), Some(&list)).unwrap().arch, "sm_80");
     }
 
+    /// `DeviceInfo::arch` names the target a device NVRTC supports is compiled
+    /// for (the GPU test `device_info_serializes` compares them).
+    #[test]
+    fn the_device_names_the_target_it_is_compiled_for() {
+        for cc in [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0)] {
+            let list = [cc.0 * 10 + cc.1];
+            assert_eq!(choose_target(cc, Some(&list)).unwrap().arch, sm_arch_specific(cc.0, cc.1), "{cc:?}");
+        }
+    }
+
     #[test]
     fn device_newer_than_nvrtc_falls_back_to_ptx() {
         let list = [75, 80, 86, 89, 90];
