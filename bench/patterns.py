@@ -464,12 +464,18 @@ def scaled_mm(f, r, c, rowwise=False):
 
 
 def grouped_mm(f, r, c, groups=8):
-    """An MoE layer's expert products: r tokens sorted by expert [r, c] times each expert's weight, held
-    [groups, c, c] as [out, in] and read transposed (k contiguous, as torch._grouped_mm takes it). The
-    offsets are drawn by whoever runs the script (bench/peers.py: an even split; fusebench: a random one)."""
+    """An MoE layer's expert products: r tokens sorted by expert [r, c] times each expert's weight.
+    colmajor: the weight held [groups, c, c] as [out, in] and read transposed (k contiguous, as
+    torch._grouped_mm takes a linear's weight); rowmajor: held [groups, in, out] and read as it lies (n
+    contiguous, as MoE layers that keep their experts' weights as one [experts, in, out] parameter hold
+    them). The offsets are drawn by whoever runs the script (bench/peers.py: an even split; fusebench: a
+    random one)."""
     x, w, o = f.input([r, c], cast=False), f.input([groups, c, c], cast=False), f.input([groups], kind="offs")
-    f.op(f"wt = fd.ops.permute({w}, dims=[0, 2, 1])")
-    f.op(f"y = fd.ops.grouped_mm({x}, wt, {o})")
+    if f.layout == "rowmajor":
+        f.op(f"y = fd.ops.grouped_mm({x}, {w}, {o})")
+    else:
+        f.op(f"wt = fd.ops.permute({w}, dims=[0, 2, 1])")
+        f.op(f"y = fd.ops.grouped_mm({x}, wt, {o})")
     f.outs.append("y")
 
 
@@ -497,7 +503,7 @@ GEMM_PATTERNS = {
     # The weight is always read k contiguous, as torch._scaled_mm takes it (a transposed view).
     "scaled_mm": (scaled_mm, ["colmajor"]),
     "scaled_mm_rowwise": (lambda f, r, c: scaled_mm(f, r, c, rowwise=True), ["colmajor"]),
-    "grouped_mm": (grouped_mm, ["colmajor"]),
+    "grouped_mm": (grouped_mm, ["colmajor", "rowmajor"]),
     "grouped_mm_k": (grouped_mm_k, ["colmajor", "rowmajor"]),
 }
 FAMILIES = {"schedules": list(PATTERNS), "gemm": list(GEMM_PATTERNS)}

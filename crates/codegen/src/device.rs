@@ -208,6 +208,12 @@ pub struct Device {
     /// 770. The engine turns it on for compute capability 9.0, which the
     /// runtime compiles for as sm_90a.
     pub grouped_wgmma: bool,
+    /// A grouped product's operand whose rows are contiguous (m of mat1, n
+    /// of mat2: an expert weight held [in, out], a weight gradient's tokens)
+    /// is copied 16 bytes a thread and held [k][row], read transposed by
+    /// ldmatrix (prelude/grouped_mm.cu `FB_GMM_MN`), instead of element by
+    /// element. Off until it has run on a GPU: written without one.
+    pub grouped_mn: bool,
     /// Warps per flash attention block, 16 queries each (crate::attention).
     pub attention_warps: u32,
     /// Keys flash attention takes per step.
@@ -420,6 +426,7 @@ impl Default for Device {
             product_epilogue: true,
             grouped_stages: 2,
             grouped_wgmma: false,
+            grouped_mn: false,
             attention_warps: 4,
             attention_keys: 64,
             attention_tiles: 2,

@@ -78,12 +78,37 @@ pub(crate) fn kernel(
         format!("{el}* __restrict__ d"),
     ];
     let args = vec![pa.0, pb.0, po.0, out];
-    // Both operands with k contiguous and every row 16 bytes aligned: tiles
-    // copied 16 bytes a thread (cp.async), else element by element.
-    let vec = a[2] == 1 && b[1] == 1 && [a[0], a[1], b[0], b[2], pa.2, pb.2].iter().all(|x| x % 8 == 0);
+    // How each operand's tiles are copied (prelude/grouped_mm.cu): with k
+    // contiguous and every row 16 bytes aligned, 16 bytes a thread (cp.async);
+    // with the rows contiguous and every k's 16 bytes aligned, the same along
+    // the rows where the groups do not cut them (their tiles then start at
+    // multiples of 128), under `grouped_mn`; else element by element. Without
+    // `grouped_mn` both operands are copied alike, as before it.
+    let (a_rows, a_k, b_rows, b_k) = (a[1], a[2], b[2], b[1]);
+    let layout = |rows: i64, k: i64, group: i64, offset: i64, cut_rows: bool| {
+        let aligned = [group, offset].iter().all(|x| x % 8 == 0);
+        if k == 1 && rows % 8 == 0 && aligned {
+            TileCopy::K
+        } else if dev.grouped_mn && rows == 1 && k % 8 == 0 && aligned && !cut_rows {
+            TileCopy::Rows
+        } else {
+            TileCopy::Element
+        }
+    };
+    let (mut la, mut lb) = (layout(a_rows, a_k, a[0], pa.2, cut == 0), layout(b_rows, b_k, b[0], pb.2, cut == 1));
+    if !dev.grouped_mn && (la != TileCopy::K || lb != TileCopy::K) {
+        (la, lb) = (TileCopy::Element, TileCopy::Element);
+    }
+    let vec = la == TileCopy::K && lb == TileCopy::K;
     let wgmma = vec && dev.grouped_wgmma;
     let call = if wgmma { format!("fb_grouped_mm_wg<{}, {cut}, {}>", dtype == DType::BFloat16, dev.grouped_stages) } else {
-        format!("fb_grouped_mm<{}, {cut}, {vec}, {}>", dtype == DType::BFloat16, dev.grouped_stages)
+        format!(
+            "fb_grouped_mm<{}, {cut}, {}, {}, {}>",
+            dtype == DType::BFloat16,
+            la.macro_name(),
+            lb.macro_name(),
+            dev.grouped_stages
+        )
     };
     let body = format!(
         "    {call}(a + {ao}, b + {bo}, offs + {oo}, d, {groups}, {m}, {nn}, {k}, {}, {}, {}, {}, {}, {});\n",
@@ -134,7 +159,9 @@ pub(crate) fn kernel(
                  {} with f32 accumulation, 64 of k a step in {} stages, {}",
                 if wgmma { "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles)" } else { "mma.sync" },
                 dev.grouped_stages,
-                if vec { "tiles copied 16 bytes a thread (cp.async)" } else { "tiles copied element by element (an operand without k contiguous or 16-byte rows)" }
+                if la == lb { format!("both operands' tiles {}", la.says()) } else {
+                    format!("mat1's tiles {}, mat2's {}", la.says(), lb.says())
+                }
             ),
         )),
         // Stages of A's and B's 128 x 64 tiles, rows padded to 72
@@ -144,4 +171,30 @@ pub(crate) fn kernel(
         fill: None,
     };
     Ok(Ok(Placed { kernels: vec![kernel], text: src, modules: vec![], temp: None }))
+}
+
+/// How an operand's tiles reach shared memory (`fb_gmm_tile`'s `L`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum TileCopy {
+    Element,
+    K,
+    Rows,
+}
+
+impl TileCopy {
+    fn macro_name(self) -> &'static str {
+        match self {
+            TileCopy::Element => "FB_GMM_ELEMENT",
+            TileCopy::K => "FB_GMM_K",
+            TileCopy::Rows => "FB_GMM_MN",
+        }
+    }
+
+    fn says(self) -> &'static str {
+        match self {
+            TileCopy::K => "copied 16 bytes a thread along k (cp.async)",
+            TileCopy::Rows => "copied 16 bytes a thread along their contiguous rows (cp.async), read transposed (ldmatrix)",
+            TileCopy::Element => "copied element by element (neither k nor the rows contiguous with 16-byte aligned steps)",
+        }
+    }
 }

@@ -328,11 +328,13 @@ fn a_grouped_product_is_one_kernel_of_ours_for_each_way_its_groups_cut() {
         let c = vec!["True"; shape.len()].join(", ");
         format!("    {name} = fd.define_tensor(shape={shape:?}, contiguity=[{c}], dtype=DataType.{dtype}, is_cpu=False)\n")
     };
-    for (a, b, grid, cut) in [
+    for (a, b, grid, cut, rows_copied) in [
         // Tiles at most: whole ones of the extent cut, plus one partial a group.
-        (&[160, 64][..], &[3, 64, 80][..], 2 + 3, "m (rows of mat1)"),
-        (&[3, 96, 64][..], &[64, 160][..], 2 + 3, "n (columns of mat2)"),
-        (&[160, 64][..], &[64, 144][..], 3 * 2 * 2, "k (each group"),
+        // Under grouped_mn mat2's tiles are copied along its contiguous n,
+        // except where the groups cut n (its tiles would start anywhere).
+        (&[160, 64][..], &[3, 64, 80][..], 2 + 3, "m (rows of mat1)", "FB_GMM_K, FB_GMM_MN"),
+        (&[3, 96, 64][..], &[64, 160][..], 2 + 3, "n (columns of mat2)", "FB_GMM_K, FB_GMM_ELEMENT"),
+        (&[160, 64][..], &[64, 144][..], 3 * 2 * 2, "k (each group", "FB_GMM_K, FB_GMM_MN"),
     ] {
         let body = format!(
             "{}{}{}    y = fd.ops.grouped_mm(a, b, o)\n    fd.add_output(y)\n",
@@ -349,9 +351,44 @@ fn a_grouped_product_is_one_kernel_of_ours_for_each_way_its_groups_cut() {
         assert!(k.summary.contains(cut), "{}", k.summary);
         assert_eq!(k.args, [KernelArg::Input(0), KernelArg::Input(1), KernelArg::Input(2), KernelArg::Output(0)]);
         assert!(p.source.contains("fb_grouped_mm<true,"), "the section is taken");
-        // Row-major mat2 (n contiguous, not k) is read element by element.
-        assert!(p.source.contains(", false, 2>(a + 0"), "{}", p.source);
+        // Row-major mat2 (n contiguous, not k) is read element by element,
+        // and then mat1 too (both alike without grouped_mn).
+        assert!(p.source.contains(", FB_GMM_ELEMENT, FB_GMM_ELEMENT, 2>(a + 0"), "{}", p.source);
+        let f = common::script(&body);
+        let p = plan(&f, &vec![None; 3], Device { grouped_mn: true, ..Device::default() }).unwrap();
+        assert!(p.source.contains(&format!("fb_grouped_mm<true, {}, {rows_copied}, 2>(a + 0", cut_index(cut))), "{}", p.source);
+        let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
+        assert!(reason.contains("mat1's tiles copied 16 bytes a thread along k"), "{reason}");
     }
+}
+
+fn cut_index(says: &str) -> usize {
+    ["m (", "n (", "k ("].iter().position(|c| says.starts_with(c)).unwrap()
+}
+
+#[test]
+fn a_weight_gradient_in_autograds_layout_copies_both_operands_along_their_rows() {
+    // x^T [64, 160] of x [160, 64] and dy [160, 96], the groups cutting the
+    // 160 tokens (k): both operands have their rows (m, n) contiguous.
+    let body = "    x = fd.define_tensor(shape=[160, 64], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    dy = fd.define_tensor(shape=[160, 96], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    o = fd.define_tensor(shape=[4], contiguity=[True], dtype=DataType.Int32, is_cpu=False)
+    xt = fd.ops.permute(x, dims=[1, 0])
+    y = fd.ops.grouped_mm(xt, dy, o)
+    fd.add_output(y)
+";
+    let f = common::script(body);
+    let p = plan(&f, &vec![None; 3], Device { grouped_mn: true, grouped_wgmma: true, ..Device::default() }).unwrap();
+    // A: rows (m) stride 1, k stride 64; B: n stride 1, k stride 96.
+    assert!(p.source.contains("fb_grouped_mm<true, 2, FB_GMM_MN, FB_GMM_MN, 2>(a + 0, b + 0, offs + 0, d, 4, 64, 96, 160, 0, 1, 64, 0, 96, 1)"), "{}", p.source);
+    let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
+    assert!(reason.contains("mma.sync") && reason.contains("both operands' tiles copied 16 bytes a thread along their contiguous rows"), "{reason}");
+    // A k stride that is not a multiple of 8 elements leaves chunks unaligned:
+    // element by element.
+    let odd = body.replace("[160, 64]", "[160, 60]");
+    let f = common::script(&odd);
+    let p = plan(&f, &vec![None; 3], Device { grouped_mn: true, ..Device::default() }).unwrap();
+    assert!(p.source.contains("fb_grouped_mm<true, 2, FB_GMM_ELEMENT, FB_GMM_MN, 2>"), "{}", p.source);
 }
 
 #[test]
@@ -365,7 +402,7 @@ fn a_grouped_product_of_k_contiguous_operands_copies_its_tiles_16_bytes_a_thread
     fd.add_output(y)
 ",
     );
-    assert!(p.source.contains("fb_grouped_mm<true, 0, true, 2>(a + 0, b + 0, offs + 0, d, 4, 160, 96, 64, 0, 64, 1, 6144, 1, 64)"), "{}", p.source);
+    assert!(p.source.contains("fb_grouped_mm<true, 0, FB_GMM_K, FB_GMM_K, 2>(a + 0, b + 0, offs + 0, d, 4, 160, 96, 64, 0, 64, 1, 6144, 1, 64)"), "{}", p.source);
     assert!(p.kernels[0].choice.as_ref().unwrap().reason.contains("cp.async"), "{:?}", p.kernels[0].choice);
 }
 
@@ -399,5 +436,5 @@ fn on_hopper_a_grouped_product_of_k_contiguous_operands_multiplies_with_wgmma() 
 ",
     );
     let p = plan(&row_major, &layouts, Device { grouped_wgmma: true, ..Device::default() }).unwrap();
-    assert!(p.source.contains("fb_grouped_mm<true, 0, false, 2>"), "{}", p.source);
+    assert!(p.source.contains("fb_grouped_mm<true, 0, FB_GMM_ELEMENT, FB_GMM_ELEMENT, 2>"), "{}", p.source);
 }

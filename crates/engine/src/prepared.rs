@@ -280,6 +280,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         attention_warps: k.attention_warps.unwrap_or(d.attention_warps),
         grouped_stages: k.grouped_stages.unwrap_or(d.grouped_stages),
         grouped_wgmma: k.grouped_wgmma.unwrap_or(d.grouped_wgmma),
+        grouped_mn: k.grouped_mn.unwrap_or(d.grouped_mn),
         attention_keys: k.attention_keys.unwrap_or(d.attention_keys),
         attention_tiles: k.attention_tiles.unwrap_or(d.attention_tiles),
         attention_library: k.attention_library.unwrap_or(d.attention_library),

@@ -4,11 +4,14 @@
 // columns) or k (CUT 2: A [M, K] x B [K, N] into D [G, M, N]). One block of 8
 // warps takes a 128 x 128 tile of one group's D, 64 of k at a time through
 // STAGES stages of dynamic shared memory (36 KiB each); warp (wm, wn) its rows 64 wm.. and columns
-// 32 wn.., mma.sync m16n8k16 with f32 accumulation. With VEC both operands
-// have k contiguous and 16-byte aligned rows, and the tiles are copied 16
-// bytes a thread with cp.async while the stages before are multiplied (a
-// chunk crossing a group's k range element by element); otherwise element by
-// element, the unit-stride dim fastest across threads.
+// 32 wn.., mma.sync m16n8k16 with f32 accumulation. Each operand's tile is
+// copied as its layout allows (LA, LB): FB_GMM_K, k contiguous and 16-byte
+// aligned rows, 16 bytes a thread with cp.async while the stages before are
+// multiplied (a chunk crossing a group's k range element by element), the
+// tile held [row][k]; FB_GMM_MN, its rows (m of A, n of B) contiguous and
+// each k's 16-byte aligned, the same way along the rows, the tile held
+// [k][row] and read transposed by ldmatrix; FB_GMM_ELEMENT, element by
+// element, the unit-stride dim fastest across threads, held [row][k].
 // D is dense row-major.
 // On Hopper compiled for sm_90a, fb_grouped_mm_wg takes the tiles copied 16
 // bytes a thread in 128-byte swizzled rows and multiplies them with wgmma,
@@ -16,6 +19,12 @@
 // from shared memory; elsewhere it is fb_grouped_mm.
 
 #define FB_GMM_W 72
+// A tile held [k][row]: 64 rows of 128, padded so that ldmatrix's eight
+// rows fall in distinct banks (8704 elements, within a [row][k] tile's 9216).
+#define FB_GMM_MN_W 136
+#define FB_GMM_ELEMENT 0
+#define FB_GMM_K 1
+#define FB_GMM_MN 2
 
 // cp.async of 16 bytes, only the first `bytes` read and the rest zeros.
 __device__ __forceinline__ void fb_gmm_copy(void* smem, const void* gmem, int bytes) {
@@ -24,12 +33,29 @@ __device__ __forceinline__ void fb_gmm_copy(void* smem, const void* gmem, int by
 }
 
 // The 128 x 64 tile from row r0 and k `k` of an operand seen as [rows][k]
-// (element (r, c) at g[r * sr + c * sc]) into `s` (row width FB_GMM_W):
-// zeros past row `rows` and outside k [klo, k1).
-template <bool VEC>
+// (element (r, c) at g[r * sr + c * sc]) into `s` (row width FB_GMM_W, or
+// FB_GMM_MN_W held [k][row]): zeros past row `rows` and outside k [klo, k1).
+template <int L>
 __device__ __forceinline__ void fb_gmm_tile(unsigned short* s, const unsigned short* g, long long sr, long long sc, int r0,
                                             int rows, int k, int klo, int k1) {
-    if (VEC) {
+    if (L == FB_GMM_MN) {
+        // 64 rows of k of 16 chunks of 8 rows (sr is 1): four chunks a
+        // thread, 16 threads reading 256 contiguous bytes. A chunk past the
+        // last row reads the rows left and zeros the rest. r0 is a multiple
+        // of 128 here (the groups do not cut these rows), so every chunk is
+        // 16-byte aligned.
+#pragma unroll
+        for (int i = threadIdx.x; i < 1024; i += 256) {
+            const int kr = i >> 4, c = (i & 15) * 8;
+            const int gr = r0 + c, kc = k + kr;
+            unsigned short* dst = s + kr * FB_GMM_MN_W + c;
+            if (gr >= rows || kc < klo || kc >= k1) {
+                *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+            } else {
+                fb_gmm_copy(dst, g + gr + kc * sc, min(rows - gr, 8) * 2);
+            }
+        }
+    } else if (L == FB_GMM_K) {
         // 128 rows of 8 chunks of 8: four chunks a thread; a chunk that
         // crosses the k range (a group's first or last) element by element.
 #pragma unroll
@@ -103,7 +129,14 @@ __device__ __forceinline__ bool fb_gmm_find(const int* __restrict__ offs, int gr
     return true;
 }
 
-template <bool BF16, int CUT, bool VEC, int STAGES>
+// A fragments of 16 rows from m0 over k0..k0+15 where the tile is held
+// [k][m] (row width W): fb_attn_a's four matrices, each read transposed.
+__device__ __forceinline__ void fb_gmm_at(unsigned* a, const unsigned short* s, int W, int m0, int k0) {
+    const int lane = threadIdx.x & 31;
+    fb_ldsm4t(a, s + (k0 + (lane >> 4) * 8 + (lane & 7)) * W + m0 + ((lane >> 3) & 1) * 8);
+}
+
+template <bool BF16, int CUT, int LA, int LB, int STAGES>
 __device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
                                               const int* __restrict__ offs, unsigned short* __restrict__ d, int groups,
                                               int M, int N, int K, long long ag, long long ar, long long ac, long long bg,
@@ -118,12 +151,12 @@ __device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__
     for (int i = 0; i < 4; ++i)
 #pragma unroll
         for (int j = 0; j < 4; ++j) c[i][j][0] = c[i][j][1] = c[i][j][2] = c[i][j][3] = 0.f;
-    // A as [row][k], B as [column][k].
+    // A as [row][k], B as [column][k] (or each [k][row] where FB_GMM_MN).
     auto as = [&](int stage) { return fb_attn_smem + stage * 128 * FB_GMM_W; };
     auto bs = [&](int stage) { return fb_attn_smem + (STAGES + stage) * 128 * FB_GMM_W; };
     auto load = [&](int stage, int k) {
-        fb_gmm_tile<VEC>(as(stage), a, ar, ac, r0, r1, k, k0, k1);
-        fb_gmm_tile<VEC>(bs(stage), b, bc, br, c0, c1, k, k0, k1);
+        fb_gmm_tile<LA>(as(stage), a, ar, ac, r0, r1, k, k0, k1);
+        fb_gmm_tile<LB>(bs(stage), b, bc, br, c0, c1, k, k0, k1);
     };
     // From k0 rounded down to 8 elements: 16-byte chunks stay aligned. An
     // empty group (k0 == k1 cutting k) takes no step: its result is zeros.
@@ -146,9 +179,21 @@ __device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__
         for (int kk = 0; kk < 4; ++kk) {
             unsigned af[4][4], bf[2][4];
 #pragma unroll
-            for (int mt = 0; mt < 4; ++mt) fb_attn_a(af[mt], as(stage), FB_GMM_W, 64 * wm + 16 * mt, 16 * kk);
+            for (int mt = 0; mt < 4; ++mt) {
+                if (LA == FB_GMM_MN) {
+                    fb_gmm_at(af[mt], as(stage), FB_GMM_MN_W, 64 * wm + 16 * mt, 16 * kk);
+                } else {
+                    fb_attn_a(af[mt], as(stage), FB_GMM_W, 64 * wm + 16 * mt, 16 * kk);
+                }
+            }
 #pragma unroll
-            for (int np = 0; np < 2; ++np) fb_attn_bn(bf[np], bs(stage), FB_GMM_W, 32 * wn + 16 * np, 16 * kk);
+            for (int np = 0; np < 2; ++np) {
+                if (LB == FB_GMM_MN) {
+                    fb_attn_bk(bf[np], bs(stage), FB_GMM_MN_W, 16 * kk, 32 * wn + 16 * np);
+                } else {
+                    fb_attn_bn(bf[np], bs(stage), FB_GMM_W, 32 * wn + 16 * np, 16 * kk);
+                }
+            }
 #pragma unroll
             for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
@@ -323,6 +368,6 @@ __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restric
                                                  const int* __restrict__ offs, unsigned short* __restrict__ d, int groups,
                                                  int M, int N, int K, long long ag, long long ar, long long ac,
                                                  long long bg, long long br, long long bc) {
-    fb_grouped_mm<BF16, CUT, true, STAGES>(a, b, offs, d, groups, M, N, K, ag, ar, ac, bg, br, bc);
+    fb_grouped_mm<BF16, CUT, FB_GMM_K, FB_GMM_K, STAGES>(a, b, offs, d, groups, M, N, K, ag, ar, ac, bg, br, bc);
 }
 #endif
