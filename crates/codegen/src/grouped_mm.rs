@@ -99,12 +99,17 @@ pub(crate) fn kernel(
     if !dev.grouped_mn && (la != TileCopy::K || lb != TileCopy::K) {
         (la, lb) = (TileCopy::Element, TileCopy::Element);
     }
-    let vec = la == TileCopy::K && lb == TileCopy::K;
-    let wgmma = vec && dev.grouped_wgmma;
-    let call = if wgmma { format!("fb_grouped_mm_wg<{}, {cut}, {}>", dtype == DType::BFloat16, dev.grouped_stages) } else {
+    // wgmma reads either layout (an MN-major one transposed); the kernel and
+    // its source for two K-major operands are as before the MN-major ones.
+    let wgmma = dev.grouped_wgmma && la != TileCopy::Element && lb != TileCopy::Element;
+    let bf16 = dtype == DType::BFloat16;
+    let call = if wgmma && la == TileCopy::K && lb == TileCopy::K {
+        format!("fb_grouped_mm_wg<{bf16}, {cut}, {}>", dev.grouped_stages)
+    } else if wgmma {
+        format!("fb_grouped_mm_wg<{bf16}, {cut}, {}, {}, {}>", dev.grouped_stages, la.macro_name(), lb.macro_name())
+    } else {
         format!(
-            "fb_grouped_mm<{}, {cut}, {}, {}, {}>",
-            dtype == DType::BFloat16,
+            "fb_grouped_mm<{bf16}, {cut}, {}, {}, {}>",
             la.macro_name(),
             lb.macro_name(),
             dev.grouped_stages
@@ -157,7 +162,13 @@ pub(crate) fn kernel(
             format!(
                 "grouped_mm: 128 x 128 tiles of one group's result a block, the group read from the offsets on the device, \
                  {} with f32 accumulation, 64 of k a step in {} stages, {}",
-                if wgmma { "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles)" } else { "mma.sync" },
+                if !wgmma {
+                    "mma.sync"
+                } else if lb == TileCopy::Rows {
+                    "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles, mat2 read N-major 64 columns at a time)"
+                } else {
+                    "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles)"
+                },
                 dev.grouped_stages,
                 if la == lb { format!("both operands' tiles {}", la.says()) } else {
                     format!("mat1's tiles {}, mat2's {}", la.says(), lb.says())
@@ -193,7 +204,7 @@ impl TileCopy {
     fn says(self) -> &'static str {
         match self {
             TileCopy::K => "copied 16 bytes a thread along k (cp.async)",
-            TileCopy::Rows => "copied 16 bytes a thread along their contiguous rows (cp.async), read transposed (ldmatrix)",
+            TileCopy::Rows => "copied 16 bytes a thread along their contiguous rows (cp.async) and read transposed",
             TileCopy::Element => "copied element by element (neither k nor the rows contiguous with 16-byte aligned steps)",
         }
     }

@@ -378,11 +378,19 @@ fn a_weight_gradient_in_autograds_layout_copies_both_operands_along_their_rows()
     fd.add_output(y)
 ";
     let f = common::script(body);
-    let p = plan(&f, &vec![None; 3], Device { grouped_mn: true, grouped_wgmma: true, ..Device::default() }).unwrap();
+    let p = plan(&f, &vec![None; 3], Device { grouped_mn: true, ..Device::default() }).unwrap();
     // A: rows (m) stride 1, k stride 64; B: n stride 1, k stride 96.
     assert!(p.source.contains("fb_grouped_mm<true, 2, FB_GMM_MN, FB_GMM_MN, 2>(a + 0, b + 0, offs + 0, d, 4, 64, 96, 160, 0, 1, 64, 0, 96, 1)"), "{}", p.source);
     let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
     assert!(reason.contains("mma.sync") && reason.contains("both operands' tiles copied 16 bytes a thread along their contiguous rows"), "{reason}");
+    // On Hopper wgmma reads both MN-major, mat2 64 columns at a time.
+    let p = plan(&f, &vec![None; 3], Device { grouped_mn: true, grouped_wgmma: true, ..Device::default() }).unwrap();
+    assert!(p.source.contains("fb_grouped_mm_wg<true, 2, 2, FB_GMM_MN, FB_GMM_MN>(a + 0, b + 0"), "{}", p.source);
+    let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
+    assert!(reason.contains("wgmma") && reason.contains("N-major 64 columns at a time"), "{reason}");
+    // Without grouped_mn: element by element, and so mma.sync.
+    let p = plan(&f, &vec![None; 3], Device { grouped_wgmma: true, ..Device::default() }).unwrap();
+    assert!(p.source.contains("fb_grouped_mm<true, 2, FB_GMM_ELEMENT, FB_GMM_ELEMENT, 2>"), "{}", p.source);
     // A k stride that is not a multiple of 8 elements leaves chunks unaligned:
     // element by element.
     let odd = body.replace("[160, 64]", "[160, 60]");

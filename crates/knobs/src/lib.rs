@@ -141,7 +141,7 @@ pub const DECLARED: &[Declared] = &[
     knob("FUSEBENCH_GROUPED_WGMMA", "0 or 1", "the planner's (1 on compute capability 9.0)", Affects::Kernels,
         "1: a grouped_mm whose operands have k contiguous multiplies with Hopper's wgmma from 128-byte swizzled tiles (compiled for sm_90a); 0: mma.sync (tuning experiments)"),
     knob("FUSEBENCH_GROUPED_MN", "0 or 1", "the planner's (0)", Affects::Kernels,
-        "1: a grouped_mm operand whose rows (m of mat1, n of mat2) are contiguous, an expert weight held [in, out] or the tokens of a weight gradient, is copied 16 bytes a thread with cp.async and read transposed by ldmatrix; 0: element by element (off until it has been checked and timed on a GPU)"),
+        "1: a grouped_mm operand whose rows (m of mat1, n of mat2) are contiguous, an expert weight held [in, out] or the tokens of a weight gradient, is copied 16 bytes a thread with cp.async and read transposed (by wgmma from MN-major swizzled tiles on compute capability 9.0, else by ldmatrix); 0: element by element (off until it has been checked and timed on a GPU)"),
     knob("FUSEBENCH_ATTENTION_WARPS", "2, 4 or 8", "the planner's (4)", Affects::Kernels,
         "warps per block of flash attention, each taking 16 queries: more share each tile of keys and values loaded, fewer blocks fit a multiprocessor (tuning experiments)"),
     knob("FUSEBENCH_ATTENTION", "auto, cudnn or own", "auto", Affects::Kernels,

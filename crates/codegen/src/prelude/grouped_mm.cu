@@ -16,7 +16,12 @@
 // On Hopper compiled for sm_90a, fb_grouped_mm_wg takes the tiles copied 16
 // bytes a thread in 128-byte swizzled rows and multiplies them with wgmma,
 // each warpgroup 64 rows x 128 columns (m64n128k16) reading both operands
-// from shared memory; elsewhere it is fb_grouped_mm.
+// from shared memory; elsewhere it is fb_grouped_mm. An operand whose rows
+// are contiguous (FB_GMM_MN) is held MN-major there: 64 of its rows (128
+// bytes) by 8 of k to each 1024-byte swizzle atom, and wgmma reads it
+// transposed; such a B is multiplied 64 columns at a time (m64n64k16), so
+// that no instruction spans two atoms along m or n and the descriptor's one
+// stride that matters is the one between 8-row steps of k.
 
 #define FB_GMM_W 72
 // A tile held [k][row]: 64 rows of 128, padded so that ldmatrix's eight
@@ -227,16 +232,33 @@ __device__ __forceinline__ unsigned long long fb_wg_desc(const void* p) {
     const unsigned long long at = (unsigned)__cvta_generic_to_shared(p);
     return ((at & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
 }
+// The same for an MN-major operand of one swizzle atom along m or n, its
+// atoms of 8 rows of k 1024 bytes apart: both offsets 1024, so that the one
+// the instruction steps k by is right whichever field it reads.
+__device__ __forceinline__ unsigned long long fb_wg_desc_mn(const void* p) {
+    const unsigned long long at = (unsigned)__cvta_generic_to_shared(p);
+    return ((at & 0x3FFFF) >> 4) | ((1024ull >> 4) << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
 
 #define FB_WG_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define FB_WG_D16(i) FB_WG_D4(i), FB_WG_D4(i + 4), FB_WG_D4(i + 8), FB_WG_D4(i + 12)
-#define FB_WG_MMA(TY)                                                                                                   \
+// TRANS: "0, 0" both K-major, "1, 0" A M-major.
+#define FB_WG_MMA128(TY, TRANS)                                                                                         \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                           \
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, "      \
                  "%9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "  \
                  "%29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, " \
-                 "%49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n" \
+                 "%49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, " TRANS ";\n}\n" \
                  : FB_WG_D16(0), FB_WG_D16(16), FB_WG_D16(32), FB_WG_D16(48)                                            \
+                 : "l"(da), "l"(db), "r"(accumulate))
+#define FB_WG_MMA(TY) FB_WG_MMA128(TY, "0, 0")
+// 64 columns with B N-major; TRANS "0, 1" or "1, 1".
+#define FB_WG_MMA64(TY, TRANS)                                                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                           \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, "       \
+                 "%9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "  \
+                 "%29, %30, %31}, %32, %33, p, 1, 1, " TRANS ";\n}\n"                                                   \
+                 : FB_WG_D16(0), FB_WG_D16(16)                                                                          \
                  : "l"(da), "l"(db), "r"(accumulate))
 
 // d (a warpgroup's 64 x 128 f32 tile) += A (64 x 16, K-major) B (16 x 128, B
@@ -250,6 +272,25 @@ __device__ __forceinline__ void fb_wgmma_128(float* d, unsigned long long da, un
     }
 }
 
+// d += A B with A M-major (TA) or K-major and B K-major: 64 x 128.
+template <bool BF16, bool TA>
+__device__ __forceinline__ void fb_wgmma_128t(float* d, unsigned long long da, unsigned long long db, int accumulate) {
+    if (BF16) {
+        if (TA) { FB_WG_MMA128("bf16", "1, 0"); } else { FB_WG_MMA128("bf16", "0, 0"); }
+    } else {
+        if (TA) { FB_WG_MMA128("f16", "1, 0"); } else { FB_WG_MMA128("f16", "0, 0"); }
+    }
+}
+// d (32 of a warpgroup's accumulators) += A B over 64 columns, B N-major.
+template <bool BF16, bool TA>
+__device__ __forceinline__ void fb_wgmma_64n(float* d, unsigned long long da, unsigned long long db, int accumulate) {
+    if (BF16) {
+        if (TA) { FB_WG_MMA64("bf16", "1, 1"); } else { FB_WG_MMA64("bf16", "0, 1"); }
+    } else {
+        if (TA) { FB_WG_MMA64("f16", "1, 1"); } else { FB_WG_MMA64("f16", "0, 1"); }
+    }
+}
+
 // Keeps the compiler from moving reads or writes of the accumulators across
 // the asynchronous multiply (which writes them until wgmma.wait_group).
 __device__ __forceinline__ void fb_wg_pin(float* d) {
@@ -257,7 +298,7 @@ __device__ __forceinline__ void fb_wg_pin(float* d) {
     for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-template <bool BF16, int CUT, int STAGES>
+template <bool BF16, int CUT, int STAGES, int LA = FB_GMM_K, int LB = FB_GMM_K>
 __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
                                                  const int* __restrict__ offs, unsigned short* __restrict__ d, int groups,
                                                  int M, int N, int K, long long ag, long long ar, long long ac,
@@ -307,9 +348,40 @@ __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restric
             }
         }
     };
+    // An MN-major operand: a thread copies chunk mc (8 of its rows) of rows
+    // mk + 16 j of k (j < 4), into atom (mc / 8, mk / 8 + 2 j) at row mk % 8
+    // (atom (x, y) at 512 (8 x + y): x along the rows, y along k), its
+    // place the same in each but for the atom; a chunk past the last row
+    // reads the rows left and zeros the rest.
+    const int mc = threadIdx.x & 15, mk = threadIdx.x >> 4;
+    const int mplace = ((mc >> 3) * 8 + (mk >> 3)) * 512 + (mk & 7) * 64 + (((mc & 7) ^ (mk & 7)) << 3);
+    const int abytes = r0 + mc * 8 < r1 ? min(r1 - r0 - mc * 8, 8) * 2 : 0;
+    const int bbytes = c0 + mc * 8 < c1 ? min(c1 - c0 - mc * 8, 8) * 2 : 0;
+    const unsigned short* gam = a + (abytes ? r0 + mc * 8 : 0);
+    const unsigned short* gbm = b + (bbytes ? c0 + mc * 8 : 0);
+    auto copy_mn = [&](unsigned short* s, const unsigned short* g, int bytes, long long sk, int k) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int kc = k + mk + 16 * j;
+            unsigned short* dst = s + mplace + 1024 * j;
+            if (bytes == 0 || kc < k0 || kc >= k1) {
+                *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+            } else {
+                fb_gmm_copy(dst, g + (long long)kc * sk, bytes);
+            }
+        }
+    };
     auto load = [&](int stage, int k) {
-        copy(as(stage), ga, va, k);
-        copy(bs(stage), gb, vb, k);
+        if (LA == FB_GMM_MN) {
+            copy_mn(as(stage), gam, abytes, ac, k);
+        } else {
+            copy(as(stage), ga, va, k);
+        }
+        if (LB == FB_GMM_MN) {
+            copy_mn(bs(stage), gbm, bbytes, br, k);
+        } else {
+            copy(bs(stage), gb, vb, k);
+        }
     };
     const int kstart = k0 & ~7, kend = k0 < k1 ? k1 : kstart;
     // With 3 stages or more a step's multiply runs on while the next step
@@ -336,8 +408,21 @@ __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restric
         fb_wg_pin(acc);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-            fb_wgmma_128<BF16>(acc, fb_wg_desc(as(stage) + 64 * 64 * wg + 16 * kk), fb_wg_desc(bs(stage) + 16 * kk), 1);
+        for (int kk = 0; kk < 4; ++kk) {
+            if (LA == FB_GMM_K && LB == FB_GMM_K) {
+                fb_wgmma_128<BF16>(acc, fb_wg_desc(as(stage) + 64 * 64 * wg + 16 * kk), fb_wg_desc(bs(stage) + 16 * kk), 1);
+            } else {
+                // k rows 16 kk.. are atoms 2 kk and 2 kk + 1 along k.
+                const unsigned long long da = LA == FB_GMM_MN ? fb_wg_desc_mn(as(stage) + (8 * wg + 2 * kk) * 512)
+                                                              : fb_wg_desc(as(stage) + 64 * 64 * wg + 16 * kk);
+                if (LB == FB_GMM_MN) {
+                    fb_wgmma_64n<BF16, LA == FB_GMM_MN>(acc, da, fb_wg_desc_mn(bs(stage) + 2 * kk * 512), 1);
+                    fb_wgmma_64n<BF16, LA == FB_GMM_MN>(acc + 32, da, fb_wg_desc_mn(bs(stage) + (8 + 2 * kk) * 512), 1);
+                } else {
+                    fb_wgmma_128t<BF16, true>(acc, da, fb_wg_desc(bs(stage) + 16 * kk), 1);
+                }
+            }
+        }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         if (STAGES >= 3) {
             asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -363,11 +448,11 @@ __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restric
 }
 #else
 // Without sm_90a's wgmma: the mma.sync kernel.
-template <bool BF16, int CUT, int STAGES>
+template <bool BF16, int CUT, int STAGES, int LA = FB_GMM_K, int LB = FB_GMM_K>
 __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restrict__ a, const unsigned short* __restrict__ b,
                                                  const int* __restrict__ offs, unsigned short* __restrict__ d, int groups,
                                                  int M, int N, int K, long long ag, long long ar, long long ac,
                                                  long long bg, long long br, long long bc) {
-    fb_grouped_mm<BF16, CUT, FB_GMM_K, FB_GMM_K, STAGES>(a, b, offs, d, groups, M, N, K, ag, ar, ac, bg, br, bc);
+    fb_grouped_mm<BF16, CUT, LA, LB, STAGES>(a, b, offs, d, groups, M, N, K, ag, ar, ac, bg, br, bc);
 }
 #endif
