@@ -100,7 +100,7 @@ pub struct Device {
     /// A stored reduction over elements contiguous in memory (the
     /// contiguous schedule) also writes the elementwise outputs laid out as
     /// its results by those elements, reading them once
-    /// (`segment::try_plan`, `contiguous::build`'s `full`): a column-major
+    /// (`segment/decide.rs` `contiguous_joins`, `contiguous::build`'s `full`): a column-major
     /// backward RMSNorm's gradient beside its weight gradient, 7 transfers
     /// of the row-sized tensors down to 5. On: 0.787 of off over 11 fresh
     /// column-major backward RMSNorms (0.72-0.89, H200, session 26).
@@ -156,7 +156,7 @@ pub struct Device {
     /// of holding its row.
     pub reread_one_buffer: bool,
     /// Kernels index in 32 bits where the largest element offset a tensor
-    /// of the fusion reaches, times this, is below 2^31 (segment.rs).
+    /// of the fusion reaches, times this, is below 2^31 (segment/mod.rs `try_plan`).
     pub index_margin: u64,
     /// A row kernel whose grid gives each block one iteration (every row
     /// kernel but those walking a fixed grid) is written without the loop

@@ -424,7 +424,7 @@ pub fn writes(full: usize, outer: usize, inner: usize) -> Writes {
 
 /// Whether `f` reduces a value of rows x columns to one per column (a norm
 /// backward's weight gradient). Such a sum joins the row kernel after its
-/// schedule was chosen (`segment.rs`), which then writes `Writes::Rows`; a
+/// schedule was chosen (`segment/`), which then writes `Writes::Rows`; a
 /// row kernel that may be joined so is not held as loaded, so that the
 /// shape `emit` gives as the schedule's reason is the one built.
 fn sums_over_rows(f: &fusebench_ir::Fusion, rows: usize, cols: usize) -> bool {

@@ -5,7 +5,7 @@
 //! partials in a fixed order (`outer::combine_many`), so the row reductions
 //! are neither stored nor re-read and no kernel reduces the per-row values
 //! alone (a cross-entropy's mean over rows of logsumexp minus the picked
-//! logit: 2 kernels, not 4). `segment.rs` decides which reductions are
+//! logit: 2 kernels, not 4). `segment/decide.rs` decides which reductions are
 //! totals; the row schedules build them.
 
 use crate::device::Device;

@@ -1,4 +1,4 @@
-//! The schedules as a registry. The segmenter (`segment.rs`) decides what
+//! The schedules as a registry. The segmenter (`segment/`) decides what
 //! work goes into one kernel (a `Candidate`: rows with reductions kept on
 //! chip, one stored reduction, or elementwise outputs of one shape); this
 //! module decides how that work is laid out: it walks `SCHEDULES` in order
