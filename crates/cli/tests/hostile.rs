@@ -191,6 +191,19 @@ fn integer_welford_over_an_empty_extent_runs() {
     }
 }
 
+/// Found by fuzzing the check pipeline: a sum over the rows of a [300, 0]
+/// random tensor (no inputs) divided its rows by its zero columns where the
+/// segmenter looked for outputs to write beside it.
+#[test]
+fn a_sum_over_rows_of_no_columns_plans_and_runs() {
+    let f = fixture("sum_of_empty_random.py");
+    let o = fusebench_within(60, &["emit", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, r, t) = check(&f);
+    assert_eq!(code, Some(0), "{t}");
+    assert_eq!(r["outputs"][0]["shape"], serde_json::json!([0]), "{t}");
+}
+
 /// Found by fuzzing the check pipeline: a batch norm of a [0, 3, 5, 7]
 /// input planned a grid reduction over no elements in chunks of 0 (a
 /// division by zero).

@@ -252,7 +252,8 @@ fn stored_units<'a>(
             }
             p *= e;
         }
-        (p == cols && shape.last() == Some(&last) && numel.is_multiple_of(cols))
+        // No columns (a sum of an empty extent): nothing to lay out beside.
+        (cols > 0 && p == cols && shape.last() == Some(&last) && numel.is_multiple_of(cols))
             .then(|| numel / cols)
     };
     // Stored reductions: a sum over rows joins a kernel that carries sums over
