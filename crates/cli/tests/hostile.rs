@@ -204,6 +204,19 @@ fn a_sum_over_rows_of_no_columns_plans_and_runs() {
     assert_eq!(r["outputs"][0]["shape"], serde_json::json!([0]), "{t}");
 }
 
+/// Found by fuzzing the check pipeline: a reshape of a [2, 0, 1] value to
+/// [0, 1] matched the two shapes' extents group by group, which no product
+/// of extents meets where one is 0 (an index past the shape).
+#[test]
+fn a_reshape_of_no_elements_plans_and_runs() {
+    let f = fixture("reshape_of_empty.py");
+    let o = fusebench_within(60, &["emit", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (code, r, t) = check(&f);
+    assert_eq!(code, Some(0), "{t}");
+    assert_eq!(r["outputs"][0]["shape"], serde_json::json!([0, 1]), "{t}");
+}
+
 /// Found by fuzzing the check pipeline: a batch norm of a [0, 3, 5, 7]
 /// input planned a grid reduction over no elements in chunks of 0 (a
 /// division by zero).

@@ -61,6 +61,11 @@ pub fn linearize(idx: &[Ix], shape: &[usize]) -> Ix {
 pub fn reshape_groups(input: &[usize], output: &[usize]) -> Vec<(Vec<usize>, Vec<usize>)> {
     let a: Vec<usize> = (0..input.len()).filter(|&d| input[d] != 1).collect();
     let b: Vec<usize> = (0..output.len()).filter(|&d| output[d] != 1).collect();
+    // No elements: products of extents do not meet, and no index is ever
+    // computed; one group of everything.
+    if input.contains(&0) || output.contains(&0) {
+        return if a.is_empty() && b.is_empty() { vec![] } else { vec![(a, b)] };
+    }
     let (mut i, mut j) = (0, 0);
     let mut groups = Vec::new();
     while i < a.len() && j < b.len() {
