@@ -25,6 +25,15 @@ fuzz_target!(|data: &[u8]| {
     }
     let layouts = vec![None; f.inputs.len()];
     let _ = fusebench_codegen::plan(&f, &layouts, fusebench_codegen::Device::default());
+    // Hopper's grouped products (wgmma, MN-major operands) and attention
+    // through the library are planned apart: other code paths.
+    let hopper = fusebench_codegen::Device {
+        grouped_wgmma: true,
+        grouped_mn: true,
+        attention_library: true,
+        ..Default::default()
+    };
+    let _ = fusebench_codegen::plan(&f, &layouts, hopper);
     if let Ok(g) = fusebench_reference::generate_inputs(&f, 0) {
         let _ = fusebench_reference::run(&f, &g.inputs);
     }
