@@ -89,13 +89,15 @@ pub(crate) fn kernel(
         let aligned = [group, offset].iter().all(|x| x % 8 == 0);
         if k == 1 && rows % 8 == 0 && aligned {
             TileCopy::K
-        } else if dev.grouped_mn && rows == 1 && k % 8 == 0 && aligned && !cut_rows {
+        } else if rows == 1 && k % 8 == 0 && aligned && !cut_rows {
             TileCopy::Rows
         } else {
             TileCopy::Element
         }
     };
     let (mut la, mut lb) = (layout(a_rows, a_k, a[0], pa.2, cut == 0), layout(b_rows, b_k, b[0], pb.2, cut == 1));
+    // What grouped_mn would have copied along the rows, for emit to say.
+    let held_back = !dev.grouped_mn && (la == TileCopy::Rows || lb == TileCopy::Rows);
     if !dev.grouped_mn && (la != TileCopy::K || lb != TileCopy::K) {
         (la, lb) = (TileCopy::Element, TileCopy::Element);
     }
@@ -170,7 +172,13 @@ pub(crate) fn kernel(
                     "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles)"
                 },
                 dev.grouped_stages,
-                if la == lb { format!("both operands' tiles {}", la.says()) } else {
+                if held_back {
+                    "both operands' tiles copied element by element: an operand has its rows contiguous, which \
+                     FUSEBENCH_GROUPED_MN=1 copies 16 bytes a thread and reads transposed (not yet run on a GPU, so off)"
+                        .to_string()
+                } else if la == lb {
+                    format!("both operands' tiles {}", la.says())
+                } else {
                     format!("mat1's tiles {}, mat2's {}", la.says(), lb.says())
                 }
             ),

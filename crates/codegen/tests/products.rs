@@ -388,9 +388,11 @@ fn a_weight_gradient_in_autograds_layout_copies_both_operands_along_their_rows()
     assert!(p.source.contains("fb_grouped_mm_wg<true, 2, 2, FB_GMM_MN, FB_GMM_MN>(a + 0, b + 0"), "{}", p.source);
     let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
     assert!(reason.contains("wgmma") && reason.contains("N-major 64 columns at a time"), "{reason}");
-    // Without grouped_mn: element by element, and so mma.sync.
+    // Without grouped_mn: element by element, and so mma.sync, saying why.
     let p = plan(&f, &vec![None; 3], Device { grouped_wgmma: true, ..Device::default() }).unwrap();
     assert!(p.source.contains("fb_grouped_mm<true, 2, FB_GMM_ELEMENT, FB_GMM_ELEMENT, 2>"), "{}", p.source);
+    let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
+    assert!(reason.contains("FUSEBENCH_GROUPED_MN=1"), "{reason}");
     // A k stride that is not a multiple of 8 elements leaves chunks unaligned:
     // element by element.
     let odd = body.replace("[160, 64]", "[160, 60]");
