@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
     // through the library are planned apart: other code paths.
     let hopper = fusebench_codegen::Device {
         grouped_wgmma: true,
-        grouped_mn: true,
+        grouped_mn: fusebench_codegen::GroupedMn::Wgmma,
         attention_library: true,
         ..Default::default()
     };

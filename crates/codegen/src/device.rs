@@ -208,12 +208,11 @@ pub struct Device {
     /// 770. The engine turns it on for compute capability 9.0, which the
     /// runtime compiles for as sm_90a.
     pub grouped_wgmma: bool,
-    /// A grouped product's operand whose rows are contiguous (m of mat1, n
-    /// of mat2: an expert weight held [in, out], a weight gradient's tokens)
-    /// is copied 16 bytes a thread and held [k][row], read transposed by
-    /// ldmatrix (prelude/grouped_mm.cu `FB_GMM_MN`), instead of element by
-    /// element. Off until it has run on a GPU: written without one.
-    pub grouped_mn: bool,
+    /// How a grouped product reads an operand whose rows are contiguous (m
+    /// of mat1, n of mat2: an expert weight held [in, out], a weight
+    /// gradient's tokens). Off (element by element) until the other two
+    /// have run on a GPU: written without one.
+    pub grouped_mn: GroupedMn,
     /// Warps per flash attention block, 16 queries each (crate::attention).
     pub attention_warps: u32,
     /// Keys flash attention takes per step.
@@ -334,6 +333,21 @@ pub enum FitWaves {
     All,
 }
 
+/// How a grouped product reads an operand whose rows are contiguous
+/// (`FUSEBENCH_GROUPED_MN`, crate::grouped_mm).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupedMn {
+    /// Element by element, two bytes a thread, stored transposed.
+    Off,
+    /// Copied 16 bytes a thread along the rows, held [k][row] and read by
+    /// `ldmatrix.trans` into `mma.sync`, also where `wgmma` takes
+    /// k-contiguous operands (prelude/grouped_mm.cu `FB_GMM_MN`).
+    MmaSync,
+    /// The same copies into MN-major swizzled atoms read by `wgmma` with its
+    /// transpose bits where `Device::grouped_wgmma`; else as `MmaSync`.
+    Wgmma,
+}
+
 /// Which schedule takes a stored sum over the rows of a row-major tensor
 /// (`FUSEBENCH_COLUMN_SUMS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -426,7 +440,7 @@ impl Default for Device {
             product_epilogue: true,
             grouped_stages: 2,
             grouped_wgmma: false,
-            grouped_mn: false,
+            grouped_mn: GroupedMn::Off,
             attention_warps: 4,
             attention_keys: 64,
             attention_tiles: 2,

@@ -8,7 +8,7 @@
 use crate::attention::{wrapper, Placed};
 use crate::gemm::Place;
 use crate::plan::{code_hash, Choice, Kernel, KernelArg, Schedule};
-use crate::{CodegenError, Device};
+use crate::{CodegenError, Device, GroupedMn};
 use fusebench_ir::op_gemm::GemmOp;
 use fusebench_ir::{DType, Fusion, Node, Op, ValueId};
 
@@ -82,8 +82,8 @@ pub(crate) fn kernel(
     // contiguous and every row 16 bytes aligned, 16 bytes a thread (cp.async);
     // with the rows contiguous and every k's 16 bytes aligned, the same along
     // the rows where the groups do not cut them (their tiles then start at
-    // multiples of 128), under `grouped_mn`; else element by element. Without
-    // `grouped_mn` both operands are copied alike, as before it.
+    // multiples of 128), unless `grouped_mn` is off; else element by element.
+    // With it off both operands are copied alike, as before it.
     let (a_rows, a_k, b_rows, b_k) = (a[1], a[2], b[2], b[1]);
     let layout = |rows: i64, k: i64, group: i64, offset: i64, cut_rows: bool| {
         let aligned = [group, offset].iter().all(|x| x % 8 == 0);
@@ -97,15 +97,21 @@ pub(crate) fn kernel(
     };
     let (mut la, mut lb) = (layout(a_rows, a_k, a[0], pa.2, cut == 0), layout(b_rows, b_k, b[0], pb.2, cut == 1));
     // What grouped_mn would have copied along the rows, for emit to say.
-    let held_back = !dev.grouped_mn && (la == TileCopy::Rows || lb == TileCopy::Rows);
-    if !dev.grouped_mn && (la != TileCopy::K || lb != TileCopy::K) {
+    let mn_off = dev.grouped_mn == GroupedMn::Off;
+    let held_back = mn_off && (la == TileCopy::Rows || lb == TileCopy::Rows);
+    if mn_off && (la != TileCopy::K || lb != TileCopy::K) {
         (la, lb) = (TileCopy::Element, TileCopy::Element);
     }
-    // wgmma reads either layout (an MN-major one transposed); the kernel and
-    // its source for two K-major operands are as before the MN-major ones.
-    let wgmma = dev.grouped_wgmma && la != TileCopy::Element && lb != TileCopy::Element;
+    // wgmma reads either layout (an MN-major one transposed, under
+    // `GroupedMn::Wgmma`); the kernel and its source for two K-major operands
+    // are as before the MN-major ones.
+    let k_major = la == TileCopy::K && lb == TileCopy::K;
+    let wgmma = dev.grouped_wgmma
+        && la != TileCopy::Element
+        && lb != TileCopy::Element
+        && (k_major || dev.grouped_mn == GroupedMn::Wgmma);
     let bf16 = dtype == DType::BFloat16;
-    let call = if wgmma && la == TileCopy::K && lb == TileCopy::K {
+    let call = if wgmma && k_major {
         format!("fb_grouped_mm_wg<{bf16}, {cut}, {}>", dev.grouped_stages)
     } else if wgmma {
         format!("fb_grouped_mm_wg<{bf16}, {cut}, {}, {}, {}>", dev.grouped_stages, la.macro_name(), lb.macro_name())
@@ -174,7 +180,8 @@ pub(crate) fn kernel(
                 dev.grouped_stages,
                 if held_back {
                     "both operands' tiles copied element by element: an operand has its rows contiguous, which \
-                     FUSEBENCH_GROUPED_MN=1 copies 16 bytes a thread and reads transposed (not yet run on a GPU, so off)"
+                     FUSEBENCH_GROUPED_MN=1 (mma.sync) or 2 (wgmma) copies 16 bytes a thread and reads transposed \
+                     (not yet run on a GPU, so off)"
                         .to_string()
                 } else if la == lb {
                     format!("both operands' tiles {}", la.says())

@@ -56,5 +56,5 @@ pub mod walk;
 pub use error::CodegenError;
 pub use epilogue_fn::Epilogue;
 pub use plan::{AttentionOperand, AttentionRole, Choice, Fill, Kernel, KernelArg, LibraryAttention, LibraryCall, Operand, OutputSource, Plan, Product, Schedule};
-pub use device::{ColumnSums, Device, FitWaves, LoadHint};
+pub use device::{ColumnSums, Device, FitWaves, GroupedMn, LoadHint};
 pub use segment::plan;

@@ -1,7 +1,7 @@
 //! Fusions with matrix products (crate::gemm): the products run in the BLAS
 //! library between stages of kernels, reading their operands where they lie.
 
-use fusebench_codegen::{plan, Device, KernelArg, OutputSource, Plan};
+use fusebench_codegen::{plan, Device, GroupedMn, KernelArg, OutputSource, Plan};
 
 mod common;
 
@@ -355,7 +355,7 @@ fn a_grouped_product_is_one_kernel_of_ours_for_each_way_its_groups_cut() {
         // and then mat1 too (both alike without grouped_mn).
         assert!(p.source.contains(", FB_GMM_ELEMENT, FB_GMM_ELEMENT, 2>(a + 0"), "{}", p.source);
         let f = common::script(&body);
-        let p = plan(&f, &vec![None; 3], Device { grouped_mn: true, ..Device::default() }).unwrap();
+        let p = plan(&f, &vec![None; 3], Device { grouped_mn: GroupedMn::MmaSync, ..Device::default() }).unwrap();
         assert!(p.source.contains(&format!("fb_grouped_mm<true, {}, {rows_copied}, 2>(a + 0", cut_index(cut))), "{}", p.source);
         let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
         assert!(reason.contains("mat1's tiles copied 16 bytes a thread along k"), "{reason}");
@@ -378,13 +378,16 @@ fn a_weight_gradient_in_autograds_layout_copies_both_operands_along_their_rows()
     fd.add_output(y)
 ";
     let f = common::script(body);
-    let p = plan(&f, &vec![None; 3], Device { grouped_mn: true, ..Device::default() }).unwrap();
+    let p = plan(&f, &vec![None; 3], Device { grouped_mn: GroupedMn::MmaSync, ..Device::default() }).unwrap();
     // A: rows (m) stride 1, k stride 64; B: n stride 1, k stride 96.
     assert!(p.source.contains("fb_grouped_mm<true, 2, FB_GMM_MN, FB_GMM_MN, 2>(a + 0, b + 0, offs + 0, d, 4, 64, 96, 160, 0, 1, 64, 0, 96, 1)"), "{}", p.source);
     let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
     assert!(reason.contains("mma.sync") && reason.contains("both operands' tiles copied 16 bytes a thread along their contiguous rows"), "{reason}");
-    // On Hopper wgmma reads both MN-major, mat2 64 columns at a time.
-    let p = plan(&f, &vec![None; 3], Device { grouped_mn: true, grouped_wgmma: true, ..Device::default() }).unwrap();
+    // On Hopper under MmaSync the MN-major operands stay with mma.sync ...
+    let p = plan(&f, &vec![None; 3], Device { grouped_mn: GroupedMn::MmaSync, grouped_wgmma: true, ..Device::default() }).unwrap();
+    assert!(p.source.contains("fb_grouped_mm<true, 2, FB_GMM_MN, FB_GMM_MN, 2>"), "{}", p.source);
+    // ... and under Wgmma wgmma reads both MN-major, mat2 64 columns at a time.
+    let p = plan(&f, &vec![None; 3], Device { grouped_mn: GroupedMn::Wgmma, grouped_wgmma: true, ..Device::default() }).unwrap();
     assert!(p.source.contains("fb_grouped_mm_wg<true, 2, 2, FB_GMM_MN, FB_GMM_MN>(a + 0, b + 0"), "{}", p.source);
     let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
     assert!(reason.contains("wgmma") && reason.contains("N-major 64 columns at a time"), "{reason}");
@@ -397,7 +400,7 @@ fn a_weight_gradient_in_autograds_layout_copies_both_operands_along_their_rows()
     // element by element.
     let odd = body.replace("[160, 64]", "[160, 60]");
     let f = common::script(&odd);
-    let p = plan(&f, &vec![None; 3], Device { grouped_mn: true, ..Device::default() }).unwrap();
+    let p = plan(&f, &vec![None; 3], Device { grouped_mn: GroupedMn::MmaSync, ..Device::default() }).unwrap();
     assert!(p.source.contains("fb_grouped_mm<true, 2, FB_GMM_ELEMENT, FB_GMM_MN, 2>"), "{}", p.source);
 }
 

@@ -3,7 +3,7 @@
 
 use crate::error::EngineError;
 use crate::transfer::{buffer_bytes, layout};
-use fusebench_codegen::{plan, ColumnSums, Device, FitWaves, KernelArg as PlanArg, LibraryCall, LoadHint, OutputSource, Plan};
+use fusebench_codegen::{plan, ColumnSums, Device, FitWaves, GroupedMn, KernelArg as PlanArg, LibraryCall, LoadHint, OutputSource, Plan};
 use fusebench_host::{Arg, Tensor};
 use fusebench_ir::{DType, Fusion, Literal};
 use fusebench_measure::InputLayout;
@@ -280,7 +280,12 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         attention_warps: k.attention_warps.unwrap_or(d.attention_warps),
         grouped_stages: k.grouped_stages.unwrap_or(d.grouped_stages),
         grouped_wgmma: k.grouped_wgmma.unwrap_or(d.grouped_wgmma),
-        grouped_mn: k.grouped_mn.unwrap_or(d.grouped_mn),
+        grouped_mn: match k.grouped_mn {
+            Some(0) => GroupedMn::Off,
+            Some(1) => GroupedMn::MmaSync,
+            Some(_) => GroupedMn::Wgmma,
+            None => d.grouped_mn,
+        },
         attention_keys: k.attention_keys.unwrap_or(d.attention_keys),
         attention_tiles: k.attention_tiles.unwrap_or(d.attention_tiles),
         attention_library: k.attention_library.unwrap_or(d.attention_library),
