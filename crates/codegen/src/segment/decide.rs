@@ -319,6 +319,8 @@ fn stored_units<'a>(
     Ok(standalone)
 }
 
+/// Stores first what the stored reductions read, but what the kernel that
+/// computes them holds on chip (more kernels of their own).
 fn store_what_they_read<'a>(
     s: &Inputs<'a>,
     cx: &Context,
@@ -368,6 +370,8 @@ fn store_what_they_read<'a>(
     Ok(())
 }
 
+/// Refuses a plan whose stored reduction reads a row kernel's totals, which
+/// run after it (the caller stores those totals' reductions and plans again).
 fn totals_combined_first(
     s: &Inputs,
     standalone: &BTreeMap<usize, Unit>,
@@ -396,6 +400,8 @@ fn totals_combined_first(
     Ok(())
 }
 
+/// The stored reductions over contiguous elements that also write the
+/// pointwise group laid out over those elements (`Device::contiguous_join`).
 fn contiguous_joins<'a>(
     s: &Inputs<'a>,
     standalone: &mut BTreeMap<usize, Unit<'a>>,
@@ -453,6 +459,8 @@ fn contiguous_joins<'a>(
     joined
 }
 
+/// Outputs that read only a row kernel's sums over rows, or only its
+/// totals, written by the kernel that combines them.
 fn combine_epilogues<'a>(s: &Inputs, carrying: &mut [Unit<'a>], looped: &mut [Unit<'a>], pointwise_groups: &mut Vec<usize>) {
     let (f, groups, all_reds) = (s.f, s.groups, s.all_reds);
     // Pointwise groups with one element per column that read only a row
