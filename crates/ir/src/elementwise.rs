@@ -10,7 +10,7 @@
 //! The tables are macros (`unary_table!`, `binary_table!`, `ternary_table!`)
 //! that hand their rows to a callback macro, so that other crates generate
 //! code from the same rows (the reference executor's per-op loops in
-//! `reference/src/expr.rs`). Adding an op is one row here, plus a function in
+//! `reference/src/expr/kernels.rs`). Adding an op is one row here, plus a function in
 //! [`crate::math`] when its semantics are more than an expression.
 
 use crate::dtype::DType;
