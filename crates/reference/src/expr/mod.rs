@@ -7,6 +7,8 @@
 //! `TILE` elements at a time through every op, in registers of f64 (float
 //! dtypes) or i64 (integer and bool dtypes). Each op rounds its result to its
 //! own dtype exactly as if it were stored, so fusing changes no value.
+//! `compile.rs` turns a DAG into a program, `run.rs` runs it a tile at a time
+//! through the per-op loops of `kernels.rs`, rounding as `rounding.rs` does.
 
 use crate::tensor::{unravel, with_buffer, with_dtype, Buffer, Elem, Tensor};
 use fusebench_ir::op::{BinaryOp, TernaryOp, UnaryOp};
