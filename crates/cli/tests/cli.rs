@@ -164,6 +164,33 @@ fn emit_compiles_with_nvrtc_alone_or_says_it_cannot() {
 }
 
 #[test]
+fn grouped_products_with_contiguous_rows_compile_in_every_form_or_say_they_cannot() {
+    // A weight gradient with both operands rows-contiguous, and a forward
+    // product with the weight held [in, out]: element by element (0),
+    // through mma.sync (1) and through wgmma (2), for sm_90a and sm_90.
+    let files = [
+        "crates/cli/tests/fixtures/ops/products/grouped_mm_k_tokens_strided_f16.py",
+        "crates/cli/tests/fixtures/ops/products/grouped_mm_rows_bf16.py",
+    ];
+    for mn in ["0", "1", "2"] {
+        for arch in ["sm_90a", "sm_90"] {
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_fusebench"))
+                .args(["emit", "--compile", "--arch", arch, files[0], files[1]])
+                .env("FUSEBENCH_GROUPED_MN", mn)
+                .current_dir(root())
+                .output()
+                .expect("fusebench runs");
+            let t = text(&o);
+            match o.status.code() {
+                Some(0) => assert!(t.contains("2 fusions compiled, 0 failed"), "{mn} {arch}: {t}"),
+                Some(2) => assert!(t.contains("NVRTC could not be loaded"), "{t}"),
+                c => panic!("{mn} {arch}: exit {c:?}: {t}"),
+            }
+        }
+    }
+}
+
+#[test]
 fn emit_writes_each_translation_unit_after_a_line_of_its_own() {
     // Flash attention's forward and backward: three kernels, each a unit of its own.
     let f = "crates/cli/tests/fixtures/ops/attention/attn_bwd_bf16.py";
