@@ -71,19 +71,25 @@ def one(rng):
             outs[1] = "dqf"
     stem = (f"attn_{'fwdbwd' if backward else 'fwd'}_b{b}h{h}_l{length}s{keys}_e{e}v{ev}{'_causal' if causal else ''}"
             f"_{layout}_{dt}")
-    text = [f"# random attention ({'forward and backward' if backward else 'forward'}), {layout}, scale {scale}",
-            "import torch", "from nvfuser_direct import FusionDefinition, DataType", "",
+    comment = f"# random attention ({'forward and backward' if backward else 'forward'}), {layout}, scale {scale}"
+    return stem, script_text(comment, lines, outs, inputs)
+
+
+def script_text(comment, lines, outs, inputs):
+    """A repro script in nvFuser's direct syntax: the fusion's lines, its outputs and its inputs."""
+    text = [comment, "import torch", "from nvfuser_direct import FusionDefinition, DataType", "",
             "def nvfuser_fusion(fd : FusionDefinition) -> None :", *lines, *[f"    fd.add_output({o})" for o in outs],
             "", "with FusionDefinition() as fd:", "    nvfuser_fusion(fd)", "", "inputs = [", *inputs, "]",
             "fd.execute(inputs)", ""]
-    return stem, "\n".join(text)
+    return "\n".join(text)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def write_scripts(one, doc, seed):
+    """The command line of a random-script writer: DIR, --count and --seed; `one(rng)` gives each (stem, text)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("dir")
     ap.add_argument("--count", type=int, default=120)
-    ap.add_argument("--seed", type=int, default=29)
+    ap.add_argument("--seed", type=int, default=seed)
     a = ap.parse_args()
     rng = random.Random(a.seed)
     os.makedirs(a.dir, exist_ok=True)
@@ -95,4 +101,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    write_scripts(one, __doc__, 29)

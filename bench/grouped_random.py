@@ -13,9 +13,9 @@ the unaligned strides occur). About a third apply SiLU to the product in Float a
 whoever runs the script: fusebench's `check` draws a random split, empty groups included. Needs neither torch nor a
 GPU to write.
 """
-import argparse
-import os
 import random
+
+from attention_random import script_text, write_scripts
 
 DTYPES = {"bf16": ("BFloat16", "torch.bfloat16"), "f16": ("Half", "torch.float16")}
 
@@ -82,28 +82,8 @@ def one(rng):
                   f"    yo = fd.ops.cast(ys, dtype=DataType.{nv_dt})"]
         out = "yo"
     stem = f"gmm_cut{cut}_g{groups}_m{m}n{n}k{k}_a-{la}_b-{lb}{'_silu' if silu else ''}_{dt}"
-    text = [f"# random grouped_mm: groups cut {cut}; mat1 {la}, mat2 {lb}",
-            "import torch", "from nvfuser_direct import FusionDefinition, DataType", "",
-            "def nvfuser_fusion(fd : FusionDefinition) -> None :", *lines, f"    fd.add_output({out})",
-            "", "with FusionDefinition() as fd:", "    nvfuser_fusion(fd)", "", "inputs = [", *inputs, "]",
-            "fd.execute(inputs)", ""]
-    return stem, "\n".join(text)
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dir")
-    ap.add_argument("--count", type=int, default=120)
-    ap.add_argument("--seed", type=int, default=36)
-    a = ap.parse_args()
-    rng = random.Random(a.seed)
-    os.makedirs(a.dir, exist_ok=True)
-    for i in range(a.count):
-        stem, text = one(rng)
-        with open(os.path.join(a.dir, f"{i:03d}_{stem}.py"), "w") as f:
-            f.write(text)
-    print(f"{a.count} scripts in {a.dir}")
+    return stem, script_text(f"# random grouped_mm: groups cut {cut}; mat1 {la}, mat2 {lb}", lines, [out], inputs)
 
 
 if __name__ == "__main__":
-    main()
+    write_scripts(one, __doc__, 36)
