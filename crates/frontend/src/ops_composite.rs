@@ -58,10 +58,20 @@ impl Body<'_, '_> {
                     if want == 1 { "it to one name" } else { "them as `y, mean, invstd = ...`" }),
             ));
         }
+        // A name given twice (`y, y, invstd = ...`) binds the last value, as
+        // Python does; the values it shadows are built under names of their
+        // own, so that the composite's ops, emitted in their own order, never
+        // use a name bound later in the script (printing reads back equal).
+        let built: Vec<String> = targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| if targets[i + 1..].contains(t) { format!("{t}__shadowed{i}") } else { t.clone() })
+            .collect();
+        let targets_built = &built[..];
         let outs = match name {
-            "var" => vec![self.var(&callee, call, &targets[0])?],
-            "batch_norm" => self.batch_norm(&callee, call, targets)?,
-            "add_alpha" | "sub_alpha" | "addcmul" => vec![self.scaled(name, &callee, call, &targets[0])?],
+            "var" => vec![self.var(&callee, call, &targets_built[0])?],
+            "batch_norm" => self.batch_norm(&callee, call, targets_built)?,
+            "add_alpha" | "sub_alpha" | "addcmul" => vec![self.scaled(name, &callee, call, &targets_built[0])?],
             _ => return Err(invalid(call.span, format!("{callee}: listed in COMPOSITES but built nowhere"))),
         };
         for (t, v) in targets.iter().zip(outs) {

@@ -121,6 +121,13 @@ fn batch_norm_reads_and_refuses_running_stat_updates() {
     assert_eq!(dtype_of(&f, "T5"), (DType::Float, vec![3]));
     assert_eq!(dtype_of(&f, "T6"), (DType::Float, vec![3]));
     assert_eq!(dtype_of(&f, "T8"), (DType::Float, vec![4]));
+    // A name given twice binds the last value, as in Python (found by
+    // fuzzing: the decomposition emitted the mean, named T5, before the
+    // output it shadows, so the printed script used T5 after rebinding it).
+    let mut lines = decl.to_vec();
+    lines.extend(["T5, T5, T6 = fd.ops.batch_norm(T0, T1, T1, None, None, S2, S3, True)", "T7 = fd.ops.neg(T5)", "fd.add_output(T7)"]);
+    let f = check_any_text(&script("nvfuser", &lines)).unwrap();
+    assert_eq!(f.value(f.outputs[0]).shape.as_deref(), Some(&[3][..]), "the mean's, bound last");
     // Training with running stats would update them in place: refused.
     let mut lines = decl.to_vec();
     lines.extend(["T4, T5, T6 = fd.ops.batch_norm(T0, None, None, T1, T1, S2, S3, True)", "fd.add_output(T4)"]);
