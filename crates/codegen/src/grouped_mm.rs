@@ -191,8 +191,9 @@ pub(crate) fn kernel(
             ),
         )),
         // Stages of A's and B's 128 x 64 tiles, rows padded to 72
-        // (prelude/grouped_mm.cu); wgmma's are 64 wide from a 1024-byte
-        // boundary, and its kernel is mma.sync's where not compiled for sm_90a.
+        // (prelude/grouped_mm.cu; a tile held [k][row], 64 rows of 136, fits
+        // the same); wgmma's are 64 wide from a 1024-byte boundary, and its
+        // kernel is mma.sync's where not compiled for sm_90a.
         shared_bytes: dev.grouped_stages * 2 * 128 * 72 * 2 + if wgmma { 1024 } else { 0 },
         fill: None,
     };
