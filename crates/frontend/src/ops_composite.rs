@@ -58,14 +58,22 @@ impl Body<'_, '_> {
                     if want == 1 { "it to one name" } else { "them as `y, mean, invstd = ...`" }),
             ));
         }
-        // A name given twice (`y, y, invstd = ...`) binds the last value, as
-        // Python does; the values it shadows are built under names of their
-        // own, so that the composite's ops, emitted in their own order, never
-        // use a name bound later in the script (printing reads back equal).
+        // The script binds the targets after the call, as Python does (the
+        // last of a name given twice wins), but the composite's ops define its
+        // outputs among them: an output named by a target that is given twice
+        // or already bound (an operand of the call among them) is built under
+        // a name of its own, so that no op of the composite reads a name its
+        // own output took before it (printing then reads back equal).
         let built: Vec<String> = targets
             .iter()
             .enumerate()
-            .map(|(i, t)| if targets[i + 1..].contains(t) { format!("{t}__shadowed{i}") } else { t.clone() })
+            .map(|(i, t)| {
+                if targets[i + 1..].contains(t) || self.names.contains_key(t) || self.vectors.contains_key(t) {
+                    format!("{t}__shadowed{i}")
+                } else {
+                    t.clone()
+                }
+            })
             .collect();
         let targets_built = &built[..];
         let outs = match name {

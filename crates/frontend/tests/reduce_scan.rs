@@ -128,6 +128,12 @@ fn batch_norm_reads_and_refuses_running_stat_updates() {
     lines.extend(["T5, T5, T6 = fd.ops.batch_norm(T0, T1, T1, None, None, S2, S3, True)", "T7 = fd.ops.neg(T5)", "fd.add_output(T7)"]);
     let f = check_any_text(&script("nvfuser", &lines)).unwrap();
     assert_eq!(f.value(f.outputs[0]).shape.as_deref(), Some(&[3][..]), "the mean's, bound last");
+    // So does a target that rebinds an operand of the call (the weight T1,
+    // read by the decomposition after it defines the mean).
+    let mut lines = decl.to_vec();
+    lines.extend(["T4, T1, T6 = fd.ops.batch_norm(T0, T1, T1, None, None, S2, S3, True)", "T7 = fd.ops.neg(T1)", "fd.add_output(T7)"]);
+    let f = check_any_text(&script("nvfuser", &lines)).unwrap();
+    assert_eq!(f.value(f.outputs[0]).shape.as_deref(), Some(&[3][..]), "the mean's");
     // Training with running stats would update them in place: refused.
     let mut lines = decl.to_vec();
     lines.extend(["T4, T5, T6 = fd.ops.batch_norm(T0, None, None, T1, T1, S2, S3, True)", "fd.add_output(T4)"]);
