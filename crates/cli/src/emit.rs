@@ -285,7 +285,7 @@ fn describe(
     }
     writeln!(out, "{}: {}{products}", path.display(), crate::plural(plan.kernels.len(), "kernel"));
     // Library calls run before the kernel they name (after them all at the count).
-    let products_before = |out: &mut String, k: usize| {
+    let calls_before_kernel = |out: &mut String, k: usize| {
         for call in plan.calls_before(k) {
             let (head, lines) = match call {
                 fusebench_codegen::LibraryCall::Product(i) => ("product", plan.products[i].describe()),
@@ -298,7 +298,7 @@ fn describe(
         }
     };
     for (i, k) in plan.kernels.iter().enumerate() {
-        products_before(&mut out, i);
+        calls_before_kernel(&mut out, i);
         writeln!(out, 
             "  {}  grid {:?} block {:?}  {:?}",
             k.name, k.grid, k.block, k.schedule
@@ -311,7 +311,7 @@ fn describe(
             }
         }
     }
-    products_before(&mut out, plan.kernels.len());
+    calls_before_kernel(&mut out, plan.kernels.len());
     // Outputs past the fusion's own are the plan's: values of a broadcast
     // computed once, which broadcast outputs are views of, and values a
     // matrix product reads or writes.

@@ -75,11 +75,10 @@ impl Body<'_, '_> {
                 }
             })
             .collect();
-        let targets_built = &built[..];
         let outs = match name {
-            "var" => vec![self.var(&callee, call, &targets_built[0])?],
-            "batch_norm" => self.batch_norm(&callee, call, targets_built)?,
-            "add_alpha" | "sub_alpha" | "addcmul" => vec![self.scaled(name, &callee, call, &targets_built[0])?],
+            "var" => vec![self.var(&callee, call, &built[0])?],
+            "batch_norm" => self.batch_norm(&callee, call, &built)?,
+            "add_alpha" | "sub_alpha" | "addcmul" => vec![self.scaled(name, &callee, call, &built[0])?],
             _ => return Err(invalid(call.span, format!("{callee}: listed in COMPOSITES but built nowhere"))),
         };
         for (t, v) in targets.iter().zip(outs) {

@@ -15,7 +15,6 @@ use fusebench_ir::ValueId;
 pub(super) fn kernels(s: &Inputs, cx: &mut Context, units: Units) -> Result<Vec<(String, Kernel)>, Failure> {
     let (f, dev, groups, all_reds) = (s.f, s.dev, s.groups, s.all_reds);
     let Units { carrying, looped, standalone, joined, pointwise: pointwise_groups } = units;
-    let cand = |name: String, work: Work| s.cand(name, work);
     let mut kernels: Vec<(String, Kernel)> = Vec::new();
     // Ops of the index family with kernels of their own are built just before
     // the first kernel that reads them (`build_specials`).
@@ -52,12 +51,14 @@ pub(super) fn kernels(s: &Inputs, cx: &mut Context, units: Units) -> Result<Vec<
     let stored = standalone.iter().map(|(&r, u)| (r, u)).chain(joined.iter().map(|(r, u)| (*r, u)));
     for (r, u) in stored {
         let red = &all_reds[r];
-        let (epilogue, full) = match &u.c.work {
-            Work::Stored { epilogue, full, .. } => (epilogue.clone(), full.clone()),
-            _ => (vec![], vec![]),
+        // Its input and the outputs its kernel also writes.
+        let roots = match &u.c.work {
+            Work::Stored { epilogue, full, .. } => {
+                std::iter::once(red.x).chain(epilogue.iter().chain(full).map(|o| o.0)).collect()
+            }
+            _ => vec![red.x],
         };
-        let roots = std::iter::once(red.x).chain(epilogue.iter().chain(&full).map(|o| o.0));
-        build_specials(cx, &mut kernels, roots.collect())?;
+        build_specials(cx, &mut kernels, roots)?;
         u.build(&dev, cx, &mut kernels)
             .map_err(|e| (e, None))?;
     }
@@ -88,7 +89,7 @@ pub(super) fn kernels(s: &Inputs, cx: &mut Context, units: Units) -> Result<Vec<
             shape: shape.clone(),
             outputs: outs.clone(),
         };
-        let u = Unit::chosen(cand(format!("fb_p{gi}"), work), cx, &dev)?;
+        let u = Unit::chosen(s.cand(format!("fb_p{gi}"), work), cx, &dev)?;
         u.build(&dev, cx, &mut kernels)
             .map_err(|e| (e, None))?;
     }

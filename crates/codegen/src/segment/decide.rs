@@ -192,7 +192,6 @@ fn row_units<'a>(
     store: &BTreeSet<usize>,
 ) -> Result<(Vec<Unit<'a>>, Vec<Unit<'a>>), Failure> {
     let (f, layouts, dev, groups, all_reds) = (s.f, s.layouts, s.dev, s.groups, s.all_reds);
-    let cand = |name: String, work: Work| s.cand(name, work);
     // Each normalization's rows are laid out by the first schedule that
     // fits; sums over rows may join the kernels that carry them.
     let mut carrying: Vec<Unit> = Vec::new();
@@ -221,7 +220,7 @@ fn row_units<'a>(
             reload,
             ..Rows::default()
         };
-        let u = Unit::chosen(cand(name, Work::Rows(rows)), cx, &dev)?;
+        let u = Unit::chosen(s.cand(name, Work::Rows(rows)), cx, &dev)?;
         if u.schedule.carries_row_sums() {
             carrying.push(u);
         } else {
@@ -242,7 +241,6 @@ fn stored_units<'a>(
     pointwise_groups: &mut Vec<usize>,
 ) -> Result<BTreeMap<usize, Unit<'a>>, Failure> {
     let (f, layouts, dev, groups, all_reds) = (s.f, s.layouts, s.dev, s.groups, s.all_reds);
-    let cand = |name: String, work: Work| s.cand(name, work);
     let splits = |shape: &[usize], cols: usize, last: usize| -> Option<usize> {
         let numel: usize = shape.iter().product();
         let mut p = 1usize;
@@ -291,7 +289,7 @@ fn stored_units<'a>(
             joined: beside.is_some(),
             full: vec![],
         };
-        let u = Unit::chosen(cand(format!("fb_r{}", red.node), work), cx, &dev)?;
+        let u = Unit::chosen(s.cand(format!("fb_r{}", red.node), work), cx, &dev)?;
         match sums {
             Some((rows_shape, inner_shape)) if u.schedule.carries_row_sums() => {
                 let full = match beside {
@@ -306,7 +304,7 @@ fn stored_units<'a>(
                     ..Rows::default()
                 });
                 carrying.push(Unit {
-                    c: cand(format!("fb_w{}", red.node), work),
+                    c: s.cand(format!("fb_w{}", red.node), work),
                     ..u
                 });
             }
@@ -329,7 +327,6 @@ fn store_what_they_read<'a>(
     looped: &[Unit],
 ) -> Result<(), Failure> {
     let (f, dev, all_reds) = (s.f, s.dev, s.all_reds);
-    let cand = |name: String, work: Work| s.cand(name, work);
     // Whatever a stored reduction reads must be stored first, except what the
     // kernel that computes it holds on chip.
     loop {
@@ -364,7 +361,7 @@ fn store_what_they_read<'a>(
                 full: vec![],
             };
             let name = format!("fb_r{}", all_reds[r].node);
-            standalone.insert(r, Unit::chosen(cand(name, work), cx, &dev)?);
+            standalone.insert(r, Unit::chosen(s.cand(name, work), cx, &dev)?);
         }
     }
     Ok(())
