@@ -11,6 +11,9 @@
 #[path = "random_ops.rs"]
 mod more;
 
+#[path = "random_gemm.rs"]
+mod products;
+
 use crate::dtype::ALL_DTYPES;
 use crate::recipe::{row_major_strides, InputRecipe};
 use crate::{
@@ -108,6 +111,8 @@ pub const STRUCTURED: &[(&str, Gen)] = &[
     ("triu", more::triu),
     ("uniform/normal", more::rng),
     ("rand_like/randn_like", more::rng_like),
+    ("matmul", products::matmul),
+    ("linear", products::linear),
     ("full", full),
     ("sum_dtype", sum_dtype),
     ("var_mean", var_mean),

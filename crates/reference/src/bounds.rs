@@ -58,6 +58,12 @@
 //!   stream and arithmetic); normal 8 ulps of Float (Double for Double) of
 //!   |y| + |mean| (log, sqrt, sin/cos, then n·std + mean), plus the output's
 //!   rounding.
+//! - matmul and linear: the operands' bounds carried through the product
+//!   (|A| e_B + e_A (|B| + e_B), a bias's bound added), plus (k + 1) unit
+//!   roundoffs of the accumulator (Float, or Double for Double) and of Double
+//!   (the reference's own sum) times sum_k |a b| (+ |bias|): a bound for any
+//!   summation order, since a library's k loop is mostly a sequence, not a
+//!   tree; plus the output's rounding.
 //! - Any other op: uncertain (+inf) outputs.
 //!
 //! - Complex values: each part has its own bound ([`complex`]'s module doc);
@@ -80,6 +86,9 @@ use std::collections::HashMap;
 
 #[path = "bounds_complex.rs"]
 mod complex;
+
+#[path = "bounds_product.rs"]
+mod product;
 
 /// Runs `f` and returns its outputs with each output's per-element bound
 /// (`None`: exact, bound 0).
@@ -514,6 +523,7 @@ impl Shadow {
                 Ok(vec![self.scan(*kind, *x, *dim, *init, y, errs[0])?])
             }
             Op::Rng { .. } | Op::RngLike { .. } => Ok(vec![self.rng(op, y)?]),
+            Op::Matmul { .. } | Op::Linear { .. } => Ok(vec![self.product(op, y, &errs)?]),
             #[allow(unreachable_patterns)]
             _ => {
                 let mut r = vec![];

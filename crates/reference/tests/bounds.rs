@@ -135,3 +135,55 @@ fn comparisons_are_per_element_nan_only_matches_nan_and_dtypes_must_be_equal() {
     assert!(compare_bounded(&i32s, &i64s, None).0.problem.is_some());
     assert!(compare_bounded(&i64s, &i64s, None).0.ok);
 }
+
+fn tensor(shape: &[usize], v: &[f64]) -> Arg {
+    Arg::Tensor(Tensor::from_f64s(DType::Float, shape, v).unwrap())
+}
+
+const U_F: f64 = EPS_F / 2.0;
+const U_D: f64 = f64::EPSILON / 2.0;
+
+#[test]
+fn a_product_is_bounded_by_k_unit_roundoffs_of_any_order_times_its_terms_magnitudes() {
+    use fusebench_ir::Op;
+    let mut fd = FusionBuilder::new();
+    let a = fd.tensor(&[1, 2], DType::Float).unwrap();
+    let b = fd.tensor(&[2, 1], DType::Float).unwrap();
+    let y = fd.op(Op::Matmul { a, b }, &[]).unwrap()[0];
+    fd.add_output(y).unwrap();
+    let f = fd.finish();
+    let args = [tensor(&[1, 2], &[1.0, -2.0]), tensor(&[2, 1], &[3.0, 4.0])];
+    let (outs, bounds) = run_with_bounds(&f, &args).unwrap();
+    assert_eq!(outs[0].to_f64_vec(), vec![-5.0]);
+    let got = bounds[0].as_ref().unwrap().to_f64_vec()[0];
+    // k = 2 terms of magnitude 3 + 8, the output's rounding of |-5|, the floor.
+    let want = 2.0 * (U_F + U_D) * 11.0 + EPS_F * 5.0 + 2.0 * TINY_F;
+    assert!(close(got, want), "{got} vs {want}");
+}
+
+#[test]
+fn a_linears_operand_and_bias_bounds_are_carried_through_it() {
+    use fusebench_ir::Op;
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[1, 2], DType::Float).unwrap();
+    let w = fd.tensor(&[1, 2], DType::Float).unwrap();
+    let c = fd.tensor(&[1], DType::Float).unwrap();
+    // x * 3: one ulp computing it, one rounding it, the floor.
+    let three = fd.literal(Literal::Float(3.0));
+    let a = fd.mul(x, three).unwrap();
+    let three = fd.literal(Literal::Float(3.0));
+    let bias = fd.mul(c, three).unwrap();
+    let y = fd.op(Op::Linear { a, weight: w, bias: Some(bias) }, &[]).unwrap()[0];
+    fd.add_output(y).unwrap();
+    let f = fd.finish();
+    let args = [tensor(&[1, 2], &[1.0, -2.0]), tensor(&[1, 2], &[5.0, 7.0]), tensor(&[1], &[0.5])];
+    let (outs, bounds) = run_with_bounds(&f, &args).unwrap();
+    // a = [3, -6], bias 1.5: 15 - 42 + 1.5.
+    assert_eq!(outs[0].to_f64_vec(), vec![-25.5]);
+    let got = bounds[0].as_ref().unwrap().to_f64_vec()[0];
+    let e = |v: f64| 2.0 * EPS_F * v + 2.0 * TINY_F;
+    // 3 terms (two products and the bias), magnitudes 15 + 42 + 1.5;
+    // a's bounds through |w|, the bias's bound, the output's rounding.
+    let want = 3.0 * (U_F + U_D) * 58.5 + (e(3.0) * 5.0 + e(6.0) * 7.0) + e(1.5) + EPS_F * 25.5 + 2.0 * TINY_F;
+    assert!(close(got, want), "{got} vs {want}");
+}

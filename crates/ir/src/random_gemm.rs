@@ -1,0 +1,140 @@
+//! Draws of the matrix products `matmul` and `linear` for
+//! [`super::STRUCTURED`]: one factor is a tensor of the pool (cast to a
+//! product's dtype when it has another), so what comes before and after a
+//! product is whatever the fusion drew; the other factor, a weight and a bias
+//! are new inputs, laid out as any input (dense, transposed or sliced), or the
+//! pool tensor itself transposed (`x @ x^T`). Every shape torch.matmul takes is
+//! drawn: vectors on either side, batch dims on either side or both,
+//! broadcast against 1.
+
+use super::Ctx;
+use crate::gemm::matmul_shape;
+use crate::{DType, IrError, Op, ValueId};
+
+type Drawn = Option<Result<Vec<ValueId>, IrError>>;
+
+/// Multiply-adds a drawn product may take at most (with its bound, the CPU
+/// reference runs four such products).
+const MAX_MACS: usize = 1 << 21;
+
+/// A product's dtypes, Float most often.
+const DTYPES: [DType; 5] = [DType::Float, DType::Half, DType::BFloat16, DType::Float, DType::Double];
+
+/// A tensor of the pool of rank >= 1, in a product's dtype (cast to one
+/// when it has another; complex tensors are not drawn).
+fn factor(c: &mut Ctx) -> Option<Result<(ValueId, Vec<usize>, DType), IrError>> {
+    let x = c.operand();
+    let s = c.shape_of(x);
+    let d = c.dtype_of(x);
+    if s.is_empty() || d.is_complex() {
+        return None;
+    }
+    if DTYPES.contains(&d) {
+        return Some(Ok((x, s, d)));
+    }
+    let d = c.rng.pick(&DTYPES);
+    Some(c.fd.cast(x, d).map(|v| (v, s, d)))
+}
+
+/// A free extent of a product (m, n, a batch).
+fn free(c: &mut Ctx) -> usize {
+    c.rng.pick(&[1, 2, 3, 7, 16, 33, 64, 100, 128, 257])
+}
+
+/// Batch dims for the new factor of a product whose pool factor has batch
+/// dims `batch`: none, the same, 1s where they broadcast, or new ones when
+/// the pool factor has none.
+fn batch_like(c: &mut Ctx, batch: &[usize]) -> Vec<usize> {
+    match c.rng.below(4) {
+        0 => vec![],
+        1 => batch.to_vec(),
+        2 => batch.iter().map(|&e| if c.rng.chance(0.5) { 1 } else { e }).collect(),
+        _ if batch.is_empty() => vec![c.rng.pick(&[1, 2, 3])],
+        _ => batch[c.rng.below(batch.len())..].to_vec(),
+    }
+}
+
+/// The new factor's shape, given the pool factor's shape `xs` and which side it is on.
+fn other_shape(c: &mut Ctx, xs: &[usize], x_left: bool) -> Vec<usize> {
+    let r = xs.len();
+    let batch = if r > 2 { &xs[..r - 2] } else { &[][..] };
+    let k = if x_left || r == 1 { xs[r - 1] } else { xs[r - 2] };
+    if c.rng.chance(0.2) {
+        return vec![k];
+    }
+    let mut s = batch_like(c, batch);
+    let free = free(c);
+    if x_left {
+        s.extend([k, free]);
+    } else {
+        s.extend([free, k]);
+    }
+    s
+}
+
+pub(super) fn matmul(c: &mut Ctx) -> Drawn {
+    let (x, xs, d) = match factor(c)? {
+        Ok(f) => f,
+        Err(e) => return Some(Err(e)),
+    };
+    let r = xs.len();
+    if r >= 2 && c.rng.chance(0.15) {
+        // x @ x^T: both factors one tensor, the right one a permuted view.
+        let mut dims: Vec<i64> = (0..r as i64).collect();
+        dims.swap(r - 2, r - 1);
+        let (mut ts, m, k) = (xs.clone(), xs[r - 2], xs[r - 1]);
+        ts.swap(r - 2, r - 1);
+        if xs[..r - 2].iter().product::<usize>() * m * m * k > MAX_MACS {
+            return None;
+        }
+        let t = match c.fd.permute(x, &dims) {
+            Ok(t) => t,
+            Err(e) => return Some(Err(e)),
+        };
+        return Some(c.fd.op(Op::Matmul { a: x, b: t }, &[]));
+    }
+    let x_left = c.rng.chance(0.6);
+    let os = other_shape(c, &xs, x_left);
+    let (sa, sb) = if x_left { (&xs, &os) } else { (&os, &xs) };
+    let s = matmul_shape(sa, sb).ok()?;
+    if s.batch.iter().product::<usize>() * s.m * s.n * s.k > MAX_MACS {
+        return None;
+    }
+    let o = match c.input(&os, d) {
+        Ok(o) => o,
+        Err(e) => return Some(Err(e)),
+    };
+    let (a, b) = if x_left { (x, o) } else { (o, x) };
+    Some(c.fd.op(Op::Matmul { a, b }, &[]))
+}
+
+pub(super) fn linear(c: &mut Ctx) -> Drawn {
+    let (x, xs, d) = match factor(c)? {
+        Ok(f) => f,
+        Err(e) => return Some(Err(e)),
+    };
+    let k = xs[xs.len() - 1];
+    let n = free(c);
+    let batch: Vec<usize> = if c.rng.chance(0.1) { vec![c.rng.pick(&[2, 3])] } else { vec![] };
+    let rows: usize = xs[..xs.len() - 1].iter().product();
+    if batch.iter().product::<usize>() * rows * n * k > MAX_MACS {
+        return None;
+    }
+    let mut ws = batch.clone();
+    ws.extend([n, k]);
+    let weight = match c.input(&ws, d) {
+        Ok(w) => w,
+        Err(e) => return Some(Err(e)),
+    };
+    let bias = match c.rng.below(10) {
+        0..=3 => None,
+        4..=7 => Some(vec![n]),
+        _ => Some([batch.as_slice(), &[n]].concat()),
+    };
+    let bias = match bias.map(|s| c.input(&s, d)) {
+        None => None,
+        Some(Ok(b)) => Some(b),
+        Some(Err(e)) => return Some(Err(e)),
+    };
+    Some(c.fd.op(Op::Linear { a: x, weight, bias }, &[]))
+}

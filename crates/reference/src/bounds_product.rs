@@ -1,0 +1,90 @@
+//! Bounds of the matrix products `matmul` and `linear` (the rule is listed in
+//! [`super`]'s module doc).
+//!
+//! A library's product sums its k terms in an accumulator (Float for Half,
+//! BFloat16 and Float operands, Double for Double) in an order of its own: a
+//! k loop per thread, tiles of k, sometimes k split across blocks and added
+//! after. Unlike a reduction's tree, most of that order is a sequence, so the
+//! bound is the one that holds for any order, (k + 1) unit roundoffs of the
+//! accumulator times the sum of the terms' magnitudes (the + 1 for a bias
+//! added at the end), not the log2 k of [`crate::sum_bound::accumulation_factor`].
+//! The reference sums in Double and adds the same with Double's unit roundoff.
+
+use super::{Errs, Shadow};
+use fusebench_ir::gemm::matmul_shape;
+use fusebench_ir::{DType, IrError, Op, ValueId};
+
+impl Shadow {
+    /// `op` (a `matmul` or `linear`) applied to `vs` in place of its operands.
+    fn product_of(&mut self, op: &Op, vs: &[Option<ValueId>]) -> Result<ValueId, IrError> {
+        let mut o = op.clone();
+        let slots = o.operands_mut();
+        for (slot, v) in slots.into_iter().zip(vs) {
+            if let Some(v) = v {
+                *slot = *v;
+            }
+        }
+        if let (Op::Linear { bias, .. }, Some(None)) = (&mut o, vs.get(2)) {
+            *bias = None;
+        }
+        Ok(self.fd.op(o, &[])?[0])
+    }
+
+    /// The terms each output element of the product sums.
+    fn product_terms(&self, op: &Op) -> Result<usize, IrError> {
+        Ok(match op {
+            Op::Matmul { a, b } => {
+                let (sa, sb) = (self.shape(*a).unwrap_or_default(), self.shape(*b).unwrap_or_default());
+                matmul_shape(&sa, &sb)?.k
+            }
+            Op::Linear { a, bias, .. } => {
+                let k = self.shape(*a).unwrap_or_default().last().copied().unwrap_or(1);
+                k + usize::from(bias.is_some())
+            }
+            _ => unreachable!("product_terms of {}", op.name()),
+        })
+    }
+
+    /// Bound of a product's output `y`: the operands' bounds carried through
+    /// the product (|A| e_B + e_A (|B| + e_B), one operand at a time, each
+    /// one's later operands at the top of their intervals; a bias's bound
+    /// added), plus the accumulation's (k + 1)(u + u_Double) sum |a b| (+ |bias|),
+    /// plus the output's rounding.
+    pub(super) fn product(&mut self, op: &Op, y: ValueId, errs: &Errs) -> Result<Option<ValueId>, IrError> {
+        let operands = op.operands();
+        let mut abs = vec![];
+        for &v in &operands {
+            abs.push(self.finite_abs(v)?);
+        }
+        let magnitude = self.product_of(op, &abs.iter().map(|&v| Some(v)).collect::<Vec<_>>())?;
+        let u = if self.dtype(y) == DType::Double { 2f64.powi(-53) } else { 2f64.powi(-24) };
+        let terms = self.product_terms(op)? as f64;
+        let mut bound = Some(self.mulc(magnitude, terms * (u + 2f64.powi(-53)))?);
+        // The factors (a, b / weight); a bias is a term of its own.
+        let factors = operands.len().min(2);
+        for i in 0..factors {
+            let Some(e) = errs[i] else { continue };
+            let mut vs: Vec<Option<ValueId>> = vec![None; operands.len()];
+            for (j, slot) in vs.iter_mut().enumerate().take(factors) {
+                *slot = Some(match j.cmp(&i) {
+                    std::cmp::Ordering::Less => abs[j],
+                    std::cmp::Ordering::Equal => e,
+                    std::cmp::Ordering::Greater => match errs[j] {
+                        Some(ej) => self.add(abs[j], ej)?,
+                        None => abs[j],
+                    },
+                });
+            }
+            let carried = self.product_of(op, &vs)?;
+            bound = self.sum_opt(bound, Some(carried))?;
+        }
+        if let Some(&Some(e)) = errs.get(2) {
+            // The bias's bound, broadcast as the product broadcasts the bias.
+            let (za, zw) = (self.zeros(operands[0])?, self.zeros(operands[1])?);
+            let carried = self.product_of(op, &[Some(za), Some(zw), Some(e)])?;
+            bound = self.sum_opt(bound, Some(carried))?;
+        }
+        let local = self.local(y, 0.0)?;
+        self.sum_opt(bound, local)
+    }
+}
