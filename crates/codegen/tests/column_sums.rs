@@ -63,3 +63,23 @@ fn a_sum_alone_keeps_the_outer_schedule() {
     let p = planned(SUM_ONLY, ColumnSums::Rowwise);
     assert_eq!(outer_partials(&p), 0, "{:#?}", p.kernels);
 }
+
+/// The input minus its column sums: the elementwise outputs read the sum,
+/// which is whole only after every row was read, so they cannot join the
+/// kernel that sums (once refused: "reduction result ... is neither computed
+/// in this kernel nor stored by an earlier one"). The sum is stored, then an
+/// elementwise kernel reads it.
+#[test]
+fn outputs_that_read_the_column_sums_run_after_them() {
+    let body = "    t0 = fd.define_tensor(shape=[4200, 17], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    s = fd.ops.sum(t0, dims=[0], keepdim=True)
+    o = fd.ops.sub(t0, s)
+    fd.add_output(o)
+";
+    for column_sums in [ColumnSums::Joined, ColumnSums::Outer] {
+        let p = planned(body, column_sums);
+        let last = p.kernels.last().unwrap();
+        assert_eq!(last.schedule, Schedule::Pointwise, "{:#?}", p.kernels);
+        assert!(p.kernels.len() >= 2, "{:#?}", p.kernels);
+    }
+}

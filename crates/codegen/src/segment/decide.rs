@@ -274,13 +274,16 @@ fn stored_units<'a>(
             }
         }
         // The pointwise group over the same rows x columns, which a row
-        // kernel computing this sum would write too.
+        // kernel computing this sum would write too; not one that reads the
+        // sum (x minus its column sums), which is whole only after every
+        // row has been read.
         let beside = sums.as_ref().and_then(|(rs, is)| {
             let (rows, cols) = (rs.iter().product(), is.iter().product());
             let last = *is.last().unwrap();
-            pointwise_groups
-                .iter()
-                .position(|&gi| splits(&groups[gi].0, cols, last) == Some(rows))
+            pointwise_groups.iter().position(|&gi| {
+                splits(&groups[gi].0, cols, last) == Some(rows)
+                    && !closure(f, groups[gi].1.iter().map(|o| o.0), all_reds).contains(&r)
+            })
         });
         let work = Work::Stored {
             red: r,
