@@ -23,8 +23,10 @@ const BLOCK: u32 = 128;
 
 type Kernels = Vec<(String, Kernel)>;
 
-/// Builds, in node order, every special op (see `index::is_special`) that the
-/// values `roots` read and that is not stored yet.
+/// Builds, in node order, every special op (see `index::is_special`) and
+/// every scan that the values `roots` read and that is not stored yet (the
+/// scans of values computed from reductions: `segment::build` builds the
+/// others first).
 pub fn build_for(
     cx: &mut Context,
     kernels: &mut Kernels,
@@ -39,7 +41,8 @@ pub fn build_for(
             continue;
         }
         if let ValueDef::Node { node, .. } = f.value(v).def {
-            if crate::index::is_special(&f.nodes[node].op) && !nodes.contains(&node) {
+            let op = &f.nodes[node].op;
+            if (crate::index::is_special(op) || matches!(op, Op::Scan { .. })) && !nodes.contains(&node) {
                 nodes.push(node);
             }
             stack.extend(f.nodes[node].op.operands());
@@ -50,10 +53,10 @@ pub fn build_for(
         if cx.stored.contains_key(&f.nodes[n].outputs[0]) {
             continue;
         }
-        let Op::Index(op) = &f.nodes[n].op else {
-            unreachable!()
-        };
-        build(cx, kernels, n, op)?;
+        match &f.nodes[n].op {
+            Op::Index(op) => build(cx, kernels, n, op)?,
+            _ => crate::scan::build(cx, n, kernels)?,
+        }
     }
     Ok(())
 }

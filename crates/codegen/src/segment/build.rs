@@ -29,17 +29,14 @@ pub(super) fn kernels(s: &Inputs, cx: &mut Context, units: Units) -> Result<Vec<
             })
         };
     // Scans first, in definition order, each stored for whatever reads it
-    // (after the index-family ops it reads).
+    // (after the index-family ops it reads). A scan of a value computed from
+    // a reduction is built like the index-family ops, just before the first
+    // kernel that reads it, once the reductions it reads are stored (where
+    // one is kept on chip, the plan is redone with it stored).
     for (node, n) in f.nodes.iter().enumerate() {
         if let fusebench_ir::Op::Scan { x, .. } = &n.op {
             if !closure(f, std::iter::once(*x), all_reds).is_empty() {
-                return Err((
-                    CodegenError::Unsupported(format!(
-                        "{} of a value computed from a reduction",
-                        n.op.name()
-                    )),
-                    None,
-                ));
+                continue;
             }
             // A scan of a topk/argsort/scatter/index_put_accumulate result reads it stored.
             build_specials(cx, &mut kernels, vec![*x])?;
@@ -64,7 +61,7 @@ pub(super) fn kernels(s: &Inputs, cx: &mut Context, units: Units) -> Result<Vec<
     }
     for u in carrying.iter().chain(&looped) {
         let rw = u.rows();
-        let roots = (rw.inner.iter().chain(&rw.outer).map(|&r| all_reds[r].x))
+        let roots = (rw.inner.iter().chain(&rw.outer).chain(&rw.totals).map(|&r| all_reds[r].x))
             .chain(rw.full.iter().chain(&rw.per_row).map(|o| o.0))
             .collect();
         build_specials(cx, &mut kernels, roots)?;

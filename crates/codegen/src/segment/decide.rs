@@ -33,6 +33,23 @@ impl<'a> Inputs<'a> {
     }
 }
 
+/// Whether the values read a scan of a value computed from a reduction:
+/// such a scan is built just before its first reader, once the reductions it
+/// reads are stored, so the kernel that computes one of them cannot also
+/// write what reads the scan.
+fn reads_late_scan(f: &Fusion, values: impl Iterator<Item = ValueId>, all_reds: &[Reduction]) -> bool {
+    let mut found = false;
+    f.walk_up(values, |v| {
+        if let Some(n) = f.producer(v) {
+            if let fusebench_ir::Op::Scan { x, .. } = &n.op {
+                found |= !closure(f, std::iter::once(*x), all_reds).is_empty();
+            }
+        }
+        !found
+    });
+    found
+}
+
 /// The units a plan builds, by kind, each with its schedule chosen.
 pub(super) struct Units<'a> {
     /// Row kernels whose schedule carries sums over rows.
@@ -477,7 +494,8 @@ fn combine_epilogues<'a>(s: &Inputs, carrying: &mut [Unit<'a>], looped: &mut [Un
             let reads = direct(f, outs.iter().map(|o| o.0), all_reds);
             let fits = shape.iter().product::<usize>() == cols
                 && !reads.is_empty()
-                && reads.iter().all(|r| outer.contains(r));
+                && reads.iter().all(|r| outer.contains(r))
+                && !reads_late_scan(f, outs.iter().map(|o| o.0), all_reds);
             if fits {
                 epilogue.extend(outs.iter().copied());
             }
@@ -498,7 +516,8 @@ fn combine_epilogues<'a>(s: &Inputs, carrying: &mut [Unit<'a>], looped: &mut [Un
             let reads = direct(f, outs.iter().map(|o| o.0), all_reds);
             let fits = shape.iter().product::<usize>() == 1
                 && !reads.is_empty()
-                && reads.iter().all(|r| totals.contains(r));
+                && reads.iter().all(|r| totals.contains(r))
+                && !reads_late_scan(f, outs.iter().map(|o| o.0), all_reds);
             if fits {
                 epilogue.extend(outs.iter().copied());
             }
@@ -524,7 +543,8 @@ fn stored_epilogues<'a>(
         pointwise_groups.retain(|&gi| {
             let outs = &groups[gi].1;
             let fits = closure(f, outs.iter().map(|o| o.0), all_reds) == [r]
-                && outs.iter().all(|o| crate::epilogue::fits(f, red, o.0));
+                && outs.iter().all(|o| crate::epilogue::fits(f, red, o.0))
+                && !reads_late_scan(f, outs.iter().map(|o| o.0), all_reds);
             if fits {
                 epilogue.extend(outs.iter().copied());
             }
