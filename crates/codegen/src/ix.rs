@@ -197,6 +197,69 @@ impl Ix {
     }
 }
 
+impl Ix {
+    /// A form in which two ways of writing one index compare equal, for
+    /// non-negative indices: `(x / a) / b` is `x / (a * b)`, and
+    /// `(x % n) * k + (x / n) * (n * k)` is `x * k` (a reshape's index split
+    /// and joined again). Only compared, never emitted.
+    pub fn canonical(&self) -> Ix {
+        match self {
+            Ix::Const(_) | Ix::Var(_) => self.clone(),
+            Ix::Mul(x, a) => x.canonical().mul(*a),
+            Ix::Mod(x, c) => x.canonical().rem(*c, None),
+            Ix::Div(x, c) => match x.canonical() {
+                Ix::Div(y, a) => y.div(a * c, None),
+                y => y.div(*c, None),
+            },
+            Ix::Add(ts) => {
+                let mut terms: Vec<Ix> = ts.iter().map(Ix::canonical).collect();
+                while let Some((i, j, joined)) = split_pair(&terms) {
+                    let (hi, lo) = (i.max(j), i.min(j));
+                    terms.remove(hi);
+                    terms.remove(lo);
+                    terms.push(joined);
+                    terms = terms.into_iter().fold(Ix::Const(0), Ix::add).into_terms();
+                }
+                // Terms in one order, so that sums of the same terms compare equal.
+                terms.sort_by_cached_key(|t| format!("{t:?}"));
+                terms.into_iter().fold(Ix::Const(0), Ix::add)
+            }
+        }
+    }
+
+    fn into_terms(self) -> Vec<Ix> {
+        match self {
+            Ix::Add(ts) => ts,
+            t => vec![t],
+        }
+    }
+
+    /// `(x, k)` of a term `(x % n) * k` (k = 1 without the product) with its `n`.
+    fn as_rem_term(&self) -> Option<(&Ix, i64, i64)> {
+        match self {
+            Ix::Mod(x, n) => Some((x, *n, 1)),
+            Ix::Mul(m, k) => match &**m {
+                Ix::Mod(x, n) => Some((x, *n, *k)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// Two canonical terms `(x % n) * k` and `(x / n) * (n * k)` of one sum, with
+/// what they add up to, `x * k`.
+fn split_pair(terms: &[Ix]) -> Option<(usize, usize, Ix)> {
+    for (i, t) in terms.iter().enumerate() {
+        let Some((x, n, k)) = t.as_rem_term() else { continue };
+        let want = Ix::Div(Box::new(x.clone()), n).canonical().mul(n * k);
+        if let Some(j) = terms.iter().position(|u| *u == want) {
+            return Some((i, j, x.clone().mul(k)));
+        }
+    }
+    None
+}
+
 /// A sum of index expressions, constants folded and nested sums flattened.
 impl Add for Ix {
     type Output = Ix;
@@ -282,6 +345,29 @@ mod tests {
         assert_eq!(Ix::var("i").mul(6).div(3, None).to_string(), "(i * 2)");
         assert_eq!(Ix::var("i").div(64, Some(64)), Ix::c(0));
         assert_eq!(Ix::var("i").rem(64, Some(64)), Ix::var("i"));
+    }
+
+    #[test]
+    fn a_split_index_joined_again_is_the_index() {
+        let o = Ix::var("o");
+        let once = o.clone().rem(3, None).add(o.clone().div(3, None).mul(3));
+        assert_eq!(once.to_string(), "((o % 3) + ((o / 3) * 3))");
+        assert_eq!(once.canonical(), o);
+        assert_eq!(o.clone().add(Ix::c(1)).canonical(), Ix::c(1).add(o.clone()).canonical());
+        // Split in three and joined: o % 3 + ((o / 3) % 2) * 3 + (o / 6) * 6.
+        let q = o.clone().div(3, None);
+        let twice = o
+            .clone()
+            .rem(3, None)
+            .add(q.clone().rem(2, None).mul(3))
+            .add(q.div(2, None).mul(6))
+            .add(Ix::var("r").mul(12));
+        assert_eq!(twice.canonical(), Ix::var("r").mul(12).add(o.clone()).canonical());
+        // Not a split: another variable's quotient, or another divisor.
+        let other = o.clone().rem(3, None).add(Ix::var("p").div(3, None).mul(3));
+        assert_eq!(other.canonical().to_string(), "((o % 3) + ((p / 3) * 3))");
+        let off = o.clone().rem(3, None).add(o.clone().div(3, None).mul(6));
+        assert_eq!(off.canonical().to_string(), "((o % 3) + ((o / 3) * 6))");
     }
 
     #[test]

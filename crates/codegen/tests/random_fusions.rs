@@ -1,8 +1,8 @@
 //! Fusions never seen before: the fuzzer's random fusions
 //! (`fusebench_ir::random`, the one generator `fusebench fuzz` draws from),
 //! with their inputs' real layouts (transposed, sliced). Planning must return
-//! a plan or an error, never panic, and every plan must name a kernel for
-//! each written output.
+//! a plan or an error, never panic, and every plan must name a kernel (or a
+//! library's matrix product) for each written output.
 
 use fusebench_codegen::{plan, Device, KernelArg, OutputSource};
 
@@ -29,10 +29,9 @@ fn planning_never_panics() {
                 Ok(p) => {
                     for (o, out) in p.outputs.iter().enumerate() {
                         if matches!(out.source, OutputSource::Written) {
-                            let written = p
-                                .kernels
-                                .iter()
-                                .any(|k| k.args.contains(&KernelArg::Output(o)));
+                            // By a kernel, or by a matrix product's library call.
+                            let written = p.kernels.iter().any(|k| k.args.contains(&KernelArg::Output(o)))
+                                || p.products.iter().any(|m| m.out == KernelArg::Output(o));
                             assert!(
                                 written,
                                 "fusion {i}: output {o} has no kernel: {:?}",

@@ -377,6 +377,11 @@ impl<'f> Lowerer<'f> {
             if let Some(h) = hs.iter().find(|h| scalar || h.index == idx) {
                 return Ok(h.expr.clone());
             }
+            // The same element written another way (a reshape's index split and joined).
+            let canon: Vec<Ix> = idx.iter().map(Ix::canonical).collect();
+            if let Some(h) = hs.iter().find(|h| h.index.iter().map(Ix::canonical).eq(canon.iter().cloned())) {
+                return Ok(h.expr.clone());
+            }
             return Err(CodegenError::NoFit(format!(
                 "{} is held for {:?} but read at {:?}",
                 val.name,

@@ -33,16 +33,16 @@ impl<'a> Inputs<'a> {
     }
 }
 
-/// Whether the values read a scan of a value computed from a reduction:
-/// such a scan is built just before its first reader, once the reductions it
-/// reads are stored, so the kernel that computes one of them cannot also
-/// write what reads the scan.
-fn reads_late_scan(f: &Fusion, values: impl Iterator<Item = ValueId>, all_reds: &[Reduction]) -> bool {
+/// Whether the values read a scan, sort, topk, scatter or accumulate of a
+/// value computed from a reduction: such an op has a kernel of its own, built
+/// just before its first reader once the reductions it reads are stored, so
+/// the kernel that computes one of them cannot also write what reads the op.
+fn reads_late_kernel(f: &Fusion, values: impl Iterator<Item = ValueId>, all_reds: &[Reduction]) -> bool {
     let mut found = false;
     f.walk_up(values, |v| {
         if let Some(n) = f.producer(v) {
-            if let fusebench_ir::Op::Scan { x, .. } = &n.op {
-                found |= !closure(f, std::iter::once(*x), all_reds).is_empty();
+            if matches!(n.op, fusebench_ir::Op::Scan { .. }) || crate::index::is_special(&n.op) {
+                found |= !closure(f, n.op.operands().into_iter(), all_reds).is_empty();
             }
         }
         !found
@@ -275,10 +275,14 @@ fn stored_units<'a>(
     // the same rows x columns; the others get a kernel of their own, which
     // for a schedule that carries sums over rows is a row kernel that a
     // pointwise group over the same rows x columns joins.
+    // A reduction another stored one reads is computed on its own, first:
+    // stored reductions' kernels run before any row kernel.
+    let read: BTreeSet<usize> = store.iter().flat_map(|&o| direct(f, std::iter::once(all_reds[o].x), all_reds)).collect();
     let mut standalone: BTreeMap<usize, Unit> = BTreeMap::new();
     for &r in store {
         let red = &all_reds[r];
-        let sums = schedule::row_sums(f, layouts, red, &dev).ok();
+        let before_rows = read.contains(&r);
+        let sums = schedule::row_sums(f, layouts, red, &dev).ok().filter(|_| !before_rows);
         if let Some((rs, is)) = &sums {
             let key = (
                 rs.iter().product(),
@@ -304,7 +308,7 @@ fn stored_units<'a>(
         });
         let work = Work::Stored {
             red: r,
-            before_rows: false,
+            before_rows,
             epilogue: vec![],
             joined: beside.is_some(),
             full: vec![],
@@ -492,10 +496,12 @@ fn combine_epilogues<'a>(s: &Inputs, carrying: &mut [Unit<'a>], looped: &mut [Un
         pointwise_groups.retain(|&gi| {
             let (shape, outs) = &groups[gi];
             let reads = direct(f, outs.iter().map(|o| o.0), all_reds);
+            // Each reads the sums elementwise: the combine holds one column's.
             let fits = shape.iter().product::<usize>() == cols
                 && !reads.is_empty()
                 && reads.iter().all(|r| outer.contains(r))
-                && !reads_late_scan(f, outs.iter().map(|o| o.0), all_reds);
+                && !reads_late_kernel(f, outs.iter().map(|o| o.0), all_reds)
+                && reads.iter().all(|&r| outs.iter().all(|o| crate::epilogue::fits(f, &all_reds[r], o.0)));
             if fits {
                 epilogue.extend(outs.iter().copied());
             }
@@ -517,7 +523,7 @@ fn combine_epilogues<'a>(s: &Inputs, carrying: &mut [Unit<'a>], looped: &mut [Un
             let fits = shape.iter().product::<usize>() == 1
                 && !reads.is_empty()
                 && reads.iter().all(|r| totals.contains(r))
-                && !reads_late_scan(f, outs.iter().map(|o| o.0), all_reds);
+                && !reads_late_kernel(f, outs.iter().map(|o| o.0), all_reds);
             if fits {
                 epilogue.extend(outs.iter().copied());
             }
@@ -544,7 +550,7 @@ fn stored_epilogues<'a>(
             let outs = &groups[gi].1;
             let fits = closure(f, outs.iter().map(|o| o.0), all_reds) == [r]
                 && outs.iter().all(|o| crate::epilogue::fits(f, red, o.0))
-                && !reads_late_scan(f, outs.iter().map(|o| o.0), all_reds);
+                && !reads_late_kernel(f, outs.iter().map(|o| o.0), all_reds);
             if fits {
                 epilogue.extend(outs.iter().copied());
             }
