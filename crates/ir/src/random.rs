@@ -113,6 +113,7 @@ pub const STRUCTURED: &[(&str, Gen)] = &[
     ("rand_like/randn_like", more::rng_like),
     ("matmul", products::matmul),
     ("linear", products::linear),
+    ("grouped_mm", products::grouped_mm),
     ("full", full),
     ("sum_dtype", sum_dtype),
     ("var_mean", var_mean),
@@ -374,6 +375,17 @@ impl Ctx {
     /// contiguity from its strides.
     pub fn input(&mut self, shape: &[usize], dtype: DType) -> Result<ValueId, IrError> {
         self.input_of(shape, dtype, None)
+    }
+
+    /// A dense row-major tensor input of `shape` with uniform values (a
+    /// grouped product's offsets, which the input generator replaces by a
+    /// split of the extent they cut).
+    pub fn dense_input(&mut self, shape: &[usize], dtype: DType) -> Result<ValueId, IrError> {
+        let ishape: Vec<i64> = shape.iter().map(|&e| e as i64).collect();
+        let (contiguity, _) = declaration(shape, &row_major_strides(shape));
+        let v = self.fd.define_tensor(None, &ishape, contiguity, dtype, &[], false)?;
+        self.recipes.push(InputRecipe::MakeTensor { shape: shape.to_vec(), dtype, low: None, high: None });
+        Ok(v)
     }
 
     /// A tensor input of integers drawn in `[low, high)` (an index tensor:

@@ -1,15 +1,17 @@
-//! Draws of the matrix products `matmul` and `linear` for
+//! Draws of the matrix products `matmul`, `linear` and `grouped_mm` for
 //! [`super::STRUCTURED`]: one factor is a tensor of the pool (cast to a
 //! product's dtype when it has another), so what comes before and after a
 //! product is whatever the fusion drew; the other factor, a weight and a bias
 //! are new inputs, laid out as any input (dense, transposed or sliced), or the
 //! pool tensor itself transposed (`x @ x^T`). Every shape torch.matmul takes is
 //! drawn: vectors on either side, batch dims on either side or both,
-//! broadcast against 1.
+//! broadcast against 1. A grouped product's groups cut m, n or k, its pool
+//! factor either operand; its offsets are a dense Int32 input whose values
+//! the input generator draws (a split of the extent they cut).
 
 use super::Ctx;
 use crate::gemm::matmul_shape;
-use crate::{DType, IrError, Op, ValueId};
+use crate::{DType, GemmOp, IrError, Op, ValueId};
 
 type Drawn = Option<Result<Vec<ValueId>, IrError>>;
 
@@ -137,4 +139,66 @@ pub(super) fn linear(c: &mut Ctx) -> Drawn {
         Some(Err(e)) => return Some(Err(e)),
     };
     Some(c.fd.op(Op::Linear { a: x, weight, bias }, &[]))
+}
+
+pub(super) fn grouped_mm(c: &mut Ctx) -> Drawn {
+    let x = c.operand();
+    let xs = c.shape_of(x);
+    let d = c.dtype_of(x);
+    if !(2..=3).contains(&xs.len()) || d.is_complex() {
+        return None;
+    }
+    // The GPU runs Half and BFloat16 (a Float one is refused by name).
+    let x = match d {
+        DType::Half | DType::BFloat16 => x,
+        _ => match c.fd.cast(x, c.rng.pick(&[DType::BFloat16, DType::Half])) {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        },
+    };
+    let d = c.dtype_of(x);
+    // mat1 and mat2's shapes, x as one of them, and the groups.
+    let x_first = c.rng.chance(0.5);
+    let (a, b, g) = match (xs.len(), x_first) {
+        // [m, k] x [g, k, n] (groups cut m), or [m, k] x [k, n] (cut k).
+        (2, true) => {
+            let (g, n) = (c.rng.pick(&[1, 2, 3, 5, 8]), free(c));
+            let b = if c.rng.chance(0.5) { vec![g, xs[1], n] } else { vec![xs[1], n] };
+            (xs.clone(), b, g)
+        }
+        // [m, k] x [k, n] with x as mat2 (cut k), or [g, m, k] x [k, n] (cut n).
+        (2, false) => {
+            let (g, m) = (c.rng.pick(&[1, 2, 3, 5, 8]), free(c));
+            let a = if c.rng.chance(0.5) { vec![g, m, xs[0]] } else { vec![m, xs[0]] };
+            (a, xs.clone(), g)
+        }
+        // [g, m, k] x [k, n] (cut n).
+        (_, true) => (xs.clone(), vec![xs[2], free(c)], xs[0]),
+        // [m, k] x [g, k, n] (cut m).
+        (_, false) => (vec![free(c), xs[1]], xs.clone(), xs[0]),
+    };
+    let (m, k) = (a[a.len() - 2], a[a.len() - 1]);
+    let n = b[b.len() - 1];
+    // The groups split one extent: m n k multiply-adds in all.
+    if m * n * k > MAX_MACS {
+        return None;
+    }
+    let (mat1, mat2) = if x_first {
+        let o = match c.input(&b, d) {
+            Ok(o) => o,
+            Err(e) => return Some(Err(e)),
+        };
+        (x, o)
+    } else {
+        let o = match c.input(&a, d) {
+            Ok(o) => o,
+            Err(e) => return Some(Err(e)),
+        };
+        (o, x)
+    };
+    let offsets = match c.dense_input(&[g], DType::Int32) {
+        Ok(o) => o,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(c.fd.op(Op::Gemm(GemmOp::GroupedMm { mat1, mat2, offsets }), &[]))
 }

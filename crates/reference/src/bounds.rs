@@ -58,7 +58,7 @@
 //!   stream and arithmetic); normal 8 ulps of Float (Double for Double) of
 //!   |y| + |mean| (log, sqrt, sin/cos, then n·std + mean), plus the output's
 //!   rounding.
-//! - matmul and linear: the operands' bounds carried through the product
+//! - matmul, linear and grouped_mm: the operands' bounds carried through the product
 //!   (|A| e_B + e_A (|B| + e_B), a bias's bound added), plus (k + 1) unit
 //!   roundoffs of the accumulator (Float, or Double for Double) and of Double
 //!   (the reference's own sum) times sum_k |a b| (+ |bias|): a bound for any
@@ -523,7 +523,9 @@ impl Shadow {
                 Ok(vec![self.scan(*kind, *x, *dim, *init, y, errs[0])?])
             }
             Op::Rng { .. } | Op::RngLike { .. } => Ok(vec![self.rng(op, y)?]),
-            Op::Matmul { .. } | Op::Linear { .. } => Ok(vec![self.product(op, y, &errs)?]),
+            Op::Matmul { .. } | Op::Linear { .. } | Op::Gemm(fusebench_ir::GemmOp::GroupedMm { .. }) => {
+                Ok(vec![self.product(op, y, &errs)?])
+            }
             #[allow(unreachable_patterns)]
             _ => {
                 let mut r = vec![];

@@ -1,5 +1,5 @@
-//! Bounds of the matrix products `matmul` and `linear` (the rule is listed in
-//! [`super`]'s module doc).
+//! Bounds of the matrix products `matmul`, `linear` and `grouped_mm` (the
+//! rule is listed in [`super`]'s module doc).
 //!
 //! A library's product sums its k terms in an accumulator (Float for Half,
 //! BFloat16 and Float operands, Double for Double) in an order of its own: a
@@ -12,10 +12,11 @@
 
 use super::{Errs, Shadow};
 use fusebench_ir::gemm::matmul_shape;
-use fusebench_ir::{DType, IrError, Op, ValueId};
+use fusebench_ir::{DType, GemmOp, IrError, Op, ValueId};
 
 impl Shadow {
-    /// `op` (a `matmul` or `linear`) applied to `vs` in place of its operands.
+    /// `op` (a `matmul`, `linear` or `grouped_mm`) applied to `vs` in place
+    /// of its operands (`None`: the operand kept; a linear's bias dropped).
     fn product_of(&mut self, op: &Op, vs: &[Option<ValueId>]) -> Result<ValueId, IrError> {
         let mut o = op.clone();
         let slots = o.operands_mut();
@@ -41,6 +42,8 @@ impl Shadow {
                 let k = self.shape(*a).unwrap_or_default().last().copied().unwrap_or(1);
                 k + usize::from(bias.is_some())
             }
+            // Groups that cut k sum part of it: k bounds them all.
+            Op::Gemm(GemmOp::GroupedMm { mat1, .. }) => self.shape(*mat1).unwrap_or_default().last().copied().unwrap_or(1),
             _ => unreachable!("product_terms of {}", op.name()),
         })
     }
@@ -51,7 +54,13 @@ impl Shadow {
     /// added), plus the accumulation's (k + 1)(u + u_Double) sum |a b| (+ |bias|),
     /// plus the output's rounding.
     pub(super) fn product(&mut self, op: &Op, y: ValueId, errs: &Errs) -> Result<Option<ValueId>, IrError> {
-        let operands = op.operands();
+        let grouped = matches!(op, Op::Gemm(_));
+        if grouped && errs[2].is_some() {
+            // Offsets known only to a bound: any element may change group.
+            return Ok(Some(self.infs(y)?));
+        }
+        // The factors and a linear's bias (a grouped product's offsets are kept).
+        let operands: Vec<ValueId> = op.operands().into_iter().take(if grouped { 2 } else { 3 }).collect();
         let mut abs = vec![];
         for &v in &operands {
             abs.push(self.finite_abs(v)?);
@@ -78,7 +87,7 @@ impl Shadow {
             let carried = self.product_of(op, &vs)?;
             bound = self.sum_opt(bound, Some(carried))?;
         }
-        if let Some(&Some(e)) = errs.get(2) {
+        if let (false, Some(&Some(e))) = (grouped, errs.get(2)) {
             // The bias's bound, broadcast as the product broadcasts the bias.
             let (za, zw) = (self.zeros(operands[0])?, self.zeros(operands[1])?);
             let carried = self.product_of(op, &[Some(za), Some(zw), Some(e)])?;

@@ -187,3 +187,26 @@ fn a_linears_operand_and_bias_bounds_are_carried_through_it() {
     let want = 3.0 * (U_F + U_D) * 58.5 + (e(3.0) * 5.0 + e(6.0) * 7.0) + e(1.5) + EPS_F * 25.5 + 2.0 * TINY_F;
     assert!(close(got, want), "{got} vs {want}");
 }
+
+#[test]
+fn a_grouped_products_bound_is_its_groups_own() {
+    use fusebench_ir::{GemmOp, Op};
+    let mut fd = FusionBuilder::new();
+    let a = fd.tensor(&[1, 2], DType::Float).unwrap();
+    let b = fd.tensor(&[2, 1], DType::Float).unwrap();
+    let offsets = fd.tensor(&[2], DType::Int32).unwrap();
+    let y = fd.op(Op::Gemm(GemmOp::GroupedMm { mat1: a, mat2: b, offsets }), &[]).unwrap()[0];
+    fd.add_output(y).unwrap();
+    let f = fd.finish();
+    // Groups cut k: [0, 1) and [1, 2).
+    let offs = Arg::Tensor(Tensor::from_i64s(DType::Int32, &[2], &[1, 2]).unwrap());
+    let args = [tensor(&[1, 2], &[1.0, -2.0]), tensor(&[2, 1], &[3.0, 4.0]), offs];
+    let (outs, bounds) = run_with_bounds(&f, &args).unwrap();
+    assert_eq!(outs[0].to_f64_vec(), vec![3.0, -8.0]);
+    let got = bounds[0].as_ref().unwrap().to_f64_vec();
+    // Each group's one term of magnitude |y|, bounded as k = 2 terms (the whole k).
+    for (g, y) in [3.0f64, 8.0].iter().enumerate() {
+        let want = 2.0 * (U_F + U_D) * y + EPS_F * y + 2.0 * TINY_F;
+        assert!(close(got[g], want), "group {g}: {} vs {want}", got[g]);
+    }
+}
