@@ -1,6 +1,6 @@
 //! Kernels of their own for the indexing ops no output element of which is
 //! one read of its operands: topk and argsort (one block per row, a bitonic
-//! sort in shared memory), scatter (copy, then the last duplicate in
+//! sort in shared memory; longer rows in chunks merged, `sort_long.rs`), scatter (copy, then the last duplicate in
 //! row-major order of the index wins, found with atomicMax, so the GPU agrees
 //! with the CPU), index_put_accumulate (copy, then atomicAdd into an
 //! accumulator of Float/Double/Int, rounded once to the dtype at the end).
@@ -17,11 +17,14 @@ use crate::{ctype, view};
 use fusebench_ir::infer::norm_dim;
 use fusebench_ir::{DType, Fusion, IndexOp, Op, ValueDef, ValueId};
 
-/// Longest row topk/argsort sort on the GPU: one thread per element of a row.
+/// Longest row topk/argsort sort in one block (longer rows: `sort_long.rs`).
 pub const SORT_MAX: usize = 4096;
 const BLOCK: u32 = 128;
 
 type Kernels = Vec<(String, Kernel)>;
+
+#[path = "sort_long.rs"]
+mod long;
 
 /// Builds, in node order, every special op (see `index::is_special`) and
 /// every scan that the values `roots` read and that is not stored yet (the
@@ -59,6 +62,47 @@ pub fn build_for(
         }
     }
     Ok(())
+}
+
+/// The key a value sorts by, into `kk` (declared by the caller): ordered as
+/// PyTorch orders values (NaN above +inf, -0 equal to +0), flipped for a
+/// descending sort or topk's largest.
+fn sort_key(lw: &mut Lowerer, xd: DType, xv: &str, largest: bool) {
+    if xd.is_float() {
+        let dv = ctype::convert(xd, DType::Double, xv);
+        lw.line(&format!("double xv = {dv};"));
+        lw.line("if (xv == 0.0) xv = 0.0;");
+        lw.line("unsigned long long b = isnan(xv) ? 0x7ff8000000000000ULL : (unsigned long long)__double_as_longlong(xv);");
+        lw.line("kk = (b >> 63) ? ~b : (b | 0x8000000000000000ULL);");
+    } else {
+        let iv = ctype::convert(xd, DType::Int, xv);
+        lw.line(&format!(
+            "kk = (unsigned long long)({iv}) ^ 0x8000000000000000ULL;"
+        ));
+    }
+    if largest {
+        lw.line("kk = ~kk;");
+    }
+}
+
+/// A bitonic sort of `p` (key, position) pairs in shared memory `key` and
+/// `pos`, `th` threads: each step compares disjoint pairs (e, e ^ j), equal
+/// keys ordered by position.
+fn bitonic(lw: &mut Lowerer, p: usize, th: usize) {
+    lw.open(&format!("for (int k = 2; k <= {p}; k <<= 1) {{"));
+    lw.open("for (int j = k >> 1; j > 0; j >>= 1) {");
+    lw.open(&format!("for (int e = t; e < {p}; e += {th}) {{"));
+    lw.line("const int u = e ^ j;");
+    lw.open("if (u > e) {");
+    lw.line("const unsigned long long ka = key[e], kb = key[u];");
+    lw.line("const int pa = pos[e], pb = pos[u];");
+    lw.line("const bool a_after_b = ka > kb || (ka == kb && pa > pb);");
+    lw.line("if (((e & k) == 0) == a_after_b) { key[e] = kb; key[u] = ka; pos[e] = pb; pos[u] = pa; }");
+    lw.close("}");
+    lw.close("}");
+    lw.line("__syncthreads();");
+    lw.close("}");
+    lw.close("}");
 }
 
 fn store(cx: &mut Context, v: ValueId, dtype: DType, what: &str) -> usize {
@@ -160,16 +204,15 @@ fn build(
                 )
             };
             let n = xs[d];
-            if n > SORT_MAX {
-                return Err(CodegenError::Unsupported(format!(
-                    "fd.ops.{name} along an extent of {n}: the GPU sorts rows of at most {SORT_MAX} elements"
-                )));
-            }
             let k = if is_topk {
                 shape(f, outs[0]).get(d).copied().unwrap_or(1)
             } else {
                 n
             };
+            if n > SORT_MAX {
+                let s = long::Sort { x: *x, xs, d, n, k, largest: *largest, is_topk };
+                return long::build(cx, kernels, node, &s);
+            }
             let outer: usize = xs[..d].iter().product();
             let inner: usize = xs[d + 1..].iter().product();
             let idx_out = if is_topk { outs[1] } else { outs[0] };
@@ -211,40 +254,12 @@ fn build(
             lw.line("unsigned long long kk = ~0ULL;");
             lw.open(&format!("if (e < {n}) {{"));
             let xv = lw.value_at(*x, &row_idx(Ix::var("e")))?;
-            if xd.is_float() {
-                let dv = ctype::convert(xd, DType::Double, &xv);
-                lw.line(&format!("double xv = {dv};"));
-                lw.line("if (xv == 0.0) xv = 0.0;");
-                lw.line("unsigned long long b = isnan(xv) ? 0x7ff8000000000000ULL : (unsigned long long)__double_as_longlong(xv);");
-                lw.line("kk = (b >> 63) ? ~b : (b | 0x8000000000000000ULL);");
-            } else {
-                let iv = ctype::convert(xd, DType::Int, &xv);
-                lw.line(&format!(
-                    "kk = (unsigned long long)({iv}) ^ 0x8000000000000000ULL;"
-                ));
-            }
-            if *largest {
-                lw.line("kk = ~kk;");
-            }
+            sort_key(&mut lw, xd, &xv, *largest);
             lw.close("}");
             lw.line("key[e] = kk; pos[e] = e;");
             lw.close("}");
             lw.line("__syncthreads();");
-            // Bitonic sort: each step compares disjoint pairs (e, e ^ j).
-            lw.open(&format!("for (int k = 2; k <= {p}; k <<= 1) {{"));
-            lw.open("for (int j = k >> 1; j > 0; j >>= 1) {");
-            lw.open(&format!("for (int e = t; e < {p}; e += {th}) {{"));
-            lw.line("const int u = e ^ j;");
-            lw.open("if (u > e) {");
-            lw.line("const unsigned long long ka = key[e], kb = key[u];");
-            lw.line("const int pa = pos[e], pb = pos[u];");
-            lw.line("const bool a_after_b = ka > kb || (ka == kb && pa > pb);");
-            lw.line("if (((e & k) == 0) == a_after_b) { key[e] = kb; key[u] = ka; pos[e] = pb; pos[u] = pa; }");
-            lw.close("}");
-            lw.close("}");
-            lw.line("__syncthreads();");
-            lw.close("}");
-            lw.close("}");
+            bitonic(&mut lw, p, th);
             lw.open(&format!("for (int e = t; e < {k}; e += {th}) {{"));
             lw.line("const int src = pos[e];");
             lw.line(&format!(

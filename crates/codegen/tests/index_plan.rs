@@ -76,15 +76,20 @@ fn every_index_fixture_plans() {
     }
 }
 
+/// Rows longer than one block sorts: chunks of 4096 sorted a block each,
+/// ceil(log2(n / 4096)) passes merging runs in pairs, then the first k taken.
 #[test]
-fn sort_rows_longer_than_the_limit_are_refused() {
-    let src = "import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n    tv0 = fd.define_tensor(shape=[2, 5000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)\n    tv1 = fd.ops.argsort(tv0, dim=1)\n    fd.add_output(tv1)\nwith FusionDefinition() as fd:\n    f(fd)\n";
-    let f = fusebench_frontend::parse_script("t.py", src).unwrap();
-    let e = plan(&f, &[None], Device::default())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("argsort") && e.contains("5000") && e.contains("4096"),
-        "{e}"
-    );
+fn sort_rows_longer_than_a_block_are_sorted_in_chunks_and_merged() {
+    for (n, passes) in [(5000usize, 1usize), (8192, 1), (8193, 2), (100_003, 5)] {
+        let src = format!("import torch\nfrom nvfuser_direct import FusionDefinition, DataType\ndef f(fd : FusionDefinition) -> None :\n    tv0 = fd.define_tensor(shape=[2, {n}], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)\n    tv1 = fd.ops.argsort(tv0, dim=1)\n    tv2, tv3 = fd.ops.topk(tv0, 7, dim=1)\n    fd.add_output(tv1)\n    fd.add_output(tv2)\n    fd.add_output(tv3)\nwith FusionDefinition() as fd:\n    f(fd)\n");
+        let f = fusebench_frontend::parse_script("t.py", &src).unwrap();
+        let p = plan(&f, &[None], Device::default()).unwrap_or_else(|e| panic!("{n}: {e}"));
+        let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+        for node in [0, 1] {
+            let of = |s: &str| names.iter().filter(|k| k.starts_with(&format!("fb_x{node}_{s}"))).count();
+            assert_eq!((of("chunks"), of("merge"), of("take")), (1, passes, 1), "{n}: {names:?}");
+        }
+        let chunks = p.kernels.iter().find(|k| k.name == "fb_x0_chunks").unwrap();
+        assert_eq!(chunks.grid[0] as usize, 2 * n.div_ceil(4096), "a block per chunk of each row");
+    }
 }
