@@ -1,8 +1,9 @@
 //! Kernels of their own for the indexing ops no output element of which is
 //! one read of its operands: topk and argsort (one block per row, a bitonic
-//! sort in shared memory; longer rows in chunks merged, `sort_long.rs`), scatter (copy, then the last duplicate in
-//! row-major order of the index wins, found with atomicMax, so the GPU agrees
-//! with the CPU), index_put_accumulate (copy, then atomicAdd into an
+//! sort in shared memory; longer rows sorted in chunks then merged,
+//! `sort_long.rs`), scatter (copy, then the last duplicate in row-major order
+//! of the index wins, found with atomicMax, so the GPU agrees with the CPU),
+//! index_put_accumulate (copy, then atomicAdd into an
 //! accumulator of Float/Double/Int, rounded once to the dtype at the end).
 //! Each writes its results into temporaries that later kernels read as stored
 //! values. Their operands are lowered in place (elementwise chains and stored
