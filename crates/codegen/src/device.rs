@@ -315,6 +315,12 @@ pub struct Device {
     pub transpose_bytes: u32,
     /// Threads per transpose block.
     pub transpose_threads: u32,
+    /// A scan along the innermost dim runs a block per line, scanning 1024
+    /// elements a step across the block (`scan.rs`), instead of a thread per
+    /// line walking it alone: a line of a cumsum over a vocabulary is one
+    /// thread's 32000 dependent steps. Written without a GPU, so off until
+    /// it has been checked and timed on one (`FUSEBENCH_SCAN_BLOCKS`).
+    pub scan_blocks: bool,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
     /// planner's choice, streaming loads where a reduction's partial kernel
     /// reads its input for the last time (`Context::read_once`), the
@@ -456,6 +462,7 @@ impl Default for Device {
             transpose_tile: 0,
             transpose_bytes: 16,
             transpose_threads: 256,
+            scan_blocks: false,
             load_hint: None,
         }
     }

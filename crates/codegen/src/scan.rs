@@ -3,7 +3,9 @@
 //! buffer that later kernels read. Consecutive threads take consecutive lines
 //! of the innermost kept dim, so a scan over an outer dim reads coalesced.
 //! Floats accumulate in double and each prefix is rounded once to the output
-//! dtype, as the CPU reference does; integers in 64 bits with wrapping.
+//! dtype, as the CPU reference does; integers in 64 bits with wrapping. With
+//! `Device::scan_blocks`, a line along the innermost dim is a block's
+//! (`scan_blocks.rs`).
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
@@ -14,6 +16,9 @@ use crate::{ctype, view};
 use fusebench_ir::{infer, DType, Op, ScanOp};
 
 const BLOCK: u32 = 128;
+
+#[path = "scan_blocks.rs"]
+mod blocks;
 
 /// Appends the kernel computing the scan of node `node` and records where its
 /// result is stored.
@@ -44,6 +49,11 @@ pub fn build(
         ScanOp::Cummax => Combine::Max,
     };
     let t = cx.add_temp(d, s.iter().product(), format!("{} (stored)", f.value(v).name));
+    if cx.dev.scan_blocks && inner == 1 && len > 1 {
+        out.push(blocks::build(cx, node, &blocks::Line { s: &s, dim, len, lines, acc, combine, temp: t })?);
+        cx.stored.insert(v, Stored { temp: t, dtype: d, shape: s });
+        return Ok(());
+    }
     let (mut lw, params) = cx.lowerer();
     let it = lw.idx_type;
     lw.line(&format!("const {it} l = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"));

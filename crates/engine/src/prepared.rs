@@ -295,6 +295,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         walk_loads_first: k.walk_loads_first.unwrap_or(d.walk_loads_first),
         column_sum_rows: k.column_sum_rows.unwrap_or(d.column_sum_rows),
         column_sum_blocks_per_sm: k.column_sum_blocks_per_sm.unwrap_or(d.column_sum_blocks_per_sm),
+        scan_blocks: k.scan_blocks.unwrap_or(d.scan_blocks),
         transpose_tile: k.transpose_tile.unwrap_or(d.transpose_tile),
         transpose_bytes: k.transpose_bytes.unwrap_or(d.transpose_bytes),
         transpose_threads: k.transpose_threads.unwrap_or(d.transpose_threads),

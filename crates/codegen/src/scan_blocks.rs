@@ -1,0 +1,129 @@
+//! A scan along the innermost dim, a block per line (`Device::scan_blocks`):
+//! the line is walked 1024 elements a step, each of 256 threads taking 4
+//! consecutive ones (coalesced, and a thread's own 4 scanned in order), the
+//! threads' totals scanned across each warp by shuffles and across the 8
+//! warps through shared memory, then each prefix is the carry of the steps
+//! before, the warps and lanes before, and the thread's own. Every
+//! combination keeps the earlier operand on the left, so cummax and cummin
+//! keep the later of equal values as the one-thread walk does; a float sum or
+//! product adds in another order than the walk, within the bound the fuzzer
+//! holds both to (n Double epsilons of the prefix's magnitudes).
+
+use crate::error::CodegenError;
+use crate::ix::Ix;
+use crate::kernel::{signature, Context};
+use crate::plan::{Kernel, Schedule};
+use crate::reduction::{self, Combine};
+use crate::{ctype, view};
+use fusebench_ir::{DType, Op};
+
+const THREADS: usize = 256;
+const ITEMS: usize = 4;
+
+/// The scan's line: `s` the shape, `dim` the scanned (innermost non-1) dim.
+pub(super) struct Line<'a> {
+    pub s: &'a [usize],
+    pub dim: usize,
+    pub len: usize,
+    pub lines: usize,
+    pub acc: DType,
+    pub combine: Combine,
+    /// The temporary the prefixes are stored in.
+    pub temp: usize,
+}
+
+pub(super) fn build(cx: &Context, node: usize, l: &Line) -> Result<(String, Kernel), CodegenError> {
+    let f = cx.f;
+    let n = &f.nodes[node];
+    let Op::Scan { kind, x, init, .. } = &n.op else {
+        return Err(CodegenError::NoFit("not a scan".into()));
+    };
+    let v = n.outputs[0];
+    let d = f.value(v).dtype;
+    let (acc, len, t) = (l.acc, l.len, l.temp);
+    let ty = ctype::reg(acc);
+    let id = reduction::init(&l.combine, acc);
+    // `into = a (op) b`, a the earlier; `into` may be `b`.
+    let op = |into: &str, a: &str, b: &str| {
+        format!("{{ const {ty} w = {b}; {into} = {a}; {} }}", reduction::step(&l.combine, acc, into, "w"))
+    };
+    let (mut lw, params) = cx.lowerer();
+    lw.line(&format!("__shared__ {ty} wt[{}];", THREADS / 32));
+    lw.line("const long long lo = blockIdx.x;");
+    lw.line("const long long li = 0;");
+    lw.line("const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
+    let start = match init {
+        Some(i) => {
+            let e = lw.value_at(*i, &[])?;
+            let e = ctype::convert(f.value(*i).dtype, d, &e);
+            ctype::convert(d, acc, &e)
+        }
+        None => id.clone(),
+    };
+    lw.line(&format!("{ty} carry = {start};"));
+    let tile = THREADS * ITEMS;
+    lw.open(&format!("for (long long base = 0; base < {len}; base += {tile}) {{"));
+    lw.line(&format!("{ty} v[{ITEMS}];"));
+    lw.open(&format!("for (int j = 0; j < {ITEMS}; ++j) {{"));
+    lw.line(&format!("const long long k = base + threadIdx.x * {ITEMS} + j;"));
+    lw.line(&format!("v[j] = {id};"));
+    lw.open(&format!("if (k < {len}) {{"));
+    let mut idx = view::delinearize(Ix::var("lo"), &l.s[..l.dim]);
+    idx.push(Ix::var("k"));
+    idx.extend(view::delinearize(Ix::var("li"), &l.s[l.dim + 1..]));
+    let xv = lw.value_at(*x, &idx)?;
+    let xv = ctype::convert(f.value(*x).dtype, d, &xv);
+    lw.line(&format!("v[j] = {};", ctype::convert(d, acc, &xv)));
+    lw.close("}");
+    lw.close("}");
+    lw.line(&format!("for (int j = 1; j < {ITEMS}; ++j) {}", op("v[j]", "v[j - 1]", "v[j]")));
+    // The thread's total scanned across the warp (inclusive), then the
+    // warps' totals through shared memory.
+    lw.line(&format!("{ty} s = v[{}];", ITEMS - 1));
+    lw.open("for (int o = 1; o < 32; o <<= 1) {");
+    lw.line(&format!("const {ty} u = __shfl_up_sync(0xffffffffu, s, o);"));
+    lw.line(&format!("if (lane >= o) {}", op("s", "u", "s")));
+    lw.close("}");
+    lw.line("if (lane == 31) wt[warp] = s;");
+    lw.line(&format!("{ty} before = __shfl_up_sync(0xffffffffu, s, 1);"));
+    lw.line(&format!("if (lane == 0) before = {id};"));
+    lw.line("__syncthreads();");
+    // What comes before this thread's elements: the carry, the warps before, the lanes before.
+    lw.line(&format!("{ty} p = carry;"));
+    lw.line(&format!("for (int w = 0; w < warp; ++w) {{ {} }}", reduction::step(&l.combine, acc, "p", "wt[w]")));
+    lw.line(&reduction::step(&l.combine, acc, "p", "before"));
+    lw.open(&format!("for (int j = 0; j < {ITEMS}; ++j) {{"));
+    lw.line(&format!("const long long k = base + threadIdx.x * {ITEMS} + j;"));
+    lw.line(&format!("{ty} y = p;"));
+    lw.line(&reduction::step(&l.combine, acc, "y", "v[j]"));
+    let h = ctype::convert(acc, d, "y");
+    lw.line(&format!("if (k < {len}) tmp{t}[lo * {len} + k] = {};", ctype::to_storage(d, &h)));
+    lw.close("}");
+    lw.line(&format!("for (int w = 0; w < {}; ++w) {{ {} }}", THREADS / 32, reduction::step(&l.combine, acc, "carry", "wt[w]")));
+    lw.line("__syncthreads();");
+    lw.close("}");
+    let name = format!("fb_s{node}");
+    let src = format!("{} {{\n{}}}\n", signature(&name, THREADS as u32, &params), lw.code);
+    Ok((
+        src,
+        Kernel {
+            name,
+            schedule: Schedule::Scan,
+            grid: [crate::launch::grid_dim(l.lines.max(1)), 1, 1],
+            block: [THREADS as u32, 1, 1],
+            args: params.args,
+            code_hash: String::new(),
+            choice: None,
+            shared_bytes: 0,
+            fill: None,
+            summary: format!(
+                "{} of {} along dim {}: {} lines of {len}, a block per line, {} elements a step",
+                kind.name(),
+                f.value(*x).name,
+                l.dim,
+                l.lines,
+                THREADS * ITEMS
+            ),
+        },
+    ))
+}
