@@ -15,6 +15,9 @@ use crate::{DType, GemmOp, IrError, Op, ValueId};
 
 type Drawn = Option<Result<Vec<ValueId>, IrError>>;
 
+/// A product's factor drawn from the pool: the value, its shape and dtype.
+type Factor = (ValueId, Vec<usize>, DType);
+
 /// Multiply-adds a drawn product may take at most (with its bound, the CPU
 /// reference runs four such products).
 const MAX_MACS: usize = 1 << 21;
@@ -24,7 +27,7 @@ const DTYPES: [DType; 5] = [DType::Float, DType::Half, DType::BFloat16, DType::F
 
 /// A tensor of the pool of rank >= 1, in a product's dtype (cast to one
 /// when it has another; complex tensors are not drawn).
-fn factor(c: &mut Ctx) -> Option<Result<(ValueId, Vec<usize>, DType), IrError>> {
+fn factor(c: &mut Ctx) -> Option<Result<Factor, IrError>> {
     let x = c.operand();
     let s = c.shape_of(x);
     let d = c.dtype_of(x);
