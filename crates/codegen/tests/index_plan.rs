@@ -46,6 +46,8 @@ fn every_index_fixture_plans() {
         let want = match name.as_str() {
             "topk.py" | "argsort.py" => 3,
             "sort_long_rows.py" => 4,
+            // Chunks, merge passes (2, 4, 3, 3), the first k taken: per sort.
+            "sort_longer_rows.py" => 20,
             "scatter_3d.py" => 9,
             "topk_router.py" | "topk_router64.py" => 1,
             // copy, winners, writes: per scatter.
