@@ -114,6 +114,7 @@ pub const STRUCTURED: &[(&str, Gen)] = &[
     ("matmul", products::matmul),
     ("linear", products::linear),
     ("grouped_mm", products::grouped_mm),
+    ("scaled_mm", products::scaled_mm),
     ("full", full),
     ("sum_dtype", sum_dtype),
     ("var_mean", var_mean),

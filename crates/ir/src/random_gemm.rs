@@ -1,4 +1,4 @@
-//! Draws of the matrix products `matmul`, `linear` and `grouped_mm` for
+//! Draws of the matrix products `matmul`, `linear`, `grouped_mm` and `scaled_mm` for
 //! [`super::STRUCTURED`]: one factor is a tensor of the pool (cast to a
 //! product's dtype when it has another), so what comes before and after a
 //! product is whatever the fusion drew; the other factor, a weight and a bias
@@ -7,7 +7,9 @@
 //! drawn: vectors on either side, batch dims on either side or both,
 //! broadcast against 1. A grouped product's groups cut m, n or k, its pool
 //! factor either operand; its offsets are a dense Int32 input whose values
-//! the input generator draws (a split of the extent they cut).
+//! the input generator draws (a split of the extent they cut). A scaled
+//! product's pool factor is cast to an FP8 type, its scales one element each
+//! or one a row and one a column.
 
 use super::Ctx;
 use crate::gemm::matmul_shape;
@@ -204,4 +206,40 @@ pub(super) fn grouped_mm(c: &mut Ctx) -> Drawn {
         Err(e) => return Some(Err(e)),
     };
     Some(c.fd.op(Op::Gemm(GemmOp::GroupedMm { mat1, mat2, offsets }), &[]))
+}
+
+pub(super) fn scaled_mm(c: &mut Ctx) -> Drawn {
+    let x = c.operand();
+    let xs = c.shape_of(x);
+    if xs.len() != 2 || c.dtype_of(x).is_complex() {
+        return None;
+    }
+    let fp8 = [DType::Float8E4m3fn, DType::Float8E5m2];
+    let (d1, d2) = (c.rng.pick(&fp8), c.rng.pick(&fp8));
+    let x_first = c.rng.chance(0.6);
+    let (m, k, n) = if x_first { (xs[0], xs[1], free(c)) } else { (free(c), xs[0], xs[1]) };
+    if m * n * k > MAX_MACS {
+        return None;
+    }
+    let x8 = match c.fd.cast(x, if x_first { d1 } else { d2 }) {
+        Ok(v) => v,
+        Err(e) => return Some(Err(e)),
+    };
+    let other = if x_first { c.input(&[k, n], d2) } else { c.input(&[m, k], d1) };
+    let other = match other {
+        Ok(o) => o,
+        Err(e) => return Some(Err(e)),
+    };
+    let (mat1, mat2) = if x_first { (x8, other) } else { (other, x8) };
+    let (s1, s2): (Vec<usize>, Vec<usize>) = if c.rng.chance(0.5) { (vec![], vec![]) } else { (vec![m, 1], vec![1, n]) };
+    let scale1 = match c.input(&s1, DType::Float) {
+        Ok(v) => v,
+        Err(e) => return Some(Err(e)),
+    };
+    let scale2 = match c.input(&s2, DType::Float) {
+        Ok(v) => v,
+        Err(e) => return Some(Err(e)),
+    };
+    let dtype = c.rng.pick(&[DType::BFloat16, DType::Half, DType::Float]);
+    Some(c.fd.op(Op::Gemm(GemmOp::ScaledMm { mat1, mat2, scale1, scale2, dtype }), &[]))
 }

@@ -63,7 +63,10 @@
 //!   roundoffs of the accumulator (Float, or Double for Double) and of Double
 //!   (the reference's own sum) times sum_k |a b| (+ |bias|): a bound for any
 //!   summation order, since a library's k loop is mostly a sequence, not a
-//!   tree; plus the output's rounding.
+//!   tree; plus the output's rounding. scaled_mm: its operands' and scales'
+//!   bounds carried through (each factor at the top of its interval), plus
+//!   (ceil(log2 k) + 1) 2^-13 sum_k |a b| |s1 s2| (FP8 tensor cores keep about
+//!   14 bits, as `check` allows), plus the output's rounding.
 //! - Any other op: uncertain (+inf) outputs.
 //!
 //! - Complex values: each part has its own bound ([`complex`]'s module doc);
@@ -526,6 +529,7 @@ impl Shadow {
             Op::Matmul { .. } | Op::Linear { .. } | Op::Gemm(fusebench_ir::GemmOp::GroupedMm { .. }) => {
                 Ok(vec![self.product(op, y, &errs)?])
             }
+            Op::Gemm(fusebench_ir::GemmOp::ScaledMm { .. }) => Ok(vec![self.scaled_product(op, y, &errs)?]),
             #[allow(unreachable_patterns)]
             _ => {
                 let mut r = vec![];

@@ -1,5 +1,5 @@
-//! Bounds of the matrix products `matmul`, `linear` and `grouped_mm` (the
-//! rule is listed in [`super`]'s module doc).
+//! Bounds of the matrix products `matmul`, `linear`, `grouped_mm` and
+//! `scaled_mm` (the rules are listed in [`super`]'s module doc).
 //!
 //! A library's product sums its k terms in an accumulator (Float for Half,
 //! BFloat16 and Float operands, Double for Double) in an order of its own: a
@@ -92,6 +92,46 @@ impl Shadow {
             let (za, zw) = (self.zeros(operands[0])?, self.zeros(operands[1])?);
             let carried = self.product_of(op, &[Some(za), Some(zw), Some(e)])?;
             bound = self.sum_opt(bound, Some(carried))?;
+        }
+        let local = self.local(y, 0.0)?;
+        self.sum_opt(bound, local)
+    }
+}
+
+impl Shadow {
+    /// Bound of `scaled_mm`'s output `y`, (A B) s1 s2 with FP8 A and B: the
+    /// operands' and scales' bounds carried through it, plus (ceil(log2 k) +
+    /// 1) 2^-13 sum_k |a b| |s1 s2| (Hopper's FP8 tensor cores keep about 14
+    /// bits between the library's promotions to Float: the bound `check` uses,
+    /// `sum_bound::fp8_product_bound`), plus the output's rounding.
+    pub(super) fn scaled_product(&mut self, op: &Op, y: ValueId, errs: &Errs) -> Result<Option<ValueId>, IrError> {
+        let Op::Gemm(GemmOp::ScaledMm { mat1, mat2, scale1, scale2, .. }) = *op else {
+            unreachable!("scaled_product of {}", op.name())
+        };
+        let k = self.shape(mat1).unwrap_or_default().last().copied().unwrap_or(1);
+        let (a, b, s, t) = (self.finite_abs(mat1)?, self.finite_abs(mat2)?, self.finite_abs(scale1)?, self.finite_abs(scale2)?);
+        // The product of Double magnitudes, scaled: `scales` as given, or each at the top of its interval.
+        let top = |me: &mut Self, v: ValueId, e: Option<ValueId>| -> Result<ValueId, IrError> {
+            match e {
+                Some(e) => me.add(v, e),
+                None => Ok(v),
+            }
+        };
+        let scaled = |me: &mut Self, x: ValueId, y: ValueId, s: ValueId, t: ValueId| -> Result<ValueId, IrError> {
+            let p = me.fd.op(Op::Matmul { a: x, b: y }, &[])?[0];
+            let p = me.mul(p, s)?;
+            me.mul(p, t)
+        };
+        let magnitude = scaled(self, a, b, s, t)?;
+        let g = ((k.max(2) as f64).log2().ceil() + 1.0) * 2f64.powi(-13);
+        let mut bound = Some(self.mulc(magnitude, g)?);
+        if errs.iter().any(Option::is_some) {
+            // Each factor at the top of its interval, minus the magnitude: what
+            // the operands' and scales' bounds move the result by at most.
+            let (ah, bh, sh, th) = (top(self, a, errs[0])?, top(self, b, errs[1])?, top(self, s, errs[2])?, top(self, t, errs[3])?);
+            let high = scaled(self, ah, bh, sh, th)?;
+            let moved = self.bin(fusebench_ir::BinaryOp::Sub, high, magnitude)?;
+            bound = self.sum_opt(bound, Some(moved))?;
         }
         let local = self.local(y, 0.0)?;
         self.sum_opt(bound, local)

@@ -210,3 +210,26 @@ fn a_grouped_products_bound_is_its_groups_own() {
         assert!(close(got[g], want), "group {g}: {} vs {want}", got[g]);
     }
 }
+
+#[test]
+fn a_scaled_fp8_products_bound_allows_fourteen_bit_accumulation() {
+    use fusebench_ir::{GemmOp, Op};
+    let mut fd = FusionBuilder::new();
+    let a = fd.tensor(&[1, 2], DType::Float8E4m3fn).unwrap();
+    let b = fd.tensor(&[2, 1], DType::Float8E4m3fn).unwrap();
+    let s = fd.tensor(&[], DType::Float).unwrap();
+    let t = fd.tensor(&[], DType::Float).unwrap();
+    let op = Op::Gemm(GemmOp::ScaledMm { mat1: a, mat2: b, scale1: s, scale2: t, dtype: DType::Float });
+    let y = fd.op(op, &[]).unwrap()[0];
+    fd.add_output(y).unwrap();
+    let f = fd.finish();
+    let fp8 = |shape: &[usize], v: &[f64]| Arg::Tensor(Tensor::from_f64s(DType::Float8E4m3fn, shape, v).unwrap());
+    let scalar = |v: f64| Arg::Tensor(Tensor::from_f64s(DType::Float, &[], &[v]).unwrap());
+    let args = [fp8(&[1, 2], &[1.0, -2.0]), fp8(&[2, 1], &[3.0, 4.0]), scalar(0.5), scalar(2.0)];
+    let (outs, bounds) = run_with_bounds(&f, &args).unwrap();
+    assert_eq!(outs[0].to_f64_vec(), vec![-5.0]);
+    let got = bounds[0].as_ref().unwrap().to_f64_vec()[0];
+    // (ceil(log2 2) + 1) 2^-13 of the magnitudes 3 + 8 times |0.5 x 2|, the output's rounding, the floor.
+    let want = 2.0 * 2f64.powi(-13) * 11.0 + EPS_F * 5.0 + 2.0 * TINY_F;
+    assert!(close(got, want), "{got} vs {want}");
+}
