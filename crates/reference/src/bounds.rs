@@ -59,9 +59,9 @@
 //!   |y| + |mean| (log, sqrt, sin/cos, then n·std + mean), plus the output's
 //!   rounding.
 //! - matmul, linear and grouped_mm: the operands' bounds carried through the product
-//!   (|A| e_B + e_A (|B| + e_B), a bias's bound added), plus (k + 1) unit
-//!   roundoffs of the accumulator (Float, or Double for Double) and of Double
-//!   (the reference's own sum) times sum_k |a b| (+ |bias|): a bound for any
+//!   (|A| e_B + e_A (|B| + e_B), a bias's bound added), plus k unit roundoffs
+//!   (k + 1 with a bias) of the accumulator (Float, or Double for Double) and
+//!   of Double (the reference's own sum) times sum_k |a b| (+ |bias|): a bound for any
 //!   summation order, since a library's k loop is mostly a sequence, not a
 //!   tree; plus the output's rounding. scaled_mm: its operands' and scales'
 //!   bounds carried through (each factor at the top of its interval), plus

@@ -5,8 +5,8 @@
 //! BFloat16 and Float operands, Double for Double) in an order of its own: a
 //! k loop per thread, tiles of k, sometimes k split across blocks and added
 //! after. Unlike a reduction's tree, most of that order is a sequence, so the
-//! bound is the one that holds for any order, (k + 1) unit roundoffs of the
-//! accumulator times the sum of the terms' magnitudes (the + 1 for a bias
+//! bound is the one that holds for any order, k unit roundoffs of the
+//! accumulator times the sum of the terms' magnitudes (k + 1 with a bias
 //! added at the end), not the log2 k of [`crate::sum_bound::accumulation_factor`].
 //! The reference sums in Double and adds the same with Double's unit roundoff.
 
@@ -51,7 +51,7 @@ impl Shadow {
     /// Bound of a product's output `y`: the operands' bounds carried through
     /// the product (|A| e_B + e_A (|B| + e_B), one operand at a time, each
     /// one's later operands at the top of their intervals; a bias's bound
-    /// added), plus the accumulation's (k + 1)(u + u_Double) sum |a b| (+ |bias|),
+    /// added), plus the accumulation's k (u + u_Double) sum |a b| (k + 1 and + |bias| with a bias),
     /// plus the output's rounding.
     pub(super) fn product(&mut self, op: &Op, y: ValueId, errs: &Errs) -> Result<Option<ValueId>, IrError> {
         let grouped = matches!(op, Op::Gemm(_));
