@@ -100,10 +100,10 @@ impl Shadow {
 
 impl Shadow {
     /// Bound of `scaled_mm`'s output `y`, (A B) s1 s2 with FP8 A and B: the
-    /// operands' and scales' bounds carried through it, plus (ceil(log2 k) +
-    /// 1) 2^-13 sum_k |a b| |s1 s2| (Hopper's FP8 tensor cores keep about 14
-    /// bits between the library's promotions to Float: the bound `check` uses,
-    /// `sum_bound::fp8_product_bound`), plus the output's rounding.
+    /// operands' and scales' bounds carried through it, plus
+    /// (ceil(log2 k) + 1) 2^-13 sum_k |a b| |s1 s2| (Hopper's FP8 tensor cores
+    /// keep about 14 bits between the library's promotions to Float: the bound
+    /// `check` uses, `sum_bound::fp8_product_bound`), plus the output's rounding.
     pub(super) fn scaled_product(&mut self, op: &Op, y: ValueId, errs: &Errs) -> Result<Option<ValueId>, IrError> {
         let Op::Gemm(GemmOp::ScaledMm { mat1, mat2, scale1, scale2, .. }) = *op else {
             unreachable!("scaled_product of {}", op.name())
