@@ -14,6 +14,9 @@ mod more;
 #[path = "random_gemm.rs"]
 mod products;
 
+#[path = "random_attention.rs"]
+mod attention;
+
 use crate::dtype::ALL_DTYPES;
 use crate::recipe::{row_major_strides, InputRecipe};
 use crate::{
@@ -115,6 +118,7 @@ pub const STRUCTURED: &[(&str, Gen)] = &[
     ("linear", products::linear),
     ("grouped_mm", products::grouped_mm),
     ("scaled_mm", products::scaled_mm),
+    ("sdpfa_fwd", attention::sdpfa_fwd),
     ("full", full),
     ("sum_dtype", sum_dtype),
     ("var_mean", var_mean),

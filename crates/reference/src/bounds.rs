@@ -67,6 +67,11 @@
 //!   bounds carried through (each factor at the top of its interval), plus
 //!   (ceil(log2 k) + 1) 2^-13 sum_k |a b| |s1 s2| (FP8 tensor cores keep about
 //!   14 bits, as `check` allows), plus the output's rounding.
+//! - sdpfa_fwd with exact queries and keys: the output by (u + 4 ds + 2 S
+//!   2^-24 + 2^-20) max_j (|v_j| + e_vj) + max_j e_vj, ds a score's Float
+//!   error, u the 16-bit unit roundoff P is rounded to; the log-sum-exp by
+//!   2 ds plus the Float sum's and logarithm's roundings
+//!   (`bounds_attention.rs`); queries or keys with bounds: uncertain.
 //! - Any other op: uncertain (+inf) outputs.
 //!
 //! - Complex values: each part has its own bound ([`complex`]'s module doc);
@@ -92,6 +97,9 @@ mod complex;
 
 #[path = "bounds_product.rs"]
 mod product;
+
+#[path = "bounds_attention.rs"]
+mod attention;
 
 /// Runs `f` and returns its outputs with each output's per-element bound
 /// (`None`: exact, bound 0).
@@ -530,6 +538,7 @@ impl Shadow {
                 Ok(vec![self.product(op, y, &errs)?])
             }
             Op::Gemm(fusebench_ir::GemmOp::ScaledMm { .. }) => Ok(vec![self.scaled_product(op, y, &errs)?]),
+            Op::Gemm(fusebench_ir::GemmOp::SdpfaFwd { .. }) => self.attention(op, outs, &errs),
             #[allow(unreachable_patterns)]
             _ => {
                 let mut r = vec![];

@@ -233,3 +233,52 @@ fn a_scaled_fp8_products_bound_allows_fourteen_bit_accumulation() {
     let want = 2.0 * 2f64.powi(-13) * 11.0 + EPS_F * 5.0 + 2.0 * TINY_F;
     assert!(close(got, want), "{got} vs {want}");
 }
+
+#[test]
+fn attentions_bound_is_the_weights_rounding_and_the_scores_float_error() {
+    use fusebench_ir::{GemmOp, Op};
+    let bf16 = |shape: &[usize], v: &[f64]| Arg::Tensor(Tensor::from_f64s(DType::BFloat16, shape, v).unwrap());
+    let build = |query_exact: bool| {
+        let mut fd = FusionBuilder::new();
+        let q = fd.tensor(&[1, 1, 1, 8], DType::BFloat16).unwrap();
+        let k = fd.tensor(&[1, 1, 2, 8], DType::BFloat16).unwrap();
+        let v = fd.tensor(&[1, 1, 2, 8], DType::BFloat16).unwrap();
+        // A query with a bound of its own: exp(q), rounded to BFloat16.
+        let q = if query_exact {
+            q
+        } else {
+            let e = fd.unary(UnaryOp::Exp, q).unwrap();
+            fd.cast(e, DType::BFloat16).unwrap()
+        };
+        let scale = Some(fd.literal(Literal::Float(1.0)));
+        let op = Op::Gemm(GemmOp::SdpfaFwd { query: q, key: k, value: v, dropout_p: None, is_causal: None, scale });
+        let outs = fd.op(op, &[]).unwrap();
+        fd.add_output(outs[0]).unwrap();
+        fd.add_output(outs[1]).unwrap();
+        fd.finish()
+    };
+    let mut q = vec![0.0; 8];
+    q[0] = 1.0;
+    let mut k = vec![0.0; 16];
+    k[0] = 1.0;
+    let v: Vec<f64> = (0..16).map(|i| if i < 8 { 2.0 } else { -4.0 }).collect();
+    let args = [bf16(&[1, 1, 1, 8], &q), bf16(&[1, 1, 2, 8], &k), bf16(&[1, 1, 2, 8], &v)];
+    let (outs, bounds) = run_with_bounds(&build(true), &args).unwrap();
+    // Scores [1, 0]: max |q|.|k| = 1, ds = (8 + 4) 2^-23; M = 4 in every column; S = 2.
+    let ds = 12.0 * 2f64.powi(-23);
+    let (o, lse) = (outs[0].to_f64_vec()[0], outs[1].to_f64_vec()[0]);
+    let e1 = std::f64::consts::E;
+    assert!((o - (2.0 * e1 - 4.0) / (e1 + 1.0)).abs() < 2e-3, "{o}");
+    let rel = 4.0 * ds + 2f64.powi(-8) + 4.0 * 2f64.powi(-24) + 2f64.powi(-20);
+    let want = rel * 4.0 + 2f64.powi(-7) * o.abs() + 2.0 * TINY_F;
+    let got = bounds[0].as_ref().unwrap().to_f64_vec();
+    assert!(got.iter().all(|&g| close(g, want)), "{got:?} vs {want}");
+    let want = 2.0 * ds + 2f64.powi(-20) + 2f64.powi(-20) * lse.abs() + 6.0 * 2f64.powi(-23) + 2f64.powi(-20)
+        + EPS_F * lse.abs() + 2.0 * TINY_F;
+    let got = bounds[1].as_ref().unwrap().to_f64_vec()[0];
+    assert!(close(got, want), "{got} vs {want}");
+    // A query with a bound moves the weights themselves: not bounded.
+    let (_, bounds) = run_with_bounds(&build(false), &args).unwrap();
+    assert!(bounds[0].as_ref().unwrap().to_f64_vec().iter().all(|g| g.is_infinite()));
+    assert!(bounds[1].as_ref().unwrap().to_f64_vec()[0].is_infinite());
+}

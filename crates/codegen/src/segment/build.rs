@@ -63,6 +63,8 @@ pub(super) fn kernels(s: &Inputs, cx: &mut Context, units: Units) -> Result<Vec<
         let rw = u.rows();
         let roots = (rw.inner.iter().chain(&rw.outer).chain(&rw.totals).map(|&r| all_reds[r].x))
             .chain(rw.full.iter().chain(&rw.per_row).map(|o| o.0))
+            // What its combine kernels write too (a topk beside the column sums).
+            .chain(rw.epilogue.iter().chain(&rw.totals_epilogue).map(|o| o.0))
             .collect();
         build_specials(cx, &mut kernels, roots)?;
         match u.build(&dev, cx, &mut kernels) {
