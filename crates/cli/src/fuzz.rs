@@ -36,7 +36,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "cpu")]
     device: DeviceArg,
     /// Write each failing fusion here as a repro script named by its seed and index (and each
-    /// fusion the planner refused under DIR/refused/, with the reason).
+    /// fusion or replayed script the planner refused under DIR/refused/, with the reason).
     #[arg(long)]
     keep: Option<PathBuf>,
     /// Check these repro scripts (files or directories) the same way instead of drawing fusions.
@@ -204,8 +204,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 Outcome::Refused { reason } => {
                     s.refused += 1;
                     *s.refused_reasons.entry(reason_key(reason)).or_default() += 1;
-                    if let (Some(dir), Ok(f), true) = (&a.keep, &f, drawn) {
-                        keep(&dir.join("refused"), f, a.seed, a.start + k as u64, &outcome)?;
+                    match (&a.keep, &f, drawn) {
+                        (Some(dir), Ok(f), true) => {
+                            keep(&dir.join("refused"), f, a.seed, a.start + k as u64, &outcome)?;
+                        }
+                        (Some(dir), Ok(f), false) => {
+                            keep_replayed(&dir.join("refused"), f, &label, &outcome)?;
+                        }
+                        _ => {}
                     }
                 }
                 Outcome::Mismatched { .. } => {
@@ -479,6 +485,25 @@ fn on_gpu(
 
 /// Writes the repro script of a failing fusion into `dir`.
 fn keep(dir: &Path, f: &Fusion, seed: u64, index: u64, o: &Outcome) -> anyhow::Result<String> {
+    let header = vec![
+        format!("fusebench fuzz: seed {seed}, fusion {index}"),
+        format!("redo: fusebench fuzz --seed {seed} --start {index} --count 1 --device gpu"),
+    ];
+    write_kept(dir, f, &format!("seed{seed}-{index}.py"), header, o)
+}
+
+/// A replayed script the planner refused, kept under its own file name
+/// with the reason (a directory of scripts sorted by what is refused).
+fn keep_replayed(dir: &Path, f: &Fusion, label: &str, o: &Outcome) -> anyhow::Result<String> {
+    let name = Path::new(label).file_name().map_or_else(|| "script.py".into(), |n| n.to_string_lossy().into_owned());
+    let header = vec![
+        format!("fusebench fuzz: replayed {label}"),
+        format!("redo: fusebench fuzz --replay {label} --device gpu"),
+    ];
+    write_kept(dir, f, &name, header, o)
+}
+
+fn write_kept(dir: &Path, f: &Fusion, name: &str, header: Vec<String>, o: &Outcome) -> anyhow::Result<String> {
     std::fs::create_dir_all(dir).with_context(|| format!("--keep {}: cannot create the directory", dir.display()))?;
     let mut f = f.clone();
     let (verb, what) = match o {
@@ -486,14 +511,11 @@ fn keep(dir: &Path, f: &Fusion, seed: u64, index: u64, o: &Outcome) -> anyhow::R
         Outcome::Refused { reason } => ("refused", reason.clone()),
         _ => ("", String::new()),
     };
-    f.script.header = vec![
-        format!("fusebench fuzz: seed {seed}, fusion {index}"),
-        format!("redo: fusebench fuzz --seed {seed} --start {index} --count 1 --device gpu"),
-    ];
+    f.script.header = header;
     f.script
         .header
         .extend(what.lines().take(3).map(|l| format!("{verb}: {l}")));
-    let path = dir.join(format!("seed{seed}-{index}.py"));
+    let path = dir.join(name);
     std::fs::write(&path, fusebench_frontend::print_script(&f))?;
     Ok(path.display().to_string())
 }

@@ -521,30 +521,6 @@ impl<'a> Joiner<'a> {
                 let (ra, ca, ba) = matrix(&pa.1, &sa, &ms.batch, true, k);
                 let (rb, cb, bb) = matrix(&pb.1, &sb, &ms.batch, false, k);
                 let batch = &ms.batch;
-                // The outer batch dims looped over: the fewest that leave
-                // the rest collapsing to one stride in both operands.
-                let split = (0..=batch.len())
-                    .find(|&p| {
-                        collapse(&batch[p..], &ba[p..], (m * k) as i64).is_some()
-                            && collapse(&batch[p..], &bb[p..], (k * nn) as i64).is_some()
-                    })
-                    .unwrap_or(batch.len());
-                let runs: usize = batch[..split].iter().product();
-                if runs > MAX_RUNS {
-                    return Err(unsupported(format!(
-                        "matmul {}: {runs} products for batch dims {batch:?} that do not collapse to one stride (at most {MAX_RUNS})",
-                        name(r)
-                    )));
-                }
-                let inner: usize = batch[split..].iter().product();
-                let stride = |st: &[i64], inner_step: usize| {
-                    if inner <= 1 {
-                        0
-                    } else {
-                        collapse(&batch[split..], &st[split..], inner_step as i64).unwrap_or(0)
-                    }
-                };
-                let (sa_b, sb_b) = (stride(&ba, m * k), stride(&bb, k * nn));
                 // D is dense: each batch dim steps the ones after it times m x n.
                 let mut out_st = vec![0i64; batch.len()];
                 let mut acc = (m * nn) as i64;
@@ -552,11 +528,29 @@ impl<'a> Joiner<'a> {
                     out_st[i] = acc;
                     acc *= batch[i] as i64;
                 }
+                let steps = [(m * k) as i64, (k * nn) as i64, (m * nn) as i64];
+                let (outer, inner) = batch_runs(batch, [&ba, &bb, &out_st], steps);
+                let runs: usize = outer.iter().map(|&i| batch[i]).product();
+                if runs > MAX_RUNS {
+                    return Err(unsupported(format!(
+                        "matmul {}: {runs} products for batch dims {batch:?} that do not collapse to one stride in any order (at most {MAX_RUNS})",
+                        name(r)
+                    )));
+                }
+                let inner_ext: Vec<usize> = inner.iter().map(|&i| batch[i]).collect();
+                let bt_all: usize = inner_ext.iter().product();
+                let stride = |st: &[i64], step: i64| {
+                    let st: Vec<i64> = inner.iter().map(|&i| st[i]).collect();
+                    if bt_all <= 1 { 0 } else { collapse(&inner_ext, &st, step).unwrap_or(0) }
+                };
+                let (sa_b, sb_b, sd_b) = (stride(&ba, steps[0]), stride(&bb, steps[1]), stride(&out_st, steps[2]));
+                // 0: D's batches m x n apart, as the library lays them by default.
+                let out_batch_stride = if bt_all <= 1 || sd_b == steps[2] { 0 } else { sd_b };
                 let mut products = Vec::with_capacity(runs);
                 for run in 0..runs {
-                    // This run's index in the outer dims, innermost fastest.
+                    // This run's index in the outer dims, the last fastest.
                     let (mut rest, mut off) = (run, [pa.2, pb.2, 0]);
-                    for i in (0..split).rev() {
+                    for &i in outer.iter().rev() {
                         let idx = (rest % batch[i]) as i64;
                         rest /= batch[i];
                         off[0] += idx * ba[i];
@@ -565,9 +559,10 @@ impl<'a> Joiner<'a> {
                     }
                     let mut oa = Operand { arg: pa.0, offset: off[0], strides: [sa_b, ra, ca] };
                     let ob = Operand { arg: pb.0, offset: off[1], strides: [sb_b, rb, cb] };
-                    let (mut bt, mut rows) = (inner, m);
-                    // A batch of A's rows over one B is one taller product.
-                    if bt > 1 && ob.strides[0] == 0 && oa.strides[0] == rows as i64 * oa.strides[1] {
+                    let (mut bt, mut rows) = (bt_all, m);
+                    // A batch of A's rows over one B is one taller product
+                    // (where D's batches follow one another too).
+                    if bt > 1 && ob.strides[0] == 0 && oa.strides[0] == rows as i64 * oa.strides[1] && out_batch_stride == 0 {
                         rows *= bt;
                         bt = 1;
                         oa.strides[0] = 0;
@@ -590,6 +585,7 @@ impl<'a> Joiner<'a> {
                         bias: None,
                         out,
                         out_offset: off[2],
+                        out_batch_stride,
                         epilogue: Epilogue::None,
                         alpha: 1.0,
                         operands: None,
@@ -665,6 +661,7 @@ impl<'a> Joiner<'a> {
                     bias,
                     out,
                     out_offset: 0,
+                    out_batch_stride: 0,
                     epilogue: Epilogue::None,
                     alpha: 1.0,
                     operands: None,
@@ -711,6 +708,7 @@ impl<'a> Joiner<'a> {
                     bias: None,
                     out,
                     out_offset: 0,
+                    out_batch_stride: 0,
                     epilogue: Epilogue::None,
                     alpha: 1.0,
                     operands: Some([f.value(mat1).dtype, f.value(mat2).dtype]),
@@ -731,6 +729,54 @@ fn view_of(arg: KernelArg, strides: &[i64], offset: i64) -> Result<OutputSource,
         KernelArg::Output(output) => OutputSource::OutputView { output, strides, offset },
         _ => return Err(unsupported("an output viewing a scalar or a temporary".into())),
     })
+}
+
+/// Which batch dims a `matmul` loops over (outer, one library call each)
+/// and which one call runs as its batch (inner, collapsing to one stride in
+/// A, B and D: `strides`, each dim's, `steps` the matrices' sizes). In
+/// order, the fewest outer dims that leave the rest collapsing; where that
+/// still loops, the dims in any order (D's batches then laid out by a
+/// stride of their own) if that loops fewer times: [B, 1, m, k] x [1, H, k, n]
+/// runs H products of B, not B of H, where H < B.
+fn batch_runs(batch: &[usize], strides: [&[i64]; 3], steps: [i64; 3]) -> (Vec<usize>, Vec<usize>) {
+    let fits = |dims: &[usize], with_d: bool| {
+        let ext: Vec<usize> = dims.iter().map(|&i| batch[i]).collect();
+        (0..if with_d { 3 } else { 2 }).all(|o| {
+            let st: Vec<i64> = dims.iter().map(|&i| strides[o][i]).collect();
+            collapse(&ext, &st, steps[o]).is_some()
+        })
+    };
+    let all: Vec<usize> = (0..batch.len()).collect();
+    let split = (0..=batch.len()).find(|&p| fits(&all[p..], false)).unwrap_or(batch.len());
+    let runs = |dims: &[usize]| dims.iter().map(|&i| batch[i]).product::<usize>();
+    let mut best = (all[..split].to_vec(), all[split..].to_vec());
+    let live: Vec<usize> = all.iter().copied().filter(|&i| batch[i] > 1).collect();
+    if runs(&best.0) <= 1 || live.len() > 6 {
+        return best;
+    }
+    let mut order = live.clone();
+    let mut each = |perm: &[usize]| {
+        for q in 0..perm.len() {
+            if runs(&perm[..q]) < runs(&best.0) && fits(&perm[q..], true) {
+                best = (perm[..q].to_vec(), perm[q..].to_vec());
+            }
+        }
+    };
+    permutations(&mut order, 0, &mut each);
+    best
+}
+
+/// Calls `each` with every ordering of `v[at..]` after `v[..at]`.
+fn permutations(v: &mut Vec<usize>, at: usize, each: &mut impl FnMut(&[usize])) {
+    if at == v.len() {
+        each(v);
+        return;
+    }
+    for i in at..v.len() {
+        v.swap(at, i);
+        permutations(v, at + 1, each);
+        v.swap(at, i);
+    }
 }
 
 /// One stride that steps through `dims` (with `strides`) in order, the

@@ -347,6 +347,10 @@ pub struct Product {
     /// stride are run as one product per index of the outer ones.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub out_offset: i64,
+    /// Elements between D's batches where they are not m x n apart (0): a
+    /// product's batch dims run in another order than D holds them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub out_batch_stride: i64,
     /// What the library applies to D before rounding it (crate::epilogue_fn).
     #[serde(default, skip_serializing_if = "crate::Epilogue::is_none")]
     pub epilogue: crate::Epilogue,
@@ -384,10 +388,11 @@ impl Product {
         let mut lines = vec![
             format!("{} (cuBLASLt, {} accumulation{inputs})", self.summary, if self.dtype == DType::Double { "f64" } else { "f32" }),
             format!(
-                "{}m {} x n {} x k {}, {} into {}{} (dense row-major){}",
+                "{}m {} x n {} x k {}, {} into {}{} (dense row-major{}){}",
                 if self.batch > 1 { format!("batch {} of ", self.batch) } else { String::new() },
                 self.m, self.n, self.k, self.dtype, arg(&self.out),
                 if self.out_offset != 0 { format!(" from element {}", self.out_offset) } else { String::new() },
+                if self.out_batch_stride != 0 { format!(", batches {} apart", self.out_batch_stride) } else { String::new() },
                 if self.bias.is_some() { ", bias added by the library's epilogue" } else { "" }
             ),
         ];

@@ -83,3 +83,22 @@ fn outputs_that_read_the_column_sums_run_after_them() {
         assert!(p.kernels.len() >= 2, "{:#?}", p.kernels);
     }
 }
+
+#[test]
+fn outputs_that_read_a_second_sum_over_the_same_rows_run_after_it() {
+    // The minimum and the sum over rows join one row kernel; x / sum is
+    // written after it, not beside the minimum (seed 7, fusion 35525).
+    let body = "    t0 = fd.define_tensor(shape=[129, 8, 3], contiguity=[True, True, True], dtype=DataType.Float, is_cpu=False)
+    x = fd.ops.sum(t0, dims=[1], keepdim=True)
+    lo = fd.ops.min(x, dims=[0], keepdim=True)
+    s = fd.ops.sum(x, dims=[0], keepdim=False)
+    o = fd.ops.div(x, s)
+    fd.add_output(lo)
+    fd.add_output(o)
+";
+    for column_sums in [ColumnSums::Joined, ColumnSums::Outer] {
+        let p = planned(body, column_sums);
+        let last = p.kernels.last().unwrap();
+        assert_eq!(last.schedule, Schedule::Pointwise, "{:#?}", p.kernels);
+    }
+}

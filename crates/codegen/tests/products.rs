@@ -148,6 +148,27 @@ fn batch_dims_that_do_not_collapse_run_as_one_product_per_outer_index() {
 }
 
 #[test]
+fn batch_dims_loop_in_the_order_that_makes_fewest_products() {
+    // [5, 1] batches against [3]: in order, 5 products of 3; the 3 looped
+    // instead, 3 products of 5, D's batches 3 x 17 x 23 apart.
+    let p = planned(
+        "    a = fd.define_tensor(shape=[5, 1, 17, 40], contiguity=[True, True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    b = fd.define_tensor(shape=[3, 40, 23], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    y = fd.ops.matmul(a, b)
+    fd.add_output(y)
+",
+    );
+    assert_eq!(p.products.len(), 3);
+    for (i, g) in p.products.iter().enumerate() {
+        assert_eq!((g.batch, g.m, g.n, g.k), (5, 17, 23, 40));
+        assert_eq!((g.a.offset, g.a.strides[0]), (0, 17 * 40), "A steps the 5 batches");
+        assert_eq!((g.b.offset, g.b.strides[0]), (i as i64 * 40 * 23, 0), "one B for them");
+        assert_eq!(g.out_offset, i as i64 * 17 * 23);
+        assert_eq!(g.out_batch_stride, 3 * 17 * 23);
+    }
+}
+
+#[test]
 fn a_gelu_of_the_product_alone_runs_in_the_epilogue_and_a_scaled_relu_does_not() {
     let p = planned(&linear_gelu());
     assert!(p.kernels.is_empty(), "{:?}", p.kernels.iter().map(|k| &k.summary).collect::<Vec<_>>());

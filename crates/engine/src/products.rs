@@ -53,6 +53,7 @@ pub(crate) fn prepare(gpu: &Gpu, p: &Product, a: u64, b: u64, bias: Option<u64>,
         a: strides(&p.a),
         b: strides(&p.b),
         bias: p.bias.as_ref().map(|o| o.strides[0]),
+        d_batch: (p.out_batch_stride != 0).then_some(p.out_batch_stride),
         epilogue: match p.epilogue {
             Epilogue::None => BlasEpilogue::None,
             Epilogue::Relu => BlasEpilogue::Relu,

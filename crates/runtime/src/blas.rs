@@ -110,7 +110,8 @@ pub struct MatrixStrides {
     pub col: i64,
 }
 
-/// D[batch, m, n] = A[batch, m, k] x B[batch, k, n] (+ bias[batch, n]), D dense row-major.
+/// D[batch, m, n] = A[batch, m, k] x B[batch, k, n] (+ bias[batch, n]), D's rows dense
+/// row-major, its batches m x n apart unless `d_batch` says otherwise.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MatmulSpec {
     pub dtype: BlasType,
@@ -122,6 +123,9 @@ pub struct MatmulSpec {
     pub b: MatrixStrides,
     /// The bias's batch stride in elements (its n elements are contiguous), where there is a bias.
     pub bias: Option<i64>,
+    /// D's batch stride in elements where it is not m x n (a product's batch
+    /// dims run in another order than D holds them); at least m x n.
+    pub d_batch: Option<i64>,
     /// What the library applies to D (after the bias) before rounding it to `dtype`.
     pub epilogue: BlasEpilogue,
     /// D = alpha x A x B (+ bias); 1 for a plain product.
@@ -158,6 +162,10 @@ impl MatmulSpec {
             ),
             None => String::new(),
         };
+        let d = match self.d_batch {
+            Some(stride) => format!(" (D's batch stride {stride})"),
+            None => String::new(),
+        };
         let of = |i: usize| match self.operands {
             Some(t) => format!("{} ", t[i].name()),
             None => String::new(),
@@ -167,7 +175,7 @@ impl MatmulSpec {
             BlasScales::PerOperand => "scale_a x scale_b x ",
         };
         format!(
-            "{} D[{b}, {m}, {n}] = {scaled}A[{b}, {m}, {k}] ({}{}) x B[{b}, {k}, {n}] ({}{}){bias}, \
+            "{} D[{b}, {m}, {n}] = {scaled}A[{b}, {m}, {k}] ({}{}) x B[{b}, {k}, {n}] ({}{}){bias}{d}, \
              addresses aligned to A {} B {} bias {} D {} bytes",
             self.dtype.name(),
             of(0),
@@ -294,6 +302,14 @@ pub(crate) fn column_major(spec: &MatmulSpec) -> Result<Layouts, String> {
     let mn = m
         .checked_mul(n)
         .ok_or_else(|| format!("m * n = {m} * {n} overflows"))?;
+    let d_batch = match spec.d_batch {
+        None => to_i64("m * n", mn)?,
+        Some(_) if batch == 1 => to_i64("m * n", mn)?,
+        Some(s) if s < to_i64("m * n", mn)? => {
+            return Err(format!("D's batch stride {s} is less than m * n = {mn}: its batches would overlap"));
+        }
+        Some(s) => s,
+    };
     let fp8 = spec.operands.is_some();
     let (a, b) = (operand("B", k, n, spec.b, batch, fp8)?, operand("A", m, k, spec.a, batch, false)?);
     // cuBLASLt's FP8 kernels read both operands with k contiguous ("TN"): its A (our B)
@@ -313,7 +329,7 @@ pub(crate) fn column_major(spec: &MatmulSpec) -> Result<Layouts, String> {
             rows: n,
             cols: m,
             ld: to_i64("n", n)?,
-            batch_stride: to_i64("m * n", mn)?,
+            batch_stride: d_batch,
         },
         batch: batch_i32,
         bias_batch_stride,
@@ -990,6 +1006,7 @@ mod tests {
 
     fn spec(m: u64, n: u64, k: u64, a: MatrixStrides, b: MatrixStrides) -> MatmulSpec {
         MatmulSpec {
+            d_batch: None,
             dtype: BlasType::BF16,
             batch: 3,
             m,
@@ -1099,6 +1116,11 @@ mod tests {
         let ok = spec(5, 7, 11, st(55, 11, 1), st(77, 7, 1));
         let e = column_major(&MatmulSpec { k: 0, ..ok.clone() }).unwrap_err();
         assert!(e.contains("empty product"), "{e}");
+        // D's batches laid out by a stride of their own, never overlapping.
+        let batched = MatmulSpec { batch: 4, d_batch: Some(3 * 35), ..ok.clone() };
+        assert_eq!(column_major(&batched).unwrap().d.batch_stride, 105);
+        let e = column_major(&MatmulSpec { d_batch: Some(34), ..batched }).unwrap_err();
+        assert!(e.contains("less than m * n = 35"), "{e}");
         let e = column_major(&MatmulSpec {
             align: [16, 16, 16, 1],
             ..ok.clone()

@@ -407,6 +407,7 @@ fn check_product(gpu: &Gpu, p: &Product) {
     let at = |b: &fusebench_runtime::DeviceBuffer| b.device_ptr() + (p.offset * size) as u64;
     let (pa, pb, pbias, pd) = (at(&da), at(&db), at(&dbias), at(&dd));
     let spec = MatmulSpec {
+        d_batch: None,
         dtype: p.dtype,
         batch: p.batch,
         m: p.m,
@@ -553,6 +554,7 @@ fn cublaslt_refuses_what_it_cannot_run() {
         return;
     }
     let spec = MatmulSpec {
+        d_batch: None,
         dtype: BlasType::BF16,
         batch: 1, m: 64, n: 64, k: 64,
         a: S { batch: 0, row: 64, col: 1 },
