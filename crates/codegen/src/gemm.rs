@@ -885,6 +885,10 @@ fn subfusion(f: &Fusion, roots: &[ValueId], cut: &BTreeSet<ValueId>, copies: &BT
                     *o = map[o];
                 }
                 let at = g.nodes.len();
+                if fusebench_ir::rng::is_unseeded(&n.op) {
+                    // Its Philox offset is its number in the whole fusion.
+                    g.unseeded_numbers.push((at, fusebench_ir::rng::number(f, node)));
+                }
                 let outs: Vec<ValueId> = n
                     .outputs
                     .iter()

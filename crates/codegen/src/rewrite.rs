@@ -120,12 +120,17 @@ fn rebuild(
         script: f.script.clone(),
         recipe: f.recipe.clone(),
         input_facts: f.input_facts.clone(),
+        unseeded_numbers: vec![],
     };
     let mut map: Vec<Option<ValueId>> = vec![None; f.values.len()];
     for (i, v) in f.values.iter().enumerate() {
         match v.def {
             ValueDef::Node { node, index: 0 } => {
                 let n = &f.nodes[node];
+                if fusebench_ir::rng::is_unseeded(&n.op) {
+                    // Copied (never lowered): its number as in `f`.
+                    g.unseeded_numbers.push((g.nodes.len(), fusebench_ir::rng::number(f, node)));
+                }
                 let mut op = n.op.clone();
                 for r in op.operands_mut() {
                     *r = map[r.index()].expect("operands are defined before use");

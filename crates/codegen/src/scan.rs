@@ -4,8 +4,8 @@
 //! of the innermost kept dim, so a scan over an outer dim reads coalesced.
 //! Floats accumulate in double and each prefix is rounded once to the output
 //! dtype, as the CPU reference does; integers in 64 bits with wrapping. With
-//! `Device::scan_blocks`, a line along the innermost dim is a block's
-//! (`scan_blocks.rs`).
+//! `Device::scan_blocks` (the default), a line of 128 or more along the
+//! innermost dim is a block's (`scan_blocks.rs`).
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
@@ -16,6 +16,11 @@ use crate::{ctype, view};
 use fusebench_ir::{infer, DType, Op, ScanOp};
 
 const BLOCK: u32 = 128;
+
+/// The shortest line a block scans (`Device::scan_blocks`): 128 was the
+/// shortest timed (32768 lines, 0.74 of a thread per line); shorter lines
+/// would leave most of a block's 256 threads idle.
+pub const BLOCK_LINE: usize = 128;
 
 #[path = "scan_blocks.rs"]
 mod blocks;
@@ -49,7 +54,7 @@ pub fn build(
         ScanOp::Cummax => Combine::Max,
     };
     let t = cx.add_temp(d, s.iter().product(), format!("{} (stored)", f.value(v).name));
-    if cx.dev.scan_blocks && inner == 1 && len > 1 {
+    if cx.dev.scan_blocks && inner == 1 && len >= BLOCK_LINE {
         out.push(blocks::build(cx, node, &blocks::Line { s: &s, dim, len, lines, acc, combine, temp: t })?);
         cx.stored.insert(v, Stored { temp: t, dtype: d, shape: s });
         return Ok(());

@@ -363,7 +363,8 @@ fn a_grouped_product_is_one_kernel_of_ours_for_each_way_its_groups_cut() {
             t("b", b, "BFloat16"),
             t("o", &[3], "Int32")
         );
-        let p = planned(&body);
+        let f = common::script(&body);
+        let p = plan(&f, &vec![None; 3], Device { grouped_mn: GroupedMn::Off, ..Device::default() }).unwrap();
         assert!(p.products.is_empty());
         assert_eq!(p.kernels.len(), 1);
         let k = &p.kernels[0];
@@ -372,10 +373,9 @@ fn a_grouped_product_is_one_kernel_of_ours_for_each_way_its_groups_cut() {
         assert!(k.summary.contains(cut), "{}", k.summary);
         assert_eq!(k.args, [KernelArg::Input(0), KernelArg::Input(1), KernelArg::Input(2), KernelArg::Output(0)]);
         assert!(p.source.contains("fb_grouped_mm<true,"), "the section is taken");
-        // Row-major mat2 (n contiguous, not k) is read element by element,
-        // and then mat1 too (both alike without grouped_mn).
+        // With grouped_mn off, row-major mat2 (n contiguous, not k) is read
+        // element by element, and then mat1 too (both alike).
         assert!(p.source.contains(", FB_GMM_ELEMENT, FB_GMM_ELEMENT, 2>(a + 0"), "{}", p.source);
-        let f = common::script(&body);
         let p = plan(&f, &vec![None; 3], Device { grouped_mn: GroupedMn::MmaSync, ..Device::default() }).unwrap();
         assert!(p.source.contains(&format!("fb_grouped_mm<true, {}, {rows_copied}, 2>(a + 0", cut_index(cut))), "{}", p.source);
         let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
@@ -412,8 +412,8 @@ fn a_weight_gradient_in_autograds_layout_copies_both_operands_along_their_rows()
     assert!(p.source.contains("fb_grouped_mm_wg<true, 2, 2, FB_GMM_MN, FB_GMM_MN>(a + 0, b + 0"), "{}", p.source);
     let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
     assert!(reason.contains("wgmma") && reason.contains("N-major 64 columns at a time"), "{reason}");
-    // Without grouped_mn: element by element, and so mma.sync, saying why.
-    let p = plan(&f, &vec![None; 3], Device { grouped_wgmma: true, ..Device::default() }).unwrap();
+    // With grouped_mn off: element by element, and so mma.sync, saying why.
+    let p = plan(&f, &vec![None; 3], Device { grouped_mn: GroupedMn::Off, grouped_wgmma: true, ..Device::default() }).unwrap();
     assert!(p.source.contains("fb_grouped_mm<true, 2, FB_GMM_ELEMENT, FB_GMM_ELEMENT, 2>"), "{}", p.source);
     let reason = &p.kernels[0].choice.as_ref().unwrap().reason;
     assert!(reason.contains("FUSEBENCH_GROUPED_MN=1"), "{reason}");
@@ -469,6 +469,27 @@ fn on_hopper_a_grouped_product_of_k_contiguous_operands_multiplies_with_wgmma() 
     fd.add_output(y)
 ",
     );
-    let p = plan(&row_major, &layouts, Device { grouped_wgmma: true, ..Device::default() }).unwrap();
+    let p = plan(&row_major, &layouts, Device { grouped_mn: GroupedMn::Off, grouped_wgmma: true, ..Device::default() }).unwrap();
     assert!(p.source.contains("fb_grouped_mm<true, 0, FB_GMM_ELEMENT, FB_GMM_ELEMENT, 2>"), "{}", p.source);
+    // By default (grouped_mn 2) x's tiles are copied 16 bytes a thread along
+    // k; w's rows of 300 leave its chunks unaligned: element by element.
+    let p = plan(&row_major, &layouts, Device { grouped_wgmma: true, ..Device::default() }).unwrap();
+    assert!(p.source.contains("fb_grouped_mm<true, 0, FB_GMM_K, FB_GMM_ELEMENT, 2>"), "{}", p.source);
+}
+
+#[test]
+fn an_unseeded_random_op_after_a_product_keeps_its_number_in_the_whole_fusion() {
+    // The dead uniform is unseeded op 0, so randn_like (in the stage after
+    // the product, which holds no uniform) draws from Philox offset 1, as
+    // the CPU reference numbers it (seed 1, fusion 236: every element differed).
+    let p = planned(
+        "    a = fd.define_tensor(shape=[4, 8], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    b = fd.define_tensor(shape=[8, 4], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    u = fd.ops.uniform(0.5, 0.75, shape=[1, 8], dtype=DataType.Float)
+    y = fd.ops.matmul(a, b)
+    z = fd.ops.randn_like(y)
+    fd.add_output(z)
+",
+    );
+    assert!(p.source.contains("fb_rng_normalf(0ull, 1ull,"), "{}", p.source);
 }

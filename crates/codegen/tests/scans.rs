@@ -51,23 +51,28 @@ fn an_output_of_a_scan_of_a_total_is_not_the_totals_epilogue() {
     assert!(scan >= 1 && scan + 1 < p.kernels.len(), "sum, scan, then the output's kernel: {:#?}", p.kernels);
 }
 
-/// `Device::scan_blocks`: a scan along the innermost dim is a block per line
-/// (256 threads), one along an outer dim stays a thread per line.
+/// `Device::scan_blocks` (the default): a scan along the innermost dim over
+/// lines of 128 or more is a block per line (256 threads); one along an outer
+/// dim, or over shorter lines, stays a thread per line, as with the knob off.
 #[test]
 fn scan_blocks_take_innermost_lines_a_block_each() {
     let body = "    t0 = fd.define_tensor(shape=[8, 32000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    t1 = fd.define_tensor(shape=[4096, 127], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
     c = fd.ops.cumsum(t0, dim=1)
     d = fd.ops.cumsum(t0, dim=0)
+    e = fd.ops.cumsum(t1, dim=1)
     fd.add_output(c)
     fd.add_output(d)
+    fd.add_output(e)
 ";
-    let f = common::script(body);
-    let layouts = vec![None; f.inputs.len()];
-    let on = plan(&f, &layouts, Device { scan_blocks: true, ..Device::default() }).unwrap();
+    let on = planned(body);
     let scans: Vec<_> = on.kernels.iter().filter(|k| k.schedule == Schedule::Scan).collect();
     assert_eq!((scans[0].grid[0], scans[0].block[0]), (8, 256), "{scans:#?}");
     assert_eq!(scans[1].block[0], 128, "along dim 0: a thread per line, {scans:#?}");
-    let off = planned(body);
+    assert_eq!(scans[2].block[0], 128, "lines of 127: a thread per line, {scans:#?}");
+    let f = common::script(body);
+    let layouts = vec![None; f.inputs.len()];
+    let off = plan(&f, &layouts, Device { scan_blocks: false, ..Device::default() }).unwrap();
     let scans: Vec<_> = off.kernels.iter().filter(|k| k.schedule == Schedule::Scan).collect();
-    assert_eq!(scans[0].block[0], 128, "off by default: {scans:#?}");
+    assert_eq!(scans[0].block[0], 128, "off: {scans:#?}");
 }

@@ -81,6 +81,12 @@ pub struct Fusion {
     /// `None` for scalars and inputs not recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_facts: Option<Vec<Option<crate::recipe::InputFacts>>>,
+    /// Unseeded random ops' numbers among the unseeded ops of the fusion
+    /// they were cut from, by node, where that is not their count here: a
+    /// stage of matrix products holds only the ops it computes, and each
+    /// op's Philox offset is its number in the whole fusion (`rng::number`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unseeded_numbers: Vec<(usize, u64)>,
 }
 
 #[derive(Serialize, Deserialize)]

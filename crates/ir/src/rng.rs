@@ -107,14 +107,21 @@ pub fn start(f: &Fusion, out: ValueId) -> Option<Start> {
             seed: *seed,
             offset: *offset,
         }),
-        Op::Rng { .. } | Op::RngLike { .. } => {
-            let before = f.nodes[..node].iter().filter(|n| is_unseeded(&n.op)).count();
-            Some(Start::Default {
-                seed: 0,
-                offset: before as u64,
-            })
-        }
+        Op::Rng { .. } | Op::RngLike { .. } => Some(Start::Default {
+            seed: 0,
+            offset: number(f, node),
+        }),
         _ => None,
+    }
+}
+
+/// The number of the unseeded random op at `node` among the fusion's
+/// unseeded random ops: its count before it, or the number it had in the
+/// fusion this one was cut from (`Fusion::unseeded_numbers`).
+pub fn number(f: &Fusion, node: usize) -> u64 {
+    match f.unseeded_numbers.iter().find(|&&(n, _)| n == node) {
+        Some(&(_, k)) => k,
+        None => f.nodes[..node].iter().filter(|n| is_unseeded(&n.op)).count() as u64,
     }
 }
 

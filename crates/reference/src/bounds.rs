@@ -16,7 +16,8 @@
 //!   rounded ops, 2 for div/sqrt/reciprocal, 16 for pow, 8 for any other
 //!   function) times |y|, plus one ulp of the output dtype times |y|, plus
 //!   the smallest normal of the output and compute dtypes (flush to zero).
-//!   Comparisons are uncertain (bound +inf) where |a − b| <= e_a + e_b, and an
+//!   Comparisons are uncertain (bound +inf) where |a − b| <= e_a + e_b, a
+//!   quotient or reciprocal where the divisor's interval holds 0, and an
 //!   integer or bool operand with a nonzero bound makes the result
 //!   uncertain there.
 //! - Sums over n elements: the sum of the terms' bounds plus the
@@ -674,9 +675,30 @@ impl Shadow {
             bound = Some(self.where_c(off, f64::INFINITY, b)?);
         }
         if let Some(b) = bound {
+            let b = self.pole(op, errs, b)?;
             bound = Some(self.domain_edge(op, y, errs, b)?);
         }
         Ok(bound)
+    }
+
+    /// `b`, or +inf where a divisor's interval holds 0: the corners are
+    /// finite, but inside lie a pole and, where the dividend may be 0 too,
+    /// 0 / 0 (seed 1, fusion 830 of 2026-12-05: x / x of a sigmoid that the
+    /// GPU flushed to 0 from a subnormal, NaN against 1).
+    fn pole(&mut self, op: &Op, errs: &Errs, b: ValueId) -> Result<ValueId, IrError> {
+        use fusebench_ir::UnaryOp::Reciprocal;
+        let (d, e) = match (op, errs.as_slice()) {
+            (Op::Binary { kind: BinaryOp::Div | BinaryOp::Truediv, b: d, .. }, [_, Some(e)]) => (*d, *e),
+            (Op::Unary { kind: Reciprocal, x }, [Some(e)]) => (*x, *e),
+            _ => return Ok(b),
+        };
+        if !self.dtype(d).is_float() {
+            return Ok(b);
+        }
+        let h = self.hi(d)?;
+        let a = self.abs(h)?;
+        let holds = self.bin(BinaryOp::Le, a, e)?;
+        self.where_c(holds, f64::INFINITY, b)
     }
 
     /// `b`, or +inf where the result is NaN from non-NaN operands whose

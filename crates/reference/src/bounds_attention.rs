@@ -17,7 +17,9 @@
 //!   roundoff), its Float accumulation over S keys by 2 S 2^-24 M, the
 //!   approximate exponentials and the division by 2^-20 M;
 //! - V's own bounds pass through P: at most max_j e_vj;
-//! - plus the output's rounding.
+//! - plus the output's rounding; a column of V holding an infinity or NaN
+//!   makes the output's column uncertain (a kernel multiplies it by weights
+//!   it rounded or masked to 0).
 //!
 //! The log-sum-exp errs by 2 ds, plus the Float sum of S weights
 //! ((S + 4) 2^-23, relative to the sum, so absolute on its logarithm), plus
@@ -25,7 +27,7 @@
 //! logarithm and the terms' magnitudes, plus its rounding.
 
 use super::{eps, Errs, Shadow};
-use fusebench_ir::{DType, GemmOp, IrError, Op, ReduceOp, ValueId};
+use fusebench_ir::{BinaryOp, DType, GemmOp, IrError, Op, ReduceOp, ValueId};
 
 impl Shadow {
     /// Bounds of `sdpfa_fwd`'s outputs `outs` (output, log-sum-exp, and the
@@ -80,6 +82,24 @@ impl Shadow {
         }
         let local = self.local(o, 0.0)?;
         let bo = self.sum_opt(bo, local)?;
+        // A V column holding an infinity or NaN: a kernel multiplies it by the
+        // weights it rounded or masked to 0 (NaN) where the reference may skip
+        // them (seed 1, fusion 71 of 2026-12-05), so that column is uncertain.
+        let bo = match bo {
+            Some(b) => {
+                let hv = self.hi(value)?;
+                let av = self.abs(hv)?;
+                let big = self.lit(f64::MAX);
+                let finite = self.bin(BinaryOp::Le, av, big)?;
+                let (zero, one) = (self.lit(0.0), self.lit(1.0));
+                let bad = self.fd.where_(finite, zero, one)?;
+                let bad = self.fd.reduce(ReduceOp::Max, bad, &keys, true)?;
+                let half = self.lit(0.5);
+                let bad = self.bin(BinaryOp::Gt, bad, half)?;
+                Some(self.where_c(bad, f64::INFINITY, b)?)
+            }
+            None => None,
+        };
 
         // The log-sum-exp: 2 ds + (S + 4) 2^-23 + 2^-20 (1 + |lse| + |scale| max |q|.|k|) + its rounding.
         let ds2 = self.mulc(qk_row, 2.0 * ds_factor + 2f64.powi(-20) * sc.abs())?;

@@ -282,3 +282,39 @@ fn attentions_bound_is_the_weights_rounding_and_the_scores_float_error() {
     assert!(bounds[0].as_ref().unwrap().to_f64_vec().iter().all(|g| g.is_infinite()));
     assert!(bounds[1].as_ref().unwrap().to_f64_vec()[0].is_infinite());
 }
+
+#[test]
+fn a_quotient_whose_divisors_interval_holds_zero_is_uncertain() {
+    let mut fd = FusionBuilder::new();
+    let x = fd.tensor(&[2], DType::Float).unwrap();
+    // sin(0) = 0 with a bound of the flush-to-zero floor: the interval holds 0.
+    let b = fd.unary(UnaryOp::Sin, x).unwrap();
+    let y = fd.binary(BinaryOp::Div, b, b).unwrap();
+    fd.add_output(y).unwrap();
+    let (outs, bounds) = run_with_bounds(&fd.finish(), &[floats(&[0.0, 1.0])]).unwrap();
+    assert!(outs[0].to_f64_vec()[0].is_nan());
+    let got = bounds[0].as_ref().unwrap().to_f64_vec();
+    assert!(got[0].is_infinite(), "{got:?}");
+    assert!(got[1].is_finite() && got[1] < 1e-5, "{got:?}");
+}
+
+#[test]
+fn attention_over_a_value_column_holding_an_infinity_is_uncertain_there() {
+    use fusebench_ir::{GemmOp, Op};
+    let bf16 = |shape: &[usize], v: &[f64]| Arg::Tensor(Tensor::from_f64s(DType::BFloat16, shape, v).unwrap());
+    let mut fd = FusionBuilder::new();
+    let q = fd.tensor(&[1, 1, 1, 8], DType::BFloat16).unwrap();
+    let k = fd.tensor(&[1, 1, 2, 8], DType::BFloat16).unwrap();
+    let v = fd.tensor(&[1, 1, 2, 8], DType::BFloat16).unwrap();
+    let op = Op::Gemm(GemmOp::SdpfaFwd { query: q, key: k, value: v, dropout_p: None, is_causal: None, scale: None });
+    let outs = fd.op(op, &[]).unwrap();
+    fd.add_output(outs[0]).unwrap();
+    let mut vv = vec![1.0; 16];
+    vv[8 + 3] = f64::INFINITY;
+    let args = [bf16(&[1, 1, 1, 8], &[0.5; 8]), bf16(&[1, 1, 2, 8], &[0.25; 16]), bf16(&[1, 1, 2, 8], &vv)];
+    let (_, bounds) = run_with_bounds(&fd.finish(), &args).unwrap();
+    let got = bounds[0].as_ref().unwrap().to_f64_vec();
+    for (c, g) in got.iter().enumerate() {
+        assert_eq!(g.is_infinite(), c == 3, "column {c}: {got:?}");
+    }
+}

@@ -345,7 +345,7 @@ fn build_unrolled(
         };
         let mut per_col = Vec::new();
         for _ in &cols {
-            let names: Vec<String> = (0..w).map(|_| lw.fresh("s")).collect();
+            let names: Vec<String> = (0..w).map(|_| lw.fresh("cs")).collect();
             for n in &names {
                 lw.line(&format!(
                     "{} {n} = {};",
