@@ -278,21 +278,26 @@ fn stored_units<'a>(
     // A reduction another stored one reads is computed on its own, first:
     // stored reductions' kernels run before any row kernel.
     let read: BTreeSet<usize> = store.iter().flat_map(|&o| direct(f, std::iter::once(all_reds[o].x), all_reds)).collect();
-    let sums_of = |r: usize| schedule::row_sums(f, layouts, &all_reds[r], &dev).ok().filter(|_| !read.contains(&r));
-    let key_of = |(rs, is): &(Vec<usize>, Vec<usize>)| -> (usize, usize, usize) {
-        (rs.iter().product(), is.iter().product(), *is.last().unwrap())
-    };
-    // Each row kernel's sums over rows, by the rows x columns they carry: a
-    // group written beside them reads none (its rows are read before the sums are whole).
-    let carried: BTreeMap<usize, (usize, usize, usize)> =
-        store.iter().filter_map(|&r| sums_of(r).map(|s| (r, key_of(&s)))).collect();
+    // Each reduction's rows x columns where a row kernel could carry it as
+    // sums over rows (not one another stored reduction reads).
+    let mut row_sums: BTreeMap<usize, (Vec<usize>, Vec<usize>)> = store
+        .iter()
+        .filter(|r| !read.contains(r))
+        .filter_map(|&r| schedule::row_sums(f, layouts, &all_reds[r], &dev).ok().map(|s| (r, s)))
+        .collect();
+    // Keyed by (rows, columns, last extent): a group written beside a row
+    // kernel's sums reads none of them (its rows are read before the sums are whole).
+    let carried: BTreeMap<usize, (usize, usize, usize)> = row_sums
+        .iter()
+        .map(|(&r, (rs, is))| (r, (rs.iter().product(), is.iter().product(), *is.last().unwrap())))
+        .collect();
     let mut standalone: BTreeMap<usize, Unit> = BTreeMap::new();
     for &r in store {
         let red = &all_reds[r];
         let before_rows = read.contains(&r);
-        let sums = sums_of(r);
-        if let Some(s) = &sums {
-            let key = key_of(s);
+        let sums = row_sums.remove(&r);
+        let key = carried.get(&r).copied();
+        if let Some(key) = key {
             let reads_r = |u: &Unit| closure(f, u.rows().full.iter().map(|o| o.0), all_reds).contains(&r);
             if let Some(u) = carrying.iter_mut().find(|u| u.rows_key() == key && !reads_r(u)) {
                 u.rows_mut().outer.push(r);
@@ -303,15 +308,12 @@ fn stored_units<'a>(
         // kernel computing this sum would write too; not one that reads the
         // sum (x minus its column sums), which is whole only after every
         // row has been read.
-        let beside = sums.as_ref().and_then(|(rs, is)| {
-            let (rows, cols) = (rs.iter().product(), is.iter().product());
-            let last = *is.last().unwrap();
-            let key = (rows, cols, last);
+        let beside = key.and_then(|key @ (rows, cols, last)| {
             pointwise_groups.iter().position(|&gi| {
                 splits(&groups[gi].0, cols, last) == Some(rows)
                     && !closure(f, groups[gi].1.iter().map(|o| o.0), all_reds)
                         .iter()
-                        .any(|d| *d == r || carried.get(d) == Some(&key))
+                        .any(|d| carried.get(d) == Some(&key))
             })
         });
         let work = Work::Stored {
