@@ -323,12 +323,16 @@ impl Shadow {
     }
     /// |v| in Double where finite, else 0.
     fn finite_abs(&mut self, v: ValueId) -> Result<ValueId, IrError> {
+        Ok(self.finite_abs_and_mask(v)?.0)
+    }
+    /// [`Self::finite_abs`] of `v`, and where `v` is finite (not inf or NaN).
+    fn finite_abs_and_mask(&mut self, v: ValueId) -> Result<(ValueId, ValueId), IrError> {
         let h = self.hi(v)?;
         let a = self.abs(h)?;
         let big = self.lit(f64::MAX);
         let ok = self.bin(BinaryOp::Le, a, big)?;
         let z = self.lit(0.0);
-        self.fd.where_(ok, a, z)
+        Ok((self.fd.where_(ok, a, z)?, ok))
     }
     /// An op's own error at its output `y`: `k` ulps of the compute dtype
     /// plus one of the output dtype, relative to |y|, plus the flush-to-zero floor.

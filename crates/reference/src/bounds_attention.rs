@@ -65,7 +65,7 @@ impl Shadow {
         let ds_factor = sc.abs() * (e as f64 + 4.0) * 2f64.powi(-23);
 
         // The output: (u + 2 S 2^-24 + 2^-20) M + 4 ds M + max_j e_v + its rounding.
-        let av = self.finite_abs(value)?;
+        let (av, finite) = self.finite_abs_and_mask(value)?;
         let top = match errs[2] {
             Some(ev) => self.add(av, ev)?,
             None => av,
@@ -87,10 +87,6 @@ impl Shadow {
         // them (seed 1, fusion 71 of 2026-12-05), so that column is uncertain.
         let bo = match bo {
             Some(b) => {
-                let hv = self.hi(value)?;
-                let av = self.abs(hv)?;
-                let big = self.lit(f64::MAX);
-                let finite = self.bin(BinaryOp::Le, av, big)?;
                 let (zero, one) = (self.lit(0.0), self.lit(1.0));
                 let bad = self.fd.where_(finite, zero, one)?;
                 let bad = self.fd.reduce(ReduceOp::Max, bad, &keys, true)?;
