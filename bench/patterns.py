@@ -15,9 +15,9 @@ strides of the torch input, as nvFuser's computeTensorDescriptor does):
 For transpose, rowmajor permutes the input and writes [cols, rows] row-major; colmajor writes the
 column-major input out row-major (no permute: the copy changes the layout).
 
-Families (--family): schedules (the default: the patterns above) or gemm, the matrix products of issue 17
-(linear, linear + GELU, matmul; layouts of the weight), which the GPU engine does not run yet and which are
-drawn only when asked for.
+Families (--family): schedules (the default: the patterns above); gemm, the matrix products of issue 17
+(linear, linear + GELU, matmul, scaled_mm, grouped_mm; layouts of the weight); scans (cumsum, cummax along
+the rows). The last two are drawn only when asked for.
 
 Grids (--grid):
     small   row lengths 7 and 1000 (rope: 128 and 256), 1 and 33 rows, every dtype and layout: the CPU test
@@ -506,8 +506,23 @@ GEMM_PATTERNS = {
     "grouped_mm": (grouped_mm, ["colmajor", "rowmajor"]),
     "grouped_mm_k": (grouped_mm_k, ["colmajor", "rowmajor"]),
 }
-FAMILIES = {"schedules": list(PATTERNS), "gemm": list(GEMM_PATTERNS)}
-PATTERNS = {**PATTERNS, **GEMM_PATTERNS}
+
+
+def scan(kind):
+    """An inclusive scan along the rows (cumsum, cummax), as a sampling step's cumulative probabilities."""
+    def body(f, r, c):
+        f.op(f"y = fd.ops.{kind}({f.main(r, c)}, dim=1)")
+        f.out("y")
+    return body
+
+
+# Scans (the scan schedules: a thread or a block per line), drawn only when named (--family scans).
+SCAN_PATTERNS = {
+    "cumsum": (scan("cumsum"), ["rowmajor", "colmajor"]),
+    "cummax": (scan("cummax"), ["rowmajor"]),
+}
+FAMILIES = {"schedules": list(PATTERNS), "gemm": list(GEMM_PATTERNS), "scans": list(SCAN_PATTERNS)}
+PATTERNS = {**PATTERNS, **GEMM_PATTERNS, **SCAN_PATTERNS}
 FITS = {"rope": rope_fits}  # patterns that take only some row lengths (left out elsewhere, said on stderr)
 
 
@@ -582,7 +597,8 @@ def main():
     p.add_argument("--small", action="store_true", help="the same as --grid small")
     p.add_argument("--only", help="patterns, comma-separated (default: the family's)")
     p.add_argument("--family", choices=list(FAMILIES), default="schedules",
-                   help="schedules (default): the fused-kernel patterns; gemm: the matrix products of issue 17")
+                   help="schedules (default): the fused-kernel patterns; gemm: the matrix products of issue 17; "
+                   "scans: cumsum and cummax along the rows")
     p.add_argument("--cols", help="row lengths, comma-separated: with --rows, or alone (then the grid's row counts), "
                    "their product over the patterns, their layouts and the dtypes replaces the grid")
     p.add_argument("--rows", help="row counts, comma-separated (alone: with the grid's row lengths)")

@@ -110,6 +110,23 @@ def build(fusion_json):
                     r = torch.amax(x, dims, keepdim=o["keepdim"])
                 else:
                     r = torch.amin(x, dims, keepdim=o["keepdim"])
+            elif k == "scan":
+                # An inclusive scan; nvFuser's init (a scalar combined with the first element) taken as
+                # combined with every element's prefix, which is the same for sum, prod, min and max.
+                x, dim = val(o["x"]), o["dim"]
+                kind = o["kind"]
+                if kind == "Cumsum":
+                    r = torch.cumsum(x, dim)
+                elif kind == "Cumprod":
+                    r = torch.cumprod(x, dim)
+                elif kind == "Cummax":
+                    r = torch.cummax(x, dim).values
+                else:
+                    r = torch.cummin(x, dim).values
+                if o.get("init") is not None:
+                    i = val(o["init"])
+                    r = {"Cumsum": lambda: r + i, "Cumprod": lambda: r * i,
+                         "Cummax": lambda: torch.clamp(r, min=i), "Cummin": lambda: torch.clamp(r, max=i)}[kind]()
             elif k == "welford":
                 x = val(o["x"])
                 var, mean = torch.var_mean(x, o["dims"], correction=0)

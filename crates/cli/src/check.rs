@@ -426,6 +426,12 @@ fn print_report(r: &Report) {
             if let Some(p) = &c.problem {
                 line.push_str(&format!(" ({p})"));
             }
+            if c.by_bound > 0 {
+                line.push_str(&format!(
+                    "; {} within the error bound carried through its ops",
+                    c.by_bound
+                ));
+            }
             if let Some((idx, got, want)) = &c.first_mismatch {
                 line.push_str(&format!("; first at {idx:?}: {got} vs {want}"));
             }

@@ -442,16 +442,50 @@ fn tanh<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
     let (ire, iim) = (p.copysign(one, z.0), p.copysign(zero, si));
     (p.select(r_inf, ire, re), p.select(r_inf, iim, im))
 }
-/// log(z + sqrt(z² ± 1)): the common core of the inverse functions (the
-/// sign of a zero imaginary part decides the branch, so − 1 is a subtraction).
+/// log(z + sqrt(z² ± 1)) up to the signs of its parts: the common core of
+/// the inverse functions, whose callers keep only the parts' magnitudes and
+/// set the signs themselves (the sign of a zero imaginary part decides the
+/// branch, so − 1 is a subtraction). libc++'s formula as it stands cancels:
+/// where z and the root r point opposite ways (the root is the principal one,
+/// so for large |z| left of the imaginary axis r is about −z) z + r loses
+/// every digit, and a log of 0 or of rounding noise came out (the fuzzer's
+/// seed 2, fusion 768: acosh(−5.4e9 − 1.0e10i) was inf on the CPU and 13.2 on
+/// the GPU, for 23.7). So: for plus, z is taken in the first quadrant (asinh
+/// is odd and symmetric under conjugation), where z and r never cancel; for
+/// minus, (z + r)(z − r) = 1, so the logs of the two differ only in sign and
+/// the one where z and r do not cancel (z·r ≥ 0) is used. Past 2^27 the ±1
+/// is below Double's rounding and r is ±z: log(2z) = log z + ln 2, without
+/// forming z² (which overflows).
 fn log_root<P: Parts>(p: &mut P, z: Z<P>, plus: bool) -> Z<P> {
+    let (ar, ai) = (p.r1(R1::Abs, z.0), p.r1(R1::Abs, z.1));
+    let z = if plus { (ar, ai) } else { z };
     let q = sqr(p, z);
     let one = one(p);
     let q = if plus { add(p, q, one) } else { sub(p, q, one) };
     let r = sqrt(p, q);
-    let w = add(p, z, r);
-    log(p, w)
+    let sum = add(p, z, r);
+    let w = if plus {
+        sum
+    } else {
+        let diff = sub(p, z, r);
+        let (a, b) = (p.r2(R2::Mul, z.0, r.0), p.r2(R2::Mul, z.1, r.1));
+        let dot = p.r2(R2::Add, a, b);
+        let zero = p.lit(0.0);
+        let cancels = p.test(Test::Lt, dot, zero);
+        pick(p, cancels, diff, sum)
+    };
+    let near = log(p, w);
+    let lim = p.lit(FAR);
+    let (br, bi) = (p.test(Test::Gt, ar, lim), p.test(Test::Gt, ai, lim));
+    let big = p.or(br, bi);
+    let lz = log(p, z);
+    let ln2 = p.lit(std::f64::consts::LN_2);
+    let far = (p.r2(R2::Add, lz.0, ln2), lz.1);
+    pick(p, big, far, near)
 }
+/// Where `log_root` drops the ±1: 2^27, past which 1 / (4 z²) is below
+/// Double's unit roundoff.
+const FAR: f64 = 134_217_728.0;
 /// log(z + sqrt(z^2 + 1)), signs of z's parts kept (libc++'s asinh).
 fn asinh<P: Parts>(p: &mut P, z: Z<P>) -> Z<P> {
     let w = log_root(p, z, true);
@@ -533,6 +567,21 @@ mod tests {
         // acos(0) = pi/2; acosh(-1) = i pi; asin(2) = pi/2 - i ln(2 + sqrt 3) (on the lower lip).
         assert!(close(f(UnaryOp::Acos)((0.0, 0.0)), (std::f64::consts::FRAC_PI_2, 0.0)));
         assert!(close(f(UnaryOp::Acosh)((-1.0, 0.0)), (0.0, std::f64::consts::PI)));
+        // Left of the imaginary axis and far from 0, z and the root cancel in
+        // libc++'s formula: acosh(-5.4e9 - 1.0e10i) was inf (seed 2, fusion
+        // 768). Its real part is ln(2|z|) to Double's rounding there, and the
+        // inverses undo the functions to it, from moderate to past 2^27.
+        let z = (-5.418018304e9, -1.0436656128e10);
+        let a = f(UnaryOp::Acosh)(z);
+        let want = (2.0 * z.0.hypot(z.1)).ln();
+        assert!((a.0 - want).abs() < 1e-14 * want && a.1 < -2.0, "{a:?}");
+        for z in [(-3.0e4, 2.0e4), (-3.0e4, -2.0e4), (-7.0e5, 1.0), (2.0e4, -5.0e3), (-4.0e10, 3.0e9)] {
+            for (inv, fun) in [(UnaryOp::Acosh, UnaryOp::Cosh), (UnaryOp::Asinh, UnaryOp::Sinh), (UnaryOp::Acos, UnaryOp::Cos)] {
+                let back = f(fun)(f(inv)(z));
+                let err = (back.0 - z.0).hypot(back.1 - z.1) / z.0.hypot(z.1);
+                assert!(err < 1e-12, "{inv:?} {z:?}: {back:?}");
+            }
+        }
         // log10(100 i) = 2 + i pi / (2 ln 10).
         let l = f(UnaryOp::Log10)((0.0, 100.0));
         assert!(close(l, (2.0, std::f64::consts::FRAC_PI_2 / std::f64::consts::LN_10)));

@@ -902,6 +902,7 @@ pub fn compare_bounded(got: &Tensor, want: &Tensor, bound: Option<&Tensor>) -> (
         },
         first_mismatch: None,
         problem: None,
+        by_bound: 0,
     };
     if got.shape() != want.shape() {
         c.problem = Some(format!(

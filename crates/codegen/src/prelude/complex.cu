@@ -58,17 +58,32 @@ __device__ __forceinline__ fb_cd fb_c_tanh(fb_cd z) {
     if (isinf(s) && isinf(d)) return fb_cd(s > 0.0 ? 1.0 : -1.0, i2 > 0.0 ? 0.0 : -0.0);
     return fb_cd(s / d, sin(i2) / d);
 }
+// log(z + sqrt(z^2 +- 1)) up to the signs of its parts (ir/complex_math.rs
+// log_root, which says why): z in the first quadrant for plus; for minus
+// z - r where z + r cancels; log z + ln 2 past 2^27.
+template <bool PLUS>
+__device__ __forceinline__ fb_cd fb_c_log_root(fb_cd z) {
+    if (PLUS) z = fb_cd(fabs(z.re), fabs(z.im));
+    if (fabs(z.re) > 134217728.0 || fabs(z.im) > 134217728.0) {
+        const fb_cd l = fb_c_log(z);
+        return fb_cd(__dadd_rn(l.re, 0.6931471805599453), l.im);
+    }
+    const fb_cd q = PLUS ? fb_c_sqr(z) + fb_cd(1.0, 0.0) : fb_c_sqr(z) - fb_cd(1.0, 0.0);
+    const fb_cd r = fb_c_sqrt(q);
+    const bool cancels = !PLUS && __dadd_rn(__dmul_rn(z.re, r.re), __dmul_rn(z.im, r.im)) < 0.0;
+    return fb_c_log(cancels ? z - r : z + r);
+}
 __device__ __forceinline__ fb_cd fb_c_asinh(fb_cd z) {
-    const fb_cd w = fb_c_log(z + fb_c_sqrt(fb_c_sqr(z) + fb_cd(1.0, 0.0)));
+    const fb_cd w = fb_c_log_root<true>(z);
     return fb_cd(copysign(w.re, z.re), copysign(w.im, z.im));
 }
 __device__ __forceinline__ fb_cd fb_c_acosh(fb_cd z) {
-    const fb_cd w = fb_c_log(z + fb_c_sqrt(fb_c_sqr(z) - fb_cd(1.0, 0.0)));
+    const fb_cd w = fb_c_log_root<false>(z);
     return fb_cd(fabs(w.re), copysign(w.im, z.im));
 }
 __device__ __forceinline__ fb_cd fb_c_acos(fb_cd z) {
     if (z.re == 0.0 && (z.im == 0.0 || isnan(z.im))) return fb_cd(1.5707963267948966, -z.im);
-    const fb_cd w = fb_c_log(z + fb_c_sqrt(fb_c_sqr(z) - fb_cd(1.0, 0.0)));
+    const fb_cd w = fb_c_log_root<false>(z);
     return signbit(z.im) ? fb_cd(fabs(w.im), fabs(w.re)) : fb_cd(fabs(w.im), -fabs(w.re));
 }
 __device__ __forceinline__ fb_cd fb_c_atanh(fb_cd z) {
