@@ -87,6 +87,7 @@ pub fn add(
                 )),
                 shared_bytes: 0,
                 fill: None,
+                tensor_maps: Vec::new(),
             });
         }
         p.alias_writes.push(a.output);

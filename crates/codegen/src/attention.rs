@@ -322,6 +322,7 @@ pub(crate) fn kernel(
         )),
         shared_bytes,
         fill: None,
+        tensor_maps: Vec::new(),
     };
     Ok(Ok(Placed { kernels: vec![kernel], text: String::new(), modules: vec![module], temp: None }))
 }
@@ -347,6 +348,7 @@ fn bwd_kernel(name: String, grid: [u32; 3], args: Vec<KernelArg>, summary: Strin
         choice: Some(Choice::only("attention", format!("{why}; {APART}"))),
         shared_bytes: shared as u32,
         fill: None,
+        tensor_maps: Vec::new(),
     };
     (kernel, module)
 }

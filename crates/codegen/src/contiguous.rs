@@ -175,6 +175,7 @@ pub fn build(
             choice: None,
             shared_bytes: 0,
             fill: None,
+            tensor_maps: Vec::new(),
             summary: format!(
                 "contiguous reduction of {} over {k} elements: {o} results, {group} lanes each, {per_block} per block, {width} per load{}",
                 f.value(r.x).name,

@@ -213,6 +213,24 @@ pub struct Device {
     /// gradient's tokens). Off (element by element) until the other two
     /// have run on a GPU: written without one.
     pub grouped_mn: GroupedMn,
+    /// Where `grouped_wgmma` runs and both operands have k contiguous: the
+    /// tile width (128 or 256) of the warp-specialized grouped kernel
+    /// (prelude/grouped_mm.cu `fb_grouped_mm_ws`: one thread copying steps of
+    /// k with the tensor memory accelerator through tensor maps, two
+    /// warpgroups multiplying, meeting at mbarriers, blocks walking the
+    /// tiles); 0 the kernel whose every thread copies and multiplies, which
+    /// reached 450 TFLOP/s at 16384 x 4096 where the peers' CUTLASS kernel,
+    /// warp-specialized, reaches 770. On the H100 (session 39) 256 took 0.747
+    /// of 0's time over six MoE shapes whose groups cut m (1223 -> 854 us at
+    /// 16384 x 4096), 128 0.768; the same split with cp.async copies issued by
+    /// a warpgroup lost (1.15 over twelve).
+    pub grouped_ws: u32,
+    /// Which ways of cutting the groups (m, n, k: `grouped_mm`'s CUT 0, 1, 2)
+    /// take the warp-specialized kernel. Only m by default: it is the one
+    /// checked on a GPU across the random and pattern sets (n on one small
+    /// fusion; k stopped with an illegal instruction where a group's k range
+    /// was not a multiple of 64, mended offline and not yet run again).
+    pub grouped_ws_cuts: [bool; 3],
     /// Warps per flash attention block, 16 queries each (crate::attention).
     pub attention_warps: u32,
     /// Keys flash attention takes per step.
@@ -449,6 +467,8 @@ impl Default for Device {
             grouped_stages: 2,
             grouped_wgmma: false,
             grouped_mn: GroupedMn::Wgmma,
+            grouped_ws: 256,
+            grouped_ws_cuts: [true, false, false],
             attention_warps: 4,
             attention_keys: 64,
             attention_tiles: 2,

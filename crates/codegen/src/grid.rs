@@ -174,6 +174,7 @@ pub fn build(
                 choice: None,
                 shared_bytes: 0,
                 fill: None,
+                tensor_maps: Vec::new(),
                 summary: format!(
                     "grid reduction of {} over {k} elements by {splits} blocks in turn, tiles of {tile}, {width} per load: {o} results{}",
                     f.value(r.x).name,

@@ -7,7 +7,7 @@
 
 use crate::attention::{wrapper, Placed};
 use crate::gemm::Place;
-use crate::plan::{code_hash, Choice, Kernel, KernelArg, Schedule};
+use crate::plan::{code_hash, Choice, Kernel, KernelArg, Schedule, TensorMap};
 use crate::{CodegenError, Device, GroupedMn};
 use fusebench_ir::op_gemm::GemmOp;
 use fusebench_ir::{DType, Fusion, Node, Op, ValueId};
@@ -111,7 +111,17 @@ pub(crate) fn kernel(
         && lb != TileCopy::Element
         && (k_major || dev.grouped_mn == GroupedMn::Wgmma);
     let bf16 = dtype == DType::BFloat16;
-    let call = if wgmma && k_major {
+    // The warp-specialized kernel: stages of 128 + bn rows of 64 of k, the
+    // most that fit in two tiles' 192 KiB, with its barriers past them.
+    let ws = (wgmma && k_major && matches!(dev.grouped_ws, 128 | 256) && dev.grouped_ws_cuts[cut]).then(|| {
+        let bn = dev.grouped_ws as usize;
+        let stages = 192 * 1024 / ((128 + bn) * 64 * 2);
+        (bn, stages, (stages * (128 + bn) * 64 * 2 + 1024 + 16 * stages) as u32)
+    });
+    let ws = ws.filter(|&(_, _, bytes)| bytes + 1024 <= dev.shared_memory_per_sm);
+    let call = if let Some((bn, stages, _)) = ws {
+        format!("fb_grouped_mm_ws<{bf16}, {cut}, {stages}, {bn}>")
+    } else if wgmma && k_major {
         format!("fb_grouped_mm_wg<{bf16}, {cut}, {}>", dev.grouped_stages)
     } else if wgmma {
         format!("fb_grouped_mm_wg<{bf16}, {cut}, {}, {}, {}>", dev.grouped_stages, la.macro_name(), lb.macro_name())
@@ -123,7 +133,31 @@ pub(crate) fn kernel(
             dev.grouped_stages
         )
     };
-    let body = format!(
+    // The warp-specialized kernel reads both operands through tensor maps
+    // (after the kernel's other parameters): A [rows][k] (by group where the
+    // groups cut n) and B as [columns][k] (by group where they cut m), boxes of
+    // 64 of k by a tile's rows or columns.
+    let mut params = params;
+    let mut maps = Vec::new();
+    if let Some((bn, _, _)) = ws {
+        params.push("const __grid_constant__ fb_tmap ma".to_string());
+        params.push("const __grid_constant__ fb_tmap mb".to_string());
+        let map = |p: &Place, rows: usize, row_stride: i64, group: Option<i64>, boxed: u32| {
+            let (mut dims, mut strides, mut boxes) = (vec![k as u64, rows as u64], vec![row_stride as u64], vec![64, boxed]);
+            if let Some(gs) = group {
+                dims.push(groups as u64);
+                strides.push(gs as u64);
+                boxes.push(1);
+            }
+            TensorMap { of: p.0, offset: p.2, bf16, dims, strides, boxes }
+        };
+        maps.push(map(&pa, m, a_rows, (cut == 1).then_some(a[0]), 128));
+        maps.push(map(&pb, nn, b_rows, (cut == 0).then_some(b[0]), bn as u32));
+    }
+    let body = if ws.is_some() {
+        format!("    {call}(ma, mb, offs + {}, d, {groups}, {m}, {nn}, {k});\n", po.2)
+    } else {
+        format!(
         "    {call}(a + {ao}, b + {bo}, offs + {oo}, d, {groups}, {m}, {nn}, {k}, {}, {}, {}, {}, {}, {});\n",
         a[0],
         a[1],
@@ -134,23 +168,29 @@ pub(crate) fn kernel(
         ao = pa.2,
         bo = pb.2,
         oo = po.2,
-    );
+        )
+    };
     // Two blocks a multiprocessor at most 128 registers a thread: the
-    // pipelined loop compiles to 129 unbounded (NVRTC 12.9), one block.
-    let src = wrapper(&kname, 256, 2, &params, &body);
-    let (tm, tn) = (m.div_ceil(128), nn.div_ceil(128));
+    // pipelined loop compiles to 129 unbounded (NVRTC 12.9), one block. The
+    // warp-specialized kernel: one block of three warpgroups.
+    let threads = if ws.is_some() { 384 } else { 256 };
+    let src = wrapper(&kname, threads, if ws.is_some() { 1 } else { 2 }, &params, &body);
+    let bn = ws.map_or(128, |w| w.0);
+    let (tm, tn) = (m.div_ceil(128), nn.div_ceil(bn));
     // Tiles at most: a group's partial tile each past the whole ones.
     let tiles = match cut {
         0 => (tm + groups) * tn,
         1 => tm * (tn + groups),
         _ => groups * tm * tn,
     };
+    // The warp-specialized blocks walk the tiles: one a multiprocessor.
+    let blocks = if ws.is_some() { tiles.min(dev.sm_count as usize) } else { tiles };
     let cuts = ["m (rows of mat1)", "n (columns of mat2)", "k (each group's result apart)"][cut];
     let kernel = Kernel {
         name: kname,
         schedule: Schedule::Grouped,
-        grid: [tiles as u32, 1, 1],
-        block: [256, 1, 1],
+        grid: [blocks as u32, 1, 1],
+        block: [threads as u32, 1, 1],
         args,
         summary: format!(
             "grouped_mm {} = {} x {}: {groups} groups cut along {cuts} by {}, m {m} x n {nn} x k {k}, {dtype}",
@@ -168,16 +208,23 @@ pub(crate) fn kernel(
         choice: Some(Choice::only(
             "grouped",
             format!(
-                "grouped_mm: 128 x 128 tiles of one group's result a block, the group read from the offsets on the device, \
+                "grouped_mm: 128 x {bn} tiles of one group's result{}, the group read from the offsets on the device, \
                  {} with f32 accumulation, 64 of k a step in {} stages, {}",
-                if !wgmma {
+                if ws.is_some() { ", blocks walking them" } else { " a block" },
+                if let Some((bn, _, _)) = ws {
+                    if bn == 256 {
+                        "wgmma warp-specialized (one thread copying with the tensor memory accelerator, two warpgroups multiplying 64 x 256 each, meeting at mbarriers; 128-byte swizzled tiles)"
+                    } else {
+                        "wgmma warp-specialized (one thread copying with the tensor memory accelerator, two warpgroups multiplying 64 x 128 each, meeting at mbarriers; 128-byte swizzled tiles)"
+                    }
+                } else if !wgmma {
                     "mma.sync"
                 } else if lb == TileCopy::Rows {
                     "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles, mat2 read N-major 64 columns at a time)"
                 } else {
                     "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles)"
                 },
-                dev.grouped_stages,
+                ws.map_or(dev.grouped_stages as usize, |w| w.1),
                 if held_back {
                     "both operands' tiles copied element by element: an operand has its rows contiguous, which \
                      FUSEBENCH_GROUPED_MN=1 (mma.sync) or 2 (wgmma) copies 16 bytes a thread and reads transposed \
@@ -194,8 +241,9 @@ pub(crate) fn kernel(
         // (prelude/grouped_mm.cu; a tile held [k][row], 64 rows of 136, fits
         // the same); wgmma's are 64 wide from a 1024-byte boundary, and its
         // kernel is mma.sync's where not compiled for sm_90a.
-        shared_bytes: dev.grouped_stages * 2 * 128 * 72 * 2 + if wgmma { 1024 } else { 0 },
+        shared_bytes: ws.map_or(dev.grouped_stages * 2 * 128 * 72 * 2 + if wgmma { 1024 } else { 0 }, |w| w.2),
         fill: None,
+        tensor_maps: maps,
     };
     Ok(Ok(Placed { kernels: vec![kernel], text: src, modules: vec![], temp: None }))
 }

@@ -160,6 +160,7 @@ fn flat(
             choice: None,
             shared_bytes: 0,
             fill: None,
+            tensor_maps: Vec::new(),
         },
     ))
 }
@@ -296,6 +297,7 @@ fn build(
                         choice: None,
                         shared_bytes: 0,
                         fill: None,
+                        tensor_maps: Vec::new(),
                     },
                 ));
             }

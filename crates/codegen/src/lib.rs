@@ -55,6 +55,6 @@ pub mod walk;
 
 pub use error::CodegenError;
 pub use epilogue_fn::Epilogue;
-pub use plan::{AttentionOperand, AttentionRole, Choice, Fill, Kernel, KernelArg, LibraryAttention, LibraryCall, Operand, OutputSource, Plan, Product, Schedule};
+pub use plan::{AttentionOperand, AttentionRole, Choice, Fill, Kernel, KernelArg, LibraryAttention, LibraryCall, Operand, OutputSource, Plan, Product, Schedule, TensorMap};
 pub use device::{ColumnSums, Device, FitWaves, GroupedMn, LoadHint};
 pub use segment::plan;

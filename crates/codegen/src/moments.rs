@@ -254,6 +254,7 @@ pub fn build(
             choice: None,
             shared_bytes: 0,
             fill: None,
+            tensor_maps: Vec::new(),
             summary: format!(
                 "adds and merges {splits} partials into the mean and {what} of {label}{}",
                 if epi.is_empty() { String::new() } else { format!("; writes [{}]", epi.join(", ")) }

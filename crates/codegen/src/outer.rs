@@ -99,6 +99,7 @@ impl Geometry {
             choice: None,
             shared_bytes: 0,
             fill: Some(crate::plan::Fill::Outer),
+            tensor_maps: Vec::new(),
             summary,
         }
     }
@@ -561,6 +562,7 @@ pub fn combine(
             choice: None,
             shared_bytes: 0,
             fill: None,
+            tensor_maps: Vec::new(),
             summary: format!(
                 "combines {splits} partials into the {what} of {}{}{}",
                 f.value(r.outputs[0]).name,
@@ -749,6 +751,7 @@ pub fn combine_many(
             choice: None,
             shared_bytes: 0,
             fill: None,
+            tensor_maps: Vec::new(),
             summary: format!(
                 "combines {splits} partials of {} over {cols} columns; writes [{}]",
                 names.join(", "),

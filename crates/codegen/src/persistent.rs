@@ -367,6 +367,7 @@ fn lower_with(
         choice: None,
         shared_bytes: cached as u32,
         fill: None,
+        tensor_maps: Vec::new(),
     };
     Ok((src, kernel, lw.row_cache, lw.value_cache))
 }

@@ -72,6 +72,24 @@ pub struct Kernel {
     /// did: `launch::refit` may plan it again for the blocks that are resident.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fill: Option<Fill>,
+    /// TMA tensor maps the kernel takes after `args` (`__grid_constant__`
+    /// parameters), encoded at each launch over their buffers' addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tensor_maps: Vec<TensorMap>,
+}
+
+/// A TMA tensor map over a 16-bit operand (the runtime's
+/// `encode_tensor_map`): its elements from `offset` of buffer `of`, `dims`
+/// extents innermost first (the innermost contiguous), `strides` the element
+/// strides of the others, `boxes` what one copy moves, 128-byte swizzled.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorMap {
+    pub of: KernelArg,
+    pub offset: i64,
+    pub bf16: bool,
+    pub dims: Vec<u64>,
+    pub strides: Vec<u64>,
+    pub boxes: Vec<u32>,
 }
 
 /// A grid sized by blocks per multiprocessor (`Kernel::fill`).

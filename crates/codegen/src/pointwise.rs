@@ -163,6 +163,7 @@ pub fn build(
         choice: None,
         shared_bytes: 0,
         fill: None,
+        tensor_maps: Vec::new(),
         summary: format!(
             "pointwise over {shape:?}, {}{width} elements per thread{walked}: {}",
             if unroll > 1 { format!("{unroll} vectors of ") } else { String::new() },

@@ -104,6 +104,7 @@ pub fn build(
             choice: None,
             shared_bytes: 0,
             fill: None,
+            tensor_maps: Vec::new(),
             summary: format!(
                 "{} of {} along dim {dim}: {lines} lines of {len}, a thread per line",
                 kind.name(),

@@ -116,6 +116,7 @@ pub(super) fn build(cx: &Context, node: usize, l: &Line) -> Result<(String, Kern
             choice: None,
             shared_bytes: 0,
             fill: None,
+            tensor_maps: Vec::new(),
             summary: format!(
                 "{} of {} along dim {}: {} lines of {len}, a block per line, {} elements a step",
                 kind.name(),

@@ -150,6 +150,7 @@ fn chunk_sort(cx: &Context, s: &Sort, name: &str, rows: usize, chunks: usize, ke
             choice: None,
             shared_bytes: 0,
             fill: None,
+            tensor_maps: Vec::new(),
         },
     ))
 }

@@ -447,6 +447,7 @@ pub fn build(
         choice: None,
         shared_bytes: 0,
         fill: None,
+        tensor_maps: Vec::new(),
         summary: format!(
             "transpose over {shape:?}, {tile}x{tile} tiles of dims {a} and {b}, {} staged in shared memory{}: {}",
             tiled.join(", "),

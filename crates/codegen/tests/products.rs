@@ -452,7 +452,8 @@ fn on_hopper_a_grouped_product_of_k_contiguous_operands_multiplies_with_wgmma() 
 ",
     );
     let layouts = vec![None; 3];
-    let p = plan(&f, &layouts, Device { grouped_wgmma: true, ..Device::default() }).unwrap();
+    // The kernel whose every thread copies and multiplies (the warp-specialized one is below).
+    let p = plan(&f, &layouts, Device { grouped_wgmma: true, grouped_ws: 0, ..Device::default() }).unwrap();
     let k = &p.kernels[0];
     assert!(p.source.contains("fb_grouped_mm_wg<true, 0, 2>(a + 0, b + 0, offs + 0, d, 4, 160, 300, 64,"), "{}", p.source);
     // Tiles of 128 x 128: whole ones of m plus a partial one a group, times n's.
@@ -475,6 +476,64 @@ fn on_hopper_a_grouped_product_of_k_contiguous_operands_multiplies_with_wgmma() 
     // k; w's rows of 300 leave its chunks unaligned: element by element.
     let p = plan(&row_major, &layouts, Device { grouped_wgmma: true, ..Device::default() }).unwrap();
     assert!(p.source.contains("fb_grouped_mm<true, 0, FB_GMM_K, FB_GMM_ELEMENT, 2>"), "{}", p.source);
+}
+
+#[test]
+fn the_warp_specialized_grouped_product_reads_its_operands_through_tensor_maps() {
+    let layouts = vec![None; 3];
+    let dev = |ws| Device { grouped_wgmma: true, grouped_ws: ws, grouped_ws_cuts: [true; 3], sm_count: 132, ..Device::default() };
+    // Groups cutting m: x [160, 64] by rows, w [4, 300, 64] read as [group][column][k].
+    let f = common::script(
+        "    x = fd.define_tensor(shape=[160, 64], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    w = fd.define_tensor(shape=[4, 300, 64], contiguity=[True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    o = fd.define_tensor(shape=[4], contiguity=[True], dtype=DataType.Int32, is_cpu=False)
+    wt = fd.ops.permute(w, dims=[0, 2, 1])
+    y = fd.ops.grouped_mm(x, wt, o)
+    fd.add_output(y)
+",
+    );
+    let p = plan(&f, &layouts, dev(256)).unwrap();
+    let k = &p.kernels[0];
+    assert!(p.source.contains("fb_grouped_mm_ws<true, 0, 4, 256>(ma, mb, offs + 0, d, 4, 160, 300, 64);"), "{}", p.source);
+    assert!(p.source.contains("const __grid_constant__ fb_tmap ma, const __grid_constant__ fb_tmap mb"), "{}", p.source);
+    assert_eq!((k.block, k.grid), ([384, 1, 1], [((2 + 4) * 2) as u32, 1, 1]), "tiles of 128 x 256, fewer than the multiprocessors");
+    // Four stages of 128 + 256 rows of 64, a 1024-byte boundary, eight barriers.
+    assert_eq!(k.shared_bytes, 4 * 384 * 128 + 1024 + 64);
+    let (a, b) = (&k.tensor_maps[0], &k.tensor_maps[1]);
+    assert_eq!((a.of, a.dims.clone(), a.strides.clone(), a.boxes.clone()), (KernelArg::Input(0), vec![64, 160], vec![64], vec![64, 128]));
+    assert_eq!((b.of, b.dims.clone(), b.strides.clone(), b.boxes.clone()), (KernelArg::Input(1), vec![64, 300, 4], vec![64, 19200], vec![64, 256, 1]));
+    assert!(k.choice.as_ref().unwrap().reason.contains("tensor memory accelerator"), "{:?}", k.choice);
+    // 128 columns: six stages; with it off, the kernel whose every thread copies.
+    let p = plan(&f, &layouts, dev(128)).unwrap();
+    assert!(p.source.contains("fb_grouped_mm_ws<true, 0, 6, 128>"), "{}", p.source);
+    assert_eq!(p.kernels[0].tensor_maps[1].boxes, vec![64, 128, 1]);
+    let p = plan(&f, &layouts, dev(0)).unwrap();
+    assert!(p.source.contains("fb_grouped_mm_wg<true, 0, 2>") && p.kernels[0].tensor_maps.is_empty(), "{}", p.source);
+    // Without wgmma (not compiled for sm_90a) the knob changes nothing.
+    let p = plan(&f, &layouts, Device { grouped_ws: 256, ..Device::default() }).unwrap();
+    assert!(p.source.contains("fb_grouped_mm<true, 0, FB_GMM_K, FB_GMM_K, 2>"), "{}", p.source);
+    // Groups cutting k (a weight gradient, both operands with the tokens
+    // contiguous): 2-D maps over [rows][tokens], the grid capped at the
+    // multiprocessors (4 groups x 8 x 2 tiles of 1024 x 300... here 4 x 2 x 2).
+    let g = common::script(
+        "    xt = fd.define_tensor(shape=[160, 512], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    dy = fd.define_tensor(shape=[300, 512], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    o = fd.define_tensor(shape=[4], contiguity=[True], dtype=DataType.Int32, is_cpu=False)
+    dyt = fd.ops.permute(dy, dims=[1, 0])
+    y = fd.ops.grouped_mm(xt, dyt, o)
+    fd.add_output(y)
+",
+    );
+    let p = plan(&g, &layouts, dev(256)).unwrap();
+    let k = &p.kernels[0];
+    assert!(p.source.contains("fb_grouped_mm_ws<true, 2, 4, 256>(ma, mb, offs + 0, d, 4, 160, 300, 512);"), "{}", p.source);
+    assert_eq!(k.grid, [4 * 2 * 2, 1, 1]);
+    assert_eq!((k.tensor_maps[0].dims.clone(), k.tensor_maps[1].dims.clone()), (vec![512, 160], vec![512, 300]));
+    assert_eq!((k.tensor_maps[0].strides.clone(), k.tensor_maps[1].strides.clone()), (vec![512], vec![512]));
+    // By default only groups cutting m take it (the cuts checked on a GPU).
+    let hopper = Device { grouped_wgmma: true, ..Device::default() };
+    assert!(plan(&f, &layouts, hopper).unwrap().source.contains("fb_grouped_mm_ws<true, 0, 4, 256>"));
+    assert!(plan(&g, &layouts, hopper).unwrap().source.contains("fb_grouped_mm_wg<true, 2, 2>"));
 }
 
 #[test]

@@ -280,6 +280,8 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         attention_warps: k.attention_warps.unwrap_or(d.attention_warps),
         grouped_stages: k.grouped_stages.unwrap_or(d.grouped_stages),
         grouped_wgmma: k.grouped_wgmma.unwrap_or(d.grouped_wgmma),
+        grouped_ws: k.grouped_ws.unwrap_or(d.grouped_ws),
+        grouped_ws_cuts: k.grouped_ws_cuts.unwrap_or(d.grouped_ws_cuts),
         grouped_mn: match k.grouped_mn {
             Some(0) => GroupedMn::Off,
             Some(1) => GroupedMn::MmaSync,
@@ -451,7 +453,19 @@ impl Prepared {
         Ok(())
     }
 
-    fn args(&self, k: usize) -> Vec<KernelArg> {
+    fn args(&self, k: usize) -> Result<Vec<KernelArg>, EngineError> {
+        let mut args = self.buffer_args(k);
+        // Tensor maps over the buffers as these launches see them.
+        for m in &self.plan.kernels[k].tensor_maps {
+            let ptr = crate::products::address(self.ptr(&m.of), m.offset, 2);
+            let strides: Vec<u64> = m.strides.iter().map(|s| s * 2).collect();
+            let map = fusebench_runtime::encode_tensor_map(ptr, m.bf16, &m.dims, &strides, &m.boxes)?;
+            args.push(KernelArg::Map(map));
+        }
+        Ok(args)
+    }
+
+    fn buffer_args(&self, k: usize) -> Vec<KernelArg> {
         let set = self.input_set.get();
         let rotation = self.rotation.borrow();
         let bound = self.bound.borrow();
@@ -653,7 +667,7 @@ impl Prepared {
             (g[0], g[1], g[2]),
             (b[0], b[1], b[2]),
             pk.shared_bytes,
-            &self.args(k),
+            &self.args(k)?,
         )?;
         Ok(())
     }

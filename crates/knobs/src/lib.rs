@@ -140,6 +140,10 @@ pub const DECLARED: &[Declared] = &[
         "steps of 64 of k a grouped_mm block keeps in shared memory, 36 KiB each: more load further ahead, fewer blocks fit a multiprocessor (tuning experiments)"),
     knob("FUSEBENCH_GROUPED_WGMMA", "0 or 1", "the planner's (1 on compute capability 9.0)", Affects::Kernels,
         "1: a grouped_mm whose operands have k contiguous multiplies with Hopper's wgmma from 128-byte swizzled tiles (compiled for sm_90a); 0: mma.sync (tuning experiments)"),
+    knob("FUSEBENCH_GROUPED_WS", "0, 128 or 256", "the planner's (256)", Affects::Kernels,
+        "a grouped_mm whose operands have k contiguous, where wgmma runs: 128 or 256, the warp-specialized kernel (one thread copying steps of k into stages with the tensor memory accelerator, two warpgroups multiplying them as they fill, meeting at mbarriers; blocks walking the tiles, 128 x that many columns each); 0: the kernel whose every thread copies and multiplies (on the H100, 256 took 0.747 of 0's time over six MoE shapes whose groups cut m)"),
+    knob("FUSEBENCH_GROUPED_WS_CUTS", "m, n, k or a comma-separated list of them", "the planner's (m)", Affects::Kernels,
+        "which ways of cutting the groups take FUSEBENCH_GROUPED_WS's warp-specialized kernel: m (tokens sorted by expert, the forward), n, k (the weights' gradients); the others keep the kernel whose every thread copies and multiplies. Only m has been checked on a GPU across the fuzzer's and the pattern sets (n on one small fusion; k's mended form not yet run), so only m by default (tuning experiments)"),
     knob("FUSEBENCH_GROUPED_MN", "0, 1 or 2", "the planner's (2)", Affects::Kernels,
         "a grouped_mm operand whose rows (m of mat1, n of mat2) are contiguous, an expert weight held [in, out] or the tokens of a weight gradient: 1, copied 16 bytes a thread with cp.async and read transposed by ldmatrix into mma.sync; 2, the same into MN-major swizzled tiles read by wgmma where it runs (compute capability 9.0), else as 1; 0: element by element (on the H200, 1 took 0.263 and 2 0.202 of 0's time over 12 MoE shapes)"),
     knob("FUSEBENCH_ATTENTION_WARPS", "2, 4 or 8", "the planner's (4)", Affects::Kernels,
@@ -264,6 +268,8 @@ pub struct Knobs {
     pub grouped_stages: Option<u32>,
     pub grouped_wgmma: Option<bool>,
     pub grouped_mn: Option<u32>,
+    pub grouped_ws: Option<u32>,
+    pub grouped_ws_cuts: Option<[bool; 3]>,
     pub attention_keys: Option<u32>,
     pub attention_tiles: Option<u32>,
     pub attention_library: Option<bool>,
@@ -339,6 +345,8 @@ impl Default for Knobs {
             grouped_stages: None,
             grouped_wgmma: None,
             grouped_mn: None,
+            grouped_ws: None,
+            grouped_ws_cuts: None,
             attention_keys: None,
             attention_tiles: None,
             attention_library: None,
@@ -378,6 +386,15 @@ fn whole(v: &str, lo: u64, hi: u64) -> Option<u64> {
 /// `whole` for a knob held as a u32.
 fn count(v: &str, lo: u32, hi: u32) -> Option<u32> {
     whole(v, lo as u64, hi as u64).map(|n| n as u32)
+}
+
+/// A comma-separated set of m, n and k (the ways a grouped product's groups cut it).
+fn cuts(v: &str) -> Option<[bool; 3]> {
+    let mut c = [false; 3];
+    for w in v.split(',').map(str::trim) {
+        c[["m", "n", "k"].iter().position(|&x| x == w)?] = true;
+    }
+    Some(c)
 }
 
 fn flag(v: &str) -> Option<bool> {
@@ -490,6 +507,11 @@ impl Knobs {
                 "FUSEBENCH_GROUPED_STAGES" => count(value, 2, 4).map(|n| k.grouped_stages = Some(n)),
                 "FUSEBENCH_GROUPED_WGMMA" => flag(value).map(|b| k.grouped_wgmma = Some(b)),
                 "FUSEBENCH_GROUPED_MN" => count(value, 0, 2).map(|n| k.grouped_mn = Some(n)),
+                "FUSEBENCH_GROUPED_WS_CUTS" => cuts(value).map(|c| k.grouped_ws_cuts = Some(c)),
+                "FUSEBENCH_GROUPED_WS" => match value {
+                    "0" | "128" | "256" => value.parse().ok().map(|n| k.grouped_ws = Some(n)),
+                    _ => None,
+                },
                 "FUSEBENCH_ATTENTION_WARPS" => count(value, 2, 8).filter(|n| n.is_power_of_two()).map(|n| k.attention_warps = Some(n)),
                 "FUSEBENCH_ATTENTION_TILES" => count(value, 1, 2).map(|n| k.attention_tiles = Some(n)),
                 "FUSEBENCH_ATTENTION" => match value {
@@ -681,6 +703,14 @@ mod tests {
         assert_eq!((k.row_prefetch, k.column_sums), (None, Some("outer")));
         let k = Knobs::from_vars([("FUSEBENCH_COLUMN_SUMS", "joined")]).unwrap();
         assert_eq!(k.column_sums, Some("joined"));
+    }
+
+    #[test]
+    fn the_grouped_kernel_knobs_parse() {
+        let k = Knobs::from_vars([("FUSEBENCH_GROUPED_WS", "128"), ("FUSEBENCH_GROUPED_WS_CUTS", "k, m")]).unwrap();
+        assert_eq!((k.grouped_ws, k.grouped_ws_cuts), (Some(128), Some([true, false, true])));
+        let e = Knobs::from_vars([("FUSEBENCH_GROUPED_WS", "64"), ("FUSEBENCH_GROUPED_WS_CUTS", "m,x")]).unwrap_err();
+        assert_eq!(e.0.len(), 2, "{e}");
     }
 
     #[test]

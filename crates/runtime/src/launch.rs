@@ -150,6 +150,9 @@ pub enum KernelArg {
     I64(i64),
     F32(f32),
     F64(f64),
+    /// A TMA tensor map (`crate::encode_tensor_map`), a 128-byte
+    /// `__grid_constant__` parameter.
+    Map([u64; 16]),
 }
 
 impl KernelArg {
@@ -157,6 +160,7 @@ impl KernelArg {
         match self {
             KernelArg::I32(_) | KernelArg::F32(_) => 4,
             KernelArg::Ptr(_) | KernelArg::I64(_) | KernelArg::F64(_) => 8,
+            KernelArg::Map(_) => 128,
         }
     }
 
@@ -170,6 +174,8 @@ impl KernelArg {
             KernelArg::F64(v) => b = v.to_ne_bytes(),
             KernelArg::I32(v) => b[..4].copy_from_slice(&v.to_ne_bytes()),
             KernelArg::F32(v) => b[..4].copy_from_slice(&v.to_ne_bytes()),
+            // Passed from its own bytes (`Gpu::launch`).
+            KernelArg::Map(_) => {}
         }
         u64::from_ne_bytes(b)
     }
@@ -289,12 +295,18 @@ impl Gpu {
                 .fetch_max(dynamic_smem_bytes, Ordering::Relaxed);
         }
         let mut slots: Vec<u64> = args.iter().map(KernelArg::slot).collect();
+        // A tensor map from its own 128 bytes in `args`, which the driver
+        // only reads.
         let mut params: Vec<*mut c_void> = slots
             .iter_mut()
-            .map(|s| s as *mut u64 as *mut c_void)
+            .zip(args)
+            .map(|(s, a)| match a {
+                KernelArg::Map(m) => m.as_ptr() as *mut c_void,
+                _ => s as *mut u64 as *mut c_void,
+            })
             .collect();
         // SAFETY: the parameter count and sizes were checked against the kernel when the
-        // driver could report them; `slots` outlives the call, which copies the values.
+        // driver could report them; `slots` and `args` outlive the call, which copies the values.
         unsafe {
             dr::launch_kernel(
                 kernel.func.cu_function(),

@@ -30,6 +30,7 @@ mod harness;
 mod launch;
 mod memory;
 mod resources;
+mod tensor_map;
 
 pub use arch::{choose_target, compute_arch, sm_arch, ImageKind, Target};
 pub use dnn::{dnn_available, dnn_version, Attention, AttentionSpec, AttentionTensor};
@@ -48,6 +49,7 @@ pub use gpu::Gpu;
 pub use harness::HARNESS_KERNELS;
 pub use launch::{check_launch, Kernel, KernelArg, KernelAttributes, DEFAULT_DYNAMIC_SMEM_LIMIT};
 pub use memory::DeviceBuffer;
+pub use tensor_map::encode_tensor_map;
 pub use resources::{parse_ptxas_verbose, KernelResources};
 
 /// cudarc, for callers that need what this crate does not wrap (CUPTI).

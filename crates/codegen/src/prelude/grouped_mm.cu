@@ -446,6 +446,239 @@ __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restric
             fb_gmm_store<BF16>(d + (long long)r * N + col, col + 1 < c1, acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
         }
 }
+
+// 256 columns: d (a warpgroup's 64 x 256 f32 tile, 128 a thread) += A B, both K-major.
+#define FB_WG_MMA256(TY)                                                                                                \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                          \
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {"                                          \
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+                 "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, " \
+                 "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, " \
+                 "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, " \
+                 "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, " \
+                 "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, " \
+                 "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, " \
+                 "%123, %124, %125, %126, %127"                                                                         \
+                 "}, %128, %129, p, 1, 1, 0, 0;\n}\n"                                                                 \
+                 : FB_WG_D16(0), FB_WG_D16(16), FB_WG_D16(32), FB_WG_D16(48),                                          \
+                   FB_WG_D16(64), FB_WG_D16(80), FB_WG_D16(96), FB_WG_D16(112)                                         \
+                 : "l"(da), "l"(db), "r"(accumulate))
+template <bool BF16>
+__device__ __forceinline__ void fb_wgmma_256(float* d, unsigned long long da, unsigned long long db, int accumulate) {
+    if (BF16) {
+        FB_WG_MMA256("bf16");
+    } else {
+        FB_WG_MMA256("f16");
+    }
+}
+template <bool BF16, int BN>
+__device__ __forceinline__ void fb_wgmma_n(float* d, unsigned long long da, unsigned long long db) {
+    if (BN == 256) {
+        fb_wgmma_256<BF16>(d, da, db, 1);
+    } else {
+        fb_wgmma_128<BF16>(d, da, db, 1);
+    }
+}
+template <int N>
+__device__ __forceinline__ void fb_wg_pin_n(float* d) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// mbarriers in shared memory (phases: a wait names the parity of the phase
+// it waits to see completed; a fresh barrier counts phase 1 as completed).
+__device__ __forceinline__ void fb_mbar_init(unsigned long long* bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(count)
+                 : "memory");
+}
+__device__ __forceinline__ void fb_mbar_arrive(unsigned long long* bar) {
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n"
+                 :: "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
+}
+__device__ __forceinline__ void fb_mbar_wait(unsigned long long* bar, unsigned parity) {
+    asm volatile("{\n.reg .pred p;\nFB_MBAR_WAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra FB_MBAR_WAIT;\n}\n" :: "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(parity) : "memory");
+}
+
+// Tile t of the product, counted group after group, 128 rows by BN columns
+// (fb_gmm_find's, for any t and BN); false past the last.
+template <int CUT, int BN>
+__device__ __forceinline__ bool fb_gmm_tile_at(int t, const int* __restrict__ offs, int groups, int M, int N,
+                                               int K, int& g, int& r0, int& r1, int& c0, int& c1, int& k0, int& k1) {
+    int lo = 0, hi = 0;
+    const int tm = (M + 127) >> 7, tn = (N + BN - 1) / BN;
+    for (g = 0; g < groups; ++g) {
+        lo = g == 0 ? 0 : offs[g - 1];
+        hi = offs[g];
+        const int ext = hi > lo ? hi - lo : 0;
+        const int tiles = CUT == 0 ? ((ext + 127) >> 7) * tn : CUT == 1 ? tm * ((ext + BN - 1) / BN) : tm * tn;
+        if (t < tiles) break;
+        t -= tiles;
+    }
+    if (g >= groups) return false;
+    r1 = M; c1 = N; k0 = 0; k1 = K;
+    if (CUT == 0) {
+        r0 = lo + (t / tn) * 128; r1 = hi; c0 = (t % tn) * BN;
+    } else if (CUT == 1) {
+        const int tg = (hi - lo + BN - 1) / BN;
+        r0 = (t / tg) * 128; c0 = lo + (t % tg) * BN; c1 = hi;
+    } else {
+        r0 = (t / tn) * 128; c0 = (t % tn) * BN; k0 = lo; k1 = hi;
+    }
+    return true;
+}
+
+// A TMA tensor map (runtime's encode_tensor_map), a __grid_constant__ parameter.
+struct __align__(64) fb_tmap { unsigned long long w[16]; };
+// The box of map `m` at (x, y[, z]) into shared memory at `dst`, counted on `bar`.
+__device__ __forceinline__ void fb_tma_2d(void* dst, const fb_tmap& m, int x, int y, unsigned long long* bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(reinterpret_cast<unsigned long long>(&m)), "r"(x), "r"(y),
+                 "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
+}
+__device__ __forceinline__ void fb_tma_3d(void* dst, const fb_tmap& m, int x, int y, int z, unsigned long long* bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+                 :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(reinterpret_cast<unsigned long long>(&m)), "r"(x), "r"(y),
+                 "r"(z), "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
+}
+// One arrival that also expects `bytes` of copies before the phase completes.
+__device__ __forceinline__ void fb_mbar_expect(unsigned long long* bar, unsigned bytes) {
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n"
+                 :: "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(bytes) : "memory");
+}
+
+// Warp-specialized: a block of three warpgroups walks the product's tiles
+// (128 x BN, blocks stepping by the grid). One thread of warpgroup 0 has the
+// tensor memory accelerator copy both operands' 64-wide steps of k (k
+// contiguous; maps `ma` and `mb`, rows swizzled 128 bytes at a time and zeros
+// past the tensors' extents) into STAGES stages; warpgroups 1 and 2 each
+// multiply 64 rows of the tile with wgmma (m64nBNk16) as the stages fill.
+// They meet at two mbarriers a stage: `full` (the copies' bytes arrived)
+// and `empty` (the 256 multiplying threads' wgmma reading it retired, one
+// step later: wgmma.wait_group 1). Rows a box reads past its group's belong
+// to the next group and are never stored; k past a group's end (CUT 2) is
+// zeroed by the multipliers before they read it, as is k before a group's
+// start where the step begins at the 16-byte boundary below it. The multipliers store their
+// tile while the copier already fills the next tile's stages.
+template <bool BF16, int CUT, int STAGES, int BN>
+__device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap& ma, const fb_tmap& mb, const int* __restrict__ offs,
+                                                 unsigned short* __restrict__ d, int groups, int M, int N, int K) {
+    constexpr int STAGE = (128 + BN) * 64;
+    extern __shared__ __align__(16) unsigned short fb_attn_smem[];
+    const unsigned raw = (unsigned)__cvta_generic_to_shared(fb_attn_smem);
+    unsigned short* sm = fb_attn_smem + (((raw + 1023) & ~1023u) - raw) / 2;
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(sm + STAGES * STAGE);
+    unsigned long long* empty = full + STAGES;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            fb_mbar_init(full + s, 1);
+            fb_mbar_init(empty + s, 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    // The tiles of every group.
+    int total = 0;
+    {
+        const int tm = (M + 127) >> 7, tn = (N + BN - 1) / BN;
+        for (int g = 0, lo = 0; g < groups; ++g) {
+            const int hi = offs[g], ext = hi > lo ? hi - lo : 0;
+            total += CUT == 0 ? ((ext + 127) >> 7) * tn : CUT == 1 ? tm * ((ext + BN - 1) / BN) : tm * tn;
+            lo = hi;
+        }
+    }
+    const int wg = threadIdx.x >> 7;
+    int g, r0, r1, c0, c1, k0, k1;
+    if (wg == 0) {
+        if (threadIdx.x != 0) return;
+        int it = 0;
+        for (int t = blockIdx.x; t < total; t += gridDim.x) {
+            fb_gmm_tile_at<CUT, BN>(t, offs, groups, M, N, K, g, r0, r1, c0, c1, k0, k1);
+            // An empty group (k0 == k1 cutting k) takes no step, as below.
+            const int kend = k0 < k1 ? k1 : (k0 & ~7);
+            for (int k = k0 & ~7; k < kend; k += 64, ++it) {
+                const int s = it % STAGES;
+                fb_mbar_wait(empty + s, ((it / STAGES) & 1) ^ 1);
+                fb_mbar_expect(full + s, STAGE * 2);
+                unsigned short* as = sm + s * STAGE;
+                unsigned short* bs = as + 128 * 64;
+                if (CUT == 1) {
+                    fb_tma_3d(as, ma, k, r0, g, full + s);
+                } else {
+                    fb_tma_2d(as, ma, k, r0, full + s);
+                }
+                if (CUT == 0) {
+                    fb_tma_3d(bs, mb, k, c0, g, full + s);
+                } else {
+                    fb_tma_2d(bs, mb, k, c0, full + s);
+                }
+            }
+        }
+        return;
+    }
+    const int cw = wg - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+    float acc[BN / 2];
+    int it = 0;
+    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+        fb_gmm_tile_at<CUT, BN>(t, offs, groups, M, N, K, g, r0, r1, c0, c1, k0, k1);
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+        // An empty group (k0 == k1 cutting k) takes no step: its result is zeros.
+        if (k0 < k1) {
+            for (int k = k0 & ~7; k < k1; k += 64, ++it) {
+                const int s = it % STAGES;
+                fb_mbar_wait(full + s, (it / STAGES) & 1);
+                unsigned short* as = sm + s * STAGE;
+                unsigned short* bs = as + 128 * 64;
+                if (CUT == 2 && (k < k0 || k + 64 > k1)) {
+                    // k before k0 (the step starts at a 16-byte boundary, as
+                    // the copies' coordinates) or from k1 on is another
+                    // group's: zeros in this warpgroup's 64 rows of A and half
+                    // of B's rows, seen by wgmma's proxy and by the other
+                    // warpgroup before either multiplies. The warps converge
+                    // first: what follows is .aligned.
+                    const int lo = k0 - k, hi = k1 - k, i0 = threadIdx.x & 127;
+                    for (int i = i0; i < 64 * 64; i += 128) {
+                        const int r = 64 * cw + (i >> 6), c = i & 63;
+                        if (c < lo || c >= hi) as[r * 64 + (((c >> 3) ^ (r & 7)) << 3) + (c & 7)] = 0;
+                    }
+                    for (int i = i0; i < BN / 2 * 64; i += 128) {
+                        const int r = BN / 2 * cw + (i >> 6), c = i & 63;
+                        if (c < lo || c >= hi) bs[r * 64 + (((c >> 3) ^ (r & 7)) << 3) + (c & 7)] = 0;
+                    }
+                    __syncwarp();
+                    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+                }
+                fb_wg_pin_n<BN / 2>(acc);
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                for (int kk = 0; kk < 4; ++kk) {
+                    fb_wgmma_n<BF16, BN>(acc, fb_wg_desc(as + 64 * 64 * cw + 16 * kk), fb_wg_desc(bs + 16 * kk));
+                }
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                fb_wg_pin_n<BN / 2>(acc);
+                if (k > (k0 & ~7)) fb_mbar_arrive(empty + (it - 1) % STAGES);
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            fb_wg_pin_n<BN / 2>(acc);
+            fb_mbar_arrive(empty + (it - 1) % STAGES);
+        }
+        unsigned short* dt = d + (CUT == 2 ? (long long)g * M * N : 0);
+        // Columns 8 i + 2 (lane % 4) (+ 1) of rows 64 cw + 16 warp + lane / 4
+        // (+ 8): acc[4 i + 2 h], acc[4 i + 2 h + 1].
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = r0 + 64 * cw + 16 * warp + (lane >> 2) + 8 * h;
+                const int col = c0 + 8 * i + 2 * (lane & 3);
+                if (r >= r1 || col >= c1) continue;
+                fb_gmm_store<BF16>(dt + (long long)r * N + col, col + 1 < c1, acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
+            }
+    }
+}
 #else
 // Without sm_90a's wgmma: the mma.sync kernel.
 template <bool BF16, int CUT, int STAGES, int LA = FB_GMM_K, int LB = FB_GMM_K>
@@ -454,5 +687,13 @@ __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restric
                                                  int M, int N, int K, long long ag, long long ar, long long ac,
                                                  long long bg, long long br, long long bc) {
     fb_grouped_mm<BF16, CUT, LA, LB, STAGES>(a, b, offs, d, groups, M, N, K, ag, ar, ac, bg, br, bc);
+}
+// Planned only where compiled for sm_90a (Device::grouped_wgmma): a kernel
+// of three warpgroups and tensor maps has no mma.sync form.
+struct __align__(64) fb_tmap { unsigned long long w[16]; };
+template <bool BF16, int CUT, int STAGES, int BN>
+__device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap&, const fb_tmap&, const int* __restrict__,
+                                                 unsigned short* __restrict__, int, int, int, int) {
+    __trap();
 }
 #endif

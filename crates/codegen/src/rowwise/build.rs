@@ -815,6 +815,7 @@ fn build_unrolled(
             (true, false) => Some(crate::plan::Fill::Walk),
             _ => None,
         },
+        tensor_maps: Vec::new(),
         summary: format!(
             "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]{copies}{nexts}{walk}",
             spec.rows,
