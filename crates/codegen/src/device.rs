@@ -231,6 +231,12 @@ pub struct Device {
     /// fusion; k stopped with an illegal instruction where a group's k range
     /// was not a multiple of 64, mended offline and not yet run again).
     pub grouped_ws_cuts: [bool; 3],
+    /// The warp-specialized kernel also for operands whose rows are
+    /// contiguous (under `GroupedMn::Wgmma`): the accelerator writes a box of
+    /// 64 rows by 64 of k as the eight swizzle atoms the MN-major wgmma reads.
+    /// Written without a GPU and not yet run, so off; the peers ran the
+    /// MN-major MoE shapes in 0.49-1.30 of our time (session 39).
+    pub grouped_ws_mn: bool,
     /// Warps per flash attention block, 16 queries each (crate::attention).
     pub attention_warps: u32,
     /// Keys flash attention takes per step.
@@ -469,6 +475,7 @@ impl Default for Device {
             grouped_mn: GroupedMn::Wgmma,
             grouped_ws: 256,
             grouped_ws_cuts: [true, false, false],
+            grouped_ws_mn: false,
             attention_warps: 4,
             attention_keys: 64,
             attention_tiles: 2,

@@ -113,37 +113,38 @@ pub(crate) fn kernel(
     let bf16 = dtype == DType::BFloat16;
     // The warp-specialized kernel: stages of 128 + bn rows of 64 of k, the
     // most that fit in two tiles' 192 KiB, with its barriers past them.
-    let ws = (wgmma && k_major && matches!(dev.grouped_ws, 128 | 256) && dev.grouped_ws_cuts[cut]).then(|| {
+    // An operand whose rows are contiguous only under `grouped_ws_mn`.
+    let ws_layouts = k_major || dev.grouped_ws_mn;
+    let ws = (wgmma && ws_layouts && matches!(dev.grouped_ws, 128 | 256) && dev.grouped_ws_cuts[cut]).then(|| {
         let bn = dev.grouped_ws as usize;
         let stages = 192 * 1024 / ((128 + bn) * 64 * 2);
         (bn, stages, (stages * (128 + bn) * 64 * 2 + 1024 + 16 * stages) as u32)
     });
     let ws = ws.filter(|&(_, _, bytes)| bytes + 1024 <= dev.shared_memory_per_sm);
-    let call = if let Some((bn, stages, _)) = ws {
-        format!("fb_grouped_mm_ws<{bf16}, {cut}, {stages}, {bn}>")
-    } else if wgmma && k_major {
-        format!("fb_grouped_mm_wg<{bf16}, {cut}, {}>", dev.grouped_stages)
-    } else if wgmma {
-        format!("fb_grouped_mm_wg<{bf16}, {cut}, {}, {}, {}>", dev.grouped_stages, la.macro_name(), lb.macro_name())
-    } else {
-        format!(
-            "fb_grouped_mm<{bf16}, {cut}, {}, {}, {}>",
-            la.macro_name(),
-            lb.macro_name(),
-            dev.grouped_stages
-        )
+    let (ta, tb) = (la.macro_name(), lb.macro_name());
+    let call = match ws {
+        Some((bn, stages, _)) if k_major => format!("fb_grouped_mm_ws<{bf16}, {cut}, {stages}, {bn}>"),
+        Some((bn, stages, _)) => format!("fb_grouped_mm_ws<{bf16}, {cut}, {stages}, {bn}, {ta}, {tb}>"),
+        None if wgmma && k_major => format!("fb_grouped_mm_wg<{bf16}, {cut}, {}>", dev.grouped_stages),
+        None if wgmma => format!("fb_grouped_mm_wg<{bf16}, {cut}, {}, {ta}, {tb}>", dev.grouped_stages),
+        None => format!("fb_grouped_mm<{bf16}, {cut}, {ta}, {tb}, {}>", dev.grouped_stages),
     };
     // The warp-specialized kernel reads both operands through tensor maps
     // (after the kernel's other parameters): A [rows][k] (by group where the
     // groups cut n) and B as [columns][k] (by group where they cut m), boxes of
-    // 64 of k by a tile's rows or columns.
+    // 64 of k by a tile's rows or columns; an operand whose rows are
+    // contiguous as [k][rows], boxes of 64 rows by 64 of k.
     let mut params = params;
     let mut maps = Vec::new();
     if let Some((bn, _, _)) = ws {
         params.push("const __grid_constant__ fb_tmap ma".to_string());
         params.push("const __grid_constant__ fb_tmap mb".to_string());
-        let map = |p: &Place, rows: usize, row_stride: i64, group: Option<i64>, boxed: u32| {
-            let (mut dims, mut strides, mut boxes) = (vec![k as u64, rows as u64], vec![row_stride as u64], vec![64, boxed]);
+        let map = |p: &Place, copy: TileCopy, rows: usize, (row_stride, k_stride): (i64, i64), group: Option<i64>, boxed: u32| {
+            let (mut dims, mut strides, mut boxes) = if copy == TileCopy::Rows {
+                (vec![rows as u64, k as u64], vec![k_stride as u64], vec![64, 64])
+            } else {
+                (vec![k as u64, rows as u64], vec![row_stride as u64], vec![64, boxed])
+            };
             if let Some(gs) = group {
                 dims.push(groups as u64);
                 strides.push(gs as u64);
@@ -151,8 +152,8 @@ pub(crate) fn kernel(
             }
             TensorMap { of: p.0, offset: p.2, bf16, dims, strides, boxes }
         };
-        maps.push(map(&pa, m, a_rows, (cut == 1).then_some(a[0]), 128));
-        maps.push(map(&pb, nn, b_rows, (cut == 0).then_some(b[0]), bn as u32));
+        maps.push(map(&pa, la, m, (a_rows, a_k), (cut == 1).then_some(a[0]), 128));
+        maps.push(map(&pb, lb, nn, (b_rows, b_k), (cut == 0).then_some(b[0]), bn as u32));
     }
     let body = if ws.is_some() {
         format!("    {call}(ma, mb, offs + {}, d, {groups}, {m}, {nn}, {k});\n", po.2)
@@ -230,6 +231,16 @@ pub(crate) fn kernel(
                      FUSEBENCH_GROUPED_MN=1 (mma.sync) or 2 (wgmma) copies 16 bytes a thread and reads transposed \
                      (not yet run on a GPU, so off)"
                         .to_string()
+                } else if ws.is_some() {
+                    format!(
+                        "both operands' tiles copied by the tensor memory accelerator ({})",
+                        match (la, lb) {
+                            (TileCopy::K, TileCopy::K) => "k contiguous",
+                            (TileCopy::K, _) => "mat2's rows contiguous, held MN-major and read transposed",
+                            (_, TileCopy::K) => "mat1's rows contiguous, held MN-major and read transposed",
+                            _ => "both with their rows contiguous, held MN-major and read transposed",
+                        }
+                    )
                 } else if la == lb {
                     format!("both operands' tiles {}", la.says())
                 } else {

@@ -530,6 +530,26 @@ fn the_warp_specialized_grouped_product_reads_its_operands_through_tensor_maps()
     assert_eq!(k.grid, [4 * 2 * 2, 1, 1]);
     assert_eq!((k.tensor_maps[0].dims.clone(), k.tensor_maps[1].dims.clone()), (vec![512, 160], vec![512, 300]));
     assert_eq!((k.tensor_maps[0].strides.clone(), k.tensor_maps[1].strides.clone()), (vec![512], vec![512]));
+    // Operands whose rows are contiguous (a weight gradient in autograd's
+    // layout: x [512, 160] and dy [512, 304], the tokens strided) under
+    // grouped_ws_mn: MN-major boxes of 64 rows by 64 of k over [k][rows].
+    let h = common::script(
+        "    x = fd.define_tensor(shape=[512, 160], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    dy = fd.define_tensor(shape=[512, 304], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    o = fd.define_tensor(shape=[4], contiguity=[True], dtype=DataType.Int32, is_cpu=False)
+    xt = fd.ops.permute(x, dims=[1, 0])
+    y = fd.ops.grouped_mm(xt, dy, o)
+    fd.add_output(y)
+",
+    );
+    let p = plan(&h, &layouts, dev(256)).unwrap();
+    assert!(p.source.contains("fb_grouped_mm_wg<true, 2, 2, FB_GMM_MN, FB_GMM_MN>"), "off by default: {}", p.source);
+    let p = plan(&h, &layouts, Device { grouped_ws_mn: true, ..dev(256) }).unwrap();
+    let k = &p.kernels[0];
+    assert!(p.source.contains("fb_grouped_mm_ws<true, 2, 4, 256, FB_GMM_MN, FB_GMM_MN>(ma, mb, offs + 0, d, 4, 160, 304, 512);"), "{}", p.source);
+    assert_eq!((k.tensor_maps[0].dims.clone(), k.tensor_maps[0].strides.clone(), k.tensor_maps[0].boxes.clone()), (vec![160, 512], vec![160], vec![64, 64]));
+    assert_eq!((k.tensor_maps[1].dims.clone(), k.tensor_maps[1].strides.clone(), k.tensor_maps[1].boxes.clone()), (vec![304, 512], vec![304], vec![64, 64]));
+    assert!(k.choice.as_ref().unwrap().reason.contains("both with their rows contiguous"), "{:?}", k.choice);
     // By default only groups cutting m take it (the cuts checked on a GPU).
     let hopper = Device { grouped_wgmma: true, ..Device::default() };
     assert!(plan(&f, &layouts, hopper).unwrap().source.contains("fb_grouped_mm_ws<true, 0, 4, 256>"));

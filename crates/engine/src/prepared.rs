@@ -282,6 +282,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         grouped_wgmma: k.grouped_wgmma.unwrap_or(d.grouped_wgmma),
         grouped_ws: k.grouped_ws.unwrap_or(d.grouped_ws),
         grouped_ws_cuts: k.grouped_ws_cuts.unwrap_or(d.grouped_ws_cuts),
+        grouped_ws_mn: k.grouped_ws_mn.unwrap_or(d.grouped_ws_mn),
         grouped_mn: match k.grouped_mn {
             Some(0) => GroupedMn::Off,
             Some(1) => GroupedMn::MmaSync,

@@ -447,8 +447,9 @@ __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restric
         }
 }
 
-// 256 columns: d (a warpgroup's 64 x 256 f32 tile, 128 a thread) += A B, both K-major.
-#define FB_WG_MMA256(TY)                                                                                                \
+// 256 columns: d (a warpgroup's 64 x 256 f32 tile, 128 a thread) += A B, B K-major; TRANS "0, 0" A K-major,
+// "1, 0" A M-major.
+#define FB_WG_MMA256(TY, TRANS)                                                                                         \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                          \
                  "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {"                                          \
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
@@ -459,24 +460,30 @@ __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restric
                  "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, " \
                  "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, " \
                  "%123, %124, %125, %126, %127"                                                                         \
-                 "}, %128, %129, p, 1, 1, 0, 0;\n}\n"                                                                 \
+                 "}, %128, %129, p, 1, 1, " TRANS ";\n}\n"                                                            \
                  : FB_WG_D16(0), FB_WG_D16(16), FB_WG_D16(32), FB_WG_D16(48),                                          \
                    FB_WG_D16(64), FB_WG_D16(80), FB_WG_D16(96), FB_WG_D16(112)                                         \
                  : "l"(da), "l"(db), "r"(accumulate))
-template <bool BF16>
+template <bool BF16, bool TA>
 __device__ __forceinline__ void fb_wgmma_256(float* d, unsigned long long da, unsigned long long db, int accumulate) {
     if (BF16) {
-        FB_WG_MMA256("bf16");
+        if (TA) { FB_WG_MMA256("bf16", "1, 0"); } else { FB_WG_MMA256("bf16", "0, 0"); }
     } else {
-        FB_WG_MMA256("f16");
+        if (TA) { FB_WG_MMA256("f16", "1, 0"); } else { FB_WG_MMA256("f16", "0, 0"); }
     }
 }
-template <bool BF16, int BN>
-__device__ __forceinline__ void fb_wgmma_n(float* d, unsigned long long da, unsigned long long db) {
-    if (BN == 256) {
-        fb_wgmma_256<BF16>(d, da, db, 1);
+// d += A B over BN columns: B K-major in one instruction, or N-major 64
+// columns (one swizzle atom along n) an instruction; A K-major or M-major (TA).
+template <bool BF16, int BN, bool TA, bool TB>
+__device__ __forceinline__ void fb_wgmma_n(float* d, unsigned long long da, const unsigned short* bs, int kk) {
+    if (TB) {
+        // k rows 16 kk.. are atoms 2 kk and 2 kk + 1 along k of atom x along n.
+#pragma unroll
+        for (int x = 0; x < BN / 64; ++x) fb_wgmma_64n<BF16, TA>(d + 32 * x, da, fb_wg_desc_mn(bs + (8 * x + 2 * kk) * 512), 1);
+    } else if (BN == 256) {
+        fb_wgmma_256<BF16, TA>(d, da, fb_wg_desc(bs + 16 * kk), 1);
     } else {
-        fb_wgmma_128<BF16>(d, da, db, 1);
+        fb_wgmma_128t<BF16, TA>(d, da, fb_wg_desc(bs + 16 * kk), 1);
     }
 }
 template <int N>
@@ -547,11 +554,22 @@ __device__ __forceinline__ void fb_mbar_expect(unsigned long long* bar, unsigned
                  :: "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(bytes) : "memory");
 }
 
+// Where element (row r, k c) of a stage's tile lies: K-major, rows of 64 of k
+// with 16-byte chunks swizzled by the row; MN-major, atoms of 64 rows by 8 of
+// k (x = r / 64 along the rows, 4096 apart; c / 8 along k, 512 apart), the
+// chunks swizzled by the k row.
+template <int L>
+__device__ __forceinline__ int fb_gmm_at_ws(int r, int c) {
+    if (L == FB_GMM_MN) return (r >> 6) * 4096 + (c >> 3) * 512 + (c & 7) * 64 + ((((r >> 3) & 7) ^ (c & 7)) << 3) + (r & 7);
+    return r * 64 + (((c >> 3) ^ (r & 7)) << 3) + (c & 7);
+}
+
 // Warp-specialized: a block of three warpgroups walks the product's tiles
 // (128 x BN, blocks stepping by the grid). One thread of warpgroup 0 has the
-// tensor memory accelerator copy both operands' 64-wide steps of k (k
-// contiguous; maps `ma` and `mb`, rows swizzled 128 bytes at a time and zeros
-// past the tensors' extents) into STAGES stages; warpgroups 1 and 2 each
+// tensor memory accelerator copy both operands' 64-wide steps of k (maps `ma`
+// and `mb`, rows swizzled 128 bytes at a time and zeros past the tensors'
+// extents; an operand whose rows are contiguous, LA or LB FB_GMM_MN, held
+// MN-major and read transposed) into STAGES stages; warpgroups 1 and 2 each
 // multiply 64 rows of the tile with wgmma (m64nBNk16) as the stages fill.
 // They meet at two mbarriers a stage: `full` (the copies' bytes arrived)
 // and `empty` (the 256 multiplying threads' wgmma reading it retired, one
@@ -560,7 +578,7 @@ __device__ __forceinline__ void fb_mbar_expect(unsigned long long* bar, unsigned
 // zeroed by the multipliers before they read it, as is k before a group's
 // start where the step begins at the 16-byte boundary below it. The multipliers store their
 // tile while the copier already fills the next tile's stages.
-template <bool BF16, int CUT, int STAGES, int BN>
+template <bool BF16, int CUT, int STAGES, int BN, int LA = FB_GMM_K, int LB = FB_GMM_K>
 __device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap& ma, const fb_tmap& mb, const int* __restrict__ offs,
                                                  unsigned short* __restrict__ d, int groups, int M, int N, int K) {
     constexpr int STAGE = (128 + BN) * 64;
@@ -602,12 +620,33 @@ __device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap& ma, const fb_tma
                 fb_mbar_expect(full + s, STAGE * 2);
                 unsigned short* as = sm + s * STAGE;
                 unsigned short* bs = as + 128 * 64;
-                if (CUT == 1) {
+                // An MN-major operand: boxes of 64 rows (128 bytes) by 64 of
+                // k, each 8 swizzle atoms of 8 k apart along k, 4096 elements
+                // apart along the rows (the MN-major wgmma's layout).
+                if (LA == FB_GMM_MN) {
+#pragma unroll
+                    for (int x = 0; x < 2; ++x) {
+                        if (CUT == 1) {
+                            fb_tma_3d(as + 4096 * x, ma, r0 + 64 * x, k, g, full + s);
+                        } else {
+                            fb_tma_2d(as + 4096 * x, ma, r0 + 64 * x, k, full + s);
+                        }
+                    }
+                } else if (CUT == 1) {
                     fb_tma_3d(as, ma, k, r0, g, full + s);
                 } else {
                     fb_tma_2d(as, ma, k, r0, full + s);
                 }
-                if (CUT == 0) {
+                if (LB == FB_GMM_MN) {
+#pragma unroll
+                    for (int x = 0; x < BN / 64; ++x) {
+                        if (CUT == 0) {
+                            fb_tma_3d(bs + 4096 * x, mb, c0 + 64 * x, k, g, full + s);
+                        } else {
+                            fb_tma_2d(bs + 4096 * x, mb, c0 + 64 * x, k, full + s);
+                        }
+                    }
+                } else if (CUT == 0) {
                     fb_tma_3d(bs, mb, k, c0, g, full + s);
                 } else {
                     fb_tma_2d(bs, mb, k, c0, full + s);
@@ -640,11 +679,11 @@ __device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap& ma, const fb_tma
                     const int lo = k0 - k, hi = k1 - k, i0 = threadIdx.x & 127;
                     for (int i = i0; i < 64 * 64; i += 128) {
                         const int r = 64 * cw + (i >> 6), c = i & 63;
-                        if (c < lo || c >= hi) as[r * 64 + (((c >> 3) ^ (r & 7)) << 3) + (c & 7)] = 0;
+                        if (c < lo || c >= hi) as[fb_gmm_at_ws<LA>(r, c)] = 0;
                     }
                     for (int i = i0; i < BN / 2 * 64; i += 128) {
                         const int r = BN / 2 * cw + (i >> 6), c = i & 63;
-                        if (c < lo || c >= hi) bs[r * 64 + (((c >> 3) ^ (r & 7)) << 3) + (c & 7)] = 0;
+                        if (c < lo || c >= hi) bs[fb_gmm_at_ws<LB>(r, c)] = 0;
                     }
                     __syncwarp();
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -654,7 +693,11 @@ __device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap& ma, const fb_tma
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
                 for (int kk = 0; kk < 4; ++kk) {
-                    fb_wgmma_n<BF16, BN>(acc, fb_wg_desc(as + 64 * 64 * cw + 16 * kk), fb_wg_desc(bs + 16 * kk));
+                    // This warpgroup's 64 rows of A: K-major from row 64 cw, or
+                    // MN-major atom cw along m, atoms 2 kk.. along k.
+                    const unsigned long long da = LA == FB_GMM_MN ? fb_wg_desc_mn(as + (8 * cw + 2 * kk) * 512)
+                                                                  : fb_wg_desc(as + 64 * 64 * cw + 16 * kk);
+                    fb_wgmma_n<BF16, BN, LA == FB_GMM_MN, LB == FB_GMM_MN>(acc, da, bs, kk);
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -691,7 +734,7 @@ __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restric
 // Planned only where compiled for sm_90a (Device::grouped_wgmma): a kernel
 // of three warpgroups and tensor maps has no mma.sync form.
 struct __align__(64) fb_tmap { unsigned long long w[16]; };
-template <bool BF16, int CUT, int STAGES, int BN>
+template <bool BF16, int CUT, int STAGES, int BN, int LA = FB_GMM_K, int LB = FB_GMM_K>
 __device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap&, const fb_tmap&, const int* __restrict__,
                                                  unsigned short* __restrict__, int, int, int, int) {
     __trap();
