@@ -8,6 +8,18 @@
 //! type inference rejects is not an error: it is counted in
 //! [`Drawn::ill_typed`] and the generator draws again.
 
+/// The value of a build step of a draw, or the draw ended with its error
+/// (a draw is `Option<Result<..>>`: `None` means the operand does not allow
+/// the op, `Some(Err)` an ill-typed draw).
+macro_rules! step {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        }
+    };
+}
+
 #[path = "random_ops.rs"]
 mod more;
 
@@ -549,11 +561,8 @@ fn where_(c: &mut Ctx) -> Option<Result<Vec<ValueId>, IrError>> {
         let k = c
             .rng
             .pick(&[BinaryOp::Gt, BinaryOp::Lt, BinaryOp::Ge, BinaryOp::Ne]);
-        match c.fd.binary(k, x, y) {
-            // A literal is written where it is used: a second use is a new literal.
-            Ok(cond) => (cond, c.fresh(y)),
-            Err(e) => return Some(Err(e)),
-        }
+        // A literal is written where it is used: a second use is a new literal.
+        (step!(c.fd.binary(k, x, y)), c.fresh(y))
     };
     let (a, b) = if c.rng.chance(0.5) { (x, y) } else { (y, x) };
     one(c.fd.where_(cond, a, b))
@@ -567,10 +576,7 @@ fn broadcast(c: &mut Ctx) -> Option<Result<Vec<ValueId>, IrError>> {
     }
     let at = c.rng.below(s.len() + 1);
     let flags: Vec<bool> = (0..=s.len()).map(|i| i == at).collect();
-    let b = match c.fd.broadcast(x, &flags) {
-        Ok(b) => b,
-        Err(e) => return Some(Err(e)),
-    };
+    let b = step!(c.fd.broadcast(x, &flags));
     if !c.rng.chance(0.7) {
         return one(Ok(b));
     }
@@ -768,10 +774,7 @@ fn index_select(c: &mut Ctx) -> Option<Result<Vec<ValueId>, IrError>> {
         return None;
     }
     let dt = c.rng.pick(&[DType::Int, DType::Int32]);
-    let idx = match c.fd.tensor(&[m as i64], dt) {
-        Ok(v) => v,
-        Err(e) => return Some(Err(e)),
-    };
+    let idx = step!(c.fd.tensor(&[m as i64], dt));
     c.recipes.push(InputRecipe::Randint {
         low: 0,
         high: s[dim].max(1) as i64,

@@ -80,10 +80,7 @@ fn other_shape(c: &mut Ctx, xs: &[usize], x_left: bool) -> Vec<usize> {
 }
 
 pub(super) fn matmul(c: &mut Ctx) -> Drawn {
-    let (x, xs, d) = match factor(c)? {
-        Ok(f) => f,
-        Err(e) => return Some(Err(e)),
-    };
+    let (x, xs, d) = step!(factor(c)?);
     let r = xs.len();
     if r >= 2 && c.rng.chance(0.15) {
         // x @ x^T: both factors one tensor, the right one a permuted view.
@@ -94,10 +91,7 @@ pub(super) fn matmul(c: &mut Ctx) -> Drawn {
         if xs[..r - 2].iter().product::<usize>() * m * m * k > MAX_MACS {
             return None;
         }
-        let t = match c.fd.permute(x, &dims) {
-            Ok(t) => t,
-            Err(e) => return Some(Err(e)),
-        };
+        let t = step!(c.fd.permute(x, &dims));
         return Some(c.fd.op(Op::Matmul { a: x, b: t }, &[]));
     }
     let x_left = c.rng.chance(0.6);
@@ -107,19 +101,13 @@ pub(super) fn matmul(c: &mut Ctx) -> Drawn {
     if s.batch.iter().product::<usize>() * s.m * s.n * s.k > MAX_MACS {
         return None;
     }
-    let o = match c.input(&os, d) {
-        Ok(o) => o,
-        Err(e) => return Some(Err(e)),
-    };
+    let o = step!(c.input(&os, d));
     let (a, b) = if x_left { (x, o) } else { (o, x) };
     Some(c.fd.op(Op::Matmul { a, b }, &[]))
 }
 
 pub(super) fn linear(c: &mut Ctx) -> Drawn {
-    let (x, xs, d) = match factor(c)? {
-        Ok(f) => f,
-        Err(e) => return Some(Err(e)),
-    };
+    let (x, xs, d) = step!(factor(c)?);
     let k = xs[xs.len() - 1];
     let n = free(c);
     let batch: Vec<usize> = if c.rng.chance(0.1) { vec![c.rng.pick(&[2, 3])] } else { vec![] };
@@ -129,10 +117,7 @@ pub(super) fn linear(c: &mut Ctx) -> Drawn {
     }
     let mut ws = batch.clone();
     ws.extend([n, k]);
-    let weight = match c.input(&ws, d) {
-        Ok(w) => w,
-        Err(e) => return Some(Err(e)),
-    };
+    let weight = step!(c.input(&ws, d));
     let bias = match c.rng.below(10) {
         0..=3 => None,
         4..=7 => Some(vec![n]),
@@ -156,10 +141,7 @@ pub(super) fn grouped_mm(c: &mut Ctx) -> Drawn {
     // The GPU runs Half and BFloat16 (a Float one is refused by name).
     let x = match d {
         DType::Half | DType::BFloat16 => x,
-        _ => match c.fd.cast(x, c.rng.pick(&[DType::BFloat16, DType::Half])) {
-            Ok(v) => v,
-            Err(e) => return Some(Err(e)),
-        },
+        _ => step!(c.fd.cast(x, c.rng.pick(&[DType::BFloat16, DType::Half]))),
     };
     let d = c.dtype_of(x);
     // mat1 and mat2's shapes, x as one of them, and the groups.
@@ -189,22 +171,13 @@ pub(super) fn grouped_mm(c: &mut Ctx) -> Drawn {
         return None;
     }
     let (mat1, mat2) = if x_first {
-        let o = match c.input(&b, d) {
-            Ok(o) => o,
-            Err(e) => return Some(Err(e)),
-        };
+        let o = step!(c.input(&b, d));
         (x, o)
     } else {
-        let o = match c.input(&a, d) {
-            Ok(o) => o,
-            Err(e) => return Some(Err(e)),
-        };
+        let o = step!(c.input(&a, d));
         (o, x)
     };
-    let offsets = match c.dense_input(&[g], DType::Int32) {
-        Ok(o) => o,
-        Err(e) => return Some(Err(e)),
-    };
+    let offsets = step!(c.dense_input(&[g], DType::Int32));
     Some(c.fd.op(Op::Gemm(GemmOp::GroupedMm { mat1, mat2, offsets }), &[]))
 }
 
@@ -221,25 +194,13 @@ pub(super) fn scaled_mm(c: &mut Ctx) -> Drawn {
     if m * n * k > MAX_MACS {
         return None;
     }
-    let x8 = match c.fd.cast(x, if x_first { d1 } else { d2 }) {
-        Ok(v) => v,
-        Err(e) => return Some(Err(e)),
-    };
+    let x8 = step!(c.fd.cast(x, if x_first { d1 } else { d2 }));
     let other = if x_first { c.input(&[k, n], d2) } else { c.input(&[m, k], d1) };
-    let other = match other {
-        Ok(o) => o,
-        Err(e) => return Some(Err(e)),
-    };
+    let other = step!(other);
     let (mat1, mat2) = if x_first { (x8, other) } else { (other, x8) };
     let (s1, s2): (Vec<usize>, Vec<usize>) = if c.rng.chance(0.5) { (vec![], vec![]) } else { (vec![m, 1], vec![1, n]) };
-    let scale1 = match c.input(&s1, DType::Float) {
-        Ok(v) => v,
-        Err(e) => return Some(Err(e)),
-    };
-    let scale2 = match c.input(&s2, DType::Float) {
-        Ok(v) => v,
-        Err(e) => return Some(Err(e)),
-    };
+    let scale1 = step!(c.input(&s1, DType::Float));
+    let scale2 = step!(c.input(&s2, DType::Float));
     let dtype = c.rng.pick(&[DType::BFloat16, DType::Half, DType::Float]);
     Some(c.fd.op(Op::Gemm(GemmOp::ScaledMm { mat1, mat2, scale1, scale2, dtype }), &[]))
 }

@@ -131,10 +131,7 @@ pub(super) fn gather(c: &mut Ctx) -> Drawn {
     if numel(&is) > MAX_ELEMENTS || numel(&is) * numel(&s) > 1 << 26 {
         return None;
     }
-    let index = match index_for(c, x, &s, d, &is) {
-        Ok(v) => v,
-        Err(e) => return Some(Err(e)),
-    };
+    let index = step!(index_for(c, x, &s, d, &is));
     let o = if take {
         IndexOp::TakeAlongAxis { x, index, dim: w }
     } else {
@@ -147,10 +144,7 @@ pub(super) fn select(c: &mut Ctx) -> Drawn {
     let (x, s) = ranked(c)?;
     let (d, w) = dim(c, s.len());
     let i = c.rng.below(s[d]) as i64;
-    let index = match int_scalar(c, i) {
-        Ok(v) => v,
-        Err(e) => return Some(Err(e)),
-    };
+    let index = step!(int_scalar(c, i));
     op(c, Op::Index(IndexOp::Select { x, index, dim: w }))
 }
 
@@ -167,10 +161,7 @@ pub(super) fn index_select_iota(c: &mut Ctx) -> Drawn {
         step: Some(int_lit(c, 1)),
         dtype: c.rng.pick(&[DType::Int, DType::Int32]),
     };
-    let index = match c.fd.op(Op::Index(io), &[]) {
-        Ok(v) => v[0],
-        Err(e) => return Some(Err(e)),
-    };
+    let index = step!(c.fd.op(Op::Index(io), &[]))[0];
     one(c.fd.index_select(x, index, w))
 }
 
@@ -184,10 +175,7 @@ pub(super) fn scatter(c: &mut Ctx) -> Drawn {
     };
     let xd = c.dtype_of(x);
     let dt = c.rng.pick(&[DType::Int, DType::Int32]);
-    let index = match c.index_input(&is, dt, 0, s[d] as i64) {
-        Ok(v) => v,
-        Err(e) => return Some(Err(e)),
-    };
+    let index = step!(c.index_input(&is, dt, 0, s[d] as i64));
     let src = match c.rng.below(10) {
         // A scalar written into every indexed position.
         0..=2 => {
@@ -203,10 +191,7 @@ pub(super) fn scatter(c: &mut Ctx) -> Drawn {
         }
         // A tensor of the index's shape, or one of x's (x itself among them).
         // (An Index tensor, such as welford's count, cannot be a script's input.)
-        3..=5 if xd != DType::Index => match c.input(&is, xd) {
-            Ok(v) => v,
-            Err(e) => return Some(Err(e)),
-        },
+        3..=5 if xd != DType::Index => step!(c.input(&is, xd)),
         _ => {
             let same: Vec<ValueId> = c
                 .pool
@@ -218,10 +203,7 @@ pub(super) fn scatter(c: &mut Ctx) -> Drawn {
             if c.dtype_of(y) == xd {
                 y
             } else {
-                match c.fd.cast(y, xd) {
-                    Ok(v) => v,
-                    Err(e) => return Some(Err(e)),
-                }
+                step!(c.fd.cast(y, xd))
             }
         }
     };
@@ -250,10 +232,7 @@ pub(super) fn index_put_accumulate(c: &mut Ctx) -> Drawn {
     let acc = if kinds.contains(&c.dtype_of(x)) {
         x
     } else {
-        match c.fd.cast(x, c.rng.pick(&kinds)) {
-            Ok(v) => v,
-            Err(e) => return Some(Err(e)),
-        }
+        step!(c.fd.cast(x, c.rng.pick(&kinds)))
     };
     let ad = c.dtype_of(acc);
     let m = c.rng.pick(&[1, 2, 3, 5, 17]);
@@ -262,10 +241,7 @@ pub(super) fn index_put_accumulate(c: &mut Ctx) -> Drawn {
         return None;
     }
     let dt = c.rng.pick(&[DType::Int, DType::Int32]);
-    let index = match c.index_input(&[m], dt, 0, s[0] as i64) {
-        Ok(v) => v,
-        Err(e) => return Some(Err(e)),
-    };
+    let index = step!(c.index_input(&[m], dt, 0, s[0] as i64));
     let mut vs = vec![m];
     vs.extend(
         s[1..]
@@ -275,10 +251,7 @@ pub(super) fn index_put_accumulate(c: &mut Ctx) -> Drawn {
     if c.rng.chance(0.2) {
         vs[0] = 1;
     }
-    let value = match c.input(&vs, ad) {
-        Ok(v) => v,
-        Err(e) => return Some(Err(e)),
-    };
+    let value = step!(c.input(&vs, ad));
     op(
         c,
         Op::Index(IndexOp::IndexPutAccumulate { acc, index, value }),
@@ -339,10 +312,7 @@ pub(super) fn embedding(c: &mut Ctx) -> Drawn {
     } else {
         let shape = [c.rng.pick(&[1, 3, 7, 17, 65]), c.rng.pick(&[1, 2, 5, 8, 33])];
         let d = c.rng.pick(&[DType::Float, DType::Half, DType::BFloat16, DType::Double]);
-        match c.input(&shape, d) {
-            Ok(v) => v,
-            Err(e) => return Some(Err(e)),
-        }
+        step!(c.input(&shape, d))
     };
     let rows = c.shape_of(weight)[0];
     let is: Vec<usize> = if c.rng.chance(0.5) {
@@ -351,10 +321,7 @@ pub(super) fn embedding(c: &mut Ctx) -> Drawn {
         vec![c.rng.pick(&[1, 2, 3]), c.rng.pick(&[1, 5, 8])]
     };
     let dt = c.rng.pick(&[DType::Int, DType::Int32]);
-    let input = match c.index_input(&is, dt, 0, rows as i64) {
-        Ok(v) => v,
-        Err(e) => return Some(Err(e)),
-    };
+    let input = step!(c.index_input(&is, dt, 0, rows as i64));
     // padding_idx changes only the gradient; max_norm is not drawn (see bounds).
     let padding_idx = if c.rng.chance(0.3) {
         let p = c.rng.below(rows) as i64;
