@@ -212,18 +212,17 @@ pub(crate) fn kernel(
                 "grouped_mm: 128 x {bn} tiles of one group's result{}, the group read from the offsets on the device, \
                  {} with f32 accumulation, 64 of k a step in {} stages, {}",
                 if ws.is_some() { ", blocks walking them" } else { " a block" },
-                if let Some((bn, _, _)) = ws {
-                    if bn == 256 {
-                        "wgmma warp-specialized (one thread copying with the tensor memory accelerator, two warpgroups multiplying 64 x 256 each, meeting at mbarriers; 128-byte swizzled tiles)"
-                    } else {
-                        "wgmma warp-specialized (one thread copying with the tensor memory accelerator, two warpgroups multiplying 64 x 128 each, meeting at mbarriers; 128-byte swizzled tiles)"
-                    }
+                if ws.is_some() {
+                    format!(
+                        "wgmma warp-specialized (one thread copying with the tensor memory accelerator, two warpgroups \
+                         multiplying 64 x {bn} each, meeting at mbarriers; 128-byte swizzled tiles)"
+                    )
                 } else if !wgmma {
-                    "mma.sync"
+                    "mma.sync".to_string()
                 } else if lb == TileCopy::Rows {
-                    "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles, mat2 read N-major 64 columns at a time)"
+                    "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles, mat2 read N-major 64 columns at a time)".to_string()
                 } else {
-                    "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles)"
+                    "wgmma (two warpgroups of 64 x 128, 128-byte swizzled tiles)".to_string()
                 },
                 ws.map_or(dev.grouped_stages as usize, |w| w.1),
                 if held_back {

@@ -100,6 +100,43 @@ __device__ __forceinline__ void fb_gmm_store(unsigned short* at, bool both, floa
     }
 }
 
+// Tiles of a group whose extent along the cut is `ext`: 128 rows by BN
+// columns, tm and tn the whole product's tiles along m and n.
+template <int CUT, int BN>
+__device__ __forceinline__ int fb_gmm_group_tiles(int ext, int tm, int tn) {
+    return CUT == 0 ? ((ext + 127) >> 7) * tn : CUT == 1 ? tm * ((ext + BN - 1) / BN) : tm * tn;
+}
+
+// Tile t of the product, counted group after group, 128 rows by BN columns:
+// its group g, rows [r0, r1), columns [c0, c1) and k [k0, k1) of the
+// group's product; false past the last group's tiles (fb_gmm_find's search
+// for any t and BN; fb_gmm_find keeps its own so that the kernels measured
+// with it compile as they did).
+template <int CUT, int BN>
+__device__ __forceinline__ bool fb_gmm_tile_at(int t, const int* __restrict__ offs, int groups, int M, int N,
+                                               int K, int& g, int& r0, int& r1, int& c0, int& c1, int& k0, int& k1) {
+    int lo = 0, hi = 0;
+    const int tm = (M + 127) >> 7, tn = (N + BN - 1) / BN;
+    for (g = 0; g < groups; ++g) {
+        lo = g == 0 ? 0 : offs[g - 1];
+        hi = offs[g];
+        const int tiles = fb_gmm_group_tiles<CUT, BN>(hi > lo ? hi - lo : 0, tm, tn);
+        if (t < tiles) break;
+        t -= tiles;
+    }
+    if (g >= groups) return false;
+    r1 = M; c1 = N; k0 = 0; k1 = K;
+    if (CUT == 0) {
+        r0 = lo + (t / tn) * 128; r1 = hi; c0 = (t % tn) * BN;
+    } else if (CUT == 1) {
+        const int tg = (hi - lo + BN - 1) / BN;
+        r0 = (t / tg) * 128; c0 = lo + (t % tg) * BN; c1 = hi;
+    } else {
+        r0 = (t / tn) * 128; c0 = (t % tn) * BN; k0 = lo; k1 = hi;
+    }
+    return true;
+}
+
 // This block's tile: rows [r0, r1), columns [c0, c1) and k [k0, k1) of its
 // group's product, with a, b and d moved to the group's; false past the last
 // group's tiles. Tiles are counted group after group.
@@ -224,6 +261,10 @@ __device__ __forceinline__ void fb_grouped_mm(const unsigned short* __restrict__
             }
 }
 
+// A TMA tensor map (runtime's encode_tensor_map), a __grid_constant__
+// parameter of the warp-specialized kernel's wrapper on every architecture.
+struct __align__(64) fb_tmap { unsigned long long w[16]; };
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // A wgmma operand descriptor for a tile of 128-byte swizzled rows from `p`
 // (its 8-row groups 1024 bytes apart; the row width makes the leading offset
@@ -293,9 +334,11 @@ __device__ __forceinline__ void fb_wgmma_64n(float* d, unsigned long long da, un
 
 // Keeps the compiler from moving reads or writes of the accumulators across
 // the asynchronous multiply (which writes them until wgmma.wait_group).
+// N: the accumulators a thread holds (64 for 128 columns, 128 for 256).
+template <int N = 64>
 __device__ __forceinline__ void fb_wg_pin(float* d) {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 template <bool BF16, int CUT, int STAGES, int LA = FB_GMM_K, int LB = FB_GMM_K>
@@ -486,11 +529,6 @@ __device__ __forceinline__ void fb_wgmma_n(float* d, unsigned long long da, cons
         fb_wgmma_128t<BF16, TA>(d, da, fb_wg_desc(bs + 16 * kk), 1);
     }
 }
-template <int N>
-__device__ __forceinline__ void fb_wg_pin_n(float* d) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
 
 // mbarriers in shared memory (phases: a wait names the parity of the phase
 // it waits to see completed; a fresh barrier counts phase 1 as completed).
@@ -507,36 +545,6 @@ __device__ __forceinline__ void fb_mbar_wait(unsigned long long* bar, unsigned p
                  "@!p bra FB_MBAR_WAIT;\n}\n" :: "r"((unsigned)__cvta_generic_to_shared(bar)), "r"(parity) : "memory");
 }
 
-// Tile t of the product, counted group after group, 128 rows by BN columns
-// (fb_gmm_find's, for any t and BN); false past the last.
-template <int CUT, int BN>
-__device__ __forceinline__ bool fb_gmm_tile_at(int t, const int* __restrict__ offs, int groups, int M, int N,
-                                               int K, int& g, int& r0, int& r1, int& c0, int& c1, int& k0, int& k1) {
-    int lo = 0, hi = 0;
-    const int tm = (M + 127) >> 7, tn = (N + BN - 1) / BN;
-    for (g = 0; g < groups; ++g) {
-        lo = g == 0 ? 0 : offs[g - 1];
-        hi = offs[g];
-        const int ext = hi > lo ? hi - lo : 0;
-        const int tiles = CUT == 0 ? ((ext + 127) >> 7) * tn : CUT == 1 ? tm * ((ext + BN - 1) / BN) : tm * tn;
-        if (t < tiles) break;
-        t -= tiles;
-    }
-    if (g >= groups) return false;
-    r1 = M; c1 = N; k0 = 0; k1 = K;
-    if (CUT == 0) {
-        r0 = lo + (t / tn) * 128; r1 = hi; c0 = (t % tn) * BN;
-    } else if (CUT == 1) {
-        const int tg = (hi - lo + BN - 1) / BN;
-        r0 = (t / tg) * 128; c0 = lo + (t % tg) * BN; c1 = hi;
-    } else {
-        r0 = (t / tn) * 128; c0 = (t % tn) * BN; k0 = lo; k1 = hi;
-    }
-    return true;
-}
-
-// A TMA tensor map (runtime's encode_tensor_map), a __grid_constant__ parameter.
-struct __align__(64) fb_tmap { unsigned long long w[16]; };
 // The box of map `m` at (x, y[, z]) into shared memory at `dst`, counted on `bar`.
 __device__ __forceinline__ void fb_tma_2d(void* dst, const fb_tmap& m, int x, int y, unsigned long long* bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
@@ -547,6 +555,29 @@ __device__ __forceinline__ void fb_tma_3d(void* dst, const fb_tmap& m, int x, in
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
                  :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(reinterpret_cast<unsigned long long>(&m)), "r"(x), "r"(y),
                  "r"(z), "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
+}
+// A stage's tile of one operand, its rows from `row` and k from `k` (and
+// group g where GROUPED): K-major, one box of 64 of k by the tile's rows;
+// MN-major, BOXES boxes of 64 rows by 64 of k, each 8 swizzle atoms of 8 k
+// apart along k, 4096 elements apart along the rows (the MN-major wgmma's
+// layout).
+template <int L, int BOXES, bool GROUPED>
+__device__ __forceinline__ void fb_ws_tile(unsigned short* dst, const fb_tmap& m, int row, int k, int g,
+                                           unsigned long long* bar) {
+    if (L == FB_GMM_MN) {
+#pragma unroll
+        for (int x = 0; x < BOXES; ++x) {
+            if (GROUPED) {
+                fb_tma_3d(dst + 4096 * x, m, row + 64 * x, k, g, bar);
+            } else {
+                fb_tma_2d(dst + 4096 * x, m, row + 64 * x, k, bar);
+            }
+        }
+    } else if (GROUPED) {
+        fb_tma_3d(dst, m, k, row, g, bar);
+    } else {
+        fb_tma_2d(dst, m, k, row, bar);
+    }
 }
 // One arrival that also expects `bytes` of copies before the phase completes.
 __device__ __forceinline__ void fb_mbar_expect(unsigned long long* bar, unsigned bytes) {
@@ -600,8 +631,8 @@ __device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap& ma, const fb_tma
     {
         const int tm = (M + 127) >> 7, tn = (N + BN - 1) / BN;
         for (int g = 0, lo = 0; g < groups; ++g) {
-            const int hi = offs[g], ext = hi > lo ? hi - lo : 0;
-            total += CUT == 0 ? ((ext + 127) >> 7) * tn : CUT == 1 ? tm * ((ext + BN - 1) / BN) : tm * tn;
+            const int hi = offs[g];
+            total += fb_gmm_group_tiles<CUT, BN>(hi > lo ? hi - lo : 0, tm, tn);
             lo = hi;
         }
     }
@@ -620,37 +651,8 @@ __device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap& ma, const fb_tma
                 fb_mbar_expect(full + s, STAGE * 2);
                 unsigned short* as = sm + s * STAGE;
                 unsigned short* bs = as + 128 * 64;
-                // An MN-major operand: boxes of 64 rows (128 bytes) by 64 of
-                // k, each 8 swizzle atoms of 8 k apart along k, 4096 elements
-                // apart along the rows (the MN-major wgmma's layout).
-                if (LA == FB_GMM_MN) {
-#pragma unroll
-                    for (int x = 0; x < 2; ++x) {
-                        if (CUT == 1) {
-                            fb_tma_3d(as + 4096 * x, ma, r0 + 64 * x, k, g, full + s);
-                        } else {
-                            fb_tma_2d(as + 4096 * x, ma, r0 + 64 * x, k, full + s);
-                        }
-                    }
-                } else if (CUT == 1) {
-                    fb_tma_3d(as, ma, k, r0, g, full + s);
-                } else {
-                    fb_tma_2d(as, ma, k, r0, full + s);
-                }
-                if (LB == FB_GMM_MN) {
-#pragma unroll
-                    for (int x = 0; x < BN / 64; ++x) {
-                        if (CUT == 0) {
-                            fb_tma_3d(bs + 4096 * x, mb, c0 + 64 * x, k, g, full + s);
-                        } else {
-                            fb_tma_2d(bs + 4096 * x, mb, c0 + 64 * x, k, full + s);
-                        }
-                    }
-                } else if (CUT == 0) {
-                    fb_tma_3d(bs, mb, k, c0, g, full + s);
-                } else {
-                    fb_tma_2d(bs, mb, k, c0, full + s);
-                }
+                fb_ws_tile<LA, 2, CUT == 1>(as, ma, r0, k, g, full + s);
+                fb_ws_tile<LB, BN / 64, CUT == 0>(bs, mb, c0, k, g, full + s);
             }
         }
         return;
@@ -689,7 +691,7 @@ __device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap& ma, const fb_tma
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                     asm volatile("bar.sync 1, 256;\n" ::: "memory");
                 }
-                fb_wg_pin_n<BN / 2>(acc);
+                fb_wg_pin<BN / 2>(acc);
                 asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
                 for (int kk = 0; kk < 4; ++kk) {
@@ -701,11 +703,11 @@ __device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap& ma, const fb_tma
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                fb_wg_pin_n<BN / 2>(acc);
+                fb_wg_pin<BN / 2>(acc);
                 if (k > (k0 & ~7)) fb_mbar_arrive(empty + (it - 1) % STAGES);
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            fb_wg_pin_n<BN / 2>(acc);
+            fb_wg_pin<BN / 2>(acc);
             fb_mbar_arrive(empty + (it - 1) % STAGES);
         }
         unsigned short* dt = d + (CUT == 2 ? (long long)g * M * N : 0);
@@ -733,7 +735,6 @@ __device__ __forceinline__ void fb_grouped_mm_wg(const unsigned short* __restric
 }
 // Planned only where compiled for sm_90a (Device::grouped_wgmma): a kernel
 // of three warpgroups and tensor maps has no mma.sync form.
-struct __align__(64) fb_tmap { unsigned long long w[16]; };
 template <bool BF16, int CUT, int STAGES, int BN, int LA = FB_GMM_K, int LB = FB_GMM_K>
 __device__ __forceinline__ void fb_grouped_mm_ws(const fb_tmap&, const fb_tmap&, const int* __restrict__,
                                                  unsigned short* __restrict__, int, int, int, int) {
