@@ -125,6 +125,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             Err(code) => return Ok(code),
         },
     };
+    // Planned as the engine plans, with the FUSEBENCH_ settings in force.
+    let dev = fusebench_engine::planner_device(Device::default()).context("the FUSEBENCH_ settings")?;
     let t0 = Instant::now();
     let mut s = Summary {
         fusebench_fuzz: 1,
@@ -173,7 +175,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
                 outln!("# {label}\n{}", fusebench_frontend::print_script(f));
             }
         }
-        let readies = cpu_batch(&plain, engine.as_ref().filter(|_| jobs > 1), jobs);
+        let readies = cpu_batch(&plain, &dev, engine.as_ref().filter(|_| jobs > 1), jobs);
         for ((k, (label, f, drawn)), ready) in batch.into_iter().zip(readies) {
             s.generated += 1;
             progress.step(&label);
@@ -287,13 +289,13 @@ struct Ready {
 /// outcome. With `warm`, the fusion's kernels are also compiled into the
 /// kernel cache, so that this part can run on many threads and the GPU part
 /// after it finds them compiled.
-fn on_cpu(f: &Fusion, drawn: bool, warm: Option<&Engine>) -> Result<Ready, Outcome> {
+fn on_cpu(f: &Fusion, dev: &Device, drawn: bool, warm: Option<&Engine>) -> Result<Ready, Outcome> {
     if drawn {
         round_trip(f).map_err(|detail| Outcome::Failed { detail })?;
     }
     // Planning and CUDA generation need no GPU: they must never panic.
     let planned = catch_unwind(AssertUnwindSafe(|| {
-        plan(f, &layouts(f), Device::default()).map(|p| p.source.len())
+        plan(f, &layouts(f), *dev).map(|p| p.source.len())
     }));
     let refusal = match planned {
         Err(e) => {
@@ -357,12 +359,13 @@ fn gpu_outcome(engine: &Engine, f: &Fusion, r: &Ready, tally: &mut Tally) -> Out
 /// The CPU part of every case of `batch`, on `jobs` threads; panics are failures.
 fn cpu_batch(
     batch: &[(String, Result<Fusion, String>, bool)],
+    dev: &Device,
     warm: Option<&Engine>,
     jobs: usize,
 ) -> Vec<Result<Ready, Outcome>> {
     let one = |(_, f, drawn): &(String, Result<Fusion, String>, bool)| match f {
         Err(e) => Err(Outcome::Failed { detail: e.clone() }),
-        Ok(f) => catch_unwind(AssertUnwindSafe(|| on_cpu(f, *drawn, warm))).unwrap_or_else(|e| {
+        Ok(f) => catch_unwind(AssertUnwindSafe(|| on_cpu(f, dev, *drawn, warm))).unwrap_or_else(|e| {
             Err(Outcome::Failed {
                 detail: format!("panic: {}", crate::panic_message(&e)),
             })

@@ -341,12 +341,30 @@ pub struct Device {
     pub transpose_threads: u32,
     /// A scan along the innermost dim over lines of at least
     /// `scan::BLOCK_LINE` elements runs a block per line, scanning 1024
-    /// elements a step across the block (`scan.rs`), instead of a thread per
-    /// line walking it alone: a line of a cumsum over a vocabulary is one
-    /// thread's 32000 dependent steps. On the H200 (2026-12-05) 0.011-0.74 of
-    /// the thread per line's time on six shapes, 8 x 32000 to 32768 x 128
-    /// (`FUSEBENCH_SCAN_BLOCKS`).
+    /// elements a step across the block (`scan_blocks.rs`), instead of a
+    /// thread per line walking it alone: a line of a cumsum over a vocabulary
+    /// is one thread's 32000 dependent steps. On the H200 (2026-12-05)
+    /// 0.011-0.74 of the thread per line's time on six shapes, 8 x 32000 to
+    /// 32768 x 128 (`FUSEBENCH_SCAN_BLOCKS`).
     pub scan_blocks: bool,
+    /// A scan along the innermost dim runs each line on a group of threads
+    /// sized to it, from a part of a warp to 512 threads, several lines a
+    /// block (`scan_lines.rs`), taking the place of `scan_blocks`, which
+    /// left 32768 lines of 128 at 0.09 of torch.compile's speed on the H100.
+    /// Written without a GPU (session 40 was lent none): off until run.
+    pub scan_lines: bool,
+    /// Consecutive elements each thread of a line scan takes in a step.
+    pub scan_items: u32,
+    /// Lines too few to give every multiprocessor two blocks are cut into
+    /// chunks over more blocks, a first kernel finding each chunk's total
+    /// (8 x 32000: 8 blocks walking 32000 elements each took 26.6 us on
+    /// the H100, torch.compile 5.2).
+    pub scan_split: bool,
+    /// Outputs computed elementwise from a scan alone are written by the
+    /// scan's kernel, and the scan is stored only where something else
+    /// reads it (a cumsum output is a stored temporary and a copy, twice the
+    /// copy's traffic). Written without a GPU: off until run.
+    pub scan_epilogue: bool,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
     /// planner's choice, streaming loads where a reduction's partial kernel
     /// reads its input for the last time (`Context::read_once`), the
@@ -492,6 +510,10 @@ impl Default for Device {
             transpose_bytes: 16,
             transpose_threads: 256,
             scan_blocks: true,
+            scan_lines: false,
+            scan_items: 8,
+            scan_split: true,
+            scan_epilogue: false,
             load_hint: None,
         }
     }

@@ -59,7 +59,7 @@ pub fn build_for(
         }
         match &f.nodes[n].op {
             Op::Index(op) => build(cx, kernels, n, op)?,
-            _ => crate::scan::build(cx, n, kernels)?,
+            _ => crate::scan::build(cx, n, &[], true, kernels)?,
         }
     }
     Ok(())

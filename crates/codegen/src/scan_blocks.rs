@@ -9,6 +9,7 @@
 //! product adds in another order than the walk, within the bound the fuzzer
 //! holds both to (n Double epsilons of the prefix's magnitudes).
 
+use super::Sink;
 use crate::error::CodegenError;
 use crate::ix::Ix;
 use crate::kernel::{signature, Context};
@@ -28,11 +29,9 @@ pub(super) struct Line<'a> {
     pub lines: usize,
     pub acc: DType,
     pub combine: Combine,
-    /// The temporary the prefixes are stored in.
-    pub temp: usize,
 }
 
-pub(super) fn build(cx: &Context, node: usize, l: &Line) -> Result<(String, Kernel), CodegenError> {
+pub(super) fn build(cx: &Context, node: usize, l: &Line, sink: &Sink) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
     let n = &f.nodes[node];
     let Op::Scan { kind, x, init, .. } = &n.op else {
@@ -40,14 +39,17 @@ pub(super) fn build(cx: &Context, node: usize, l: &Line) -> Result<(String, Kern
     };
     let v = n.outputs[0];
     let d = f.value(v).dtype;
-    let (acc, len, t) = (l.acc, l.len, l.temp);
+    let (acc, len) = (l.acc, l.len);
     let ty = ctype::reg(acc);
     let id = reduction::init(&l.combine, acc);
     // `into = a (op) b`, a the earlier; `into` may be `b`.
     let op = |into: &str, a: &str, b: &str| {
         format!("{{ const {ty} w = {b}; {into} = {a}; {} }}", reduction::step(&l.combine, acc, into, "w"))
     };
-    let (mut lw, params) = cx.lowerer();
+    let (mut lw, mut params) = cx.lowerer();
+    for &(o, pos) in sink.epilogue {
+        params.push_output(f, o, pos);
+    }
     lw.line(&format!("__shared__ {ty} wt[{}];", THREADS / 32));
     lw.line("const long long lo = blockIdx.x;");
     lw.line("const long long li = 0;");
@@ -94,10 +96,11 @@ pub(super) fn build(cx: &Context, node: usize, l: &Line) -> Result<(String, Kern
     lw.line(&reduction::step(&l.combine, acc, "p", "before"));
     lw.open(&format!("for (int j = 0; j < {ITEMS}; ++j) {{"));
     lw.line(&format!("const long long k = base + threadIdx.x * {ITEMS} + j;"));
+    lw.open(&format!("if (k < {len}) {{"));
     lw.line(&format!("{ty} y = p;"));
     lw.line(&reduction::step(&l.combine, acc, "y", "v[j]"));
-    let h = ctype::convert(acc, d, "y");
-    lw.line(&format!("if (k < {len}) tmp{t}[lo * {len} + k] = {};", ctype::to_storage(d, &h)));
+    sink.write(&mut lw, "y", &idx, &format!("lo * {len} + k"))?;
+    lw.close("}");
     lw.close("}");
     lw.line(&format!("for (int w = 0; w < {}; ++w) {{ {} }}", THREADS / 32, reduction::step(&l.combine, acc, "carry", "wt[w]")));
     lw.line("__syncthreads();");

@@ -76,3 +76,98 @@ fn scan_blocks_take_innermost_lines_a_block_each() {
     let scans: Vec<_> = off.kernels.iter().filter(|k| k.schedule == Schedule::Scan).collect();
     assert_eq!(scans[0].block[0], 128, "off: {scans:#?}");
 }
+
+/// `Device::scan_lines`: a scan along the innermost dim takes
+/// a group of threads a line sized to it, several short lines a block, and
+/// few long lines are cut into chunks whose totals a first kernel finds; one
+/// along an outer dim stays a thread per line, as every scan with it off.
+#[test]
+fn scan_lines_take_threads_by_their_length() {
+    let body = "    t0 = fd.define_tensor(shape=[8, 32000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    t1 = fd.define_tensor(shape=[4096, 127], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    c = fd.ops.cumsum(t0, dim=1)
+    d = fd.ops.cumsum(t0, dim=0)
+    e = fd.ops.cumsum(t1, dim=1)
+    fd.add_output(c)
+    fd.add_output(d)
+    fd.add_output(e)
+";
+    let f = common::script(body);
+    let layouts = vec![None; f.inputs.len()];
+    let lines = Device { scan_lines: true, ..Device::default() };
+    let on = plan(&f, &layouts, lines).unwrap();
+    let scans: Vec<_> = on.kernels.iter().filter(|k| k.schedule == Schedule::Scan).collect();
+    assert_eq!(scans.len(), 4, "{scans:#?}");
+    // 8 lines of 32000 on 132 multiprocessors: 8 chunks of 4096 each, the
+    // first kernel finding the 7 totals before each line's last chunk.
+    assert_eq!((scans[0].grid[0], scans[0].block[0]), (8 * 7, 512), "{scans:#?}");
+    assert_eq!((scans[1].grid[0], scans[1].block[0]), (8 * 8, 512), "{scans:#?}");
+    assert!(on.temps.iter().any(|t| t.what == "chunk totals of c" && t.elements == 8 * 7), "{:#?}", on.temps);
+    assert_eq!(scans[2].block[0], 128, "along dim 0: a thread per line, {scans:#?}");
+    // Lines of 127: 16 threads x 8 elements, 16 lines a block of 256.
+    assert_eq!((scans[3].grid[0], scans[3].block[0]), (256, 256), "{scans:#?}");
+    let whole = plan(&f, &layouts, Device { scan_split: false, ..lines }).unwrap();
+    let scans: Vec<_> = whole.kernels.iter().filter(|k| k.schedule == Schedule::Scan).collect();
+    assert_eq!((scans.len(), scans[0].grid[0]), (3, 8), "not cut: {scans:#?}");
+}
+
+/// Outputs computed elementwise from a scan alone (the scan itself, its
+/// cast, a product with an input) are written by the scan's kernel, with no
+/// temporary where nothing else reads the scan; a scan a reduction also
+/// reads is stored for it.
+#[test]
+fn a_scan_writes_the_outputs_computed_from_it_alone() {
+    let planned = |body: &str| {
+        let f = common::script(body);
+        plan(&f, &vec![None; f.inputs.len()], Device { scan_epilogue: true, ..Device::default() }).unwrap()
+    };
+    let p = planned(
+        "    t0 = fd.define_tensor(shape=[1024, 4096], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    c = fd.ops.cumsum(t0, dim=1)
+    d = fd.ops.cast(c, dtype=DataType.Float)
+    e = fd.ops.mul(d, t0)
+    fd.add_output(c)
+    fd.add_output(e)
+",
+    );
+    assert_eq!(p.kernels.len(), 1, "{:#?}", p.kernels);
+    assert!(p.temps.is_empty(), "{:#?}", p.temps);
+    let p = planned(
+        "    t0 = fd.define_tensor(shape=[1024, 4096], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    c = fd.ops.cumsum(t0, dim=1)
+    s = fd.ops.sum(c, dims=[1])
+    fd.add_output(c)
+    fd.add_output(s)
+",
+    );
+    assert!(p.temps.iter().any(|t| t.what == "c (stored)"), "{:#?}", p.temps);
+    assert_eq!(p.kernels.iter().filter(|k| k.schedule == Schedule::Scan).count(), 1, "{:#?}", p.kernels);
+    let f = common::script(
+        "    t0 = fd.define_tensor(shape=[1024, 4096], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    c = fd.ops.cumsum(t0, dim=1)
+    fd.add_output(c)
+",
+    );
+    let off = plan(&f, &[None], Device::default()).unwrap();
+    assert_eq!(off.kernels.len(), 2, "off: the scan stored and copied, {:#?}", off.kernels);
+}
+
+/// An output that reads two scans, or a scan reshaped, is not written by a
+/// scan's kernel: each scan is stored and a kernel of its own writes it.
+#[test]
+fn an_output_of_two_scans_or_a_reshaped_scan_has_a_kernel_of_its_own() {
+    let f = common::script(
+        "    t0 = fd.define_tensor(shape=[64, 1000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+    c = fd.ops.cumsum(t0, dim=1)
+    m = fd.ops.cummax(t0, dim=1)
+    d = fd.ops.sub(c, m)
+    r = fd.ops.reshape(c, new_shape=[64000])
+    fd.add_output(d)
+    fd.add_output(r)
+",
+    );
+    let p = plan(&f, &[None], Device { scan_epilogue: true, ..Device::default() }).unwrap();
+    assert_eq!(p.kernels.iter().filter(|k| k.schedule == Schedule::Scan).count(), 2, "{:#?}", p.kernels);
+    assert_eq!(p.kernels.len(), 4, "two scans, then the two outputs' kernels: {:#?}", p.kernels);
+    assert!(p.temps.iter().any(|t| t.what == "c (stored)") && p.temps.iter().any(|t| t.what == "m (stored)"), "{:#?}", p.temps);
+}

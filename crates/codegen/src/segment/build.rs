@@ -14,7 +14,7 @@ use fusebench_ir::ValueId;
 /// Every unit's kernels, in order, each with its source.
 pub(super) fn kernels(s: &Inputs, cx: &mut Context, units: Units) -> Result<Vec<(String, Kernel)>, Failure> {
     let (f, dev, groups, all_reds) = (s.f, s.dev, s.groups, s.all_reds);
-    let Units { carrying, looped, standalone, joined, pointwise: pointwise_groups } = units;
+    let Units { carrying, looped, standalone, joined, pointwise: pointwise_groups, scans } = units;
     let mut kernels: Vec<(String, Kernel)> = Vec::new();
     // Ops of the index family with kernels of their own are built just before
     // the first kernel that reads them (`build_specials`).
@@ -40,7 +40,8 @@ pub(super) fn kernels(s: &Inputs, cx: &mut Context, units: Units) -> Result<Vec<
             }
             // A scan of a topk/argsort/scatter/index_put_accumulate result reads it stored.
             build_specials(cx, &mut kernels, vec![*x])?;
-            crate::scan::build(cx, node, &mut kernels).map_err(|e| (e, None))?;
+            let (epilogue, store) = scans.get(&node).map_or((&[][..], true), |(e, st)| (&e[..], *st));
+            crate::scan::build(cx, node, epilogue, store, &mut kernels).map_err(|e| (e, None))?;
         }
     }
     // Then stored reductions, row kernels (those with partials of sums over
@@ -131,7 +132,7 @@ fn only_choice(s: crate::plan::Schedule) -> Choice {
     match s {
         S::Scan => Choice::only(
             "scan",
-            "scans have one schedule: a thread per line along the scanned dim",
+            "scans have kernels of their own: a block (or, with FUSEBENCH_SCAN_LINES, a group of threads) per line along the innermost dim, else a thread per line",
         ),
         S::Index => Choice::only(
             "index",

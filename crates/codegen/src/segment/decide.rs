@@ -64,6 +64,9 @@ pub(super) struct Units<'a> {
     /// Groups left to elementwise kernels of their own, whose schedules are
     /// chosen when built, with the stored results they read in place.
     pub pointwise: Vec<usize>,
+    /// By scan node: the outputs its kernel writes, and whether anything
+    /// else reads it (it is then stored). Scans not here are stored.
+    pub scans: BTreeMap<usize, (Vec<(ValueId, usize)>, bool)>,
 }
 
 /// Every decision, in order.
@@ -76,7 +79,8 @@ pub(super) fn units<'a>(s: &Inputs<'a>, cx: &Context) -> Result<Units<'a>, Failu
     let mut joined = contiguous_joins(s, &mut standalone, &mut pointwise);
     combine_epilogues(s, &mut carrying, &mut looped, &mut pointwise);
     stored_epilogues(s, &mut standalone, &mut joined, &mut pointwise);
-    Ok(Units { carrying, looped, standalone, joined, pointwise })
+    let scans = scan_epilogues(s, &mut pointwise);
+    Ok(Units { carrying, looped, standalone, joined, pointwise, scans })
 }
 
 /// A group of rows x columns whose reductions a row kernel keeps on chip.
@@ -570,6 +574,46 @@ fn stored_epilogues<'a>(
             *e = epilogue;
         }
     }
+}
+
+/// Pointwise groups whose every output a scan's kernel can write
+/// (`scan::epilogue_fits`: computed elementwise from that scan, with no
+/// stored reduction), by the scan, with whether anything else reads the
+/// scan. Only scans built first (of values no stored reduction reaches).
+fn scan_epilogues(s: &Inputs, pointwise_groups: &mut Vec<usize>) -> BTreeMap<usize, (Vec<(ValueId, usize)>, bool)> {
+    let (f, groups, all_reds) = (s.f, s.groups, s.all_reds);
+    let mut scans = BTreeMap::new();
+    if !s.dev.scan_epilogue {
+        return scans;
+    }
+    for (node, n) in f.nodes.iter().enumerate() {
+        let fusebench_ir::Op::Scan { x, .. } = &n.op else { continue };
+        if !closure(f, std::iter::once(*x), all_reds).is_empty() {
+            continue;
+        }
+        let mut epilogue: Vec<(ValueId, usize)> = Vec::new();
+        pointwise_groups.retain(|&gi| {
+            let outs = &groups[gi].1;
+            let fits = closure(f, outs.iter().map(|o| o.0), all_reds).is_empty()
+                && outs.iter().all(|o| crate::scan::epilogue_fits(f, node, o.0));
+            if fits {
+                epilogue.extend(outs.iter().copied());
+            }
+            !fits
+        });
+        if epilogue.is_empty() {
+            continue;
+        }
+        let v = n.outputs[0];
+        let mut read = false;
+        let others = f.outputs.iter().copied().filter(|o| !epilogue.iter().any(|e| e.0 == *o));
+        f.walk_up(others, |w| {
+            read |= w == v;
+            !read
+        });
+        scans.insert(node, (epilogue, read));
+    }
+    scans
 }
 
 /// A candidate with the schedule chosen for it.
