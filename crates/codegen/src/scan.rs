@@ -3,12 +3,13 @@
 //! or, with `Device::scan_lines`, each line is scanned by a group of threads
 //! sized to it (`scan_lines.rs`); otherwise a thread walks each line in
 //! order, consecutive threads taking consecutive lines of the innermost kept
-//! dim, so a scan along an outer dim reads coalesced. Floats accumulate in double and each prefix
-//! is rounded once to the output dtype, as the CPU reference does; integers
-//! in 64 bits with wrapping. The prefixes are stored in a temporary for
-//! later kernels where something else reads them; outputs computed
-//! elementwise from the scan alone are written as each prefix is found
-//! (`epilogue_fits`, `Device::scan_epilogue`).
+//! dim, so a scan along an outer dim reads coalesced. Floats accumulate in
+//! double and each prefix is rounded once to the output dtype, as the CPU
+//! reference does; integers in 64 bits with wrapping. The prefixes are
+//! stored in a temporary for later kernels; with `Device::scan_epilogue`,
+//! outputs computed elementwise from the scan alone are written as each
+//! prefix is found (`epilogue_fits`), and the temporary only where
+//! something else reads the scan.
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
