@@ -33,21 +33,91 @@ mod blocks;
 #[path = "scan_lines.rs"]
 mod lines;
 
-/// Where the prefixes of scan value `v` (dtype `d`, accumulated in `acc`)
-/// go: its temporary (where something else reads it) and the outputs
-/// computed elementwise from it alone.
-pub(crate) struct Sink<'a> {
+/// One scan, with what each of its kernels reads: the op's operands, its
+/// result `v` (dtype `d`, shape `s`, accumulated in `acc`), the scanned
+/// dim of `len` elements and the `lines` along it (`inner` of them in each
+/// run of the dims past it).
+pub(crate) struct Scan<'a> {
+    pub node: usize,
+    pub kind: &'a ScanOp,
+    pub x: ValueId,
+    pub init: Option<ValueId>,
     pub v: ValueId,
     pub d: DType,
+    pub s: Vec<usize>,
+    pub dim: usize,
+    pub len: usize,
+    pub inner: usize,
+    pub lines: usize,
     pub acc: DType,
+    pub combine: Combine,
+}
+
+impl<'a> Scan<'a> {
+    fn new(f: &'a Fusion, node: usize) -> Result<Scan<'a>, CodegenError> {
+        let n = &f.nodes[node];
+        let Op::Scan { kind, x, dim, init } = &n.op else {
+            return Err(CodegenError::NoFit("not a scan".into()));
+        };
+        let v = n.outputs[0];
+        let d = f.value(v).dtype;
+        let s = f.value(v).shape.clone().unwrap_or_default();
+        let dim = infer::norm_dim(kind.name(), *dim, s.len()).map_err(|e| CodegenError::Unsupported(e.to_string()))?;
+        let inner: usize = s[dim + 1..].iter().product();
+        let lines = s[..dim].iter().product::<usize>() * inner;
+        let combine = match kind {
+            ScanOp::Cumsum => Combine::Sum,
+            ScanOp::Cumprod => Combine::Prod,
+            ScanOp::Cummin => Combine::Min,
+            ScanOp::Cummax => Combine::Max,
+        };
+        let acc = if d.is_float() { DType::Double } else { DType::Int };
+        Ok(Scan { node, kind, x: *x, init: *init, v, d, len: s[dim], s, dim, inner, lines, acc, combine })
+    }
+
+    /// The index of element `k` of the line at `lo` (the dims before the
+    /// scanned one) and `li` (those past it).
+    fn index(&self) -> Vec<Ix> {
+        let mut idx = view::delinearize(Ix::var("lo"), &self.s[..self.dim]);
+        idx.push(Ix::var("k"));
+        idx.extend(view::delinearize(Ix::var("li"), &self.s[self.dim + 1..]));
+        idx
+    }
+
+    /// The scanned value at `idx`, rounded to the result's dtype and held
+    /// in the accumulator.
+    fn element(&self, lw: &mut Lowerer, idx: &[Ix]) -> Result<String, CodegenError> {
+        let xv = lw.value_at(self.x, idx)?;
+        let xv = ctype::convert(lw.f.value(self.x).dtype, self.d, &xv);
+        Ok(ctype::convert(self.d, self.acc, &xv))
+    }
+
+    /// What each line starts from: `init` where given, the identity
+    /// otherwise. A line of one element is a copy (nvFuser's scan of a
+    /// broadcast dim), so `init` only counts on longer lines.
+    fn start(&self, lw: &mut Lowerer) -> Result<String, CodegenError> {
+        match self.init {
+            Some(i) if self.len > 1 => {
+                let e = lw.value_at(i, &[])?;
+                let e = ctype::convert(lw.f.value(i).dtype, self.d, &e);
+                Ok(ctype::convert(self.d, self.acc, &e))
+            }
+            _ => Ok(reduction::init(&self.combine, self.acc)),
+        }
+    }
+}
+
+/// Where a scan's prefixes go: its temporary (where something else reads
+/// it) and the outputs computed elementwise from it alone.
+pub(crate) struct Sink<'a> {
     pub temp: Option<usize>,
     pub epilogue: &'a [(ValueId, usize)],
 }
 
 impl Sink<'_> {
-    /// Writes the prefix `y` (an `acc`) at index `idx`, linear offset `at`.
-    fn write(&self, lw: &mut Lowerer, y: &str, idx: &[Ix], at: &str) -> Result<(), CodegenError> {
-        let (f, v, d, acc) = (lw.f, self.v, self.d, self.acc);
+    /// Writes the prefix `y` (an accumulator) of `sc` at index `idx`, linear offset `at`.
+    fn write(&self, lw: &mut Lowerer, sc: &Scan, y: &str, idx: &[Ix], at: &str) -> Result<(), CodegenError> {
+        let (f, v, d, acc) = (lw.f, sc.v, sc.d, sc.acc);
         // Readers index a dim of one element at 0 (a line of one, the size-1 dims past it).
         let shape = f.value(v).shape.as_deref().unwrap_or(&[]);
         let idx: Vec<Ix> = idx.iter().zip(shape).map(|(i, &e)| if e == 1 { Ix::c(0) } else { i.clone() }).collect();
@@ -120,65 +190,30 @@ pub fn build(
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
     let f = cx.f;
-    let n = &f.nodes[node];
-    let Op::Scan { kind, dim, .. } = &n.op else {
-        return Err(CodegenError::NoFit("not a scan".into()));
-    };
-    let v = n.outputs[0];
-    let d = f.value(v).dtype;
-    let s = f.value(v).shape.clone().unwrap_or_default();
-    let dim = infer::norm_dim(kind.name(), *dim, s.len())
-        .map_err(|e| CodegenError::Unsupported(e.to_string()))?;
-    let len = s[dim];
-    let inner: usize = s[dim + 1..].iter().product();
-    let outer: usize = s[..dim].iter().product();
-    let lines = outer * inner;
-    let acc = if d.is_float() { DType::Double } else { DType::Int };
-    let combine = match kind {
-        ScanOp::Cumsum => Combine::Sum,
-        ScanOp::Cumprod => Combine::Prod,
-        ScanOp::Cummin => Combine::Min,
-        ScanOp::Cummax => Combine::Max,
-    };
-    let temp = store.then(|| cx.add_temp(d, s.iter().product(), format!("{} (stored)", f.value(v).name)));
-    let sink = Sink { v, d, acc, temp, epilogue };
-    if cx.dev.scan_lines && inner == 1 {
-        let line = lines::Line { s: &s, dim, len, lines, acc, combine };
-        let lay = line.layout(&cx.dev);
+    let sc = Scan::new(f, node)?;
+    let name = &f.value(sc.v).name;
+    let temp = store.then(|| cx.add_temp(sc.d, sc.s.iter().product(), format!("{name} (stored)")));
+    let sink = Sink { temp, epilogue };
+    if cx.dev.scan_lines && sc.inner == 1 {
+        let lay = lines::layout(&sc, &cx.dev);
         let tot = (lay.chunks > 1)
-            .then(|| cx.add_temp(acc, lines * (lay.chunks - 1), format!("chunk totals of {}", f.value(v).name)));
-        out.extend(lines::build(cx, node, &line, tot, &sink)?);
-    } else if cx.dev.scan_blocks && inner == 1 && len >= BLOCK_LINE {
-        out.push(blocks::build(cx, node, &blocks::Line { s: &s, dim, len, lines, acc, combine }, &sink)?);
+            .then(|| cx.add_temp(sc.acc, sc.lines * (lay.chunks - 1), format!("chunk totals of {name}")));
+        out.extend(lines::build(cx, &sc, &lay, tot, &sink)?);
+    } else if cx.dev.scan_blocks && sc.inner == 1 && sc.len >= BLOCK_LINE {
+        out.push(blocks::build(cx, &sc, &sink)?);
     } else {
-        out.push(one_thread(cx, node, &s, dim, acc, combine, &sink)?);
+        out.push(one_thread(cx, &sc, &sink)?);
     }
     if let Some(t) = temp {
-        cx.stored.insert(v, Stored { temp: t, dtype: d, shape: s });
+        cx.stored.insert(sc.v, Stored { temp: t, dtype: sc.d, shape: sc.s });
     }
     Ok(())
 }
 
 /// The scan a thread per line, walking it in order.
-fn one_thread(
-    cx: &Context,
-    node: usize,
-    s: &[usize],
-    dim: usize,
-    acc: DType,
-    combine: Combine,
-    sink: &Sink,
-) -> Result<(String, Kernel), CodegenError> {
+fn one_thread(cx: &Context, sc: &Scan, sink: &Sink) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
-    let n = &f.nodes[node];
-    let Op::Scan { kind, x, init, .. } = &n.op else {
-        return Err(CodegenError::NoFit("not a scan".into()));
-    };
-    let v = n.outputs[0];
-    let d = f.value(v).dtype;
-    let len = s[dim];
-    let inner: usize = s[dim + 1..].iter().product();
-    let lines = s[..dim].iter().product::<usize>() * inner;
+    let Scan { len, inner, lines, acc, .. } = *sc;
     let (mut lw, mut params) = cx.lowerer();
     for &(o, pos) in sink.epilogue {
         params.push_output(f, o, pos);
@@ -188,28 +223,15 @@ fn one_thread(
     lw.line(&format!("if (l >= {lines}) return;"));
     lw.line(&format!("const {it} lo = l / {inner};"));
     lw.line(&format!("const {it} li = l % {inner};"));
-    // A line of one element is a copy (nvFuser's scan of a broadcast dim), so
-    // `init` only counts on longer lines.
-    let start = match init {
-        Some(i) if len > 1 => {
-            let e = lw.value_at(*i, &[])?;
-            let e = ctype::convert(f.value(*i).dtype, d, &e);
-            ctype::convert(d, acc, &e)
-        }
-        _ => reduction::init(&combine, acc),
-    };
+    let start = sc.start(&mut lw)?;
     lw.line(&format!("{} a = {start};", ctype::reg(acc)));
     lw.open(&format!("for ({it} k = 0; k < {len}; ++k) {{"));
-    let mut idx = view::delinearize(Ix::var("lo"), &s[..dim]);
-    idx.push(Ix::var("k"));
-    idx.extend(view::delinearize(Ix::var("li"), &s[dim + 1..]));
-    let xv = lw.value_at(*x, &idx)?;
-    let xv = ctype::convert(f.value(*x).dtype, d, &xv);
-    let xv = ctype::convert(d, acc, &xv);
-    lw.line(&reduction::step(&combine, acc, "a", &xv));
-    sink.write(&mut lw, "a", &idx, &format!("(lo * {len} + k) * {inner} + li"))?;
+    let idx = sc.index();
+    let xv = sc.element(&mut lw, &idx)?;
+    lw.line(&reduction::step(&sc.combine, acc, "a", &xv));
+    sink.write(&mut lw, sc, "a", &idx, &format!("(lo * {len} + k) * {inner} + li"))?;
     lw.close("}");
-    let name = format!("fb_s{node}");
+    let name = format!("fb_s{}", sc.node);
     let src = format!("{} {{\n{}}}\n", signature(&name, BLOCK, &params), lw.code);
     Ok((
         src,
@@ -225,9 +247,10 @@ fn one_thread(
             fill: None,
             tensor_maps: Vec::new(),
             summary: format!(
-                "{} of {} along dim {dim}: {lines} lines of {len}, a thread per line",
-                kind.name(),
-                f.value(*x).name
+                "{} of {} along dim {}: {lines} lines of {len}, a thread per line",
+                sc.kind.name(),
+                f.value(sc.x).name,
+                sc.dim
             ),
         },
     ))

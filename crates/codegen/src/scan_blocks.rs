@@ -9,36 +9,18 @@
 //! product adds in another order than the walk, within the bound the fuzzer
 //! holds both to (n Double epsilons of the prefix's magnitudes).
 
-use super::Sink;
+use super::{Scan, Sink};
+use crate::ctype;
 use crate::error::CodegenError;
-use crate::ix::Ix;
 use crate::kernel::{signature, Context};
 use crate::plan::{Kernel, Schedule};
-use crate::reduction::{self, Combine};
-use crate::{ctype, view};
-use fusebench_ir::{DType, Op};
+use crate::reduction;
 
 const THREADS: usize = 256;
 const ITEMS: usize = 4;
 
-/// The scan's line: `s` the shape, `dim` the scanned (innermost non-1) dim.
-pub(super) struct Line<'a> {
-    pub s: &'a [usize],
-    pub dim: usize,
-    pub len: usize,
-    pub lines: usize,
-    pub acc: DType,
-    pub combine: Combine,
-}
-
-pub(super) fn build(cx: &Context, node: usize, l: &Line, sink: &Sink) -> Result<(String, Kernel), CodegenError> {
+pub(super) fn build(cx: &Context, l: &Scan, sink: &Sink) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
-    let n = &f.nodes[node];
-    let Op::Scan { kind, x, init, .. } = &n.op else {
-        return Err(CodegenError::NoFit("not a scan".into()));
-    };
-    let v = n.outputs[0];
-    let d = f.value(v).dtype;
     let (acc, len) = (l.acc, l.len);
     let ty = ctype::reg(acc);
     let id = reduction::init(&l.combine, acc);
@@ -54,14 +36,7 @@ pub(super) fn build(cx: &Context, node: usize, l: &Line, sink: &Sink) -> Result<
     lw.line("const long long lo = blockIdx.x;");
     lw.line("const long long li = 0;");
     lw.line("const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
-    let start = match init {
-        Some(i) => {
-            let e = lw.value_at(*i, &[])?;
-            let e = ctype::convert(f.value(*i).dtype, d, &e);
-            ctype::convert(d, acc, &e)
-        }
-        None => id.clone(),
-    };
+    let start = l.start(&mut lw)?;
     lw.line(&format!("{ty} carry = {start};"));
     let tile = THREADS * ITEMS;
     lw.open(&format!("for (long long base = 0; base < {len}; base += {tile}) {{"));
@@ -70,12 +45,9 @@ pub(super) fn build(cx: &Context, node: usize, l: &Line, sink: &Sink) -> Result<
     lw.line(&format!("const long long k = base + threadIdx.x * {ITEMS} + j;"));
     lw.line(&format!("v[j] = {id};"));
     lw.open(&format!("if (k < {len}) {{"));
-    let mut idx = view::delinearize(Ix::var("lo"), &l.s[..l.dim]);
-    idx.push(Ix::var("k"));
-    idx.extend(view::delinearize(Ix::var("li"), &l.s[l.dim + 1..]));
-    let xv = lw.value_at(*x, &idx)?;
-    let xv = ctype::convert(f.value(*x).dtype, d, &xv);
-    lw.line(&format!("v[j] = {};", ctype::convert(d, acc, &xv)));
+    let idx = l.index();
+    let xv = l.element(&mut lw, &idx)?;
+    lw.line(&format!("v[j] = {xv};"));
     lw.close("}");
     lw.close("}");
     lw.line(&format!("for (int j = 1; j < {ITEMS}; ++j) {}", op("v[j]", "v[j - 1]", "v[j]")));
@@ -99,13 +71,13 @@ pub(super) fn build(cx: &Context, node: usize, l: &Line, sink: &Sink) -> Result<
     lw.open(&format!("if (k < {len}) {{"));
     lw.line(&format!("{ty} y = p;"));
     lw.line(&reduction::step(&l.combine, acc, "y", "v[j]"));
-    sink.write(&mut lw, "y", &idx, &format!("lo * {len} + k"))?;
+    sink.write(&mut lw, l, "y", &idx, &format!("lo * {len} + k"))?;
     lw.close("}");
     lw.close("}");
     lw.line(&format!("for (int w = 0; w < {}; ++w) {{ {} }}", THREADS / 32, reduction::step(&l.combine, acc, "carry", "wt[w]")));
     lw.line("__syncthreads();");
     lw.close("}");
-    let name = format!("fb_s{node}");
+    let name = format!("fb_s{}", l.node);
     let src = format!("{} {{\n{}}}\n", signature(&name, THREADS as u32, &params), lw.code);
     Ok((
         src,
@@ -122,8 +94,8 @@ pub(super) fn build(cx: &Context, node: usize, l: &Line, sink: &Sink) -> Result<
             tensor_maps: Vec::new(),
             summary: format!(
                 "{} of {} along dim {}: {} lines of {len}, a block per line, {} elements a step",
-                kind.name(),
-                f.value(*x).name,
+                l.kind.name(),
+                f.value(l.x).name,
                 l.dim,
                 l.lines,
                 THREADS * ITEMS

@@ -15,14 +15,12 @@
 //! bound the fuzzer holds both to (n Double epsilons of the prefix's
 //! magnitudes).
 
-use super::Sink;
+use super::{Scan, Sink};
+use crate::ctype;
 use crate::error::CodegenError;
-use crate::ix::Ix;
 use crate::kernel::{signature, Context};
 use crate::plan::{Kernel, Schedule};
-use crate::reduction::{self, Combine};
-use crate::{ctype, view};
-use fusebench_ir::{DType, Op};
+use crate::reduction;
 
 /// Threads a block holds where lines take fewer (several lines a block).
 const BLOCK: usize = 256;
@@ -30,16 +28,6 @@ const BLOCK: usize = 256;
 const MAX_THREADS: usize = 512;
 /// Blocks per multiprocessor below which lines are cut into chunks.
 const FILL: usize = 2;
-
-/// The scan's line: `s` the shape, `dim` the scanned (innermost non-1) dim.
-pub(super) struct Line<'a> {
-    pub s: &'a [usize],
-    pub dim: usize,
-    pub len: usize,
-    pub lines: usize,
-    pub acc: DType,
-    pub combine: Combine,
-}
 
 /// How the lines are laid over threads and blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +40,7 @@ pub(super) struct Layout {
     pub per_block: usize,
     /// Chunks a line is cut into (1: none).
     pub chunks: usize,
-    /// Elements of a chunk (a whole number of steps).
+    /// Elements of a chunk (a whole number of steps; the line where uncut).
     pub chunk: usize,
 }
 
@@ -68,7 +56,9 @@ impl Layout {
         let want = FILL * sm_count;
         let chunks = if split && per_block == 1 && blocks < want { want.div_ceil(blocks).min(steps) } else { 1 };
         let per_chunk = steps.div_ceil(chunks);
-        Layout { t, items, per_block, chunks: steps.div_ceil(per_chunk), chunk: per_chunk * step }
+        let chunks = steps.div_ceil(per_chunk);
+        let chunk = if chunks > 1 { per_chunk * step } else { len.max(1) };
+        Layout { t, items, per_block, chunks, chunk }
     }
 
     fn threads(&self) -> usize {
@@ -76,10 +66,9 @@ impl Layout {
     }
 }
 
-impl Line<'_> {
-    pub fn layout(&self, dev: &crate::device::Device) -> Layout {
-        Layout::new(self.len, self.lines, dev.scan_items as usize, dev.sm_count as usize, dev.scan_split)
-    }
+/// The layout of scan `sc`'s lines on `dev`.
+pub(super) fn layout(sc: &Scan, dev: &crate::device::Device) -> Layout {
+    Layout::new(sc.len, sc.lines, dev.scan_items as usize, dev.sm_count as usize, dev.scan_split)
 }
 
 /// What a kernel of the scan does with its chunk.
@@ -90,35 +79,26 @@ enum Mode<'a> {
     Prefixes { tot: Option<usize>, sink: &'a Sink<'a> },
 }
 
-/// The scan's kernels: where `tot` holds the chunks' totals (the layout
-/// cuts the lines: `Layout::chunks` - 1 a line), the kernel finding them,
-/// then the prefixes.
+/// The scan's kernels laid out as `lay`: where it cuts the lines, the kernel
+/// finding the chunks' totals into `tot` (`Layout::chunks` - 1 a line,
+/// given exactly then), then the prefixes.
 pub(super) fn build(
     cx: &Context,
-    node: usize,
-    l: &Line,
+    sc: &Scan,
+    lay: &Layout,
     tot: Option<usize>,
     sink: &Sink,
 ) -> Result<Vec<(String, Kernel)>, CodegenError> {
-    let lay = l.layout(&cx.dev);
     let mut out = Vec::new();
-    let tot = tot.filter(|_| lay.chunks > 1);
     if let Some(tot) = tot {
-        out.push(kernel(cx, node, l, &lay, Mode::Totals { tot })?);
+        out.push(kernel(cx, sc, lay, Mode::Totals { tot })?);
     }
-    let lay = if tot.is_none() { Layout { chunks: 1, chunk: l.len.max(1), ..lay } } else { lay };
-    out.push(kernel(cx, node, l, &lay, Mode::Prefixes { tot, sink })?);
+    out.push(kernel(cx, sc, lay, Mode::Prefixes { tot, sink })?);
     Ok(out)
 }
 
-fn kernel(cx: &Context, node: usize, l: &Line, lay: &Layout, mode: Mode) -> Result<(String, Kernel), CodegenError> {
+fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
-    let n = &f.nodes[node];
-    let Op::Scan { kind, x, init, .. } = &n.op else {
-        return Err(CodegenError::NoFit("not a scan".into()));
-    };
-    let v = n.outputs[0];
-    let d = f.value(v).dtype;
     let (acc, len) = (l.acc, l.len);
     let Layout { t, items, per_block, chunks, chunk } = *lay;
     let threads = lay.threads();
@@ -152,15 +132,10 @@ fn kernel(cx: &Context, node: usize, l: &Line, lay: &Layout, mode: Mode) -> Resu
     lw.line(&format!("const long long c = blockIdx.x % {grid_chunks};"));
     lw.line(&format!("const bool live = lo < {};", l.lines));
     lw.line(&format!("const long long end = min((c + 1) * {chunk}, (long long){len});"));
-    // A line of one element is a copy (nvFuser's scan of a broadcast dim),
-    // so `init` only counts on longer lines; chunks' totals start bare.
-    let start = match (&mode, init) {
-        (Mode::Prefixes { .. }, Some(i)) if len > 1 => {
-            let e = lw.value_at(*i, &[])?;
-            let e = ctype::convert(f.value(*i).dtype, d, &e);
-            ctype::convert(d, acc, &e)
-        }
-        _ => id.clone(),
+    // Chunks' totals start bare.
+    let start = match &mode {
+        Mode::Totals { .. } => id.clone(),
+        Mode::Prefixes { .. } => l.start(&mut lw)?,
     };
     lw.line(&format!("{ty} carry = {start};"));
     if let Mode::Prefixes { tot: Some(tot), .. } = &mode {
@@ -177,12 +152,9 @@ fn kernel(cx: &Context, node: usize, l: &Line, lay: &Layout, mode: Mode) -> Resu
     lw.line(&format!("const long long k = base + t * {items} + j;"));
     lw.line(&format!("v[j] = {id};"));
     lw.open("if (live && k < end) {");
-    let mut idx = view::delinearize(Ix::var("lo"), &l.s[..l.dim]);
-    idx.push(Ix::var("k"));
-    idx.extend(view::delinearize(Ix::var("li"), &l.s[l.dim + 1..]));
-    let xv = lw.value_at(*x, &idx)?;
-    let xv = ctype::convert(f.value(*x).dtype, d, &xv);
-    lw.line(&format!("v[j] = {};", ctype::convert(d, acc, &xv)));
+    let idx = l.index();
+    let xv = l.element(&mut lw, &idx)?;
+    lw.line(&format!("v[j] = {xv};"));
     lw.close("}");
     lw.close("}");
     lw.line(&format!("for (int j = 1; j < {items}; ++j) {}", op("v[j]", "v[j - 1]", "v[j]")));
@@ -212,7 +184,7 @@ fn kernel(cx: &Context, node: usize, l: &Line, lay: &Layout, mode: Mode) -> Resu
         lw.open("if (live && k < end) {");
         lw.line(&format!("{ty} y = p;"));
         lw.line(&step("y", "v[j]"));
-        sink.write(&mut lw, "y", &idx, &format!("lo * {len} + k"))?;
+        sink.write(&mut lw, l, "y", &idx, &format!("lo * {len} + k"))?;
         lw.close("}");
         lw.close("}");
     } else if t > 32 {
@@ -235,8 +207,8 @@ fn kernel(cx: &Context, node: usize, l: &Line, lay: &Layout, mode: Mode) -> Resu
         Mode::Prefixes { .. } => "",
     };
     let name = match mode {
-        Mode::Totals { .. } => format!("fb_s{node}_t"),
-        Mode::Prefixes { .. } => format!("fb_s{node}"),
+        Mode::Totals { .. } => format!("fb_s{}_t", l.node),
+        Mode::Prefixes { .. } => format!("fb_s{}", l.node),
     };
     let src = format!("{} {{\n{}}}\n", signature(&name, threads as u32, &params), lw.code);
     let blocks = l.lines.div_ceil(per_block).max(1) * grid_chunks;
@@ -257,8 +229,8 @@ fn kernel(cx: &Context, node: usize, l: &Line, lay: &Layout, mode: Mode) -> Resu
             summary: format!(
                 "{what}{}{} of {} along dim {}: {} lines of {len}, {t} threads a line x {items} elements a step, {per_block} lines a block{cut}",
                 if what.is_empty() { "" } else { " " },
-                kind.name(),
-                f.value(*x).name,
+                l.kind.name(),
+                f.value(l.x).name,
                 l.dim,
                 l.lines,
             ),

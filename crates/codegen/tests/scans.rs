@@ -51,12 +51,8 @@ fn an_output_of_a_scan_of_a_total_is_not_the_totals_epilogue() {
     assert!(scan >= 1 && scan + 1 < p.kernels.len(), "sum, scan, then the output's kernel: {:#?}", p.kernels);
 }
 
-/// `Device::scan_blocks` (the default): a scan along the innermost dim over
-/// lines of 128 or more is a block per line (256 threads); one along an outer
-/// dim, or over shorter lines, stays a thread per line, as with the knob off.
-#[test]
-fn scan_blocks_take_innermost_lines_a_block_each() {
-    let body = "    t0 = fd.define_tensor(shape=[8, 32000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
+/// Few long lines, an outer dim of them, many short lines.
+const LONG_SHORT_AND_OUTER: &str = "    t0 = fd.define_tensor(shape=[8, 32000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
     t1 = fd.define_tensor(shape=[4096, 127], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
     c = fd.ops.cumsum(t0, dim=1)
     d = fd.ops.cumsum(t0, dim=0)
@@ -65,6 +61,13 @@ fn scan_blocks_take_innermost_lines_a_block_each() {
     fd.add_output(d)
     fd.add_output(e)
 ";
+
+/// `Device::scan_blocks` (the default): a scan along the innermost dim over
+/// lines of 128 or more is a block per line (256 threads); one along an outer
+/// dim, or over shorter lines, stays a thread per line, as with the knob off.
+#[test]
+fn scan_blocks_take_innermost_lines_a_block_each() {
+    let body = LONG_SHORT_AND_OUTER;
     let on = planned(body);
     let scans: Vec<_> = on.kernels.iter().filter(|k| k.schedule == Schedule::Scan).collect();
     assert_eq!((scans[0].grid[0], scans[0].block[0]), (8, 256), "{scans:#?}");
@@ -80,18 +83,10 @@ fn scan_blocks_take_innermost_lines_a_block_each() {
 /// `Device::scan_lines`: a scan along the innermost dim takes
 /// a group of threads a line sized to it, several short lines a block, and
 /// few long lines are cut into chunks whose totals a first kernel finds; one
-/// along an outer dim stays a thread per line, as every scan with it off.
+/// along an outer dim stays a thread per line.
 #[test]
 fn scan_lines_take_threads_by_their_length() {
-    let body = "    t0 = fd.define_tensor(shape=[8, 32000], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
-    t1 = fd.define_tensor(shape=[4096, 127], contiguity=[True, True], dtype=DataType.Float, is_cpu=False)
-    c = fd.ops.cumsum(t0, dim=1)
-    d = fd.ops.cumsum(t0, dim=0)
-    e = fd.ops.cumsum(t1, dim=1)
-    fd.add_output(c)
-    fd.add_output(d)
-    fd.add_output(e)
-";
+    let body = LONG_SHORT_AND_OUTER;
     let f = common::script(body);
     let layouts = vec![None; f.inputs.len()];
     let lines = Device { scan_lines: true, ..Device::default() };
