@@ -70,24 +70,23 @@ pub fn add(
             p.source = crate::prelude::module(&format!("{}\n{src}", crate::prelude::kernels_of(&p.source)));
             p.pieces.push(crate::plan::Module::alone(&name, &src));
             p.kernels.push(Kernel {
-                name,
-                schedule: Schedule::Pointwise,
-                grid: [crate::launch::grid_dim(numel.div_ceil(BLOCK as usize)), 1, 1],
-                block: [BLOCK, 1, 1],
-                args: vec![KernelArg::Output(a.output), KernelArg::Input(ipos)],
-                summary: format!(
-                    "writes {} into input {}'s own elements (strides {strides:?}, offset {offset})",
-                    f.value(f.outputs[a.output]).name,
-                    input.name
-                ),
                 code_hash: code_hash(&src),
                 choice: Some(crate::plan::Choice::only(
                     "alias write",
                     "an output the script writes into its input's own strided elements",
                 )),
-                shared_bytes: 0,
-                fill: None,
-                tensor_maps: Vec::new(),
+                ..Kernel::new(
+                    name,
+                    Schedule::Pointwise,
+                    [crate::launch::grid_dim(numel.div_ceil(BLOCK as usize)), 1, 1],
+                    [BLOCK, 1, 1],
+                    vec![KernelArg::Output(a.output), KernelArg::Input(ipos)],
+                    format!(
+                        "writes {} into input {}'s own elements (strides {strides:?}, offset {offset})",
+                        f.value(f.outputs[a.output]).name,
+                        input.name
+                    ),
+                )
             });
         }
         p.alias_writes.push(a.output);

@@ -300,19 +300,6 @@ pub(crate) fn kernel(
     let pad = |d: usize| d.div_ceil(16) * 16 + 8;
     let shared_bytes = (2 * ((queries + keys) * pad(e) + keys * pad(ev))) as u32;
     let kernel = Kernel {
-        name: kname,
-        schedule: Schedule::Attention,
-        grid: [l.div_ceil(queries) as u32, nb as u32, 1],
-        block: [threads as u32, 1, 1],
-        args,
-        summary: format!(
-            "flash attention {} = softmax({scale_text} {} x {}^T{}) x {}: batch {nb}, {l} queries, {s} keys, head dims {e}/{ev}, {dtype}",
-            name(n.outputs[0]),
-            name(query),
-            name(key),
-            if causal { ", causal mask" } else { "" },
-            name(value)
-        ),
         code_hash: code_hash(&module.source),
         choice: Some(Choice::only(
             "attention",
@@ -321,8 +308,21 @@ pub(crate) fn kernel(
             ),
         )),
         shared_bytes,
-        fill: None,
-        tensor_maps: Vec::new(),
+        ..Kernel::new(
+            kname,
+            Schedule::Attention,
+            [l.div_ceil(queries) as u32, nb as u32, 1],
+            [threads as u32, 1, 1],
+            args,
+            format!(
+                "flash attention {} = softmax({scale_text} {} x {}^T{}) x {}: batch {nb}, {l} queries, {s} keys, head dims {e}/{ev}, {dtype}",
+                name(n.outputs[0]),
+                name(query),
+                name(key),
+                if causal { ", causal mask" } else { "" },
+                name(value)
+            ),
+        )
     };
     Ok(Ok(Placed { kernels: vec![kernel], text: String::new(), modules: vec![module], temp: None }))
 }
@@ -338,17 +338,10 @@ const BWD_STEP: usize = 64;
 fn bwd_kernel(name: String, grid: [u32; 3], args: Vec<KernelArg>, summary: String, why: &str, text: &str, shared: usize) -> (Kernel, Module) {
     let module = Module::alone(&name, text);
     let kernel = Kernel {
-        name,
-        schedule: Schedule::Attention,
-        grid,
-        block: [128, 1, 1],
-        args,
-        summary,
         code_hash: code_hash(&module.source),
         choice: Some(Choice::only("attention", format!("{why}; {APART}"))),
         shared_bytes: shared as u32,
-        fill: None,
-        tensor_maps: Vec::new(),
+        ..Kernel::new(name, Schedule::Attention, grid, [128, 1, 1], args, summary)
     };
     (kernel, module)
 }

@@ -165,23 +165,18 @@ pub fn build(
     let epi: Vec<String> = epilogue.iter().chain(full).map(|&(v, _)| f.value(v).name.clone()).collect();
     out.push((
         src,
-        Kernel {
-            name: name.into(),
-            schedule: Schedule::Contiguous,
-            grid: [crate::launch::grid_dim(o.div_ceil(per_block)), 1, 1],
-            block: [BLOCK as u32, 1, 1],
-            args: params.args,
-            code_hash: String::new(),
-            choice: None,
-            shared_bytes: 0,
-            fill: None,
-            tensor_maps: Vec::new(),
-            summary: format!(
+        Kernel::new(
+            name,
+            Schedule::Contiguous,
+            [crate::launch::grid_dim(o.div_ceil(per_block)), 1, 1],
+            [BLOCK as u32, 1, 1],
+            params.args,
+            format!(
                 "contiguous reduction of {} over {k} elements: {o} results, {group} lanes each, {per_block} per block, {width} per load{}",
                 f.value(r.x).name,
                 if epi.is_empty() { String::new() } else { format!("; writes [{}]", epi.join(", ")) }
             ),
-        },
+        ),
     ));
     cx.store_in(target, result);
     Ok(())

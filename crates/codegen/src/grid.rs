@@ -164,23 +164,18 @@ pub fn build(
         let src = format!("{} {{\n{}}}\n", signature(&pname, BLOCK, &params), lw.code);
         out.push((
             src,
-            Kernel {
-                name: pname,
-                schedule: Schedule::GridPartial,
-                grid: [crate::launch::grid_dim(splits), crate::launch::grid_dim(o), 1],
-                block: [BLOCK, 1, 1],
-                args: params.args,
-                code_hash: String::new(),
-                choice: None,
-                shared_bytes: 0,
-                fill: None,
-                tensor_maps: Vec::new(),
-                summary: format!(
+            Kernel::new(
+                pname,
+                Schedule::GridPartial,
+                [crate::launch::grid_dim(splits), crate::launch::grid_dim(o), 1],
+                [BLOCK, 1, 1],
+                params.args,
+                format!(
                     "grid reduction of {} over {k} elements by {splits} blocks in turn, tiles of {tile}, {width} per load: {o} results{}",
                     f.value(r.x).name,
                     if fused.is_some() { format!(", the last block of each combining its partials into the {what}") } else { String::new() }
                 ),
-            },
+            ),
         ));
         outer::end_pass(cx, name, r, pass, Some(partial), splits, epi, fused.map(|(_, t)| t), out)?;
     }

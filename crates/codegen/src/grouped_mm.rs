@@ -188,18 +188,6 @@ pub(crate) fn kernel(
     let blocks = if ws.is_some() { tiles.min(dev.sm_count as usize) } else { tiles };
     let cuts = ["m (rows of mat1)", "n (columns of mat2)", "k (each group's result apart)"][cut];
     let kernel = Kernel {
-        name: kname,
-        schedule: Schedule::Grouped,
-        grid: [blocks as u32, 1, 1],
-        block: [threads as u32, 1, 1],
-        args,
-        summary: format!(
-            "grouped_mm {} = {} x {}: {groups} groups cut along {cuts} by {}, m {m} x n {nn} x k {k}, {dtype}",
-            name(n.outputs[0]),
-            name(mat1),
-            name(mat2),
-            name(offsets)
-        ),
         code_hash: code_hash(&format!(
             "{src}{}{}{}",
             crate::prelude::ATTENTION,
@@ -252,8 +240,21 @@ pub(crate) fn kernel(
         // the same); wgmma's are 64 wide from a 1024-byte boundary, and its
         // kernel is mma.sync's where not compiled for sm_90a.
         shared_bytes: ws.map_or(dev.grouped_stages * 2 * 128 * 72 * 2 + if wgmma { 1024 } else { 0 }, |w| w.2),
-        fill: None,
         tensor_maps: maps,
+        ..Kernel::new(
+            kname,
+            Schedule::Grouped,
+            [blocks as u32, 1, 1],
+            [threads as u32, 1, 1],
+            args,
+            format!(
+                "grouped_mm {} = {} x {}: {groups} groups cut along {cuts} by {}, m {m} x n {nn} x k {k}, {dtype}",
+                name(n.outputs[0]),
+                name(mat1),
+                name(mat2),
+                name(offsets)
+            ),
+        )
     };
     Ok(Ok(Placed { kernels: vec![kernel], text: src, modules: vec![], temp: None }))
 }

@@ -149,19 +149,7 @@ fn flat(
     let grid = crate::launch::grid_dim((n as u64).div_ceil(BLOCK as u64).max(1));
     Ok((
         src,
-        Kernel {
-            name: name.into(),
-            schedule: Schedule::Index,
-            grid: [grid, 1, 1],
-            block: [BLOCK, 1, 1],
-            args: params.args,
-            summary,
-            code_hash: String::new(),
-            choice: None,
-            shared_bytes: 0,
-            fill: None,
-            tensor_maps: Vec::new(),
-        },
+        Kernel::new(name, Schedule::Index, [grid, 1, 1], [BLOCK, 1, 1], params.args, summary),
     ))
 }
 
@@ -283,22 +271,14 @@ fn build(
             if outer * inner > 0 {
                 kernels.push((
                     src,
-                    Kernel {
-                        name: nm,
-                        schedule: Schedule::Index,
-                        grid: [crate::launch::grid_dim(outer.saturating_mul(inner).max(1)), 1, 1],
-                        block: [th as u32, 1, 1],
-                        args: params.args,
-                        summary: format!(
-                            "{name} of {} along dim {d} ({n} per row), a block per row",
-                            f.value(*x).name
-                        ),
-                        code_hash: String::new(),
-                        choice: None,
-                        shared_bytes: 0,
-                        fill: None,
-                        tensor_maps: Vec::new(),
-                    },
+                    Kernel::new(
+                        nm,
+                        Schedule::Index,
+                        [crate::launch::grid_dim(outer.saturating_mul(inner).max(1)), 1, 1],
+                        [th as u32, 1, 1],
+                        params.args,
+                        format!("{name} of {} along dim {d} ({n} per row), a block per row", f.value(*x).name),
+                    ),
                 ));
             }
             if let Some(vt) = vt {

@@ -244,22 +244,17 @@ pub fn build(
     let epi: Vec<String> = epilogue.iter().map(|&(v, _)| f.value(v).name.clone()).collect();
     out.push((
         src,
-        Kernel {
-            name: cname,
-            schedule: Schedule::OuterCombine,
-            grid: [crate::launch::grid_dim(o.div_ceil(bx).max(1)), 1, 1],
-            block: [bx as u32, by as u32, 1],
-            args: params.args,
-            code_hash: String::new(),
-            choice: None,
-            shared_bytes: 0,
-            fill: None,
-            tensor_maps: Vec::new(),
-            summary: format!(
+        Kernel::new(
+            cname,
+            Schedule::OuterCombine,
+            [crate::launch::grid_dim(o.div_ceil(bx).max(1)), 1, 1],
+            [bx as u32, by as u32, 1],
+            params.args,
+            format!(
                 "adds and merges {splits} partials into the mean and {what} of {label}{}",
                 if epi.is_empty() { String::new() } else { format!("; writes [{}]", epi.join(", ")) }
             ),
-        },
+        ),
     ));
     cx.store_in(mean_out, mean_t);
     cx.store_in(second, second_t);

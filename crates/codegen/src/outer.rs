@@ -90,17 +90,15 @@ impl Geometry {
     /// The partial kernel `name` of this layout with its arguments and summary.
     pub fn partial_kernel(&self, name: String, args: Vec<crate::plan::KernelArg>, summary: String) -> Kernel {
         Kernel {
-            name,
-            schedule: Schedule::OuterPartial,
-            grid: [crate::launch::grid_dim(self.blocks_x), crate::launch::grid_dim(self.splits), 1],
-            block: [self.bx as u32, self.by as u32, 1],
-            args,
-            code_hash: String::new(),
-            choice: None,
-            shared_bytes: 0,
             fill: Some(crate::plan::Fill::Outer),
-            tensor_maps: Vec::new(),
-            summary,
+            ..Kernel::new(
+                name,
+                Schedule::OuterPartial,
+                [crate::launch::grid_dim(self.blocks_x), crate::launch::grid_dim(self.splits), 1],
+                [self.bx as u32, self.by as u32, 1],
+                args,
+                summary,
+            )
         }
     }
 
@@ -552,24 +550,19 @@ pub fn combine(
         .collect();
     out.push((
         src,
-        Kernel {
-            name: cname,
-            schedule: Schedule::OuterCombine,
-            grid: [crate::launch::grid_dim(blocks_x), 1, 1],
-            block: [BLOCK, 1, 1],
-            args: params.args,
-            code_hash: String::new(),
-            choice: None,
-            shared_bytes: 0,
-            fill: None,
-            tensor_maps: Vec::new(),
-            summary: format!(
+        Kernel::new(
+            cname,
+            Schedule::OuterCombine,
+            [crate::launch::grid_dim(blocks_x), 1, 1],
+            [BLOCK, 1, 1],
+            params.args,
+            format!(
                 "combines {splits} partials into the {what} of {}{}{}",
                 f.value(r.outputs[0]).name,
                 if per_block { ", a block per result" } else { "" },
                 if epi.is_empty() { String::new() } else { format!("; writes [{}]", epi.join(", ")) }
             ),
-        },
+        ),
     ));
     cx.store_in(target, result);
     Ok(())
@@ -741,22 +734,17 @@ pub fn combine_many(
         .collect();
     Ok((
         src,
-        Kernel {
-            name: name.into(),
-            schedule: Schedule::OuterCombine,
-            grid: [crate::launch::grid_dim(cols.div_ceil(32)), 1, 1],
-            block: [32, 32, 1],
-            args: params.args,
-            code_hash: String::new(),
-            choice: None,
-            shared_bytes: 0,
-            fill: None,
-            tensor_maps: Vec::new(),
-            summary: format!(
+        Kernel::new(
+            name,
+            Schedule::OuterCombine,
+            [crate::launch::grid_dim(cols.div_ceil(32)), 1, 1],
+            [32, 32, 1],
+            params.args,
+            format!(
                 "combines {splits} partials of {} over {cols} columns; writes [{}]",
                 names.join(", "),
                 epi.join(", ")
             ),
-        },
+        ),
     ))
 }

@@ -342,32 +342,30 @@ fn lower_with(
         )
         .collect();
     let kernel = Kernel {
-        name: name.into(),
-        schedule: Schedule::InnerPersistent,
-        grid: [crate::launch::grid_dim(rows.max(1)), 1, 1],
-        block: [block as u32, 1, 1],
-        args: params.args,
-        code_hash: String::new(),
-        summary: format!(
-            "inner persistent: {rows} rows of {n}, {width} elements per thread, {} passes, reductions {}{}",
-            passes.count,
-            what.join(", "),
-            match (&lw.row_cache, &lw.value_cache) {
-                (Some(rc), _) if cached > 0 => format!(
-                    "; the first {} of each row's elements that later passes re-read kept in shared memory{} ({cached} bytes per block)",
-                    rc.cap(),
-                    if lw.value_cache.is_some() { ", and the values computed from them" } else { "" }
-                ),
-                (None, Some(_)) if cached > 0 => format!(
-                    "; the values later passes re-read kept in shared memory as the first pass computes them ({cached} bytes per block)"
-                ),
-                _ => String::new(),
-            }
-        ),
-        choice: None,
         shared_bytes: cached as u32,
-        fill: None,
-        tensor_maps: Vec::new(),
+        ..Kernel::new(
+            name,
+            Schedule::InnerPersistent,
+            [crate::launch::grid_dim(rows.max(1)), 1, 1],
+            [block as u32, 1, 1],
+            params.args,
+            format!(
+                "inner persistent: {rows} rows of {n}, {width} elements per thread, {} passes, reductions {}{}",
+                passes.count,
+                what.join(", "),
+                match (&lw.row_cache, &lw.value_cache) {
+                    (Some(rc), _) if cached > 0 => format!(
+                        "; the first {} of each row's elements that later passes re-read kept in shared memory{} ({cached} bytes per block)",
+                        rc.cap(),
+                        if lw.value_cache.is_some() { ", and the values computed from them" } else { "" }
+                    ),
+                    (None, Some(_)) if cached > 0 => format!(
+                        "; the values later passes re-read kept in shared memory as the first pass computes them ({cached} bytes per block)"
+                    ),
+                    _ => String::new(),
+                }
+            ),
+        )
     };
     Ok((src, kernel, lw.row_cache, lw.value_cache))
 }

@@ -78,6 +78,27 @@ pub struct Kernel {
     pub tensor_maps: Vec<TensorMap>,
 }
 
+impl Kernel {
+    /// A kernel of the fields a schedule sets; the rest start empty (no
+    /// dynamic shared memory, fill or tensor maps) and the segmenter fills
+    /// `code_hash` and `choice`.
+    pub fn new(name: impl Into<String>, schedule: Schedule, grid: [u32; 3], block: [u32; 3], args: Vec<KernelArg>, summary: String) -> Kernel {
+        Kernel {
+            name: name.into(),
+            schedule,
+            grid,
+            block,
+            args,
+            summary,
+            code_hash: String::new(),
+            choice: None,
+            shared_bytes: 0,
+            fill: None,
+            tensor_maps: Vec::new(),
+        }
+    }
+}
+
 /// A TMA tensor map over a 16-bit operand (the runtime's
 /// `encode_tensor_map`): its elements from `offset` of buffer `of`, `dims`
 /// extents innermost first (the innermost contiguous), `strides` the element

@@ -153,23 +153,18 @@ pub fn build(
         .iter()
         .map(|&(v, _)| f.value(v).name.clone())
         .collect();
-    let kernel = Kernel {
-        name: name.into(),
-        schedule: Schedule::Pointwise,
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
-        args: params.args,
-        code_hash: String::new(),
-        choice: None,
-        shared_bytes: 0,
-        fill: None,
-        tensor_maps: Vec::new(),
-        summary: format!(
+    let kernel = Kernel::new(
+        name,
+        Schedule::Pointwise,
+        [grid, 1, 1],
+        [block, 1, 1],
+        params.args,
+        format!(
             "pointwise over {shape:?}, {}{width} elements per thread{walked}: {}",
             if unroll > 1 { format!("{unroll} vectors of ") } else { String::new() },
             names.join(", ")
         ),
-    };
+    );
     Ok((src, kernel))
 }
 

@@ -235,23 +235,18 @@ fn one_thread(cx: &Context, sc: &Scan, sink: &Sink) -> Result<(String, Kernel), 
     let src = format!("{} {{\n{}}}\n", signature(&name, BLOCK, &params), lw.code);
     Ok((
         src,
-        Kernel {
+        Kernel::new(
             name,
-            schedule: Schedule::Scan,
-            grid: [crate::launch::grid_dim(lines.div_ceil(BLOCK as usize).max(1)), 1, 1],
-            block: [BLOCK, 1, 1],
-            args: params.args,
-            code_hash: String::new(),
-            choice: None,
-            shared_bytes: 0,
-            fill: None,
-            tensor_maps: Vec::new(),
-            summary: format!(
+            Schedule::Scan,
+            [crate::launch::grid_dim(lines.div_ceil(BLOCK as usize).max(1)), 1, 1],
+            [BLOCK, 1, 1],
+            params.args,
+            format!(
                 "{} of {} along dim {}: {lines} lines of {len}, a thread per line",
                 sc.kind.name(),
                 f.value(sc.x).name,
                 sc.dim
             ),
-        },
+        ),
     ))
 }

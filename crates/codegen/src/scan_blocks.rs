@@ -81,18 +81,13 @@ pub(super) fn build(cx: &Context, l: &Scan, sink: &Sink) -> Result<(String, Kern
     let src = format!("{} {{\n{}}}\n", signature(&name, THREADS as u32, &params), lw.code);
     Ok((
         src,
-        Kernel {
+        Kernel::new(
             name,
-            schedule: Schedule::Scan,
-            grid: [crate::launch::grid_dim(l.lines.max(1)), 1, 1],
-            block: [THREADS as u32, 1, 1],
-            args: params.args,
-            code_hash: String::new(),
-            choice: None,
-            shared_bytes: 0,
-            fill: None,
-            tensor_maps: Vec::new(),
-            summary: format!(
+            Schedule::Scan,
+            [crate::launch::grid_dim(l.lines.max(1)), 1, 1],
+            [THREADS as u32, 1, 1],
+            params.args,
+            format!(
                 "{} of {} along dim {}: {} lines of {len}, a block per line, {} elements a step",
                 l.kind.name(),
                 f.value(l.x).name,
@@ -100,6 +95,6 @@ pub(super) fn build(cx: &Context, l: &Scan, sink: &Sink) -> Result<(String, Kern
                 l.lines,
                 THREADS * ITEMS
             ),
-        },
+        ),
     ))
 }

@@ -215,18 +215,13 @@ fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, K
     let cut = if chunks > 1 { format!(", cut in {chunks} chunks of {chunk}") } else { String::new() };
     Ok((
         src,
-        Kernel {
+        Kernel::new(
             name,
-            schedule: Schedule::Scan,
-            grid: [crate::launch::grid_dim(blocks), 1, 1],
-            block: [threads as u32, 1, 1],
-            args: params.args,
-            code_hash: String::new(),
-            choice: None,
-            shared_bytes: 0,
-            fill: None,
-            tensor_maps: Vec::new(),
-            summary: format!(
+            Schedule::Scan,
+            [crate::launch::grid_dim(blocks), 1, 1],
+            [threads as u32, 1, 1],
+            params.args,
+            format!(
                 "{what}{}{} of {} along dim {}: {} lines of {len}, {t} threads a line x {items} elements a step, {per_block} lines a block{cut}",
                 if what.is_empty() { "" } else { " " },
                 l.kind.name(),
@@ -234,7 +229,7 @@ fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, K
                 l.dim,
                 l.lines,
             ),
-        },
+        ),
     ))
 }
 

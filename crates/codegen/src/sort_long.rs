@@ -139,18 +139,13 @@ fn chunk_sort(cx: &Context, s: &Sort, name: &str, rows: usize, chunks: usize, ke
     let src = format!("{} {{\n{}}}\n", signature(name, th as u32, &params), lw.code);
     Ok((
         src,
-        Kernel {
-            name: name.into(),
-            schedule: Schedule::Index,
-            grid: [crate::launch::grid_dim((rows * chunks) as u64), 1, 1],
-            block: [th as u32, 1, 1],
-            args: params.args,
-            summary: format!("{} along dim {} ({n} per row): chunks of {p} sorted, a block each", f.value(s.x).name, s.d),
-            code_hash: String::new(),
-            choice: None,
-            shared_bytes: 0,
-            fill: None,
-            tensor_maps: Vec::new(),
-        },
+        Kernel::new(
+            name,
+            Schedule::Index,
+            [crate::launch::grid_dim((rows * chunks) as u64), 1, 1],
+            [th as u32, 1, 1],
+            params.args,
+            format!("{} along dim {} ({n} per row): chunks of {p} sorted, a block each", f.value(s.x).name, s.d),
+        ),
     ))
 }

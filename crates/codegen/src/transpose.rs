@@ -437,18 +437,13 @@ pub fn build(
         .map(|&(v, _)| f.value(v).name.clone())
         .collect();
     let tiled: Vec<String> = reads.iter().map(|r| f.value(r.v).name.clone()).collect();
-    let kernel = Kernel {
-        name: name.into(),
-        schedule: Schedule::Transpose,
-        grid: [crate::launch::grid_dim(blocks), 1, 1],
-        block: [tile as u32, rows as u32, 1],
-        args: params.args,
-        code_hash: String::new(),
-        choice: None,
-        shared_bytes: 0,
-        fill: None,
-        tensor_maps: Vec::new(),
-        summary: format!(
+    let kernel = Kernel::new(
+        name,
+        Schedule::Transpose,
+        [crate::launch::grid_dim(blocks), 1, 1],
+        [tile as u32, rows as u32, 1],
+        params.args,
+        format!(
             "transpose over {shape:?}, {tile}x{tile} tiles of dims {a} and {b}, {} staged in shared memory{}: {}",
             tiled.join(", "),
             if cx.dev.transpose_bytes == 0 {
@@ -458,7 +453,7 @@ pub fn build(
             },
             names.join(", ")
         ),
-    };
+    );
     Ok((src, kernel))
 }
 

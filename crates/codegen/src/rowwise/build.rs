@@ -800,13 +800,6 @@ fn build_unrolled(
         None => String::new(),
     };
     let kernel = Kernel {
-        name: name.into(),
-        schedule: if reds.is_empty() { Schedule::Pointwise } else { Schedule::InnerPersistent },
-        grid: [crate::launch::grid_dim(row_blocks), crate::launch::grid_dim(tiles), 1],
-        block: [block as u32, 1, 1],
-        args: params.args,
-        code_hash: String::new(),
-        choice: None,
         shared_bytes: next.as_ref().filter(|_| copying).map_or(0, |n| n.bytes() as u32),
         // Sums over rows alone, on a grid of `column_sum_blocks_per_sm`.
         // A backward norm's rows walked on a grid of `row_blocks_per_sm`.
@@ -815,14 +808,20 @@ fn build_unrolled(
             (true, false) => Some(crate::plan::Fill::Walk),
             _ => None,
         },
-        tensor_maps: Vec::new(),
-        summary: format!(
-            "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]{copies}{nexts}{walk}",
-            spec.rows,
-            spec.cols,
-            row_blocks,
-            what.join(", ")
-        ),
+        ..Kernel::new(
+            name,
+            if reds.is_empty() { Schedule::Pointwise } else { Schedule::InnerPersistent },
+            [crate::launch::grid_dim(row_blocks), crate::launch::grid_dim(tiles), 1],
+            [block as u32, 1, 1],
+            params.args,
+            format!(
+                "row-wise: {} rows of {} in {} row blocks x {tiles} column tiles, {u_rows} rows at a time, {w} elements per thread{layout}, reductions [{}]{copies}{nexts}{walk}",
+                spec.rows,
+                spec.cols,
+                row_blocks,
+                what.join(", ")
+            ),
+        )
     };
     Ok((src, kernel, next))
 }
