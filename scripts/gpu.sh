@@ -17,8 +17,9 @@
 #                                       torch.compile vs the copy ceiling, one table per pattern; carry .peer)
 #          scripts/gpu.sh ops [N]      (every op family's fixtures, nvFuser's per-op goldens, fuzz regressions,
 #                                       N random fusions (default 10000) GPU vs CPU)
-#          scripts/gpu.sh unrun        (the kernels written without a GPU, whose knobs stay off until run: checked
-#                                       against the CPU reference with them on, then timed against the defaults)
+#          scripts/gpu.sh unrun [scans|grouped]   (the kernels written without a GPU, whose knobs stay off until
+#                                       run: checked against the CPU reference with them on, then timed against the
+#                                       defaults; one part alone where device time is short)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -139,25 +140,31 @@ unrun)
     timed() { # NAME DIR: bench --jsonl into $out/unrun-NAME.jsonl with the environment given
         timeout 150 $bin bench "$2" --jsonl "$out/unrun-$1.jsonl" >>"$out/unrun-bench.txt" 2>&1; echo "bench $1 exit $?"
     }
-    for set in $u/scanchk crates/cli/tests/fixtures/ops/index; do
-        FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 check "scan lines $(basename $set)" $set
-        FUSEBENCH_SCAN_EPILOGUE=1 check "scan blocks + epilogue $(basename $set)" $set
-    done
-    echo "== random fusions, scan lines and epilogues" | tee -a "$out/unrun-checks.txt"
-    FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 timeout 120 $bin fuzz --seed 7 --count 3000 --device gpu \
-        --jobs 14 --keep "$out/unrun-fail" >>"$out/unrun-checks.txt" 2>&1; echo "exit $?"
-    for mn in 0 1; do
-        for set in $u/gsmall crates/cli/tests/fixtures/ops/products; do
-            FUSEBENCH_GROUPED_WS_CUTS=m,n,k FUSEBENCH_GROUPED_WS_MN=$mn check "grouped every cut, MN=$mn $(basename $set)" $set
+    part=${2:-all}
+    if [ "$part" != grouped ]; then
+        for set in $u/scanchk crates/cli/tests/fixtures/ops/index; do
+            FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 check "scan lines $(basename $set)" $set
+            FUSEBENCH_SCAN_EPILOGUE=1 check "scan blocks + epilogue $(basename $set)" $set
         done
-    done
-    timed scans-default $u/scans
-    FUSEBENCH_SCAN_LINES=1 timed scans-lines $u/scans
-    FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 timed scans-lines-epilogue $u/scans
-    timed k-default $u/gmmk
-    FUSEBENCH_GROUPED_WS_CUTS=m,n,k timed k-ws $u/gmmk
-    timed mn-default $u/gmn
-    FUSEBENCH_GROUPED_WS_CUTS=m,n,k FUSEBENCH_GROUPED_WS_MN=1 timed mn-ws $u/gmn
+        echo "== random fusions, scan lines and epilogues" | tee -a "$out/unrun-checks.txt"
+        FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 timeout 120 $bin fuzz --seed 7 --count 3000 --device gpu \
+            --jobs 14 --keep "$out/unrun-fail" >>"$out/unrun-checks.txt" 2>&1; echo "exit $?"
+        tail -14 "$out/unrun-checks.txt" | grep -E "^  (run on|matched|mismatched|failed|refused)" | tr '\n' ';'; echo
+        timed scans-default $u/scans
+        FUSEBENCH_SCAN_LINES=1 timed scans-lines $u/scans
+        FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 timed scans-lines-epilogue $u/scans
+    fi
+    if [ "$part" != scans ]; then
+        for mn in 0 1; do
+            for set in $u/gsmall crates/cli/tests/fixtures/ops/products; do
+                FUSEBENCH_GROUPED_WS_CUTS=m,n,k FUSEBENCH_GROUPED_WS_MN=$mn check "grouped every cut, MN=$mn $(basename $set)" $set
+            done
+        done
+        timed k-default $u/gmmk
+        FUSEBENCH_GROUPED_WS_CUTS=m,n,k timed k-ws $u/gmmk
+        timed mn-default $u/gmn
+        FUSEBENCH_GROUPED_WS_CUTS=m,n,k FUSEBENCH_GROUPED_WS_MN=1 timed mn-ws $u/gmn
+    fi
     python3 - "$out" <<'PY'
 import json, math, sys
 o = sys.argv[1]
