@@ -113,7 +113,8 @@ patterns)
     ;;
 unrun)
     # Written without a GPU, off until this passes (sessions 39-40): the line scans and the scans'
-    # epilogues (FUSEBENCH_SCAN_LINES, FUSEBENCH_SCAN_EPILOGUE), the warp-specialized grouped_mm cut
+    # epilogues (FUSEBENCH_SCAN_LINES, FUSEBENCH_SCAN_EPILOGUE), column-major scans through tiles
+    # (FUSEBENCH_SCAN_TILES, session 41), the warp-specialized grouped_mm cut
     # along n and k and with MN-major operands (FUSEBENCH_GROUPED_WS_CUTS, FUSEBENCH_GROUPED_WS_MN).
     # Each set is checked with the knobs on (poisoned outputs, per-element bounds), then timed with
     # `bench` (cold L2, CUPTI) on and off in the same call. About 8 minutes on an H100.
@@ -127,6 +128,8 @@ unrun)
         --dtypes f32,bf16 --layouts rowmajor >/dev/null
     python3 bench/patterns.py $u/scans --family scans --only cumsum --cols 128,4096 --rows 32768 \
         --dtypes f32,bf16 --layouts rowmajor >/dev/null
+    python3 bench/patterns.py $u/scancol --family scans --only cumsum --cols 128,1000,4096 --rows 4096,32768 \
+        --dtypes f32,bf16 --layouts colmajor >/dev/null
     python3 bench/grouped_random.py $u/gsmall --count 120 --seed 38 >/dev/null
     python3 bench/patterns.py $u/gmmk --family gemm --only grouped_mm_k --cols 1024,2048,4096 --rows 4096,16384 \
         --dtypes bf16 --layouts colmajor >/dev/null
@@ -142,17 +145,20 @@ unrun)
     }
     part=${2:-all}
     if [ "$part" != grouped ]; then
-        for set in $u/scanchk crates/cli/tests/fixtures/ops/index; do
-            FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 check "scan lines $(basename $set)" $set
+        for set in $u/scanchk $u/scancol crates/cli/tests/fixtures/ops/index; do
+            FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 FUSEBENCH_SCAN_TILES=1 check "scan lines $(basename $set)" $set
             FUSEBENCH_SCAN_EPILOGUE=1 check "scan blocks + epilogue $(basename $set)" $set
         done
         echo "== random fusions, scan lines and epilogues" | tee -a "$out/unrun-checks.txt"
-        FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 timeout 120 $bin fuzz --seed 7 --count 3000 --device gpu \
+        FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 FUSEBENCH_SCAN_TILES=1 timeout 120 $bin fuzz --seed 7 --count 3000 --device gpu \
             --jobs 14 --keep "$out/unrun-fail" >>"$out/unrun-checks.txt" 2>&1; echo "exit $?"
         tail -14 "$out/unrun-checks.txt" | grep -E "^  (run on|matched|mismatched|failed|refused)" | tr '\n' ';'; echo
         timed scans-default $u/scans
         FUSEBENCH_SCAN_LINES=1 timed scans-lines $u/scans
         FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 timed scans-lines-epilogue $u/scans
+        timed col-default $u/scancol
+        FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 timed col-lines-epilogue $u/scancol
+        FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 FUSEBENCH_SCAN_TILES=1 timed col-tiles $u/scancol
     fi
     if [ "$part" != scans ]; then
         for mn in 0 1; do
@@ -173,7 +179,7 @@ def load(n):
         return {json.loads(l)["file"]: json.loads(l)["ours_us"] for l in open(f"{o}/unrun-{n}.jsonl")}
     except OSError as e:
         print(n, e); return {}
-for base, arms in [("scans-default", ["scans-lines", "scans-lines-epilogue"]), ("k-default", ["k-ws"]), ("mn-default", ["mn-ws"])]:
+for base, arms in [("scans-default", ["scans-lines", "scans-lines-epilogue"]), ("col-default", ["col-lines-epilogue", "col-tiles"]), ("k-default", ["k-ws"]), ("mn-default", ["mn-ws"])]:
     a = load(base)
     bs = [load(n) for n in arms]
     print(f"{'us':44s} {base:>12s} " + " ".join(f"{n:>20s}" for n in arms))

@@ -365,6 +365,11 @@ pub struct Device {
     /// reads it (a cumsum output is a stored temporary and a copy, twice the
     /// copy's traffic). Written without a GPU: off until run.
     pub scan_epilogue: bool,
+    /// A scan along the innermost dim whose operand lies across its lines (a
+    /// column-major input) reads tiles of neighbouring lines through shared
+    /// memory and writes the prefixes along the lines (`scan_tiles.rs`),
+    /// both coalesced. Written without a GPU: off until run.
+    pub scan_tiles: bool,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
     /// planner's choice, streaming loads where a reduction's partial kernel
     /// reads its input for the last time (`Context::read_once`), the
@@ -514,6 +519,7 @@ impl Default for Device {
             scan_items: 8,
             scan_split: true,
             scan_epilogue: false,
+            scan_tiles: false,
             load_hint: None,
         }
     }

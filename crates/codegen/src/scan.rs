@@ -32,6 +32,8 @@ pub const BLOCK_LINE: usize = 128;
 mod blocks;
 #[path = "scan_lines.rs"]
 mod lines;
+#[path = "scan_tiles.rs"]
+mod tiles;
 
 /// One scan, with what each of its kernels reads: the op's operands, its
 /// result `v` (dtype `d`, shape `s`, accumulated in `acc`), the scanned
@@ -194,7 +196,13 @@ pub fn build(
     let name = &f.value(sc.v).name;
     let temp = store.then(|| cx.add_temp(sc.d, sc.s.iter().product(), format!("{name} (stored)")));
     let sink = Sink { temp, epilogue };
-    if cx.dev.scan_lines && sc.inner == 1 {
+    let tiled = (cx.dev.scan_tiles && sc.inner == 1)
+        .then(|| tiles::across(cx, &sc))
+        .flatten()
+        .and_then(|least| tiles::lines_per_block(sc.lines, least, cx.dev.sm_count as usize));
+    if let Some(p) = tiled {
+        out.push(tiles::build(cx, &sc, p, &sink)?);
+    } else if cx.dev.scan_lines && sc.inner == 1 {
         let lay = lines::layout(&sc, &cx.dev);
         let tot = (lay.chunks > 1)
             .then(|| cx.add_temp(sc.acc, sc.lines * (lay.chunks - 1), format!("chunk totals of {name}")));

@@ -106,6 +106,42 @@ fn scan_lines_take_threads_by_their_length() {
     assert_eq!((scans.len(), scans[0].grid[0]), (3, 8), "not cut: {scans:#?}");
 }
 
+/// `Device::scan_tiles`: a scan along the innermost dim of a column-major
+/// input (consecutive lines neighbours in memory) reads tiles of 32 lines
+/// through shared memory; the same scan of a row-major input, of an input
+/// read both ways, or over too few lines for the multiprocessors does not.
+#[test]
+fn scan_tiles_take_lines_read_across() {
+    let body = "    t0 = fd.define_tensor(shape=[32768, 4096], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False, stride_order=[0, 1])
+    t1 = fd.define_tensor(shape=[32768, 4096], contiguity=[True, True], dtype=DataType.BFloat16, is_cpu=False)
+    t2 = fd.define_tensor(shape=[200, 4096], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[0, 1])
+    c = fd.ops.cumsum(t0, dim=1)
+    d = fd.ops.cumsum(t1, dim=1)
+    a = fd.ops.add(t0, t1)
+    e = fd.ops.cumsum(a, dim=1)
+    g = fd.ops.cumsum(t2, dim=1)
+    fd.add_output(c)
+    fd.add_output(d)
+    fd.add_output(e)
+    fd.add_output(g)
+";
+    let f = common::script(body);
+    let layouts = common::declared_layouts(&f);
+    let across = |p: &Plan| -> Vec<bool> {
+        p.kernels
+            .iter()
+            .filter(|k| k.schedule == Schedule::Scan)
+            .map(|k| k.summary.contains("read across its lines"))
+            .collect()
+    };
+    let on = plan(&f, &layouts, Device { scan_tiles: true, ..Device::default() }).unwrap();
+    assert_eq!(across(&on), [true, false, false, false], "{:#?}", on.kernels);
+    let tiled = on.kernels.iter().find(|k| k.summary.contains("read across")).unwrap();
+    assert_eq!((tiled.grid[0], tiled.block[0]), (32768 / 32, 256), "{tiled:#?}");
+    let off = plan(&f, &layouts, Device::default()).unwrap();
+    assert_eq!(across(&off), [false; 4], "{:#?}", off.kernels);
+}
+
 /// Outputs computed elementwise from a scan alone (the scan itself, its
 /// cast, a product with an input) are written by the scan's kernel, with no
 /// temporary where nothing else reads the scan; a scan a reduction also

@@ -303,6 +303,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         scan_items: k.scan_items.unwrap_or(d.scan_items),
         scan_split: k.scan_split.unwrap_or(d.scan_split),
         scan_epilogue: k.scan_epilogue.unwrap_or(d.scan_epilogue),
+        scan_tiles: k.scan_tiles.unwrap_or(d.scan_tiles),
         transpose_tile: k.transpose_tile.unwrap_or(d.transpose_tile),
         transpose_bytes: k.transpose_bytes.unwrap_or(d.transpose_bytes),
         transpose_threads: k.transpose_threads.unwrap_or(d.transpose_threads),
