@@ -107,6 +107,48 @@ impl<'a> Scan<'a> {
             _ => Ok(reduction::init(&self.combine, self.acc)),
         }
     }
+
+    /// The combine's identity in the accumulator.
+    fn identity(&self) -> String {
+        reduction::init(&self.combine, self.acc)
+    }
+
+    /// `into = into (op) w` in the accumulator.
+    fn step(&self, into: &str, w: &str) -> String {
+        reduction::step(&self.combine, self.acc, into, w)
+    }
+
+    /// `into = a (op) b`, `a` the earlier; `into` may be `b`.
+    fn op(&self, into: &str, a: &str, b: &str) -> String {
+        format!("{{ const {} w = {b}; {into} = {a}; {} }}", ctype::reg(self.acc), self.step(into, "w"))
+    }
+
+    /// Sets `into` to the element at (`lo`, `k`, `li`) where `live`, else
+    /// to the identity; the index, for the prefixes' writes.
+    fn load(&self, lw: &mut Lowerer, into: &str, live: &str) -> Result<Vec<Ix>, CodegenError> {
+        lw.line(&format!("{into} = {};", self.identity()));
+        lw.open(&format!("if ({live}) {{"));
+        let idx = self.index();
+        let xv = self.element(lw, &idx)?;
+        lw.line(&format!("{into} = {xv};"));
+        lw.close("}");
+        Ok(idx)
+    }
+
+    /// The inclusive scan of each lane's `s` across its group of `width`
+    /// lanes (a power of two up to the warp) by shuffles.
+    fn across_lanes(&self, lw: &mut Lowerer, width: usize) {
+        let ty = ctype::reg(self.acc);
+        lw.open(&format!("for (int o = 1; o < {width}; o <<= 1) {{"));
+        if width == 32 {
+            lw.line(&format!("const {ty} u = __shfl_up_sync(0xffffffffu, s, o);"));
+            lw.line(&format!("if (lane >= o) {}", self.op("s", "u", "s")));
+        } else {
+            lw.line(&format!("const {ty} u = __shfl_up_sync(0xffffffffu, s, o, {width});"));
+            lw.line(&format!("if ((lane & {}) >= o) {}", width - 1, self.op("s", "u", "s")));
+        }
+        lw.close("}");
+    }
 }
 
 /// Where a scan's prefixes go: its temporary (where something else reads

@@ -14,20 +14,14 @@ use crate::ctype;
 use crate::error::CodegenError;
 use crate::kernel::{signature, Context};
 use crate::plan::{Kernel, Schedule};
-use crate::reduction;
 
 const THREADS: usize = 256;
 const ITEMS: usize = 4;
 
 pub(super) fn build(cx: &Context, l: &Scan, sink: &Sink) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
-    let (acc, len) = (l.acc, l.len);
-    let ty = ctype::reg(acc);
-    let id = reduction::init(&l.combine, acc);
-    // `into = a (op) b`, a the earlier; `into` may be `b`.
-    let op = |into: &str, a: &str, b: &str| {
-        format!("{{ const {ty} w = {b}; {into} = {a}; {} }}", reduction::step(&l.combine, acc, into, "w"))
-    };
+    let len = l.len;
+    let ty = ctype::reg(l.acc);
     let (mut lw, mut params) = cx.lowerer();
     for &(o, pos) in sink.epilogue {
         params.push_output(f, o, pos);
@@ -43,38 +37,30 @@ pub(super) fn build(cx: &Context, l: &Scan, sink: &Sink) -> Result<(String, Kern
     lw.line(&format!("{ty} v[{ITEMS}];"));
     lw.open(&format!("for (int j = 0; j < {ITEMS}; ++j) {{"));
     lw.line(&format!("const long long k = base + threadIdx.x * {ITEMS} + j;"));
-    lw.line(&format!("v[j] = {id};"));
-    lw.open(&format!("if (k < {len}) {{"));
-    let idx = l.index();
-    let xv = l.element(&mut lw, &idx)?;
-    lw.line(&format!("v[j] = {xv};"));
+    let idx = l.load(&mut lw, "v[j]", &format!("k < {len}"))?;
     lw.close("}");
-    lw.close("}");
-    lw.line(&format!("for (int j = 1; j < {ITEMS}; ++j) {}", op("v[j]", "v[j - 1]", "v[j]")));
+    lw.line(&format!("for (int j = 1; j < {ITEMS}; ++j) {}", l.op("v[j]", "v[j - 1]", "v[j]")));
     // The thread's total scanned across the warp (inclusive), then the
     // warps' totals through shared memory.
     lw.line(&format!("{ty} s = v[{}];", ITEMS - 1));
-    lw.open("for (int o = 1; o < 32; o <<= 1) {");
-    lw.line(&format!("const {ty} u = __shfl_up_sync(0xffffffffu, s, o);"));
-    lw.line(&format!("if (lane >= o) {}", op("s", "u", "s")));
-    lw.close("}");
+    l.across_lanes(&mut lw, 32);
     lw.line("if (lane == 31) wt[warp] = s;");
     lw.line(&format!("{ty} before = __shfl_up_sync(0xffffffffu, s, 1);"));
-    lw.line(&format!("if (lane == 0) before = {id};"));
+    lw.line(&format!("if (lane == 0) before = {};", l.identity()));
     lw.line("__syncthreads();");
     // What comes before this thread's elements: the carry, the warps before, the lanes before.
     lw.line(&format!("{ty} p = carry;"));
-    lw.line(&format!("for (int w = 0; w < warp; ++w) {{ {} }}", reduction::step(&l.combine, acc, "p", "wt[w]")));
-    lw.line(&reduction::step(&l.combine, acc, "p", "before"));
+    lw.line(&format!("for (int w = 0; w < warp; ++w) {{ {} }}", l.step("p", "wt[w]")));
+    lw.line(&l.step("p", "before"));
     lw.open(&format!("for (int j = 0; j < {ITEMS}; ++j) {{"));
     lw.line(&format!("const long long k = base + threadIdx.x * {ITEMS} + j;"));
     lw.open(&format!("if (k < {len}) {{"));
     lw.line(&format!("{ty} y = p;"));
-    lw.line(&reduction::step(&l.combine, acc, "y", "v[j]"));
+    lw.line(&l.step("y", "v[j]"));
     sink.write(&mut lw, l, "y", &idx, &format!("lo * {len} + k"))?;
     lw.close("}");
     lw.close("}");
-    lw.line(&format!("for (int w = 0; w < {}; ++w) {{ {} }}", THREADS / 32, reduction::step(&l.combine, acc, "carry", "wt[w]")));
+    lw.line(&format!("for (int w = 0; w < {}; ++w) {{ {} }}", THREADS / 32, l.step("carry", "wt[w]")));
     lw.line("__syncthreads();");
     lw.close("}");
     let name = format!("fb_s{}", l.node);

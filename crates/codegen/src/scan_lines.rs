@@ -20,7 +20,6 @@ use crate::ctype;
 use crate::error::CodegenError;
 use crate::kernel::{signature, Context};
 use crate::plan::{Kernel, Schedule};
-use crate::reduction;
 
 /// Threads a block holds where lines take fewer (several lines a block).
 const BLOCK: usize = 256;
@@ -99,14 +98,11 @@ pub(super) fn build(
 
 fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
-    let (acc, len) = (l.acc, l.len);
+    let len = l.len;
     let Layout { t, items, per_block, chunks, chunk } = *lay;
     let threads = lay.threads();
-    let ty = ctype::reg(acc);
-    let id = reduction::init(&l.combine, acc);
-    let step = |into: &str, w: &str| reduction::step(&l.combine, acc, into, w);
-    // `into = a (op) b`, a the earlier; `into` may be `b`.
-    let op = |into: &str, a: &str, b: &str| format!("{{ const {ty} w = {b}; {into} = {a}; {} }}", step(into, "w"));
+    let ty = ctype::reg(l.acc);
+    let id = l.identity();
     // The totals kernel leaves out each line's last chunk, whose total nothing reads.
     let grid_chunks = match mode {
         Mode::Totals { .. } => chunks - 1,
@@ -142,7 +138,7 @@ fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, K
         // Lines are cut only a block each, so every thread here is live.
         lw.line(&format!(
             "for (long long w = 0; w < c; ++w) {{ {} }}",
-            step("carry", &format!("tmp{tot}[lo * {} + w]", chunks - 1))
+            l.step("carry", &format!("tmp{tot}[lo * {} + w]", chunks - 1))
         ));
     }
     let tile = t * items;
@@ -150,21 +146,13 @@ fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, K
     lw.line(&format!("{ty} v[{items}];"));
     lw.open(&format!("for (int j = 0; j < {items}; ++j) {{"));
     lw.line(&format!("const long long k = base + t * {items} + j;"));
-    lw.line(&format!("v[j] = {id};"));
-    lw.open("if (live && k < end) {");
-    let idx = l.index();
-    let xv = l.element(&mut lw, &idx)?;
-    lw.line(&format!("v[j] = {xv};"));
+    let idx = l.load(&mut lw, "v[j]", "live && k < end")?;
     lw.close("}");
-    lw.close("}");
-    lw.line(&format!("for (int j = 1; j < {items}; ++j) {}", op("v[j]", "v[j - 1]", "v[j]")));
+    lw.line(&format!("for (int j = 1; j < {items}; ++j) {}", l.op("v[j]", "v[j - 1]", "v[j]")));
     // The thread's total scanned across its lanes of the warp (inclusive),
     // then, past a warp, the warps' totals through shared memory.
     lw.line(&format!("{ty} s = v[{}];", items - 1));
-    lw.open(&format!("for (int o = 1; o < {width}; o <<= 1) {{"));
-    lw.line(&format!("const {ty} u = __shfl_up_sync(0xffffffffu, s, o, {width});"));
-    lw.line(&format!("if ((lane & {}) >= o) {}", width - 1, op("s", "u", "s")));
-    lw.close("}");
+    l.across_lanes(&mut lw, width);
     let first = format!("(threadIdx.x / {t}) * {warps_per_line}");
     if let Mode::Prefixes { sink, .. } = &mode {
         lw.line(&format!("{ty} before = __shfl_up_sync(0xffffffffu, s, 1, {width});"));
@@ -176,14 +164,14 @@ fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, K
         // What comes before this thread's elements: the carry, the warps before, the lanes before.
         lw.line(&format!("{ty} p = carry;"));
         if t > 32 {
-            lw.line(&format!("for (int w = {first}; w < warp; ++w) {{ {} }}", step("p", "wt[w]")));
+            lw.line(&format!("for (int w = {first}; w < warp; ++w) {{ {} }}", l.step("p", "wt[w]")));
         }
-        lw.line(&step("p", "before"));
+        lw.line(&l.step("p", "before"));
         lw.open(&format!("for (int j = 0; j < {items}; ++j) {{"));
         lw.line(&format!("const long long k = base + t * {items} + j;"));
         lw.open("if (live && k < end) {");
         lw.line(&format!("{ty} y = p;"));
-        lw.line(&step("y", "v[j]"));
+        lw.line(&l.step("y", "v[j]"));
         sink.write(&mut lw, l, "y", &idx, &format!("lo * {len} + k"))?;
         lw.close("}");
         lw.close("}");
@@ -193,10 +181,10 @@ fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, K
     }
     // The step's total joins the carry.
     if t > 32 {
-        lw.line(&format!("for (int w = {first}; w < {first} + {warps_per_line}; ++w) {{ {} }}", step("carry", "wt[w]")));
+        lw.line(&format!("for (int w = {first}; w < {first} + {warps_per_line}; ++w) {{ {} }}", l.step("carry", "wt[w]")));
         lw.line("__syncthreads();");
     } else {
-        lw.line(&format!("{{ const {ty} w = __shfl_sync(0xffffffffu, s, {}, {width}); {} }}", width - 1, step("carry", "w")));
+        lw.line(&format!("{{ const {ty} w = __shfl_sync(0xffffffffu, s, {}, {width}); {} }}", width - 1, l.step("carry", "w")));
     }
     lw.close("}");
     if let Mode::Totals { tot } = mode {

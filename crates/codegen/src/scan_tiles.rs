@@ -17,7 +17,6 @@ use crate::ix::Ix;
 use crate::kernel::{signature, Context};
 use crate::lower::Lowerer;
 use crate::plan::{Kernel, Schedule};
-use crate::reduction;
 
 const THREADS: usize = 256;
 /// Elements each thread reads a step: the tile holds THREADS x this.
@@ -64,12 +63,8 @@ pub(super) fn across(cx: &Context, sc: &Scan) -> Option<usize> {
 
 pub(super) fn build(cx: &Context, l: &Scan, p: usize, sink: &Sink) -> Result<(String, Kernel), CodegenError> {
     let f = cx.f;
-    let (acc, len, lines) = (l.acc, l.len, l.lines);
-    let ty = ctype::reg(acc);
-    let id = reduction::init(&l.combine, acc);
-    let step = |into: &str, w: &str| reduction::step(&l.combine, acc, into, w);
-    // `into = a (op) b`, a the earlier; `into` may be `b`.
-    let op = |into: &str, a: &str, b: &str| format!("{{ const {ty} w = {b}; {into} = {a}; {} }}", step(into, "w"));
+    let (len, lines) = (l.len, l.lines);
+    let ty = ctype::reg(l.acc);
     let k = THREADS * READS / p;
     let per_warp = p / (THREADS / 32);
     let (mut lw, mut params) = cx.lowerer();
@@ -92,12 +87,8 @@ pub(super) fn build(cx: &Context, l: &Scan, p: usize, sink: &Sink) -> Result<(St
     lw.line(&format!("const int e = r * {THREADS} + threadIdx.x;"));
     lw.line(&format!("const {it} lo = first + e % {p};"));
     lw.line(&format!("const {it} k = base + e / {p};"));
-    lw.line(&format!("{ty} x = {id};"));
-    lw.open(&format!("if (lo < {lines} && k < {len}) {{"));
-    let idx = l.index();
-    let xv = l.element(&mut lw, &idx)?;
-    lw.line(&format!("x = {xv};"));
-    lw.close("}");
+    lw.line(&format!("{ty} x;"));
+    let idx = l.load(&mut lw, "x", &format!("lo < {lines} && k < {len}"))?;
     lw.line(&format!("tile[e / {p}][e % {p}] = x;"));
     lw.close("}");
     lw.line("__syncthreads();");
@@ -107,16 +98,13 @@ pub(super) fn build(cx: &Context, l: &Scan, p: usize, sink: &Sink) -> Result<(St
     lw.open(&format!("for (int pass = 0; pass < {}; ++pass) {{", k / 32));
     lw.line(&format!("const {it} k = base + pass * 32 + lane;"));
     lw.line(&format!("{ty} s = tile[pass * 32 + lane][ln];"));
-    lw.open("for (int o = 1; o < 32; o <<= 1) {");
-    lw.line(&format!("const {ty} u = __shfl_up_sync(0xffffffffu, s, o);"));
-    lw.line(&format!("if (lane >= o) {}", op("s", "u", "s")));
-    lw.close("}");
+    l.across_lanes(&mut lw, 32);
     lw.open(&format!("if (lo < {lines} && k < {len}) {{"));
     lw.line(&format!("{ty} y = carry[q];"));
-    lw.line(&step("y", "s"));
+    lw.line(&l.step("y", "s"));
     sink.write(&mut lw, l, "y", &idx, &format!("lo * {len} + k"))?;
     lw.close("}");
-    lw.line(&format!("{{ const {ty} w = __shfl_sync(0xffffffffu, s, 31); {} }}", step("carry[q]", "w")));
+    lw.line(&format!("{{ const {ty} w = __shfl_sync(0xffffffffu, s, 31); {} }}", l.step("carry[q]", "w")));
     lw.close("}");
     lw.close("}");
     lw.line("__syncthreads();");
