@@ -1,7 +1,9 @@
 //! Scans (cumsum, cumprod, cummin, cummax). Along the innermost dim a line
 //! of 128 or more is a block's (`scan_blocks.rs`, `Device::scan_blocks`),
 //! or, with `Device::scan_lines`, each line is scanned by a group of threads
-//! sized to it (`scan_lines.rs`); otherwise a thread walks each line in
+//! sized to it (`scan_lines.rs`), and with `Device::scan_tiles` lines read
+//! across (a column-major input) go through shared-memory tiles of
+//! neighbouring lines (`scan_tiles.rs`); otherwise a thread walks each line in
 //! order, consecutive threads taking consecutive lines of the innermost kept
 //! dim, so a scan along an outer dim reads coalesced. Floats accumulate in
 //! double and each prefix is rounded once to the output dtype, as the CPU
