@@ -15,7 +15,7 @@
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{signature, Context, Stored};
+use crate::kernel::{signature, Context, Params, Stored};
 use crate::lower::{Held, Lowerer};
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{self, Combine};
@@ -137,6 +137,19 @@ impl<'a> Scan<'a> {
         Ok(idx)
     }
 
+    /// "cumsum of x along dim 1", the start of its kernels' summaries.
+    fn named(&self, f: &Fusion) -> String {
+        format!("{} of {} along dim {}", self.kind.name(), f.value(self.x).name, self.dim)
+    }
+
+    /// Kernel `name` of the code `lw` wrote over `params`, `blocks` blocks
+    /// of `threads`.
+    fn kernel(&self, name: String, lw: Lowerer, params: Params, blocks: usize, threads: u32, summary: String) -> (String, Kernel) {
+        let src = format!("{} {{\n{}}}\n", signature(&name, threads, &params), lw.code);
+        let kernel = Kernel::new(name, Schedule::Scan, [crate::launch::grid_dim(blocks), 1, 1], [threads, 1, 1], params.args, summary);
+        (src, kernel)
+    }
+
     /// The inclusive scan of each lane's `s` across its group of `width`
     /// lanes (a power of two up to the warp) by shuffles.
     fn across_lanes(&self, lw: &mut Lowerer, width: usize) {
@@ -161,6 +174,23 @@ pub(crate) struct Sink<'a> {
 }
 
 impl Sink<'_> {
+    /// A kernel's lowerer, with the outputs it writes among its parameters.
+    fn lowerer<'f>(&self, cx: &Context<'f>) -> (Lowerer<'f>, Params) {
+        let (lw, mut params) = cx.lowerer();
+        for &(o, pos) in self.epilogue {
+            params.push_output(cx.f, o, pos);
+        }
+        (lw, params)
+    }
+
+    /// Writes the prefix `before (op) own` of the element of the line at
+    /// `lo`, `k` (along the innermost dim) at index `idx`.
+    fn write_after(&self, lw: &mut Lowerer, sc: &Scan, before: &str, own: &str, idx: &[Ix]) -> Result<(), CodegenError> {
+        lw.line(&format!("{} y = {before};", ctype::reg(sc.acc)));
+        lw.line(&sc.step("y", own));
+        self.write(lw, sc, "y", idx, &format!("lo * {} + k", sc.len))
+    }
+
     /// Writes the prefix `y` (an accumulator) of `sc` at index `idx`, linear offset `at`.
     fn write(&self, lw: &mut Lowerer, sc: &Scan, y: &str, idx: &[Ix], at: &str) -> Result<(), CodegenError> {
         let (f, v, d, acc) = (lw.f, sc.v, sc.d, sc.acc);
@@ -264,12 +294,8 @@ pub fn build(
 
 /// The scan a thread per line, walking it in order.
 fn one_thread(cx: &Context, sc: &Scan, sink: &Sink) -> Result<(String, Kernel), CodegenError> {
-    let f = cx.f;
     let Scan { len, inner, lines, acc, .. } = *sc;
-    let (mut lw, mut params) = cx.lowerer();
-    for &(o, pos) in sink.epilogue {
-        params.push_output(f, o, pos);
-    }
+    let (mut lw, params) = sink.lowerer(cx);
     let it = lw.idx_type;
     lw.line(&format!("const {it} l = ({it})blockIdx.x * {BLOCK} + threadIdx.x;"));
     lw.line(&format!("if (l >= {lines}) return;"));
@@ -283,22 +309,6 @@ fn one_thread(cx: &Context, sc: &Scan, sink: &Sink) -> Result<(String, Kernel), 
     lw.line(&reduction::step(&sc.combine, acc, "a", &xv));
     sink.write(&mut lw, sc, "a", &idx, &format!("(lo * {len} + k) * {inner} + li"))?;
     lw.close("}");
-    let name = format!("fb_s{}", sc.node);
-    let src = format!("{} {{\n{}}}\n", signature(&name, BLOCK, &params), lw.code);
-    Ok((
-        src,
-        Kernel::new(
-            name,
-            Schedule::Scan,
-            [crate::launch::grid_dim(lines.div_ceil(BLOCK as usize).max(1)), 1, 1],
-            [BLOCK, 1, 1],
-            params.args,
-            format!(
-                "{} of {} along dim {}: {lines} lines of {len}, a thread per line",
-                sc.kind.name(),
-                f.value(sc.x).name,
-                sc.dim
-            ),
-        ),
-    ))
+    let summary = format!("{}: {lines} lines of {len}, a thread per line", sc.named(cx.f));
+    Ok(sc.kernel(format!("fb_s{}", sc.node), lw, params, lines.div_ceil(BLOCK as usize).max(1), BLOCK, summary))
 }

@@ -12,20 +12,16 @@
 use super::{Scan, Sink};
 use crate::ctype;
 use crate::error::CodegenError;
-use crate::kernel::{signature, Context};
-use crate::plan::{Kernel, Schedule};
+use crate::kernel::Context;
+use crate::plan::Kernel;
 
 const THREADS: usize = 256;
 const ITEMS: usize = 4;
 
 pub(super) fn build(cx: &Context, l: &Scan, sink: &Sink) -> Result<(String, Kernel), CodegenError> {
-    let f = cx.f;
     let len = l.len;
     let ty = ctype::reg(l.acc);
-    let (mut lw, mut params) = cx.lowerer();
-    for &(o, pos) in sink.epilogue {
-        params.push_output(f, o, pos);
-    }
+    let (mut lw, params) = sink.lowerer(cx);
     lw.line(&format!("__shared__ {ty} wt[{}];", THREADS / 32));
     lw.line("const long long lo = blockIdx.x;");
     lw.line("const long long li = 0;");
@@ -55,32 +51,12 @@ pub(super) fn build(cx: &Context, l: &Scan, sink: &Sink) -> Result<(String, Kern
     lw.open(&format!("for (int j = 0; j < {ITEMS}; ++j) {{"));
     lw.line(&format!("const long long k = base + threadIdx.x * {ITEMS} + j;"));
     lw.open(&format!("if (k < {len}) {{"));
-    lw.line(&format!("{ty} y = p;"));
-    lw.line(&l.step("y", "v[j]"));
-    sink.write(&mut lw, l, "y", &idx, &format!("lo * {len} + k"))?;
+    sink.write_after(&mut lw, l, "p", "v[j]", &idx)?;
     lw.close("}");
     lw.close("}");
     lw.line(&format!("for (int w = 0; w < {}; ++w) {{ {} }}", THREADS / 32, l.step("carry", "wt[w]")));
     lw.line("__syncthreads();");
     lw.close("}");
-    let name = format!("fb_s{}", l.node);
-    let src = format!("{} {{\n{}}}\n", signature(&name, THREADS as u32, &params), lw.code);
-    Ok((
-        src,
-        Kernel::new(
-            name,
-            Schedule::Scan,
-            [crate::launch::grid_dim(l.lines.max(1)), 1, 1],
-            [THREADS as u32, 1, 1],
-            params.args,
-            format!(
-                "{} of {} along dim {}: {} lines of {len}, a block per line, {} elements a step",
-                l.kind.name(),
-                f.value(l.x).name,
-                l.dim,
-                l.lines,
-                THREADS * ITEMS
-            ),
-        ),
-    ))
+    let summary = format!("{}: {} lines of {len}, a block per line, {} elements a step", l.named(cx.f), l.lines, THREADS * ITEMS);
+    Ok(l.kernel(format!("fb_s{}", l.node), lw, params, l.lines.max(1), THREADS as u32, summary))
 }

@@ -18,8 +18,8 @@
 use super::{Scan, Sink};
 use crate::ctype;
 use crate::error::CodegenError;
-use crate::kernel::{signature, Context};
-use crate::plan::{Kernel, Schedule};
+use crate::kernel::Context;
+use crate::plan::Kernel;
 
 /// Threads a block holds where lines take fewer (several lines a block).
 const BLOCK: usize = 256;
@@ -97,7 +97,6 @@ pub(super) fn build(
 }
 
 fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, Kernel), CodegenError> {
-    let f = cx.f;
     let len = l.len;
     let Layout { t, items, per_block, chunks, chunk } = *lay;
     let threads = lay.threads();
@@ -108,12 +107,10 @@ fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, K
         Mode::Totals { .. } => chunks - 1,
         Mode::Prefixes { .. } => chunks,
     };
-    let (mut lw, mut params) = cx.lowerer();
-    if let Mode::Prefixes { sink, .. } = &mode {
-        for &(o, pos) in sink.epilogue {
-            params.push_output(f, o, pos);
-        }
-    }
+    let (mut lw, params) = match &mode {
+        Mode::Totals { .. } => cx.lowerer(),
+        Mode::Prefixes { sink, .. } => sink.lowerer(cx),
+    };
     let width = t.min(32);
     let warps_per_line = t.div_ceil(32);
     if t > 32 {
@@ -170,9 +167,7 @@ fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, K
         lw.open(&format!("for (int j = 0; j < {items}; ++j) {{"));
         lw.line(&format!("const long long k = base + t * {items} + j;"));
         lw.open("if (live && k < end) {");
-        lw.line(&format!("{ty} y = p;"));
-        lw.line(&l.step("y", "v[j]"));
-        sink.write(&mut lw, l, "y", &idx, &format!("lo * {len} + k"))?;
+        sink.write_after(&mut lw, l, "p", "v[j]", &idx)?;
         lw.close("}");
         lw.close("}");
     } else if t > 32 {
@@ -198,27 +193,15 @@ fn kernel(cx: &Context, l: &Scan, lay: &Layout, mode: Mode) -> Result<(String, K
         Mode::Totals { .. } => format!("fb_s{}_t", l.node),
         Mode::Prefixes { .. } => format!("fb_s{}", l.node),
     };
-    let src = format!("{} {{\n{}}}\n", signature(&name, threads as u32, &params), lw.code);
     let blocks = l.lines.div_ceil(per_block).max(1) * grid_chunks;
     let cut = if chunks > 1 { format!(", cut in {chunks} chunks of {chunk}") } else { String::new() };
-    Ok((
-        src,
-        Kernel::new(
-            name,
-            Schedule::Scan,
-            [crate::launch::grid_dim(blocks), 1, 1],
-            [threads as u32, 1, 1],
-            params.args,
-            format!(
-                "{what}{}{} of {} along dim {}: {} lines of {len}, {t} threads a line x {items} elements a step, {per_block} lines a block{cut}",
-                if what.is_empty() { "" } else { " " },
-                l.kind.name(),
-                f.value(l.x).name,
-                l.dim,
-                l.lines,
-            ),
-        ),
-    ))
+    let summary = format!(
+        "{what}{}{}: {} lines of {len}, {t} threads a line x {items} elements a step, {per_block} lines a block{cut}",
+        if what.is_empty() { "" } else { " " },
+        l.named(cx.f),
+        l.lines,
+    );
+    Ok(l.kernel(name, lw, params, blocks, threads as u32, summary))
 }
 
 #[cfg(test)]

@@ -14,9 +14,9 @@ use super::{Scan, Sink};
 use crate::ctype;
 use crate::error::CodegenError;
 use crate::ix::Ix;
-use crate::kernel::{signature, Context};
+use crate::kernel::Context;
 use crate::lower::Lowerer;
-use crate::plan::{Kernel, Schedule};
+use crate::plan::Kernel;
 
 const THREADS: usize = 256;
 /// Elements each thread reads a step: the tile holds THREADS x this.
@@ -62,15 +62,11 @@ pub(super) fn across(cx: &Context, sc: &Scan) -> Option<usize> {
 }
 
 pub(super) fn build(cx: &Context, l: &Scan, p: usize, sink: &Sink) -> Result<(String, Kernel), CodegenError> {
-    let f = cx.f;
     let (len, lines) = (l.len, l.lines);
     let ty = ctype::reg(l.acc);
     let k = THREADS * READS / p;
     let per_warp = p / (THREADS / 32);
-    let (mut lw, mut params) = cx.lowerer();
-    for &(o, pos) in sink.epilogue {
-        params.push_output(f, o, pos);
-    }
+    let (mut lw, params) = sink.lowerer(cx);
     // A row of the tile per element, padded to an odd count so that a warp
     // reading down a line's column meets every bank once.
     lw.line(&format!("__shared__ {ty} tile[{k}][{}];", p + 1));
@@ -100,33 +96,18 @@ pub(super) fn build(cx: &Context, l: &Scan, p: usize, sink: &Sink) -> Result<(St
     lw.line(&format!("{ty} s = tile[pass * 32 + lane][ln];"));
     l.across_lanes(&mut lw, 32);
     lw.open(&format!("if (lo < {lines} && k < {len}) {{"));
-    lw.line(&format!("{ty} y = carry[q];"));
-    lw.line(&l.step("y", "s"));
-    sink.write(&mut lw, l, "y", &idx, &format!("lo * {len} + k"))?;
+    sink.write_after(&mut lw, l, "carry[q]", "s", &idx)?;
     lw.close("}");
     lw.line(&format!("{{ const {ty} w = __shfl_sync(0xffffffffu, s, 31); {} }}", l.step("carry[q]", "w")));
     lw.close("}");
     lw.close("}");
     lw.line("__syncthreads();");
     lw.close("}");
-    let name = format!("fb_s{}", l.node);
-    let src = format!("{} {{\n{}}}\n", signature(&name, THREADS as u32, &params), lw.code);
-    Ok((
-        src,
-        Kernel::new(
-            name,
-            Schedule::Scan,
-            [crate::launch::grid_dim(lines.div_ceil(p)), 1, 1],
-            [THREADS as u32, 1, 1],
-            params.args,
-            format!(
-                "{} of {} along dim {}, read across its lines: {lines} lines of {len}, {p} neighbouring lines a block in tiles of {k} elements through shared memory",
-                l.kind.name(),
-                f.value(l.x).name,
-                l.dim,
-            ),
-        ),
-    ))
+    let summary = format!(
+        "{}, read across its lines: {lines} lines of {len}, {p} neighbouring lines a block in tiles of {k} elements through shared memory",
+        l.named(cx.f)
+    );
+    Ok(l.kernel(format!("fb_s{}", l.node), lw, params, lines.div_ceil(p), THREADS as u32, summary))
 }
 
 #[cfg(test)]

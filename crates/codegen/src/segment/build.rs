@@ -132,7 +132,7 @@ fn only_choice(s: crate::plan::Schedule) -> Choice {
     match s {
         S::Scan => Choice::only(
             "scan",
-            "scans have kernels of their own: a block (or, with FUSEBENCH_SCAN_LINES, a group of threads) per line along the innermost dim, else a thread per line",
+            "scans have kernels of their own: along the innermost dim a block per line (with FUSEBENCH_SCAN_LINES a group of threads; with FUSEBENCH_SCAN_TILES, lines read across in shared-memory tiles), else a thread per line",
         ),
         S::Index => Choice::only(
             "index",
