@@ -17,7 +17,8 @@ column-major input out row-major (no permute: the copy changes the layout).
 
 Families (--family): schedules (the default: the patterns above); gemm, the matrix products of issue 17
 (linear, linear + GELU, matmul, scaled_mm, grouped_mm; layouts of the weight); scans (cumsum, cummax along
-the rows). The last two are drawn only when asked for.
+the rows); channels (batch, instance and group norms of [N, C, H, W] images, forward and backward, stored
+channels first or last; ROWS x COLS is N x CxHxW). All but the first are drawn only when asked for.
 
 Grids (--grid):
     small   row lengths 7 and 1000 (rope: 128 and 256), 1 and 33 rows, every dtype and layout: the CPU test
@@ -44,7 +45,7 @@ DTYPES = {"bf16": ("BFloat16", "torch.bfloat16"), "f16": ("Half", "torch.float16
 COLS = [768, 1000, 1536, 2048, 2560, 3072, 3200, 4096, 5120, 6144, 8192, 11008, 14336, 16384]
 ROWS = [1, 8, 256, 2048, 32768]
 SWEEP_COLS = [768, 1000, 2048, 3072, 3200, 4096, 5120, 8192, 11008, 16384]  # the sweep's row lengths
-LAYOUTS = ["rowmajor", "colmajor", "sliced", "broadcast"]
+LAYOUTS = ["rowmajor", "colmajor", "sliced", "broadcast", "nchw", "nhwc"]
 VOCAB_COLS = {"cross_entropy": [32064, 128256], "softmax": [32064]}  # rows as long as a vocabulary, in the sweep
 VOCAB = 32064  # embedding table rows (phi-3's vocabulary, one of nvFuser's embedding configs)
 DROPOUT_P = 0.1
@@ -521,8 +522,129 @@ SCAN_PATTERNS = {
     "cumsum": (scan("cumsum"), ["rowmajor", "colmajor"]),
     "cummax": (scan("cummax"), ["rowmajor"]),
 }
-FAMILIES = {"schedules": list(PATTERNS), "gemm": list(GEMM_PATTERNS), "scans": list(SCAN_PATTERNS)}
-PATTERNS = {**PATTERNS, **GEMM_PATTERNS, **SCAN_PATTERNS}
+# Norms over channels (nvFuser's batchnorm, instancenorm and groupnorm benchmarks), drawn only when named
+# (--family channels): [N, C, H, W] activations, the statistics over every dim but the channel (batchnorm),
+# over each image's planes (instancenorm) or over each image's groups of channels (groupnorm). Their
+# ROWS x COLS is N x CxHxW (batchnorm-bf16-8x64x56x56-nhwc.py); layouts: nchw (contiguous) or nhwc (the
+# same logical dims stored channels last, as a torch channels_last tensor lies).
+CHANNEL_SHAPES = [(64, 56, 56), (128, 28, 28), (256, 14, 14), (512, 7, 7), (320, 64, 64), (640, 32, 32),
+                  (1280, 16, 16), (96, 35, 35)]
+CHANNEL_BATCHES = [2, 8, 32]
+
+
+def chw(c):
+    """(C, H, W) of a channels case's COLS, "CxHxW"."""
+    return tuple(int(x) for x in str(c).split("x"))
+
+
+def image(f, n, c, first=True):
+    """An [N, C, H, W] input in the script's layout."""
+    cc, h, w = chw(c)
+    strides = [h * w * cc, 1, w * cc, cc] if f.layout == "nhwc" else None
+    return f.input([n, cc, h, w], strides), [n, cc, h, w]
+
+
+def per_channel(shape, v, name, dims=(1,)):
+    return f"{name} = fd.ops.broadcast_in_dim({v}, shape={shape}, broadcast_dims={list(dims)})"
+
+
+def groups_of(c):
+    """The groups of a groupnorm over c channels: the largest power of two up to 32 that divides c."""
+    g = 1
+    while g < 32 and c % (2 * g) == 0:
+        g *= 2
+    return g
+
+
+def batchnorm(f, n, c):
+    """Training-mode batch norm: statistics over N, H and W; outputs y, the mean, rsqrt(var + eps) and the
+    running mean and variance updated with momentum 0.1 (the variance unbiased, as torch keeps it)."""
+    x, s = image(f, n, c)
+    w, b = f.input([s[1]]), f.input([s[1]])
+    rm, rv = f.input([s[1]], kind="float"), f.input([s[1]], kind="float", low=0.5, high=2.0)
+    m = s[0] * s[2] * s[3]
+    f.op(f"var, mean = fd.ops.var_mean({x}, dims=[0, 2, 3], correction=0, keepdim=False)",
+         "ve = fd.ops.add(var, 1e-05)", "rs = fd.ops.rsqrt(ve)",
+         per_channel(s, "mean", "mb"), f"d = fd.ops.sub({x}, mb)", per_channel(s, "rs", "rb"), "xn = fd.ops.mul(d, rb)",
+         per_channel(s, w, "wb"), "xw = fd.ops.mul(xn, wb)", per_channel(s, b, "bb"), "y = fd.ops.add(xw, bb)",
+         f"rm0 = fd.ops.mul({rm}, 0.9)", "rm1 = fd.ops.mul(mean, 0.1)", "rmn = fd.ops.add(rm0, rm1)",
+         f"rv0 = fd.ops.mul({rv}, 0.9)", f"rv1 = fd.ops.mul(var, {0.1 * m / max(m - 1, 1)!r})", "rvn = fd.ops.add(rv0, rv1)")
+    f.out("y")
+    for v in ["mean", "rs", "rmn", "rvn"]:
+        f.out(v, keep_float=True)
+
+
+def norm_bwd(f, n, c, dims):
+    """A batch or instance norm's backward from x, grad_out, the weight and the forward's mean and
+    rsqrt(var + eps) (over `dims`): with xh = (x - mean) rs, grad_in = w rs (g - mean(g) - xh mean(g xh));
+    grad_weight and grad_bias sum g xh and g over every dim but the channel."""
+    x, s = image(f, n, c)
+    g, _ = image(f, n, c, first=False)
+    kept = [d for d in range(4) if d not in dims]
+    stat = [s[d] for d in kept]
+    w = f.input([s[1]])
+    mean, rs = f.input(stat, kind="float"), f.input(stat, kind="float", low=0.5, high=2.0)
+    m = 1
+    for d in dims:
+        m *= s[d]
+    f.op(per_channel(s, mean, "mb", kept), per_channel(s, rs, "rb", kept), f"d = fd.ops.sub({x}, mb)", "xh = fd.ops.mul(d, rb)",
+         f"gs = fd.ops.sum({g}, dims={dims}, keepdim=False)", f"gx = fd.ops.mul({g}, xh)",
+         f"gxs = fd.ops.sum(gx, dims={dims}, keepdim=False)", f"m1 = fd.ops.mul(gs, {1.0 / m!r})",
+         f"m2 = fd.ops.mul(gxs, {1.0 / m!r})", per_channel(s, "m1", "m1b", kept), per_channel(s, "m2", "m2b", kept),
+         f"e1 = fd.ops.sub({g}, m1b)", "e2 = fd.ops.mul(xh, m2b)", "e = fd.ops.sub(e1, e2)",
+         per_channel(s, w, "wb"), "sc = fd.ops.mul(wb, rb)", "gi = fd.ops.mul(e, sc)")
+    if 0 in dims:
+        gw, gb = "gxs", "gs"
+    else:
+        f.op("gw = fd.ops.sum(gxs, dims=[0], keepdim=False)", "gb = fd.ops.sum(gs, dims=[0], keepdim=False)")
+        gw, gb = "gw", "gb"
+    f.out("gi")
+    f.out(gw)
+    f.out(gb)
+
+
+def instancenorm(f, n, c):
+    """Instance norm: statistics over each image's planes (H, W); outputs y, the mean and rsqrt(var + eps)."""
+    x, s = image(f, n, c)
+    w, b = f.input([s[1]]), f.input([s[1]])
+    f.op(f"var, mean = fd.ops.var_mean({x}, dims=[2, 3], correction=0, keepdim=False)",
+         "ve = fd.ops.add(var, 1e-05)", "rs = fd.ops.rsqrt(ve)",
+         per_channel(s, "mean", "mb", (0, 1)), f"d = fd.ops.sub({x}, mb)", per_channel(s, "rs", "rb", (0, 1)),
+         "xn = fd.ops.mul(d, rb)", per_channel(s, w, "wb"), "xw = fd.ops.mul(xn, wb)", per_channel(s, b, "bb"),
+         "y = fd.ops.add(xw, bb)")
+    f.out("y")
+    f.out("mean", keep_float=True)
+    f.out("rs", keep_float=True)
+
+
+def groupnorm(f, n, c):
+    """Group norm: each image's channels cut into groups (groups_of), statistics over a group's channels and
+    planes through a reshape to [N, G, C / G, H, W] and back; outputs y."""
+    x, s = image(f, n, c)
+    g = groups_of(s[1])
+    s5 = [s[0], g, s[1] // g, s[2], s[3]]
+    w, b = f.input([s[1]]), f.input([s[1]])
+    f.op(f"x5 = fd.ops.reshape({x}, new_shape={s5})",
+         "var, mean = fd.ops.var_mean(x5, dims=[2, 3, 4], correction=0, keepdim=False)",
+         "ve = fd.ops.add(var, 1e-05)", "rs = fd.ops.rsqrt(ve)",
+         per_channel(s5, "mean", "mb", (0, 1)), "d = fd.ops.sub(x5, mb)", per_channel(s5, "rs", "rb", (0, 1)),
+         "xn = fd.ops.mul(d, rb)", f"w2 = fd.ops.reshape({w}, new_shape=[{g}, {s[1] // g}])",
+         f"b2 = fd.ops.reshape({b}, new_shape=[{g}, {s[1] // g}])", per_channel(s5, "w2", "wb", (1, 2)),
+         "xw = fd.ops.mul(xn, wb)", per_channel(s5, "b2", "bb", (1, 2)), "y5 = fd.ops.add(xw, bb)",
+         f"y = fd.ops.reshape(y5, new_shape={s})")
+    f.out("y")
+
+
+CHANNEL_PATTERNS = {
+    "batchnorm": (batchnorm, ["nchw", "nhwc"]),
+    "batchnorm_bwd": (lambda f, n, c: norm_bwd(f, n, c, [0, 2, 3]), ["nchw", "nhwc"]),
+    "instancenorm": (instancenorm, ["nchw", "nhwc"]),
+    "instancenorm_bwd": (lambda f, n, c: norm_bwd(f, n, c, [2, 3]), ["nchw", "nhwc"]),
+    "groupnorm": (groupnorm, ["nchw", "nhwc"]),
+}
+FAMILIES = {"schedules": list(PATTERNS), "gemm": list(GEMM_PATTERNS), "scans": list(SCAN_PATTERNS),
+            "channels": list(CHANNEL_PATTERNS)}
+PATTERNS = {**PATTERNS, **GEMM_PATTERNS, **SCAN_PATTERNS, **CHANNEL_PATTERNS}
 FITS = {"rope": rope_fits}  # patterns that take only some row lengths (left out elsewhere, said on stderr)
 
 
@@ -546,7 +668,9 @@ def grid(kind, names, dtypes):
 
     for n in names:
         lays = PATTERNS[n][1]
-        if kind == "small":
+        if n in CHANNEL_PATTERNS:
+            channel_grid(kind, n, lays, add)
+        elif kind == "small":
             for lay in lays:
                 for dt in DTYPES:
                     for r in [1, 33]:
@@ -571,6 +695,33 @@ def grid(kind, names, dtypes):
             for c in VOCAB_COLS.get(n, []):
                 add(n, "bf16", 2048, c, lays[0])
     return out
+
+
+def channel_grid(kind, n, lays, add):
+    """The channels family's grid: N x CxHxW (see CHANNEL_SHAPES)."""
+    cs = ["x".join(map(str, t)) for t in CHANNEL_SHAPES]
+    if kind == "small":
+        for lay in lays:
+            for dt in DTYPES:
+                for b in [1, 3]:
+                    for c in ["3x5x7", "64x3x3"]:
+                        add(n, dt, b, c, lay)
+    elif kind == "full":
+        for lay in lays:
+            for dt in DTYPES:
+                for b in CHANNEL_BATCHES:
+                    for c in cs:
+                        add(n, dt, b, c, lay)
+    else:
+        for c in cs:
+            add(n, "bf16", 8, c, lays[0])
+        for lay in lays[1:]:
+            for c in cs[::3]:
+                add(n, "bf16", 8, c, lay)
+        for b in CHANNEL_BATCHES:
+            add(n, "bf16", b, "256x14x14", lays[0])
+        for dt in ["f16", "f32"]:
+            add(n, dt, 8, "128x28x28", lays[0])
 
 
 def sample(cases, n, seed):
@@ -598,7 +749,8 @@ def main():
     p.add_argument("--only", help="patterns, comma-separated (default: the family's)")
     p.add_argument("--family", choices=list(FAMILIES), default="schedules",
                    help="schedules (default): the fused-kernel patterns; gemm: the matrix products of issue 17; "
-                   "scans: cumsum and cummax along the rows")
+                   "scans: cumsum and cummax along the rows; channels: batch, instance and group norms of "
+                   "[N, C, H, W] images (ROWS x COLS is N x CxHxW)")
     p.add_argument("--cols", help="row lengths, comma-separated: with --rows, or alone (then the grid's row counts), "
                    "their product over the patterns, their layouts and the dtypes replaces the grid")
     p.add_argument("--rows", help="row counts, comma-separated (alone: with the grid's row lengths)")
@@ -624,12 +776,18 @@ def main():
     cases = grid(kind, names, dtypes)
     if a.cols or a.rows:  # an explicit product, over the grid's patterns, dtypes and layouts
         ints = lambda s: [int(x) for x in s.split(",")]
-        cols = ints(a.cols) if a.cols else sorted({c for _, _, _, c, _ in cases})
+        cols = a.cols.split(",") if a.cols else sorted({str(c) for _, _, _, c, _ in cases}, key=lambda c: [int(x) for x in c.split("x")])
         rows = ints(a.rows) if a.rows else sorted({r for _, _, r, _, _ in cases})
-        cases = [(n, dt, r, c, lay) for n in names for lay in PATTERNS[n][1] for dt in dtypes
-                 for r in rows for c in cols if FITS.get(n, lambda c: True)(c)]
+
+        def col(n, c):  # a row length, or for the channels family CxHxW
+            ok = len(c.split("x")) == 3 if n in CHANNEL_PATTERNS else c.isdigit()
+            if not all(x.isdigit() for x in c.split("x")) or not ok:
+                p.error(f"--cols {c!r} for {n}: expected " + ("CxHxW" if n in CHANNEL_PATTERNS else "an integer"))
+            return c if n in CHANNEL_PATTERNS else int(c)
+        cases = [(n, dt, r, col(n, c), lay) for n in names for lay in PATTERNS[n][1] for dt in dtypes
+                 for r in rows for c in cols if FITS.get(n, lambda c: True)(col(n, c))]
         for n in names:
-            left = [c for c in cols if not FITS.get(n, lambda c: True)(c)]
+            left = [col(n, c) for c in cols if not FITS.get(n, lambda c: True)(col(n, c))]
             if left:
                 print(f"{n}: row lengths {left} left out ({FITS[n].__doc__})", file=sys.stderr)
     if layouts:

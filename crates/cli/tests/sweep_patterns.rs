@@ -148,3 +148,32 @@ fn a_sample_is_spread_over_the_patterns_and_fixed_by_its_seed() {
         assert_eq!(k, 2, "{p}: {k} of 44");
     }
 }
+
+/// Norms over channels (`--family channels`: batch, instance and group
+/// norms of [N, C, H, W] images, channels first and last) are drawn only
+/// when asked for, named N x CxHxW, and check on the CPU like the rest.
+#[test]
+fn the_channels_family_checks_on_the_cpu_and_stays_out_of_the_default_grid() {
+    let Some((dir, n, names)) = generate("channels", &["--grid", "small", "--family", "channels"]) else {
+        return;
+    };
+    for p in ["batchnorm", "batchnorm_bwd", "instancenorm", "instancenorm_bwd", "groupnorm"] {
+        for l in ["nchw", "nhwc"] {
+            assert!(names.iter().any(|f| f.starts_with(&format!("{p}-")) && f.ends_with(&format!("-{l}.py"))), "no {p} {l} script");
+        }
+    }
+    for f in &names {
+        let shape = f.trim_end_matches(".py").rsplitn(4, '-').nth(1).unwrap();
+        assert_eq!(shape.split('x').filter(|e| e.parse::<u64>().is_ok()).count(), 4, "{f}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_fusebench")).arg("check").arg("--strict").arg(&dir).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(&format!("{n} fusions: {n} ok")), "{text}");
+    let Some((dir, _, names)) = generate("nochannels", &["--grid", "small"]) else {
+        return;
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!names.iter().any(|f| f.contains("norm-") && (f.ends_with("nchw.py") || f.ends_with("nhwc.py"))), "{names:?}");
+}

@@ -370,6 +370,23 @@ pub struct Device {
     /// memory and writes the prefixes along the lines (`scan_tiles.rs`),
     /// both coalesced. Written without a GPU: off until run.
     pub scan_tiles: bool,
+    /// An output that reshapes a value computed over a normalization's rows
+    /// (a group norm's [N, G, C / G, H, W] back to [N, C, H, W]) is planned
+    /// before its reshape, the same row-major buffer, so the row kernel
+    /// writes it rather than a pointwise kernel that reads the input again
+    /// (`reshaped.rs`). Not yet timed on a GPU: off until run.
+    pub reshaped_outputs: bool,
+    /// Outputs with one element per result computed from a stored mean and
+    /// variance alone (a batch norm's rsqrt(var + eps) and running
+    /// statistics) are written by the kernel that finishes them, as plain
+    /// sums' are (`epilogue.rs`), instead of a pointwise kernel of about a
+    /// microsecond. Not yet run on a GPU: off until run.
+    pub stat_epilogue: bool,
+    /// A row reduction kept on chip by a row kernel and read by later
+    /// elementwise kernels too is stored by that row kernel
+    /// (`Rows::stored`), not computed first by a kernel of its own that
+    /// reads the input again. Not yet run on a GPU: off until run.
+    pub rows_store: bool,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
     /// planner's choice, streaming loads where a reduction's partial kernel
     /// reads its input for the last time (`Context::read_once`), the
@@ -520,6 +537,9 @@ impl Default for Device {
             scan_split: true,
             scan_epilogue: false,
             scan_tiles: false,
+            reshaped_outputs: false,
+            stat_epilogue: false,
+            rows_store: false,
             load_hint: None,
         }
     }

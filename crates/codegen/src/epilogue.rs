@@ -10,11 +10,14 @@ use fusebench_ir::{Fusion, Op, ValueDef, ValueId};
 use std::collections::HashSet;
 
 /// Whether output `v` can be written by the kernel that finishes `r`, given
-/// that no other reduction reaches it (the caller checks).
+/// that no other reduction reaches it (the caller checks). For a mean and
+/// variance (`var_mean`, `welford`) that kernel holds both (the last pass's
+/// combine, or the one-pass combine, `moments.rs`), but not welford's count.
 pub fn fits(f: &Fusion, r: &Reduction, v: ValueId) -> bool {
-    if !matches!(r.kind, crate::reduction::Kind::Plain(_)) {
-        return false;
-    }
+    let count = match r.kind {
+        crate::reduction::Kind::Welford => r.outputs.get(2).copied(),
+        _ => None,
+    };
     let n = f.value(r.outputs[0]).numel();
     if f.value(v).numel() != n {
         return false;
@@ -31,6 +34,9 @@ pub fn fits(f: &Fusion, r: &Reduction, v: ValueId) -> bool {
     let mut stack = vec![v];
     let mut seen = HashSet::new();
     while let Some(w) = stack.pop() {
+        if Some(w) == count {
+            return false;
+        }
         if !seen.insert(w) || r.outputs.contains(&w) || !from.contains(&w) {
             continue;
         }

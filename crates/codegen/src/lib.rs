@@ -41,6 +41,7 @@ pub mod prelude;
 pub mod pointwise;
 pub mod reduction;
 mod refuse;
+pub mod reshaped;
 pub mod rewrite;
 pub mod row_cache;
 pub mod rowwise;

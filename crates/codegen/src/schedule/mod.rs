@@ -117,6 +117,9 @@ pub struct Rows {
     pub inner_shape: Vec<usize>,
     /// Reductions over the columns of each row (into `Candidate::reds`).
     pub inner: Vec<usize>,
+    /// Those of `inner` that later kernels read too: the row kernel also
+    /// stores their results, one element per row (`Device::rows_store`).
+    pub stored: Vec<usize>,
     /// Sums over all rows (into `Candidate::reds`).
     pub outer: Vec<usize>,
     /// Outputs over rows x columns: (value, output position).

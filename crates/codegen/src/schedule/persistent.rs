@@ -77,10 +77,12 @@ impl Schedule for Persistent {
         match &c.work {
             Work::Rows(r) => {
                 let reds: Vec<Reduction> = r.inner.iter().map(|&i| c.reds[i].clone()).collect();
+                let kept = stored_targets(cx, c.reds, &r.stored);
                 let per_row: Vec<(ValueId, RowTarget)> = r
                     .per_row
                     .iter()
                     .map(|&(v, p)| (v, RowTarget::Output(p)))
+                    .chain(kept.iter().copied())
                     .collect();
                 // One block per row: a total's partials are the rows' values.
                 let rows = r.rows().max(1);
@@ -96,6 +98,7 @@ impl Schedule for Persistent {
                     finish: here.then_some(&r.totals_epilogue[..]),
                 };
                 out.push(persistent::build(cx, &c.name, &spec)?);
+                record_stored(cx, &kept);
                 if here {
                     crate::totals::store_results(cx, &totals);
                 } else if !totals.is_empty() {
@@ -172,6 +175,36 @@ fn stored(
         );
     }
     Ok(())
+}
+
+/// The per-row targets of a row kernel's reductions that later kernels
+/// read (`Rows::stored`): a temporary for each result but welford's count.
+pub(crate) fn stored_targets(cx: &mut Context, reds: &[Reduction], stored: &[usize]) -> Vec<(ValueId, RowTarget)> {
+    let f = cx.f;
+    let mut per_row = Vec::new();
+    for &i in stored {
+        let red = &reds[i];
+        for &o in &red.outputs {
+            if is_count(f, red, o) {
+                continue;
+            }
+            let val = f.value(o);
+            let t = cx.add_temp(val.dtype, val.numel(), format!("{} (stored)", val.name));
+            per_row.push((o, RowTarget::Temp(t)));
+        }
+    }
+    per_row
+}
+
+/// Records where the row kernel just built stored each of `targets`, for
+/// the kernels after it.
+pub(crate) fn record_stored(cx: &mut Context, targets: &[(ValueId, RowTarget)]) {
+    for &(o, t) in targets {
+        let RowTarget::Temp(t) = t else { continue };
+        let val = cx.f.value(o);
+        let s = Stored { temp: t, dtype: val.dtype, shape: val.shape.clone().unwrap_or_default() };
+        cx.stored.insert(o, s);
+    }
 }
 
 fn is_count(f: &Fusion, r: &Reduction, v: ValueId) -> bool {

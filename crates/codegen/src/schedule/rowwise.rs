@@ -241,10 +241,12 @@ fn build_rows(
         })
         .collect();
     let inner: Vec<Reduction> = r.inner.iter().map(|&i| c.reds[i].clone()).collect();
+    let kept = super::persistent::stored_targets(cx, c.reds, &r.stored);
     let per_row: Vec<(ValueId, RowTarget)> = r
         .per_row
         .iter()
         .map(|&(v, p)| (v, RowTarget::Output(p)))
+        .chain(kept.iter().copied())
         .collect();
     // Totals: one partial per row group of a block; the kernel's grid (known
     // once built: unrolling decides it) says how many were written.
@@ -271,6 +273,7 @@ fn build_rows(
     let built = crate::rowwise::build(cx, &c.name, &spec)?;
     let written = built.1.grid[0] as usize * groups;
     out.push(built);
+    super::persistent::record_stored(cx, &kept);
     if here {
         crate::totals::store_results(cx, &totals);
     } else if !totals.is_empty() {

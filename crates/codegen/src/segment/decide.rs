@@ -71,7 +71,10 @@ pub(super) struct Units<'a> {
 
 /// Every decision, in order.
 pub(super) fn units<'a>(s: &Inputs<'a>, cx: &Context) -> Result<Units<'a>, Failure> {
-    let (norms, mut pointwise, store) = on_chip(s);
+    let (mut norms, mut pointwise, mut store) = on_chip(s);
+    if s.dev.rows_store {
+        stored_by_rows(s, &mut norms, &mut store);
+    }
     let (mut carrying, mut looped) = row_units(s, cx, norms, &store)?;
     let mut standalone = stored_units(s, cx, &store, &mut carrying, &mut pointwise)?;
     store_what_they_read(s, cx, &mut standalone, &carrying, &looped)?;
@@ -96,6 +99,8 @@ struct Norm {
     inner: Vec<usize>,
     per_row: Vec<(ValueId, usize)>,
     totals: Vec<usize>,
+    /// Of `reds`, those later kernels read too, stored by this row kernel.
+    stored: Vec<usize>,
 }
 
 /// Which groups keep their reductions on chip (`Norm`s), which are left
@@ -120,6 +125,7 @@ fn on_chip(s: &Inputs) -> (Vec<Norm>, Vec<usize>, BTreeSet<usize>) {
                 inner: shape[shape.len() - k..].to_vec(),
                 per_row: vec![],
                 totals: vec![],
+                stored: vec![],
             });
         } else {
             pointwise_groups.push(gi);
@@ -159,6 +165,7 @@ fn on_chip(s: &Inputs) -> (Vec<Norm>, Vec<usize>, BTreeSet<usize>) {
             inner: s[s.len() - k..].to_vec(),
             per_row: outs.clone(),
             totals: vec![],
+            stored: vec![],
         });
         false
     });
@@ -197,11 +204,45 @@ fn on_chip(s: &Inputs) -> (Vec<Norm>, Vec<usize>, BTreeSet<usize>) {
                 inner,
                 per_row: vec![],
                 totals: vec![r],
+                stored: vec![],
             }),
         }
     }
 
     (norms, pointwise_groups, store)
+}
+
+/// Stored reductions that a row kernel keeps on chip anyway (an instance
+/// norm backward's two sums per image plane, which its gradient reads on
+/// chip and the weight's gradient reads after a sum over the batch) are
+/// stored by that row kernel rather than computed first by kernels of their
+/// own that read its input again. Only those read by elementwise kernels
+/// alone, which run after the row kernels: not by another stored reduction
+/// or a row kernel's sums (built before or beside it), nor by a scan or an
+/// op of the index family (built before their first reader).
+fn stored_by_rows(s: &Inputs, norms: &mut [Norm], store: &mut BTreeSet<usize>) {
+    let (f, all_reds) = (s.f, s.all_reds);
+    let read_by_reduction: BTreeSet<usize> = (0..all_reds.len())
+        .flat_map(|q| direct(f, std::iter::once(all_reds[q].x), all_reds).into_iter().filter(move |&r| r != q))
+        .collect();
+    let mut read_late = BTreeSet::new();
+    for n in &f.nodes {
+        if matches!(n.op, fusebench_ir::Op::Scan { .. }) || crate::index::is_special(&n.op) {
+            read_late.extend(direct(f, n.op.operands().into_iter(), all_reds));
+        }
+    }
+    store.retain(|&r| {
+        if s.forced.contains(&r) || read_by_reduction.contains(&r) || read_late.contains(&r) {
+            return true;
+        }
+        match norms.iter_mut().find(|nm| nm.reds.contains(&r)) {
+            Some(nm) => {
+                nm.stored.push(r);
+                false
+            }
+            None => true,
+        }
+    });
 }
 
 /// Each normalization's row kernel with its schedule: (those that carry
@@ -235,6 +276,7 @@ fn row_units<'a>(
             rows_shape: nm.rows,
             inner_shape: nm.inner,
             inner: nm.reds,
+            stored: nm.stored,
             full: nm.group.map(|g| groups[g].1.clone()).unwrap_or_default(),
             per_row: nm.per_row,
             totals: nm.totals,
@@ -563,6 +605,7 @@ fn stored_epilogues<'a>(
         pointwise_groups.retain(|&gi| {
             let outs = &groups[gi].1;
             let fits = closure(f, outs.iter().map(|o| o.0), all_reds) == [r]
+                && (matches!(red.kind, crate::reduction::Kind::Plain(_)) || s.dev.stat_epilogue)
                 && outs.iter().all(|o| crate::epilogue::fits(f, red, o.0))
                 && !reads_late_kernel(f, outs.iter().map(|o| o.0), all_reds);
             if fits {

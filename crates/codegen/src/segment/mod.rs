@@ -57,6 +57,12 @@ pub(crate) fn plan_owning(
     let mut orders = orders;
     orders.resize(f.outputs.len(), None);
     crate::refuse::check(f)?;
+    // Outputs reshaped from a normalization's rows are planned before their
+    // reshape (the same buffer), so the row kernel writes them (crate::reshaped).
+    let flat = if dev.reshaped_outputs { crate::reshaped::sources(f, &orders) } else { vec![] };
+    let unreshaped = flat.iter().any(Option::is_some).then(|| crate::reshaped::unreshaped(f, &flat));
+    let original = f;
+    let f: &Fusion = unreshaped.as_ref().unwrap_or(f);
     let forced = |k: usize| written.get(k).copied().unwrap_or(false);
     let mut p = if orders.iter().any(Option::is_some) {
         let g = crate::layout::permuted(f, &orders);
@@ -68,6 +74,7 @@ pub(crate) fn plan_owning(
         let own: Vec<bool> = (0..f.outputs.len()).map(forced).collect();
         plan_dense(f, layouts, dev, &own)?
     };
+    crate::reshaped::restore(original, &flat, &mut p);
     crate::alias_write::add(f, layouts, &mut p)?;
     crate::launch::check_grids(&p.kernels, &dev)?;
     p.hidden_outputs = hidden;
