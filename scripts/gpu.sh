@@ -17,9 +17,9 @@
 #                                       torch.compile vs the copy ceiling, one table per pattern; carry .peer)
 #          scripts/gpu.sh ops [N]      (every op family's fixtures, nvFuser's per-op goldens, fuzz regressions,
 #                                       N random fusions (default 10000) GPU vs CPU)
-#          scripts/gpu.sh unrun [scans|grouped]   (the kernels written without a GPU, whose knobs stay off until
-#                                       run: checked against the CPU reference with them on, then timed against the
-#                                       defaults; one part alone where device time is short)
+#          scripts/gpu.sh unrun [scans|channels|grouped]   (the kernels and plans written without a GPU, whose
+#                                       settings stay off until run: checked against the CPU reference with them on,
+#                                       then timed against the defaults, within one call; scripts/unrun.sh)
 # With the device tool: carry [".gpu"] (the stripped binary and the shared fusions) and run `bash scripts/gpu.sh run`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -112,83 +112,9 @@ patterns)
     fi
     ;;
 unrun)
-    # Written without a GPU, off until this passes (sessions 39-40): the line scans and the scans'
-    # epilogues (FUSEBENCH_SCAN_LINES, FUSEBENCH_SCAN_EPILOGUE), column-major scans through tiles
-    # (FUSEBENCH_SCAN_TILES, session 41), the warp-specialized grouped_mm cut
-    # along n and k and with MN-major operands (FUSEBENCH_GROUPED_WS_CUTS, FUSEBENCH_GROUPED_WS_MN).
-    # Each set is checked with the knobs on (poisoned outputs, per-element bounds), then timed with
-    # `bench` (cold L2, CUPTI) on and off in the same call. About 8 minutes on an H100.
-    mkdir -p "$out"
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
-    u=/tmp/unrun
-    rm -rf $u
-    python3 bench/patterns.py $u/scanchk --family scans --cols 1,5,31,32,33,100,127,128,1000,4096,5000,32000 \
-        --rows 1,3,8,64,1000 --dtypes f32,bf16 >/dev/null
-    python3 bench/patterns.py $u/scans --family scans --only cumsum --cols 128,4096,32000 --rows 8,64,1024 \
-        --dtypes f32,bf16 --layouts rowmajor >/dev/null
-    python3 bench/patterns.py $u/scans --family scans --only cumsum --cols 128,4096 --rows 32768 \
-        --dtypes f32,bf16 --layouts rowmajor >/dev/null
-    python3 bench/patterns.py $u/scancol --family scans --only cumsum --cols 128,1000,4096 --rows 4096,32768 \
-        --dtypes f32,bf16 --layouts colmajor >/dev/null
-    python3 bench/grouped_random.py $u/gsmall --count 120 --seed 38 >/dev/null
-    python3 bench/patterns.py $u/gmmk --family gemm --only grouped_mm_k --cols 1024,2048,4096 --rows 4096,16384 \
-        --dtypes bf16 --layouts colmajor >/dev/null
-    python3 bench/patterns.py $u/gmn --family gemm --only grouped_mm,grouped_mm_k --cols 1024,2048,4096 \
-        --rows 4096,16384 --dtypes bf16 --layouts rowmajor >/dev/null
-    check() { # LABEL DIR: fuzz --replay on the GPU with the environment given
-        echo "== $1" | tee -a "$out/unrun-checks.txt"
-        timeout 120 $bin fuzz --replay "$2" --device gpu --jobs 14 >>"$out/unrun-checks.txt" 2>&1; echo "exit $?"
-        tail -14 "$out/unrun-checks.txt" | grep -E "^  (run on|matched|mismatched|failed|refused)" | tr '\n' ';'; echo
-    }
-    timed() { # NAME DIR: bench --jsonl into $out/unrun-NAME.jsonl with the environment given
-        timeout 150 $bin bench "$2" --jsonl "$out/unrun-$1.jsonl" >>"$out/unrun-bench.txt" 2>&1; echo "bench $1 exit $?"
-    }
-    part=${2:-all}
-    if [ "$part" != grouped ]; then
-        for set in $u/scanchk $u/scancol crates/cli/tests/fixtures/ops/index; do
-            FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 FUSEBENCH_SCAN_TILES=1 check "scan lines $(basename $set)" $set
-            FUSEBENCH_SCAN_EPILOGUE=1 check "scan blocks + epilogue $(basename $set)" $set
-        done
-        echo "== random fusions, scan lines and epilogues" | tee -a "$out/unrun-checks.txt"
-        FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 FUSEBENCH_SCAN_TILES=1 timeout 120 $bin fuzz --seed 7 --count 3000 --device gpu \
-            --jobs 14 --keep "$out/unrun-fail" >>"$out/unrun-checks.txt" 2>&1; echo "exit $?"
-        tail -14 "$out/unrun-checks.txt" | grep -E "^  (run on|matched|mismatched|failed|refused)" | tr '\n' ';'; echo
-        timed scans-default $u/scans
-        FUSEBENCH_SCAN_LINES=1 timed scans-lines $u/scans
-        FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 timed scans-lines-epilogue $u/scans
-        timed col-default $u/scancol
-        FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 timed col-lines-epilogue $u/scancol
-        FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 FUSEBENCH_SCAN_TILES=1 timed col-tiles $u/scancol
-    fi
-    if [ "$part" != scans ]; then
-        for mn in 0 1; do
-            for set in $u/gsmall crates/cli/tests/fixtures/ops/products; do
-                FUSEBENCH_GROUPED_WS_CUTS=m,n,k FUSEBENCH_GROUPED_WS_MN=$mn check "grouped every cut, MN=$mn $(basename $set)" $set
-            done
-        done
-        timed k-default $u/gmmk
-        FUSEBENCH_GROUPED_WS_CUTS=m,n,k timed k-ws $u/gmmk
-        timed mn-default $u/gmn
-        FUSEBENCH_GROUPED_WS_CUTS=m,n,k FUSEBENCH_GROUPED_WS_MN=1 timed mn-ws $u/gmn
-    fi
-    python3 - "$out" <<'PY'
-import json, math, sys
-o = sys.argv[1]
-def load(n):
-    try:
-        return {json.loads(l)["file"]: json.loads(l)["ours_us"] for l in open(f"{o}/unrun-{n}.jsonl")}
-    except OSError as e:
-        print(n, e); return {}
-for base, arms in [("scans-default", ["scans-lines", "scans-lines-epilogue"]), ("col-default", ["col-lines-epilogue", "col-tiles"]), ("k-default", ["k-ws"]), ("mn-default", ["mn-ws"])]:
-    a = load(base)
-    bs = [load(n) for n in arms]
-    print(f"{'us':44s} {base:>12s} " + " ".join(f"{n:>20s}" for n in arms))
-    for k in sorted(a):
-        print(f"{k:44s} {a[k]:12.1f} " + " ".join(f"{b.get(k, math.nan):20.1f}" for b in bs))
-    for n, b in zip(arms, bs):
-        r = [math.log(b[k] / a[k]) for k in a if k in b]
-        if r: print(f"geomean {n} / {base}: {math.exp(sum(r) / len(r)):.3f} over {len(r)}")
-PY
+    # The kernels and plans written without a GPU, off until this passes: scripts/unrun.sh says which.
+    shift || true
+    OUT=$out bash scripts/unrun.sh "$@"
     ;;
 stage)
     cargo build --release -p fusebench-cli
