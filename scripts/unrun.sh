@@ -40,7 +40,7 @@ python3 bench/grouped_random.py $u/gsmall --count 120 --seed 38 >/dev/null
 p $u/gmmk --family gemm --only grouped_mm_k --cols 1024,2048,4096 --rows 4096,16384 --dtypes bf16 --layouts colmajor
 p $u/gmn --family gemm --only grouped_mm,grouped_mm_k --cols 1024,2048,4096 --rows 4096,16384 --dtypes bf16 --layouts rowmajor
 S="FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 FUSEBENCH_SCAN_TILES=1"
-C="FUSEBENCH_RESHAPED_OUTPUTS=1 FUSEBENCH_STAT_EPILOGUE=1 FUSEBENCH_ROWS_STORE=1"
+C="FUSEBENCH_RESHAPED_OUTPUTS=1 FUSEBENCH_STAT_EPILOGUE=1 FUSEBENCH_ROWS_STORE=1 FUSEBENCH_GRID_MOMENTS=1"
 G="FUSEBENCH_GROUPED_WS_CUTS=m,n,k FUSEBENCH_GROUPED_WS_MN=1"
 # Checks first: a setting that fails one is not timed worth anything.
 if want scans; then

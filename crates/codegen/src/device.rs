@@ -387,6 +387,10 @@ pub struct Device {
     /// (`Rows::stored`), not computed first by a kernel of its own that
     /// reads the input again. Not yet run on a GPU: off until run.
     pub rows_store: bool,
+    /// A mean and variance split over blocks (`grid.rs`) in one read of the
+    /// input (`grid_moments.rs`) instead of two rounds. Written without a
+    /// GPU: off until run.
+    pub grid_moments: bool,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
     /// planner's choice, streaming loads where a reduction's partial kernel
     /// reads its input for the last time (`Context::read_once`), the
@@ -540,6 +544,7 @@ impl Default for Device {
             reshaped_outputs: false,
             stat_epilogue: false,
             rows_store: false,
+            grid_moments: false,
             load_hint: None,
         }
     }

@@ -6,7 +6,8 @@
 //! then a block-wide tree), each block into one partial, and `outer::combine` folds each result's partials
 //! in order. Every step has a fixed order, so two runs give the same bits.
 //! Mean-based statistics (welford, var_mean) take two such rounds: the mean,
-//! then the squared deviations from it.
+//! then the squared deviations from it; or, with `Device::grid_moments`, one
+//! (`grid_moments.rs`).
 
 use crate::error::CodegenError;
 use crate::ix::Ix;
@@ -81,6 +82,13 @@ pub fn build(
     // At least 1: a reduction over an empty extent (k = 0) has one empty tile.
     let splits = splits.min(k.div_ceil(tile)).max(1);
     let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
+    if crate::grid_moments::fits(cx, r) {
+        let batch = cx.dev.loads_in_flight.max(1) as usize;
+        let rt = if k + batch * splits * tile > i32::MAX as usize { "long long" } else { cx.idx_type };
+        let kept_idx = view::delinearize(Ix::var("o"), &kept);
+        let walked = Walked { f, r, xs: &xs, walk: &walk, red: &red, kept_idx: &kept_idx, width };
+        return crate::grid_moments::build(cx, name, r, &walked, (o, k, splits, tile), rt, epilogue, out);
+    }
 
     for pass in 0..r.passes() {
         let partial = cx.add_temp(

@@ -21,6 +21,7 @@ pub mod error;
 pub mod expanded;
 pub mod gemm;
 pub mod grid;
+pub mod grid_moments;
 pub mod grouped_mm;
 pub mod index;
 pub mod index_kernels;

@@ -169,3 +169,31 @@ fn a_batch_norms_per_channel_outputs_are_written_by_the_statistics_kernel() {
     let last_stats = on.kernels.iter().rev().find(|k| k.summary.contains("variance")).unwrap();
     assert!(last_stats.summary.contains("writes [mean, rs, rmn]"), "{}", last_stats.summary);
 }
+
+/// `Device::grid_moments`: a batch norm's mean and variance over [N, H, W]
+/// of a channels-first image (few results, many elements each: the grid
+/// schedule) in one read, a partial kernel and a combine, where two rounds
+/// took two of each.
+#[test]
+fn a_grid_mean_and_variance_takes_one_read() {
+    let f = script(
+        "    t0 = fd.define_tensor(shape=[8, 4, 96, 96], contiguity=[True, True, True, True], dtype=DataType.BFloat16, is_cpu=False)
+    f0 = fd.ops.cast(t0, dtype=DataType.Float)
+    var, mean = fd.ops.var_mean(f0, dims=[0, 2, 3], correction=0, keepdim=False)
+    fd.add_output(var)
+    fd.add_output(mean)
+",
+    );
+    let off = plan(&f, &[None], Device::default()).unwrap();
+    let on = plan(&f, &[None], Device { grid_moments: true, ..Device::default() }).unwrap();
+    let schedules = |p: &Plan| p.kernels.iter().map(|k| format!("{:?}", k.schedule)).collect::<Vec<_>>();
+    // The outputs are written by a pointwise kernel after either (by the
+    // combine with `Device::stat_epilogue`).
+    assert_eq!(schedules(&off), ["GridPartial", "OuterCombine", "GridPartial", "OuterCombine", "Pointwise"], "{:#?}", off.kernels);
+    assert_eq!(schedules(&on), ["GridPartial", "OuterCombine", "Pointwise"], "{:#?}", on.kernels);
+    assert!(on.kernels[0].summary.contains("in one pass"), "{}", on.kernels[0].summary);
+    // The partial kernel folds each thread's elements, then merges down
+    // each warp and warp by warp; the combine merges the blocks in order.
+    assert!(on.source.contains("__shfl_down_sync"));
+    assert!(on.source.contains("fb_rcp_count(fb_n)"));
+}
