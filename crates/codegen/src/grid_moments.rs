@@ -102,7 +102,7 @@ pub(crate) fn build(
     for v in ["n", "a", "m", "q"] {
         lw.line(&format!("const {reg} fb_{v}2 = __shfl_down_sync(0xffffffffu, fb_{v}, fb_s);"));
     }
-    lw.line(&merge(&reg, "fb_n2", "fb_a2", "fb_m2", "fb_q2"));
+    lw.line(&merge(reg, "fb_n2", "fb_a2", "fb_m2", "fb_q2"));
     lw.close("}");
     let warps = BLOCK as usize / 32;
     lw.line(&format!("__shared__ {reg} fb_w[4][{warps}];"));
@@ -111,7 +111,7 @@ pub(crate) fn build(
     lw.line("__syncthreads();");
     lw.open("if (threadIdx.x == 0) {");
     lw.open(&format!("for (int fb_i = 1; fb_i < {warps}; ++fb_i) {{"));
-    lw.line(&merge(&reg, "fb_w[0][fb_i]", "fb_w[1][fb_i]", "fb_w[2][fb_i]", "fb_w[3][fb_i]"));
+    lw.line(&merge(reg, "fb_w[0][fb_i]", "fb_w[1][fb_i]", "fb_w[2][fb_i]", "fb_w[3][fb_i]"));
     lw.close("}");
     for (t, v) in temps.iter().zip(["fb_n", "fb_a", "fb_m", "fb_q"]) {
         lw.line(&format!("tmp{t}[({it})blockIdx.x * {o} + o] = {v};"));
@@ -177,7 +177,7 @@ fn combine(
         at(means),
         at(squares)
     ));
-    lw.line(&merge(&reg, "fb_nb", "fb_ab", "fb_mb", "fb_qb"));
+    lw.line(&merge(reg, "fb_nb", "fb_ab", "fb_mb", "fb_qb"));
     lw.close("}");
     let second_value = match r.kind {
         Kind::VarMean { correction } => format!("fb_q / {}", ctype::literal(acc, Literal::Int((k as i64 - correction).max(0)))),
