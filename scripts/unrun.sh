@@ -6,7 +6,8 @@
 #   scripts/unrun.sh [all|scans|channels|grouped]      (through scripts/gpu.sh unrun, carry .gpu)
 # What each part turns on:
 #   scans     FUSEBENCH_SCAN_LINES, FUSEBENCH_SCAN_EPILOGUE (sessions 39-40), FUSEBENCH_SCAN_TILES (41)
-#   channels  FUSEBENCH_RESHAPED_OUTPUTS, FUSEBENCH_STAT_EPILOGUE, FUSEBENCH_ROWS_STORE (42)
+#   channels  FUSEBENCH_RESHAPED_OUTPUTS, FUSEBENCH_STAT_EPILOGUE, FUSEBENCH_ROWS_STORE, FUSEBENCH_GRID_MOMENTS,
+#             FUSEBENCH_SIBLINGS (42)
 #   grouped   FUSEBENCH_GROUPED_WS_CUTS=m,n,k, FUSEBENCH_GROUPED_WS_MN (39)
 set -u
 cd "$(dirname "$0")/.."
@@ -34,13 +35,13 @@ p $u/scans --family scans --only cumsum --cols 128,4096,32000 --rows 8,64,1024 -
 p $u/scans --family scans --only cumsum --cols 128,4096 --rows 32768 --dtypes f32,bf16 --layouts rowmajor
 p $u/scancol --family scans --only cumsum --cols 128,1000,4096 --rows 4096,32768 --dtypes f32,bf16 --layouts colmajor
 p $u/ch --family channels
-mkdir -p $u/chsub && cp $u/ch/groupnorm-bf16-8x* $u/ch/batchnorm-bf16-8x* $u/ch/instancenorm-bf16-8x*nhwc* \
+mkdir -p $u/chsub && cp $u/ch/groupnorm-bf16-8x* $u/ch/batchnorm-bf16-8x* $u/ch/batchnorm_bwd-bf16-8x*nchw* $u/ch/instancenorm-bf16-8x*nhwc* \
     $u/ch/instancenorm_bwd-bf16-8x*nchw* $u/chsub/
 python3 bench/grouped_random.py $u/gsmall --count 120 --seed 38 >/dev/null
 p $u/gmmk --family gemm --only grouped_mm_k --cols 1024,2048,4096 --rows 4096,16384 --dtypes bf16 --layouts colmajor
 p $u/gmn --family gemm --only grouped_mm,grouped_mm_k --cols 1024,2048,4096 --rows 4096,16384 --dtypes bf16 --layouts rowmajor
 S="FUSEBENCH_SCAN_LINES=1 FUSEBENCH_SCAN_EPILOGUE=1 FUSEBENCH_SCAN_TILES=1"
-C="FUSEBENCH_RESHAPED_OUTPUTS=1 FUSEBENCH_STAT_EPILOGUE=1 FUSEBENCH_ROWS_STORE=1 FUSEBENCH_GRID_MOMENTS=1"
+C="FUSEBENCH_RESHAPED_OUTPUTS=1 FUSEBENCH_STAT_EPILOGUE=1 FUSEBENCH_ROWS_STORE=1 FUSEBENCH_GRID_MOMENTS=1 FUSEBENCH_SIBLINGS=1"
 G="FUSEBENCH_GROUPED_WS_CUTS=m,n,k FUSEBENCH_GROUPED_WS_MN=1"
 # Checks first: a setting that fails one is not timed worth anything.
 if want scans; then

@@ -391,6 +391,10 @@ pub struct Device {
     /// input (`grid_moments.rs`) instead of two rounds. Written without a
     /// GPU: off until run.
     pub grid_moments: bool,
+    /// Plain reductions of different values over the same elements, each on
+    /// the grid schedule, computed by one kernel and one combine
+    /// (`Work::Stored::siblings`). Written without a GPU: off until run.
+    pub siblings: bool,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the
     /// planner's choice, streaming loads where a reduction's partial kernel
     /// reads its input for the last time (`Context::read_once`), the
@@ -545,6 +549,7 @@ impl Default for Device {
             stat_epilogue: false,
             rows_store: false,
             grid_moments: false,
+            siblings: false,
             load_hint: None,
         }
     }

@@ -42,11 +42,14 @@ pub fn down_columns(f: &Fusion, layouts: &[Option<(Vec<i64>, i64)>], r: &Reducti
         && f.value(r.outputs[0]).numel() <= 65535
 }
 
-/// Appends the kernels that compute `r` and records where its outputs are stored.
+/// Appends the kernels that compute `r`, and the plain reductions `siblings`
+/// of other values over the same elements in the same kernels (`r` plain
+/// too), and records where their outputs are stored.
 pub fn build(
     cx: &mut Context,
     name: &str,
     r: &Reduction,
+    siblings: &[&Reduction],
     epilogue: &[(ValueId, usize)],
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
@@ -104,7 +107,18 @@ pub fn build(
         let epi = if last { epilogue } else { &[] };
         // The last block of each result combines its partials (last_block.rs).
         let (_, what) = last_block::target(r, pass);
-        let fused = (cx.dev.last_block_combine && last_block::fits(f, r)).then(|| last_block::add_temps(cx, r, pass, o));
+        let fused = (cx.dev.last_block_combine && last_block::fits(f, r) && siblings.is_empty())
+            .then(|| last_block::add_temps(cx, r, pass, o));
+        // Each sibling's accumulator, partials and walk (its own input, read
+        // at the same index).
+        let sib: Vec<(&Reduction, usize, Combine)> = siblings
+            .iter()
+            .map(|&q| {
+                let Kind::Plain(c) = &q.kind else { unreachable!("siblings are plain reductions") };
+                let t = cx.add_temp(q.acc(f), splits * o, format!("grid partials of {}", f.value(q.outputs[0]).name));
+                (q, t, c.clone())
+            })
+            .collect();
         let (mut lw, mut params) = cx.lowerer();
         if last {
             cx.read_once(&mut lw, r, epi);
@@ -123,6 +137,9 @@ pub fn build(
             None
         };
         lw.line(&format!("{} a = {};", ctype::reg(acc), reduction::init(&op, acc)));
+        for (j, (q, _, c)) in sib.iter().enumerate() {
+            lw.line(&format!("{} fb_b{j} = {};", ctype::reg(q.acc(f)), reduction::init(c, q.acc(f))));
+        }
         // The index runs up to the batch's strides past the end: 64 bits when that passes int's range.
         let batch = cx.dev.loads_in_flight.max(1) as usize;
         let rt = if k + batch * splits * tile > i32::MAX as usize { "long long" } else { it };
@@ -138,7 +155,18 @@ pub fn build(
                 };
                 lw.line(&crate::strided::guarded(ok, &fold));
                 Ok(())
-            })
+            })?;
+            for (j, (q, _, c)) in sib.iter().enumerate() {
+                // A scope of its own: the walk names its index variables alike.
+                lw.open("{");
+                let w = Walked { r: q, ..walked };
+                w.fold(lw, |lw, xv, _, _| {
+                    lw.line(&crate::strided::guarded(ok, &reduction::step(c, q.acc(f), &format!("fb_b{j}"), xv)));
+                    Ok(())
+                })?;
+                lw.close("}");
+            }
+            Ok(())
         })?;
         lw.line(&format!(
             "a = {}(a, {});",
@@ -148,6 +176,11 @@ pub fn build(
         lw.line(&format!(
             "if (threadIdx.x == 0) tmp{partial}[({it})blockIdx.x * {o} + o] = a;"
         ));
+        for (j, (q, t, c)) in sib.iter().enumerate() {
+            let qa = q.acc(f);
+            lw.line(&format!("fb_b{j} = {}(fb_b{j}, {});", reduction::block_fn(c, qa), reduction::smem_name(qa)));
+            lw.line(&format!("if (threadIdx.x == 0) tmp{t}[({it})blockIdx.x * {o} + o] = fb_b{j};"));
+        }
         if let Some((counters, result)) = fused {
             for &(v, pos) in epi {
                 params.push_output(f, v, pos);
@@ -179,13 +212,21 @@ pub fn build(
                 [BLOCK, 1, 1],
                 params.args,
                 format!(
-                    "grid reduction of {} over {k} elements by {splits} blocks in turn, tiles of {tile}, {width} per load: {o} results{}",
+                    "grid reduction of {}{} over {k} elements by {splits} blocks in turn, tiles of {tile}, {width} per load: {o} results{}",
                     f.value(r.x).name,
+                    sib.iter().map(|(q, _, _)| format!(" and of {}", f.value(q.x).name)).collect::<String>(),
                     if fused.is_some() { format!(", the last block of each combining its partials into the {what}") } else { String::new() }
                 ),
             ),
         ));
-        outer::end_pass(cx, name, r, pass, Some(partial), splits, epi, fused.map(|(_, t)| t), out)?;
+        if sib.is_empty() {
+            outer::end_pass(cx, name, r, pass, Some(partial), splits, epi, fused.map(|(_, t)| t), out)?;
+        } else {
+            // One combine for them all, writing what reads their results.
+            let all: Vec<(Reduction, usize)> =
+                std::iter::once((r.clone(), partial)).chain(sib.iter().map(|&(q, t, _)| (q.clone(), t))).collect();
+            out.push(outer::combine_many(cx, &format!("{name}_c{pass}"), &all, splits, o, epi)?);
+        }
     }
     Ok(())
 }

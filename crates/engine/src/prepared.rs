@@ -308,6 +308,7 @@ pub fn planner_device(d: Device) -> Result<Device, EngineError> {
         stat_epilogue: k.stat_epilogue.unwrap_or(d.stat_epilogue),
         rows_store: k.rows_store.unwrap_or(d.rows_store),
         grid_moments: k.grid_moments.unwrap_or(d.grid_moments),
+        siblings: k.siblings.unwrap_or(d.siblings),
         transpose_tile: k.transpose_tile.unwrap_or(d.transpose_tile),
         transpose_bytes: k.transpose_bytes.unwrap_or(d.transpose_bytes),
         transpose_threads: k.transpose_threads.unwrap_or(d.transpose_threads),

@@ -90,6 +90,10 @@ pub enum Work {
         /// Read by another stored reduction, whose kernel runs before any
         /// row kernel: it must be computed on its own, first.
         before_rows: bool,
+        /// Plain reductions of other values over the same elements, read in
+        /// the same order, computed by the same kernels (`grid` only;
+        /// `Device::siblings`).
+        siblings: Vec<usize>,
         /// Outputs computed from this reduction's results alone, one element
         /// per result in order (`crate::epilogue`): written by its last kernel.
         epilogue: Vec<(ValueId, usize)>,

@@ -51,9 +51,10 @@ pub(super) fn kernels(s: &Inputs, cx: &mut Context, units: Units) -> Result<Vec<
         let red = &all_reds[r];
         // Its input and the outputs its kernel also writes.
         let roots = match &u.c.work {
-            Work::Stored { epilogue, full, .. } => {
-                std::iter::once(red.x).chain(epilogue.iter().chain(full).map(|o| o.0)).collect()
-            }
+            Work::Stored { epilogue, full, siblings, .. } => std::iter::once(red.x)
+                .chain(siblings.iter().map(|&q| all_reds[q].x))
+                .chain(epilogue.iter().chain(full).map(|o| o.0))
+                .collect(),
             _ => vec![red.x],
         };
         build_specials(cx, &mut kernels, roots)?;

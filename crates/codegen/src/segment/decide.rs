@@ -79,6 +79,9 @@ pub(super) fn units<'a>(s: &Inputs<'a>, cx: &Context) -> Result<Units<'a>, Failu
     let mut standalone = stored_units(s, cx, &store, &mut carrying, &mut pointwise)?;
     store_what_they_read(s, cx, &mut standalone, &carrying, &looped)?;
     totals_combined_first(s, &standalone, &carrying, &looped)?;
+    if s.dev.siblings {
+        siblings(s, &mut standalone);
+    }
     let mut joined = contiguous_joins(s, &mut standalone, &mut pointwise);
     combine_epilogues(s, &mut carrying, &mut looped, &mut pointwise);
     stored_epilogues(s, &mut standalone, &mut joined, &mut pointwise);
@@ -365,6 +368,7 @@ fn stored_units<'a>(
         let work = Work::Stored {
             red: r,
             before_rows,
+            siblings: vec![],
             epilogue: vec![],
             joined: beside.is_some(),
             full: vec![],
@@ -436,6 +440,7 @@ fn store_what_they_read<'a>(
             let work = Work::Stored {
                 red: r,
                 before_rows: true,
+                siblings: vec![],
                 epilogue: vec![],
                 joined: false,
                 full: vec![],
@@ -601,12 +606,19 @@ fn stored_epilogues<'a>(
     let stored = standalone.iter_mut().map(|(&r, u)| (r, u)).chain(joined.iter_mut().map(|(r, u)| (*r, u)));
     for (r, u) in stored {
         let red = &all_reds[r];
+        // With its siblings, the kernel that finishes them holds all their results.
+        let mut members = vec![r];
+        if let Work::Stored { siblings, .. } = &u.c.work {
+            members.extend(siblings.iter().copied());
+        }
         let mut epilogue: Vec<(ValueId, usize)> = Vec::new();
         pointwise_groups.retain(|&gi| {
             let outs = &groups[gi].1;
-            let fits = closure(f, outs.iter().map(|o| o.0), all_reds) == [r]
+            let reads = closure(f, outs.iter().map(|o| o.0), all_reds);
+            let fits = reads.contains(&r)
+                && reads.iter().all(|d| members.contains(d))
                 && (matches!(red.kind, crate::reduction::Kind::Plain(_)) || s.dev.stat_epilogue)
-                && outs.iter().all(|o| crate::epilogue::fits(f, red, o.0))
+                && members.iter().all(|&m| outs.iter().all(|o| crate::epilogue::fits(f, &all_reds[m], o.0)))
                 && !reads_late_kernel(f, outs.iter().map(|o| o.0), all_reds);
             if fits {
                 epilogue.extend(outs.iter().copied());
@@ -616,6 +628,56 @@ fn stored_epilogues<'a>(
         if let Work::Stored { epilogue: e, .. } = &mut u.c.work {
             *e = epilogue;
         }
+    }
+}
+
+/// Plain reductions stored by kernels of their own over the same elements,
+/// read in the same memory order, both on the grid schedule (a batch norm
+/// backward's two sums per channel, of the gradient and of the gradient
+/// times the normalized input): one kernel computes them all, reading
+/// the elements once (`Work::Stored::siblings`). Not one another reads.
+fn siblings(s: &Inputs, standalone: &mut BTreeMap<usize, Unit>) {
+    let (f, layouts, all_reds) = (s.f, s.layouts, s.all_reds);
+    let key = |r: usize| {
+        let red = &all_reds[r];
+        let walk = crate::memory::by_memory(f, layouts, red.x, &red.dims);
+        (f.value(red.x).shape.clone(), red.dims.clone(), walk)
+    };
+    let eligible = |u: &Unit, r: usize| {
+        u.schedule.name() == "grid"
+            && matches!(all_reds[r].kind, crate::reduction::Kind::Plain(_))
+            && !all_reds[r].acc(f).is_complex()
+            && matches!(&u.c.work, Work::Stored { full, .. } if full.is_empty())
+    };
+    let rs: Vec<usize> = standalone.keys().copied().collect();
+    let mut taken = BTreeSet::new();
+    for (i, &r) in rs.iter().enumerate() {
+        if taken.contains(&r) || !eligible(&standalone[&r], r) {
+            continue;
+        }
+        let mut found = Vec::new();
+        for &q in &rs[i + 1..] {
+            let reads = |a: usize, b: usize| direct(f, std::iter::once(all_reds[a].x), all_reds).contains(&b);
+            if !taken.contains(&q)
+                && eligible(&standalone[&q], q)
+                && key(q) == key(r)
+                && !reads(q, r)
+                && !reads(r, q)
+                && found.iter().all(|&p| !reads(q, p) && !reads(p, q))
+            {
+                found.push(q);
+            }
+        }
+        if found.is_empty() {
+            continue;
+        }
+        taken.extend(found.iter().copied());
+        if let Some(Unit { c: Candidate { work: Work::Stored { siblings, .. }, .. }, .. }) = standalone.get_mut(&r) {
+            siblings.extend(found.iter().copied());
+        }
+    }
+    for q in taken {
+        standalone.remove(&q);
     }
 }
 
