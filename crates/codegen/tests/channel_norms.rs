@@ -197,3 +197,30 @@ fn a_grid_mean_and_variance_takes_one_read() {
     assert!(on.source.contains("__shfl_down_sync"));
     assert!(on.source.contains("fb_rcp_count(fb_n)"));
 }
+
+/// `Device::siblings`: a batch norm backward's two sums per channel (of the
+/// gradient and of the gradient times the normalized input) over a
+/// channels-first image are one grid kernel reading both once and one
+/// combine that also writes the weight's and bias's gradients.
+#[test]
+fn two_sums_over_the_same_elements_share_their_kernels() {
+    let f = script(
+        "    t0 = fd.define_tensor(shape=[8, 4, 96, 96], contiguity=[True, True, True, True], dtype=DataType.Float, is_cpu=False)
+    t1 = fd.define_tensor(shape=[8, 4, 96, 96], contiguity=[True, True, True, True], dtype=DataType.Float, is_cpu=False)
+    gs = fd.ops.sum(t1, dims=[0, 2, 3], keepdim=False)
+    gx = fd.ops.mul(t1, t0)
+    gxs = fd.ops.sum(gx, dims=[0, 2, 3], keepdim=False)
+    fd.add_output(gxs)
+    fd.add_output(gs)
+",
+    );
+    let off = plan(&f, &[None, None], Device::default()).unwrap();
+    let on = plan(&f, &[None, None], Device { siblings: true, ..Device::default() }).unwrap();
+    let schedules = |p: &Plan| p.kernels.iter().map(|k| format!("{:?}", k.schedule)).collect::<Vec<_>>();
+    // Apart, the two outputs read two kernels' results: a pointwise kernel
+    // writes them; together, their combine does.
+    assert_eq!(schedules(&off), ["GridPartial", "OuterCombine", "GridPartial", "OuterCombine", "Pointwise"], "{:#?}", off.kernels);
+    assert_eq!(schedules(&on), ["GridPartial", "OuterCombine"], "{:#?}", on.kernels);
+    assert!(on.kernels[0].summary.contains("of t1 and of gx"), "{}", on.kernels[0].summary);
+    assert!(on.kernels[1].summary.contains("gs, gxs"), "{}", on.kernels[1].summary);
+}
