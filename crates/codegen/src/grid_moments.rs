@@ -72,19 +72,22 @@ pub(crate) fn build(
     lw.line(&format!("{reg} fb_n = {zero}, fb_a = {zero}, fb_m = {zero}, fb_q = {zero};"));
     // The shift: the result's first element, read at walk index 0 in a
     // scope of its own (the lowerer's loads are remembered by scope).
-    lw.line(&format!("{reg} fb_k;"));
-    lw.open("{");
-    lw.line(&format!("const {rt} r = 0;"));
-    let mut first = None;
-    walked.fold(&mut lw, |_, xv, j, _| {
-        if j == 0 {
-            first = Some(xv.to_string());
-        }
-        Ok(())
-    })?;
-    lw.line(&format!("fb_k = {};", first.unwrap_or_else(|| zero.clone())));
-    lw.close("}");
-    lw.line("if (!isfinite(fb_k)) fb_k = 0;");
+    // An empty extent has no first element: nothing is read, the shift is 0.
+    lw.line(&format!("{reg} fb_k = {zero};"));
+    if k > 0 {
+        lw.open("{");
+        lw.line(&format!("const {rt} r = 0;"));
+        let mut first = None;
+        walked.fold(&mut lw, |_, xv, j, _| {
+            if j == 0 {
+                first = Some(xv.to_string());
+            }
+            Ok(())
+        })?;
+        lw.line(&format!("fb_k = {};", first.unwrap_or_else(|| zero.clone())));
+        lw.close("}");
+        lw.line("if (!isfinite(fb_k)) fb_k = 0;");
+    }
     let start = format!("({rt})blockIdx.x * {tile} + threadIdx.x * {width}");
     let step = (splits * tile).to_string();
     let batch = cx.dev.loads_in_flight.max(1) as usize;

@@ -615,7 +615,7 @@ fn stored_epilogues<'a>(
         pointwise_groups.retain(|&gi| {
             let outs = &groups[gi].1;
             let reads = closure(f, outs.iter().map(|o| o.0), all_reds);
-            let fits = reads.contains(&r)
+            let fits = !reads.is_empty()
                 && reads.iter().all(|d| members.contains(d))
                 && (matches!(red.kind, crate::reduction::Kind::Plain(_)) || s.dev.stat_epilogue)
                 && members.iter().all(|&m| outs.iter().all(|o| crate::epilogue::fits(f, &all_reds[m], o.0)))
