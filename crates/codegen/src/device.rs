@@ -391,8 +391,8 @@ pub struct Device {
     /// input (`grid_moments.rs`) instead of two rounds. Written without a
     /// GPU: off until run.
     pub grid_moments: bool,
-    /// Plain reductions of different values over the same elements, each on
-    /// the grid schedule, computed by one kernel and one combine
+    /// Plain reductions of different values over the same elements, all on
+    /// the grid or all on the outer schedule, computed by one kernel and one combine
     /// (`Work::Stored::siblings`). Written without a GPU: off until run.
     pub siblings: bool,
     /// How every kernel reads global memory (`FUSEBENCH_LOADS`); None: the

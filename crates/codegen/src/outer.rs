@@ -255,11 +255,14 @@ fn alone(cx: &Context, g: &Geometry) -> Option<Geometry> {
     })
 }
 
-/// Appends the kernels that compute `r` and records where its outputs are stored.
+/// Appends the kernels that compute `r`, and the plain reductions `siblings`
+/// of other values over the same elements in the same kernels (`r` plain
+/// too), and records where their outputs are stored.
 pub fn build(
     cx: &mut Context,
     name: &str,
     r: &Reduction,
+    siblings: &[&Reduction],
     epilogue: &[(ValueId, usize)],
     out: &mut Vec<(String, Kernel)>,
 ) -> Result<(), CodegenError> {
@@ -274,11 +277,12 @@ pub fn build(
     if one_pass {
         return crate::moments::build(cx, name, r, &g, epilogue, out);
     }
-    let g = alone(cx, &g).unwrap_or(g);
+    // Siblings keep the geometry planned for them all and one combine.
+    let g = if siblings.is_empty() { alone(cx, &g).unwrap_or(g) } else { g };
     let Geometry { o, k, width, bx, by, blocks_x, splits, .. } = g;
     let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
     // One split (`alone`): the block's fold is the result, written here.
-    let direct = splits == 1 && cx.dev.outer_alone;
+    let direct = splits == 1 && cx.dev.outer_alone && siblings.is_empty();
 
     for pass in 0..r.passes() {
         let partial = (!direct).then(|| cx.add_temp(acc, splits * o, format!("partials of {}", f.value(r.outputs[0]).name)));
@@ -291,8 +295,17 @@ pub fn build(
         // The last block of each column of blocks combines their partials
         // (last_block.rs): a thread per result of the block's columns.
         let (target, what) = crate::last_block::target(r, pass);
-        let fused = (cx.dev.last_block_combine && crate::last_block::fits(f, r) && by > 1 && !direct)
+        let fused = (cx.dev.last_block_combine && crate::last_block::fits(f, r) && by > 1 && !direct && siblings.is_empty())
             .then(|| crate::last_block::add_temps(cx, r, pass, blocks_x));
+        // Each sibling's combine and partials; its accumulators are s{i}_{j}.
+        let sib: Vec<(&Reduction, usize, Combine)> = siblings
+            .iter()
+            .map(|&q| {
+                let Kind::Plain(c) = &q.kind else { unreachable!("siblings are plain reductions") };
+                let t = cx.add_temp(q.acc(f), splits * o, format!("partials of {}", f.value(q.outputs[0]).name));
+                (q, t, c.clone())
+            })
+            .collect();
         let result = direct.then(|| {
             cx.add_temp(f.value(target).dtype, o, format!("{what} of {}", f.value(r.outputs[0]).name))
         });
@@ -308,6 +321,11 @@ pub fn build(
         let mut means = Vec::new();
         for j in 0..width {
             lw.line(&format!("{reg} a{j} = {};", reduction::init(&combine_op, acc)));
+        }
+        for (i, (q, _, c)) in sib.iter().enumerate() {
+            for j in 0..width {
+                lw.line(&format!("{} s{i}_{j} = {};", ctype::reg(q.acc(f)), reduction::init(c, q.acc(f))));
+            }
         }
         // Past the results, a thread reads nothing (not even a mean).
         lw.open("if (live) {");
@@ -335,6 +353,14 @@ pub fn build(
                     Some(m) => lw.line(&format!("{{ const {reg} dv = {xv} - {m}; {a} += dv * dv; }}")),
                 }
             }
+            for (i, (q, _, c)) in sib.iter().enumerate() {
+                for j in 0..width {
+                    let x_idx = g.x_index(lw, q, &kept_idx, j);
+                    let xv = lw.value_at(q.x, &x_idx)?;
+                    let xv = q.to_acc(f, &xv);
+                    lw.line(&reduction::step(c, q.acc(f), &format!("s{i}_{j}"), &xv));
+                }
+            }
             lw.lanes = None;
             Ok(())
         })?;
@@ -358,6 +384,29 @@ pub fn build(
                 (None, None) => unreachable!("one split writes its result"),
             }
         };
+        // Each sibling's fold of the block, stored as its partials.
+        for (i, (q, t, c)) in sib.iter().enumerate() {
+            let qa = q.acc(f);
+            if by > 1 {
+                lw.line(&format!("__shared__ {} fb_fold_s{i}[{by}][{}];", ctype::reg(qa), bx * width));
+                for j in 0..width {
+                    lw.line(&format!("fb_fold_s{i}[threadIdx.y][threadIdx.x * {width} + {j}] = s{i}_{j};"));
+                }
+                lw.line("__syncthreads();");
+            }
+            lw.open("if (live && threadIdx.y == 0) {");
+            for j in 0..width {
+                if by > 1 {
+                    lw.line(&format!("s{i}_{j} = fb_fold_s{i}[0][threadIdx.x * {width} + {j}];"));
+                    lw.line(&format!(
+                        "for (int y = 1; y < {by}; ++y) {}",
+                        reduction::step(c, qa, &format!("s{i}_{j}"), &format!("fb_fold_s{i}[y][threadIdx.x * {width} + {j}]"))
+                    ));
+                }
+                lw.line(&format!("tmp{t}[({it})blockIdx.y * {o} + o + {j}] = s{i}_{j};"));
+            }
+            lw.close("}");
+        }
         if by == 1 {
             lw.open("if (live) {");
             for j in 0..width {
@@ -400,13 +449,22 @@ pub fn build(
         let pname = format!("{name}_p{pass}");
         let src = format!("{} {{\n{}}}\n", signature(&pname, (bx * by) as u32, &params), lw.code);
         let summary = format!(
-            "outer reduction of {} over {k} in {}: {o} results, {width} per thread{}",
+            "outer reduction of {}{} over {k} in {}: {o} results, {width} per thread{}",
             f.value(r.x).name,
+            sib.iter().map(|(q, _, _)| format!(" and of {}", f.value(q.x).name)).collect::<String>(),
             if direct { "one block each, no combine".to_string() } else { format!("{splits} splits") },
             if fused.is_some() { format!(", the last block of each column combining its partials into the {what}") } else { String::new() }
         );
         out.push((src, g.partial_kernel(pname, params.args, summary)));
-        end_pass(cx, name, r, pass, partial, splits, epi, fused.map(|(_, t)| t).or(result), out)?;
+        if sib.is_empty() {
+            end_pass(cx, name, r, pass, partial, splits, epi, fused.map(|(_, t)| t).or(result), out)?;
+        } else {
+            // One combine for them all, writing what reads their results.
+            let p = partial.expect("siblings have partials");
+            let all: Vec<(Reduction, usize)> =
+                std::iter::once((r.clone(), p)).chain(sib.iter().map(|&(q, t, _)| (q.clone(), t))).collect();
+            out.push(combine_many(cx, &format!("{name}_c{pass}"), &all, splits, o, epi)?);
+        }
     }
     Ok(())
 }

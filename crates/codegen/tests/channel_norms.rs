@@ -224,3 +224,27 @@ fn two_sums_over_the_same_elements_share_their_kernels() {
     assert!(on.kernels[0].summary.contains("of t1 and of gx"), "{}", on.kernels[0].summary);
     assert!(on.kernels[1].summary.contains("gs, gxs"), "{}", on.kernels[1].summary);
 }
+
+/// The same two sums over a channels-last image (the outer schedule: a
+/// thread per channel, the images' pixels split over blocks) share their
+/// partial kernel and combine too.
+#[test]
+fn two_outer_sums_over_the_same_elements_share_their_kernels() {
+    let f = script(
+        "    t0 = fd.define_tensor(shape=[8, 64, 28, 28], contiguity=[True, True, True, True], dtype=DataType.Float, is_cpu=False, stride_order=[3, 0, 2, 1])
+    t1 = fd.define_tensor(shape=[8, 64, 28, 28], contiguity=[True, True, True, True], dtype=DataType.Float, is_cpu=False, stride_order=[3, 0, 2, 1])
+    gs = fd.ops.sum(t1, dims=[0, 2, 3], keepdim=False)
+    gx = fd.ops.mul(t1, t0)
+    gxs = fd.ops.sum(gx, dims=[0, 2, 3], keepdim=False)
+    fd.add_output(gxs)
+    fd.add_output(gs)
+",
+    );
+    let layouts = vec![Some((vec![50176, 1, 1792, 64], 0)); 2];
+    let off = plan(&f, &layouts, Device::default()).unwrap();
+    let on = plan(&f, &layouts, Device { siblings: true, ..Device::default() }).unwrap();
+    let schedules = |p: &Plan| p.kernels.iter().map(|k| format!("{:?}", k.schedule)).collect::<Vec<_>>();
+    assert_eq!(schedules(&off), ["OuterPartial", "OuterCombine", "OuterPartial", "OuterCombine", "Pointwise"], "{:#?}", off.kernels);
+    assert_eq!(schedules(&on), ["OuterPartial", "OuterCombine"], "{:#?}", on.kernels);
+    assert!(on.kernels[0].summary.contains("of t1 and of gx"), "{}", on.kernels[0].summary);
+}

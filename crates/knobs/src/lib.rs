@@ -191,7 +191,7 @@ pub const DECLARED: &[Declared] = &[
     knob("FUSEBENCH_GRID_MOMENTS", "0 or 1", "the planner's (0)", Affects::Kernels,
         "1 (written without a GPU, not yet run): a mean and variance split over blocks (few results over many elements each, a batch norm's per channel) is found in one read of the input, a sum and Welford's update on shifted values merged in order; 0: two rounds, the mean and then the squared deviations"),
     knob("FUSEBENCH_SIBLINGS", "0 or 1", "the planner's (0)", Affects::Kernels,
-        "1 (written without a GPU, not yet run): plain reductions of different values over the same elements, each split over blocks (a batch norm backward's two sums per channel), are computed by one kernel that reads the elements once, and combined by one; 0: a kernel and a combine each"),
+        "1 (written without a GPU, not yet run): plain reductions of different values over the same elements, all on the grid or all on the outer schedule (a batch norm backward's two sums per channel), are computed by one kernel that reads the elements once, and combined by one; 0: a kernel and a combine each"),
     knob("FUSEBENCH_TRANSPOSE_TILE", "0, 32 or 64", "the planner's (0: 64 where every multiprocessor still gets two blocks, else 32)", Affects::Kernels,
         "width of the square shared-memory tiles of the transpose schedule (tuning experiments)"),
     knob("FUSEBENCH_TRANSPOSE_BYTES", "0, 4, 8 or 16", "the planner's (16)", Affects::Kernels,

@@ -91,7 +91,7 @@ pub enum Work {
         /// row kernel: it must be computed on its own, first.
         before_rows: bool,
         /// Plain reductions of other values over the same elements, read in
-        /// the same order, computed by the same kernels (`grid` only;
+        /// the same order, computed by the same kernels (`grid` and `outer`;
         /// `Device::siblings`).
         siblings: Vec<usize>,
         /// Outputs computed from this reduction's results alone, one element

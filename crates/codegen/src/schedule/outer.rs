@@ -48,6 +48,10 @@ impl Schedule for Outer {
         out: &mut Vec<(String, Kernel)>,
     ) -> Result<(), CodegenError> {
         let (red, epilogue) = c.stored(self.name()).map_err(CodegenError::NoFit)?;
-        crate::outer::build(cx, &c.name, &c.reds[red], epilogue, out)
+        let siblings: Vec<&crate::reduction::Reduction> = match &c.work {
+            Work::Stored { siblings, .. } => siblings.iter().map(|&q| &c.reds[q]).collect(),
+            _ => vec![],
+        };
+        crate::outer::build(cx, &c.name, &c.reds[red], &siblings, epilogue, out)
     }
 }

@@ -632,7 +632,8 @@ fn stored_epilogues<'a>(
 }
 
 /// Plain reductions stored by kernels of their own over the same elements,
-/// read in the same memory order, both on the grid schedule (a batch norm
+/// read in the same memory order, all on the grid or all on the outer
+/// schedule (a batch norm
 /// backward's two sums per channel, of the gradient and of the gradient
 /// times the normalized input): one kernel computes them all, reading
 /// the elements once (`Work::Stored::siblings`). Not one another reads.
@@ -644,7 +645,7 @@ fn siblings(s: &Inputs, standalone: &mut BTreeMap<usize, Unit>) {
         (f.value(red.x).shape.clone(), red.dims.clone(), walk)
     };
     let eligible = |u: &Unit, r: usize| {
-        u.schedule.name() == "grid"
+        matches!(u.schedule.name(), "grid" | "outer")
             && matches!(all_reds[r].kind, crate::reduction::Kind::Plain(_))
             && !all_reds[r].acc(f).is_complex()
             && matches!(&u.c.work, Work::Stored { full, .. } if full.is_empty())
@@ -658,8 +659,12 @@ fn siblings(s: &Inputs, standalone: &mut BTreeMap<usize, Unit>) {
         let mut found = Vec::new();
         for &q in &rs[i + 1..] {
             let reads = |a: usize, b: usize| direct(f, std::iter::once(all_reds[a].x), all_reds).contains(&b);
-            if !taken.contains(&q)
+            // At most four in a kernel: the outer schedule folds each over
+            // its block in shared memory of its own.
+            if found.len() < 3
+                && !taken.contains(&q)
                 && eligible(&standalone[&q], q)
+                && standalone[&q].schedule.name() == standalone[&r].schedule.name()
                 && key(q) == key(r)
                 && !reads(q, r)
                 && !reads(r, q)
