@@ -25,7 +25,7 @@ step() { # SECONDS LABEL LOG CMD...: runs CMD into LOG with at most SECONDS (les
     timeout $s "$@" > $log 2>&1; echo "exit $?"
     grep -E "^  (run on|matched|mismatched|failed|refused)|fusions:|MISMATCH|FAILED|panicked|error" $log | head -12
 }
-timed() { local n=$1 d=$2; shift 2; step 75 "bench $n" $o/b-$n.txt env "$@" $b bench $d --jsonl $o/t-$n.jsonl; }
+timed() { local n=$1 d=$2; shift 2; step ${T:-75} "bench $n" $o/b-$n.txt env "$@" $b bench $d --jsonl $o/t-$n.jsonl; }
 want() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 u=/tmp/unrun; rm -rf $u
@@ -35,8 +35,7 @@ p $u/scans --family scans --only cumsum --cols 128,4096,32000 --rows 8,64,1024 -
 p $u/scans --family scans --only cumsum --cols 128,4096 --rows 32768 --dtypes f32,bf16 --layouts rowmajor
 p $u/scancol --family scans --only cumsum --cols 128,1000,4096 --rows 4096,32768 --dtypes f32,bf16 --layouts colmajor
 p $u/ch --family channels
-mkdir -p $u/chsub && cp $u/ch/groupnorm-bf16-8x* $u/ch/batchnorm-bf16-8x* $u/ch/batchnorm_bwd-bf16-8x*nchw* $u/ch/instancenorm-bf16-8x*nhwc* \
-    $u/ch/instancenorm_bwd-bf16-8x*nchw* $u/chsub/
+mkdir -p $u/chsub && cp $u/ch/*-bf16-8x* $u/chsub/
 python3 bench/grouped_random.py $u/gsmall --count 120 --seed 38 >/dev/null
 p $u/gmmk --family gemm --only grouped_mm_k --cols 1024,2048,4096 --rows 4096,16384 --dtypes bf16 --layouts colmajor
 p $u/gmn --family gemm --only grouped_mm,grouped_mm_k --cols 1024,2048,4096 --rows 4096,16384 --dtypes bf16 --layouts rowmajor
@@ -69,8 +68,8 @@ if want scans; then
     timed col-tiles $u/scancol $S
 fi
 if want channels; then
-    timed ch-default $u/chsub X=0
-    timed ch-knobs $u/chsub $C
+    T=120 timed ch-default $u/chsub X=0
+    T=120 timed ch-knobs $u/chsub $C
 fi
 if want grouped; then
     timed k-default $u/gmmk X=0
