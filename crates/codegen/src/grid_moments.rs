@@ -17,11 +17,10 @@
 
 use crate::error::CodegenError;
 use crate::grid::Walked;
-use crate::ix::Ix;
 use crate::kernel::{signature, Context};
 use crate::plan::{Kernel, Schedule};
 use crate::reduction::{Kind, Reduction};
-use crate::{ctype, view};
+use crate::ctype;
 use fusebench_ir::{Literal, ValueId};
 
 const BLOCK: u32 = 256;
@@ -137,7 +136,7 @@ pub(crate) fn build(
             summary,
         ),
     ));
-    combine(cx, name, r, (o, k, splits), temps, epilogue, out)
+    combine(cx, name, r, (o, splits), temps, epilogue, out)
 }
 
 /// The combine: a thread per result merges the blocks' partials in order and
@@ -146,7 +145,7 @@ fn combine(
     cx: &mut Context,
     name: &str,
     r: &Reduction,
-    (o, k, splits): (usize, usize, usize),
+    (o, splits): (usize, usize),
     [counts, sums, means, squares]: [usize; 4],
     epilogue: &[(ValueId, usize)],
     out: &mut Vec<(String, Kernel)>,
@@ -156,10 +155,7 @@ fn combine(
     let reg = ctype::reg(acc);
     let zero = ctype::literal(acc, Literal::Int(0));
     let label = f.value(r.outputs[0]).name.clone();
-    let (mean_out, second, what) = match r.kind {
-        Kind::Welford => (r.outputs[0], r.outputs[1], "M2"),
-        _ => (r.outputs[1], r.outputs[0], "variance"),
-    };
+    let (mean_out, second, what) = crate::moments::targets(r);
     let mean_t = cx.add_temp(f.value(mean_out).dtype, o, format!("mean of {label}"));
     let second_t = cx.add_temp(f.value(second).dtype, o, format!("{what} of {label}"));
     let (mut lw, mut params) = cx.lowerer();
@@ -182,24 +178,7 @@ fn combine(
     ));
     lw.line(&merge(reg, "fb_nb", "fb_ab", "fb_mb", "fb_qb"));
     lw.close("}");
-    let second_value = match r.kind {
-        Kind::VarMean { correction } => format!("fb_q / {}", ctype::literal(acc, Literal::Int((k as i64 - correction).max(0)))),
-        _ => "fb_q".to_string(),
-    };
-    let mean_value = format!("fb_a / {}", ctype::literal(acc, Literal::Int(k as i64)));
-    let out_shape = f.value(r.outputs[0]).shape.clone().unwrap_or_default();
-    for (v, t, value) in [(mean_out, mean_t, mean_value), (second, second_t, second_value)] {
-        let d = f.value(v).dtype;
-        let h = lw.fresh("h");
-        lw.line(&format!("const {} {h} = {};", ctype::reg(d), ctype::convert(acc, d, &value)));
-        lw.line(&format!("tmp{t}[o] = {};", ctype::to_storage(d, &h)));
-        lw.hold(v, crate::lower::Held { expr: h, index: view::delinearize(Ix::var("o"), &out_shape) });
-    }
-    for &(v, pos) in epilogue {
-        let idx = view::delinearize(Ix::var("o"), f.value(v).shape.as_deref().unwrap_or(&[]));
-        let e = lw.value_at(v, &idx)?;
-        lw.line(&format!("out{pos}[o] = {};", ctype::to_storage(f.value(v).dtype, &e)));
-    }
+    crate::moments::write_moments(&mut lw, f, r, ("fb_a", "fb_q"), (mean_t, second_t), epilogue)?;
     let cname = format!("{name}_c0");
     let src = format!("{} {{\n{}}}\n", signature(&cname, block as u32, &params), lw.code);
     let epi: Vec<String> = epilogue.iter().map(|&(v, _)| f.value(v).name.clone()).collect();

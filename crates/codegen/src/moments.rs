@@ -203,10 +203,7 @@ pub fn build(
 
     // Combine: a thread per result, or 8 threads per result where the
     // partials are many (`grouped`); the mean is a / n either way.
-    let (mean_out, second, what) = match r.kind {
-        Kind::Welford => (r.outputs[0], r.outputs[1], "M2"),
-        _ => (r.outputs[1], r.outputs[0], "variance"),
-    };
+    let (mean_out, second, what) = targets(r);
     let mean_t = cx.add_temp(f.value(mean_out).dtype, o, format!("mean of {label}"));
     let second_t = cx.add_temp(f.value(second).dtype, o, format!("{what} of {label}"));
     let (mut lw, mut params) = cx.lowerer();
@@ -219,26 +216,7 @@ pub fn build(
     } else {
         in_order(&mut lw, acc, g, &names)
     };
-    let n = ctype::literal(acc, Literal::Int(k as i64));
-    let second_value = match r.kind {
-        Kind::VarMean { correction } => {
-            format!("q / {}", ctype::literal(acc, Literal::Int((k as i64 - correction).max(0))))
-        }
-        _ => "q".to_string(),
-    };
-    let out_shape = f.value(r.outputs[0]).shape.clone().unwrap_or_default();
-    for (v, t, value) in [(mean_out, mean_t, format!("a / {n}")), (second, second_t, second_value)] {
-        let d = f.value(v).dtype;
-        let h = lw.fresh("h");
-        lw.line(&format!("const {} {h} = {};", ctype::reg(d), ctype::convert(acc, d, &value)));
-        lw.line(&format!("tmp{t}[o] = {};", ctype::to_storage(d, &h)));
-        lw.hold(v, crate::lower::Held { expr: h, index: view::delinearize(Ix::var("o"), &out_shape) });
-    }
-    for &(v, pos) in epilogue {
-        let idx = view::delinearize(Ix::var("o"), f.value(v).shape.as_deref().unwrap_or(&[]));
-        let e = lw.value_at(v, &idx)?;
-        lw.line(&format!("out{pos}[o] = {};", ctype::to_storage(f.value(v).dtype, &e)));
-    }
+    write_moments(&mut lw, f, r, ("a", "q"), (mean_t, second_t), epilogue)?;
     let cname = format!("{name}_c0");
     let src = format!("{} {{\n{}}}\n", signature(&cname, (bx * by) as u32, &params), lw.code);
     let epi: Vec<String> = epilogue.iter().map(|&(v, _)| f.value(v).name.clone()).collect();
@@ -342,4 +320,50 @@ fn grouped(lw: &mut crate::lower::Lowerer, acc: fusebench_ir::DType, g: &Geometr
     lw.line("if (!live || threadIdx.y != 0) return;");
     lw.line(&format!("for (int y = 1; y < {groups}; ++y) q += fb_ca[y][threadIdx.x];"));
     (bx, groups)
+}
+
+/// The mean output of a mean and variance, its second (the variance, or
+/// welford's M2), and what to call the second.
+pub(crate) fn targets(r: &Reduction) -> (ValueId, ValueId, &'static str) {
+    match r.kind {
+        Kind::Welford => (r.outputs[0], r.outputs[1], "M2"),
+        _ => (r.outputs[1], r.outputs[0], "variance"),
+    }
+}
+
+/// The end of a combine, in the thread of result `o` holding the plain sum
+/// `sum` and M2 `m2` of its values: the mean (sum / k) and the variance (or
+/// M2) stored in temps `mean_t` and `second_t` and held, then `epilogue`
+/// written.
+pub(crate) fn write_moments(
+    lw: &mut crate::lower::Lowerer,
+    f: &fusebench_ir::Fusion,
+    r: &Reduction,
+    (sum, m2): (&str, &str),
+    (mean_t, second_t): (usize, usize),
+    epilogue: &[(ValueId, usize)],
+) -> Result<(), CodegenError> {
+    let (acc, k) = (r.acc(f), r.count(f));
+    let (mean_out, second, _) = targets(r);
+    let second_value = match r.kind {
+        Kind::VarMean { correction } => {
+            format!("{m2} / {}", ctype::literal(acc, Literal::Int((k as i64 - correction).max(0))))
+        }
+        _ => m2.to_string(),
+    };
+    let mean_value = format!("{sum} / {}", ctype::literal(acc, Literal::Int(k as i64)));
+    let out_shape = f.value(r.outputs[0]).shape.clone().unwrap_or_default();
+    for (v, t, value) in [(mean_out, mean_t, mean_value), (second, second_t, second_value)] {
+        let d = f.value(v).dtype;
+        let h = lw.fresh("h");
+        lw.line(&format!("const {} {h} = {};", ctype::reg(d), ctype::convert(acc, d, &value)));
+        lw.line(&format!("tmp{t}[o] = {};", ctype::to_storage(d, &h)));
+        lw.hold(v, crate::lower::Held { expr: h, index: view::delinearize(Ix::var("o"), &out_shape) });
+    }
+    for &(v, pos) in epilogue {
+        let idx = view::delinearize(Ix::var("o"), f.value(v).shape.as_deref().unwrap_or(&[]));
+        let e = lw.value_at(v, &idx)?;
+        lw.line(&format!("out{pos}[o] = {};", ctype::to_storage(f.value(v).dtype, &e)));
+    }
+    Ok(())
 }

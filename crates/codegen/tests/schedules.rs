@@ -118,6 +118,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
             Work::Stored {
                 red: 0,
                 before_rows: false,
+                siblings: vec![],
                 epilogue: vec![],
                 joined: false,
                 full: vec![],
@@ -129,6 +130,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
             Work::Stored {
                 red: 0,
                 before_rows: true,
+                siblings: vec![],
                 epilogue: vec![],
                 joined: false,
                 full: vec![],
@@ -140,6 +142,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
             Work::Stored {
                 red: 0,
                 before_rows: false,
+                siblings: vec![],
                 epilogue: vec![],
                 joined: false,
                 full: vec![],
@@ -151,6 +154,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
             Work::Stored {
                 red: 0,
                 before_rows: false,
+                siblings: vec![],
                 epilogue: vec![],
                 joined: false,
                 full: vec![],
@@ -184,6 +188,7 @@ fn every_schedule_gives_a_reason_for_every_kind_of_work() {
             Work::Stored {
                 red: 0,
                 before_rows: false,
+                siblings: vec![],
                 epilogue: vec![],
                 joined: false,
                 full: vec![],

@@ -135,15 +135,7 @@ fn stored(
     let f = c.f;
     let xs = f.value(red.x).shape.clone().unwrap();
     let k = red.dims.len();
-    let mut per_row = Vec::new();
-    for &o in &red.outputs {
-        if is_count(f, red, o) {
-            continue;
-        }
-        let val = f.value(o);
-        let t = cx.add_temp(val.dtype, val.numel(), format!("{} (stored)", val.name));
-        per_row.push((o, RowTarget::Temp(t)));
-    }
+    let mut per_row = stored_targets(cx, std::slice::from_ref(red), &[0]);
     let stored_rows = per_row.len();
     per_row.extend(epilogue.iter().map(|&(v, p)| (v, RowTarget::Output(p))));
     let spec = persistent::Spec {
@@ -160,20 +152,7 @@ fn stored(
     let built = crate::rowwise::instead_of_loop(cx, &c.name, &spec, crate::launch::row_unroll(dev))
         .unwrap_or_else(|| persistent::build(cx, &c.name, &spec))?;
     out.push(built);
-    for (o, t) in per_row.into_iter().take(stored_rows) {
-        let RowTarget::Temp(t) = t else {
-            unreachable!()
-        };
-        let val = f.value(o);
-        cx.stored.insert(
-            o,
-            Stored {
-                temp: t,
-                dtype: val.dtype,
-                shape: val.shape.clone().unwrap(),
-            },
-        );
-    }
+    record_stored(cx, &per_row[..stored_rows]);
     Ok(())
 }
 
