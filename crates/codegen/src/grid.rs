@@ -85,11 +85,12 @@ pub fn build(
     // At least 1: a reduction over an empty extent (k = 0) has one empty tile.
     let splits = splits.min(k.div_ceil(tile)).max(1);
     let out_shape = f.value(r.outputs[0]).shape.clone().unwrap();
+    // The index runs up to the batch's strides past the end: 64 bits when that passes int's range.
+    let batch = cx.dev.loads_in_flight.max(1) as usize;
+    let rt = if k + batch * splits * tile > i32::MAX as usize { "long long" } else { cx.idx_type };
+    let kept_idx = view::delinearize(Ix::var("o"), &kept);
+    let walked = Walked { f, r, xs: &xs, walk: &walk, red: &red, kept_idx: &kept_idx, width };
     if crate::grid_moments::fits(cx, r) {
-        let batch = cx.dev.loads_in_flight.max(1) as usize;
-        let rt = if k + batch * splits * tile > i32::MAX as usize { "long long" } else { cx.idx_type };
-        let kept_idx = view::delinearize(Ix::var("o"), &kept);
-        let walked = Walked { f, r, xs: &xs, walk: &walk, red: &red, kept_idx: &kept_idx, width };
         return crate::grid_moments::build(cx, name, r, &walked, (o, k, splits, tile), rt, epilogue, out);
     }
 
@@ -111,14 +112,7 @@ pub fn build(
             .then(|| last_block::add_temps(cx, r, pass, o));
         // Each sibling's accumulator, partials and walk (its own input, read
         // at the same index).
-        let sib: Vec<(&Reduction, usize, Combine)> = siblings
-            .iter()
-            .map(|&q| {
-                let Kind::Plain(c) = &q.kind else { unreachable!("siblings are plain reductions") };
-                let t = cx.add_temp(q.acc(f), splits * o, format!("grid partials of {}", f.value(q.outputs[0]).name));
-                (q, t, c.clone())
-            })
-            .collect();
+        let sib = outer::sibling_partials(cx, siblings, splits * o, "grid partials");
         let (mut lw, mut params) = cx.lowerer();
         if last {
             cx.read_once(&mut lw, r, epi);
@@ -140,13 +134,8 @@ pub fn build(
         for (j, (q, _, c)) in sib.iter().enumerate() {
             lw.line(&format!("{} fb_b{j} = {};", ctype::reg(q.acc(f)), reduction::init(c, q.acc(f))));
         }
-        // The index runs up to the batch's strides past the end: 64 bits when that passes int's range.
-        let batch = cx.dev.loads_in_flight.max(1) as usize;
-        let rt = if k + batch * splits * tile > i32::MAX as usize { "long long" } else { it };
-        let kept_idx = view::delinearize(Ix::var("o"), &kept);
         let start = format!("({rt})blockIdx.x * {tile} + threadIdx.x * {width}");
         let step = (splits * tile).to_string();
-        let walked = Walked { f, r, xs: &xs, walk: &walk, red: &red, kept_idx: &kept_idx, width };
         crate::strided::emit_guarded(&mut lw, rt, "r", &start, &k.to_string(), &step, batch, |lw, ok| {
             walked.fold(lw, |lw, xv, _, _| {
                 let fold = match &mean {
@@ -222,10 +211,7 @@ pub fn build(
         if sib.is_empty() {
             outer::end_pass(cx, name, r, pass, Some(partial), splits, epi, fused.map(|(_, t)| t), out)?;
         } else {
-            // One combine for them all, writing what reads their results.
-            let all: Vec<(Reduction, usize)> =
-                std::iter::once((r.clone(), partial)).chain(sib.iter().map(|&(q, t, _)| (q.clone(), t))).collect();
-            out.push(outer::combine_many(cx, &format!("{name}_c{pass}"), &all, splits, o, epi)?);
+            out.push(outer::combine_siblings(cx, &format!("{name}_c{pass}"), (r, partial), &sib, (splits, o), epi)?);
         }
     }
     Ok(())

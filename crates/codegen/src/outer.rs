@@ -298,14 +298,7 @@ pub fn build(
         let fused = (cx.dev.last_block_combine && crate::last_block::fits(f, r) && by > 1 && !direct && siblings.is_empty())
             .then(|| crate::last_block::add_temps(cx, r, pass, blocks_x));
         // Each sibling's combine and partials; its accumulators are s{i}_{j}.
-        let sib: Vec<(&Reduction, usize, Combine)> = siblings
-            .iter()
-            .map(|&q| {
-                let Kind::Plain(c) = &q.kind else { unreachable!("siblings are plain reductions") };
-                let t = cx.add_temp(q.acc(f), splits * o, format!("partials of {}", f.value(q.outputs[0]).name));
-                (q, t, c.clone())
-            })
-            .collect();
+        let sib = sibling_partials(cx, siblings, splits * o, "partials");
         let result = direct.then(|| {
             cx.add_temp(f.value(target).dtype, o, format!("{what} of {}", f.value(r.outputs[0]).name))
         });
@@ -459,11 +452,8 @@ pub fn build(
         if sib.is_empty() {
             end_pass(cx, name, r, pass, partial, splits, epi, fused.map(|(_, t)| t).or(result), out)?;
         } else {
-            // One combine for them all, writing what reads their results.
             let p = partial.expect("siblings have partials");
-            let all: Vec<(Reduction, usize)> =
-                std::iter::once((r.clone(), p)).chain(sib.iter().map(|&(q, t, _)| (q.clone(), t))).collect();
-            out.push(combine_many(cx, &format!("{name}_c{pass}"), &all, splits, o, epi)?);
+            out.push(combine_siblings(cx, &format!("{name}_c{pass}"), (r, p), &sib, (splits, o), epi)?);
         }
     }
     Ok(())
@@ -654,6 +644,38 @@ pub fn write_results(
         lw.line(&format!("out{pos}[{at}] = {};", ctype::to_storage(f.value(v).dtype, &e)));
     }
     Ok(())
+}
+
+/// A plain reduction computed beside another in its kernels (`Work::Stored::
+/// siblings`): the reduction, its partials' temp and its combine.
+pub(crate) type Sibling<'r> = (&'r Reduction, usize, Combine);
+
+/// Each sibling's temp of `n` partials (named "`what` of" its result).
+pub(crate) fn sibling_partials<'r>(cx: &mut Context, siblings: &[&'r Reduction], n: usize, what: &str) -> Vec<Sibling<'r>> {
+    let f = cx.f;
+    siblings
+        .iter()
+        .map(|&q| {
+            let Kind::Plain(c) = &q.kind else { unreachable!("siblings are plain reductions") };
+            let t = cx.add_temp(q.acc(f), n, format!("{what} of {}", f.value(q.outputs[0]).name));
+            (q, t, c.clone())
+        })
+        .collect()
+}
+
+/// The one combine of `r` (partials in temp `partial`) and its siblings,
+/// `[splits, o]` partials each, writing `epilogue` (what reads their results).
+pub(crate) fn combine_siblings(
+    cx: &mut Context,
+    name: &str,
+    (r, partial): (&Reduction, usize),
+    sib: &[Sibling],
+    (splits, o): (usize, usize),
+    epilogue: &[(ValueId, usize)],
+) -> Result<(String, Kernel), CodegenError> {
+    let all: Vec<(Reduction, usize)> =
+        std::iter::once((r.clone(), partial)).chain(sib.iter().map(|&(q, t, _)| (q.clone(), t))).collect();
+    combine_many(cx, name, &all, splits, o, epilogue)
 }
 
 /// One kernel that combines the per-block partials `[splits, cols]` of

@@ -55,10 +55,6 @@ impl Schedule for Grid {
         out: &mut Vec<(String, Kernel)>,
     ) -> Result<(), CodegenError> {
         let (red, epilogue) = c.stored(self.name()).map_err(CodegenError::NoFit)?;
-        let siblings: Vec<&crate::reduction::Reduction> = match &c.work {
-            Work::Stored { siblings, .. } => siblings.iter().map(|&q| &c.reds[q]).collect(),
-            _ => vec![],
-        };
-        crate::grid::build(cx, &c.name, &c.reds[red], &siblings, epilogue, out)
+        crate::grid::build(cx, &c.name, &c.reds[red], &c.siblings(), epilogue, out)
     }
 }

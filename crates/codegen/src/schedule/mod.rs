@@ -175,6 +175,14 @@ impl Candidate<'_> {
         }
     }
 
+    /// The plain reductions computed beside the stored one (`Work::Stored::siblings`).
+    pub fn siblings(&self) -> Vec<&Reduction> {
+        match &self.work {
+            Work::Stored { siblings, .. } => siblings.iter().map(|&q| &self.reds[q]).collect(),
+            _ => vec![],
+        }
+    }
+
     /// Whether the reduction's reduced dims hold the dim fastest in memory
     /// (`crate::memory::reduces_fastest`), for the inputs' layouts in `cx`.
     pub fn reduces_fastest(&self, cx: &Context, red: usize) -> Option<bool> {

@@ -48,10 +48,6 @@ impl Schedule for Outer {
         out: &mut Vec<(String, Kernel)>,
     ) -> Result<(), CodegenError> {
         let (red, epilogue) = c.stored(self.name()).map_err(CodegenError::NoFit)?;
-        let siblings: Vec<&crate::reduction::Reduction> = match &c.work {
-            Work::Stored { siblings, .. } => siblings.iter().map(|&q| &c.reds[q]).collect(),
-            _ => vec![],
-        };
-        crate::outer::build(cx, &c.name, &c.reds[red], &siblings, epilogue, out)
+        crate::outer::build(cx, &c.name, &c.reds[red], &c.siblings(), epilogue, out)
     }
 }

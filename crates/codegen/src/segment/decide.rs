@@ -657,6 +657,7 @@ fn siblings(s: &Inputs, standalone: &mut BTreeMap<usize, Unit>) {
             continue;
         }
         let mut found = Vec::new();
+        let own = key(r);
         for &q in &rs[i + 1..] {
             let reads = |a: usize, b: usize| direct(f, std::iter::once(all_reds[a].x), all_reds).contains(&b);
             // At most four in a kernel: the outer schedule folds each over
@@ -665,7 +666,7 @@ fn siblings(s: &Inputs, standalone: &mut BTreeMap<usize, Unit>) {
                 && !taken.contains(&q)
                 && eligible(&standalone[&q], q)
                 && standalone[&q].schedule.name() == standalone[&r].schedule.name()
-                && key(q) == key(r)
+                && key(q) == own
                 && !reads(q, r)
                 && !reads(r, q)
                 && found.iter().all(|&p| !reads(q, p) && !reads(p, q))
